@@ -1,0 +1,71 @@
+// Package storage is Slipway's object storage: a small Backend interface, implemented by
+// storage/s3 (any S3-compatible service, through aws-sdk-go-v2) and storage/fs (a local folder),
+// plus the pieces every backend shares: a block-cached io.ReaderAt for parsers and a tail keeper
+// that seeds it with the end of an upload stream.
+//
+// Whether a download is redirected (presigned S3 URL, CDN) or served by Slipway itself (filesystem,
+// behind a signed URL) is decided by the HTTP handler, not by the backend.
+package storage
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"time"
+)
+
+// ErrNotFound is returned (wrapped) when an object does not exist.
+var ErrNotFound = errors.New("object not found")
+
+// ErrInvalidKey is returned when a key is empty, absolute or climbs out of the store ("..").
+var ErrInvalidKey = errors.New("invalid object key")
+
+// Backend stores objects under keys such as "packages/01J.../app.ipa".
+type Backend interface {
+	// Put streams r into the object key and returns the number of bytes written. r's length is not
+	// known in advance; implementations hold a bounded amount of it in memory and never spool it
+	// to a local temp file (the filesystem backend writes a temp file in the destination folder).
+	// If r fails or ctx is cancelled, Put returns the error and nothing remains under key (S3
+	// multipart uploads are aborted).
+	Put(ctx context.Context, key string, r io.Reader, opts PutOptions) (int64, error)
+	// GetRange returns a reader of n bytes of the object starting at off; n < 0 reads to the end.
+	GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error)
+	// Stat returns the object's size and modification time.
+	Stat(ctx context.Context, key string) (Info, error)
+	// Delete removes the object. Deleting an absent object is not an error.
+	Delete(ctx context.Context, key string) error
+	// Ping checks that the store is reachable (readiness).
+	Ping(ctx context.Context) error
+}
+
+// PutOptions describe the stored object.
+type PutOptions struct {
+	ContentType string
+}
+
+// Info describes a stored object.
+type Info struct {
+	Size    int64
+	ModTime time.Time
+}
+
+// GetOptions shape a presigned download.
+type GetOptions struct {
+	// Filename sets the response's Content-Disposition (attachment; filename="...").
+	Filename string
+	// ContentType overrides the response's Content-Type.
+	ContentType string
+}
+
+// Presigner is implemented by backends whose objects clients fetch directly (S3): a short-lived
+// URL that needs no credentials.
+type Presigner interface {
+	PresignGet(ctx context.Context, key string, ttl time.Duration, opts GetOptions) (string, error)
+}
+
+// FileOpener is implemented by backends whose objects Slipway serves itself (filesystem), so the
+// handler can answer Range requests with http.ServeContent.
+type FileOpener interface {
+	OpenFile(ctx context.Context, key string) (*os.File, error)
+}

@@ -1,0 +1,275 @@
+// Package zipread opens zip archives through an io.ReaderAt (usually a block-cached reader over an
+// object in storage) and reads only the entries asked for, every read bounded. It is shared by the
+// package parsers (appinfo) and the debug-file parsers (debuginfo).
+//
+// archive/zip does the decoding; this package adds what a service reading untrusted uploads needs:
+// a cap on the number of entries before archive/zip allocates them, rejection of path-traversal
+// names, per-entry size caps checked against both the declared and the actual uncompressed size
+// (zip bombs), and a prefetch hint so an entry is fetched from storage in one request.
+package zipread
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+// MaxEntries is the most central-directory records an archive may declare. Real IPAs and APKs hold
+// a few thousand; the cap keeps a crafted directory from allocating gigabytes in archive/zip.
+const MaxEntries = 200_000
+
+// Prefetcher is implemented by readers over remote storage. Prefetch is a hint that [off, off+n)
+// is about to be read, so it can be fetched in one request instead of many small ones.
+type Prefetcher interface {
+	Prefetch(off, n int64)
+}
+
+// Archive is an opened zip archive.
+type Archive struct {
+	r     io.ReaderAt
+	zr    *zip.Reader
+	index map[string]*zip.File
+}
+
+// Open reads the archive's end records and central directory. It returns an errs.Invalid error
+// when r does not hold a zip archive, the archive is truncated, it declares too many entries, or an
+// entry name is absolute or climbs out of the archive ("../").
+func Open(r io.ReaderAt, size int64) (*Archive, error) {
+	if err := checkEndRecord(r, size); err != nil {
+		return nil, err
+	}
+	zr, err := zip.NewReader(r, size)
+	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
+		return nil, errs.Wrap(errs.Invalid, err, "not a valid zip archive (%s)", zipReason(err))
+	}
+	a := &Archive{r: r, zr: zr, index: make(map[string]*zip.File, len(zr.File))}
+	for _, f := range zr.File {
+		if err := CheckName(f.Name); err != nil {
+			return nil, err
+		}
+		if _, dup := a.index[f.Name]; !dup {
+			a.index[f.Name] = f
+		}
+	}
+	return a, nil
+}
+
+// IsZip reports whether the first bytes of r look like a zip archive (a local file header or an
+// empty archive's end record).
+func IsZip(r io.ReaderAt, size int64) bool {
+	var magic [4]byte
+	if size < 22 {
+		return false
+	}
+	if _, err := r.ReadAt(magic[:], 0); err != nil {
+		return false
+	}
+	return bytes.Equal(magic[:], []byte("PK\x03\x04")) || bytes.Equal(magic[:], []byte("PK\x05\x06"))
+}
+
+// CheckName rejects entry names that are absolute, contain backslashes used as separators toward a
+// parent, or climb above the archive root.
+func CheckName(name string) error {
+	n := strings.ReplaceAll(name, `\`, "/")
+	if strings.HasPrefix(n, "/") || (len(n) > 1 && n[1] == ':') {
+		return errs.Invalidf("zip entry %q has an absolute path", truncate(name))
+	}
+	for _, part := range strings.Split(n, "/") {
+		if part == ".." {
+			return errs.Invalidf("zip entry %q climbs out of the archive (path traversal)", truncate(name))
+		}
+	}
+	if strings.ContainsRune(name, 0) {
+		return errs.Invalidf("zip entry name contains a NUL byte")
+	}
+	return nil
+}
+
+// Files returns the archive's entries in central-directory order.
+func (a *Archive) Files() []*zip.File { return a.zr.File }
+
+// File returns the entry with exactly this name, or nil.
+func (a *Archive) File(name string) *zip.File { return a.index[name] }
+
+// Open returns a reader of the entry's uncompressed content that fails with an errs.Invalid error
+// once more than max bytes come out. A declared size over max is refused before any read.
+func (a *Archive) Open(f *zip.File, max int64) (io.ReadCloser, error) {
+	if f.UncompressedSize64 > uint64(max) {
+		return nil, errs.Invalidf("zip entry %q declares %d bytes, over the %d-byte limit for it", truncate(f.Name), f.UncompressedSize64, max)
+	}
+	if f.Method != zip.Store && f.Method != zip.Deflate {
+		return nil, errs.Invalidf("zip entry %q uses unsupported compression method %d", truncate(f.Name), f.Method)
+	}
+	if p, ok := a.r.(Prefetcher); ok {
+		// DataOffset reads the local header (one small read); then hint the whole body.
+		off, err := f.DataOffset()
+		if err != nil {
+			return nil, errs.Wrap(errs.Invalid, err, "zip entry %q is unreadable (truncated archive?)", truncate(f.Name))
+		}
+		p.Prefetch(off, int64(f.CompressedSize64))
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, "zip entry %q is unreadable (%s)", truncate(f.Name), zipReason(err))
+	}
+	return &boundedReader{rc: rc, left: max, name: f.Name, max: max}, nil
+}
+
+// ReadFile returns the whole uncompressed content of the entry, at most max bytes.
+func (a *Archive) ReadFile(f *zip.File, max int64) ([]byte, error) {
+	rc, err := a.Open(f, max)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	buf := make([]byte, 0, min(int64(f.UncompressedSize64), max))
+	w := bytes.NewBuffer(buf)
+	if _, err := io.Copy(w, rc); err != nil {
+		return nil, err
+	}
+	return w.Bytes(), nil
+}
+
+// ReadName is ReadFile for the entry with exactly this name; it returns (nil, nil) when absent.
+func (a *Archive) ReadName(name string, max int64) ([]byte, error) {
+	f := a.File(name)
+	if f == nil {
+		return nil, nil
+	}
+	return a.ReadFile(f, max)
+}
+
+// boundedReader enforces the actual uncompressed size, which a crafted header can understate.
+type boundedReader struct {
+	rc   io.ReadCloser
+	left int64
+	max  int64
+	name string
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// Allow a clean EOF exactly at the limit; anything more is a bomb or a lie.
+		var one [1]byte
+		n, err := b.rc.Read(one[:])
+		if n > 0 {
+			return 0, errs.Invalidf("zip entry %q inflates to more than the %d-byte limit for it", truncate(b.name), b.max)
+		}
+		return 0, b.wrap(err)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, b.wrap(err)
+}
+
+func (b *boundedReader) wrap(err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return errs.Wrap(errs.Invalid, err, "zip entry %q is corrupt (%s)", truncate(b.name), zipReason(err))
+}
+
+func (b *boundedReader) Close() error { return b.rc.Close() }
+
+// checkEndRecord reads the end-of-central-directory record (and its zip64 form) to refuse archives
+// declaring more than MaxEntries entries before archive/zip allocates a File for each.
+func checkEndRecord(r io.ReaderAt, size int64) error {
+	const eocdLen = 22
+	if size < eocdLen {
+		return errs.Invalidf("not a zip archive (%d bytes is too short)", size)
+	}
+	// The record sits at the end, followed by a comment of at most 65535 bytes.
+	tailLen := min(size, eocdLen+65535)
+	tail := make([]byte, tailLen)
+	if _, err := r.ReadAt(tail, size-tailLen); err != nil && err != io.EOF {
+		return errs.Wrap(errs.Invalid, err, "not a zip archive (unreadable end of file)")
+	}
+	i := bytes.LastIndex(tail, []byte("PK\x05\x06"))
+	if i < 0 || len(tail)-i < eocdLen {
+		return errs.Invalidf("not a zip archive (no end-of-central-directory record)")
+	}
+	count := uint64(binary.LittleEndian.Uint16(tail[i+10:]))
+	if count == 0xFFFF && i >= 20 && bytes.Equal(tail[i-20:i-16], []byte("PK\x06\x07")) {
+		// zip64: the locator points at the zip64 end record holding the real count.
+		recOff := int64(binary.LittleEndian.Uint64(tail[i-20+8:]))
+		var rec [56]byte
+		if recOff < 0 || recOff > size-56 {
+			return errs.Invalidf("not a valid zip archive (zip64 end record out of range)")
+		}
+		if _, err := r.ReadAt(rec[:], recOff); err != nil {
+			return errs.Wrap(errs.Invalid, err, "not a valid zip archive (unreadable zip64 end record)")
+		}
+		if !bytes.Equal(rec[:4], []byte("PK\x06\x06")) {
+			return errs.Invalidf("not a valid zip archive (bad zip64 end record)")
+		}
+		count = binary.LittleEndian.Uint64(rec[32:])
+	}
+	if count > MaxEntries {
+		return errs.Invalidf("zip archive declares %d entries, over the limit of %d", count, MaxEntries)
+	}
+	return nil
+}
+
+func zipReason(err error) string {
+	switch {
+	case errors.Is(err, zip.ErrFormat):
+		return "bad zip format"
+	case errors.Is(err, zip.ErrChecksum):
+		return "checksum mismatch"
+	case errors.Is(err, zip.ErrAlgorithm):
+		return "unsupported compression"
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "truncated"
+	default:
+		return "unreadable"
+	}
+}
+
+func truncate(name string) string {
+	if len(name) > 120 {
+		return name[:120] + "…"
+	}
+	return name
+}
+
+// Base returns the last element of an entry name, ignoring a trailing slash.
+func Base(name string) string { return path.Base(strings.TrimSuffix(name, "/")) }
+
+// IsMacOSXJunk reports entries added by macOS's archiver (__MACOSX/ folders, ._ resource forks),
+// which parsers ignore.
+func IsMacOSXJunk(name string) bool {
+	return strings.HasPrefix(name, "__MACOSX/") || strings.Contains(name, "/__MACOSX/") || strings.HasPrefix(Base(name), "._")
+}
+
+// Describe names the first entries of the archive, for "unsupported package" messages.
+func (a *Archive) Describe(maxNames int) string {
+	var names []string
+	for _, f := range a.zr.File {
+		if IsMacOSXJunk(f.Name) {
+			continue
+		}
+		names = append(names, truncate(f.Name))
+		if len(names) == maxNames {
+			names = append(names, fmt.Sprintf("… (%d entries)", len(a.zr.File)))
+			break
+		}
+	}
+	if len(names) == 0 {
+		return "an empty zip archive"
+	}
+	return "a zip archive holding " + strings.Join(names, ", ")
+}
