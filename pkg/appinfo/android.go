@@ -1,0 +1,376 @@
+package appinfo
+
+// Android packages (.apk and .aab): the manifest model and the rules shared by both formats.
+//
+// The APK's binary XML (AXML) and resources.arsc, and the AAB's aapt2 protobuf documents, are
+// decoded by small bounded readers in this package. github.com/shogo82148/androidbinary supplies
+// the resource-configuration model and Android's matching rules (ResTableConfig.Match and
+// IsBetterThan), which pick a string's default-locale value. Its decoders are not used, because
+// on uploads they are unsafe or wrong (each checked against v1.0.5):
+//   - XMLFile renders the manifest to text XML keyed by attribute *name*; Android identifies
+//     manifest attributes by resource id, and obfuscated manifests blank the names (fixture
+//     98d2e837b8f3: versionName, label and minSdkVersion all come out empty);
+//   - NewTableFile allocates from declared counts before reading (a 48-byte table declaring
+//     2^28 strings allocates 2.3 GB), loops forever on a zero-size chunk, and dereferences nil on a
+//     truncated package chunk: out-of-memory and hangs are not recoverable with recover();
+//   - it misreads sparse and 16-bit-offset type chunks (aapt2 optimize, bundletool), which real
+//     release builds use, and it offers no way to list every density of an icon resource.
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	ab "github.com/shogo82148/androidbinary"
+
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+// androidNS is the namespace URI of the android: attributes.
+const androidNS = "http://schemas.android.com/apk/res/android"
+
+// Framework attribute resource ids (android.R.attr). Android's package parser looks manifest
+// attributes up by these ids, not by name, so a manifest whose attribute names were blanked or
+// renamed still installs; the decoders do the same and fall back to the name only for attributes
+// without an id. `package` has no framework id: it is always looked up by name.
+const (
+	androidAttrLabel            = 0x01010001
+	androidAttrIcon             = 0x01010002
+	androidAttrName             = 0x01010003
+	androidAttrMinSdkVersion    = 0x0101020c
+	androidAttrVersionCode      = 0x0101021b
+	androidAttrVersionName      = 0x0101021c
+	androidAttrTargetSdkVersion = 0x01010270
+	androidAttrRoundIcon        = 0x0101052c
+)
+
+// Res_value data types (ResourceTypes.h) the decoders interpret.
+const (
+	androidTypeNull       = uint8(ab.TypeNull)
+	androidTypeReference  = uint8(ab.TypeReference)
+	androidTypeString     = uint8(ab.TypeString)
+	androidTypeDynamicRef = 0x07
+	androidTypeIntDec     = uint8(ab.TypeIntDec)
+	androidTypeIntHex     = uint8(ab.TypeIntHex)
+	androidTypeIntBoolean = uint8(ab.TypeIntBoolean)
+)
+
+// Limits on work a hostile package can cause.
+const (
+	androidMaxText       = 1024 // bytes kept of a decoded label, version or path
+	androidMaxRefDepth   = 8    // resource references followed in a chain
+	androidMaxConfigs    = 4096 // values kept for one resource id
+	androidMaxIconProbes = 32   // icon files whose header is read
+)
+
+// androidValueKind says what an attribute or resource value holds.
+type androidValueKind uint8
+
+const (
+	androidNone   androidValueKind = iota
+	androidString                  // str
+	androidInt                     // num, a 32-bit integer
+	androidBool                    // num != 0
+	androidRef                     // num, a resource id 0xPPTTEEEE
+	androidOther                   // a float, color, dimension...: not used here
+)
+
+// androidValue is a manifest attribute value or a resource value, whatever the container format.
+type androidValue struct {
+	kind androidValueKind
+	str  string
+	num  uint32
+}
+
+// androidElem is a manifest element the parsers read.
+type androidElem uint8
+
+const (
+	androidElemOther androidElem = iota
+	androidElemManifest
+	androidElemUsesSDK
+	androidElemUsesFeature
+	androidElemApplication
+)
+
+// androidElemOf classifies an element by depth (the root is 1) and name.
+func androidElemOf(depth int, name string) androidElem {
+	switch {
+	case depth == 1 && name == "manifest":
+		return androidElemManifest
+	case depth != 2:
+		return androidElemOther
+	case name == "uses-sdk":
+		return androidElemUsesSDK
+	case name == "uses-feature":
+		return androidElemUsesFeature
+	case name == "application":
+		return androidElemApplication
+	}
+	return androidElemOther
+}
+
+// androidField is what an attribute provides.
+type androidField uint8
+
+const (
+	androidFieldNone androidField = iota
+	androidFieldPackage
+	androidFieldVersionCode
+	androidFieldVersionName
+	androidFieldMinSDK
+	androidFieldTargetSDK
+	androidFieldLabel
+	androidFieldIcon
+	androidFieldRoundIcon
+	androidFieldFeature
+	androidFieldCount
+)
+
+// androidFieldOf identifies an attribute of elem by its resource id when it has one (as Android
+// does), else by namespace and name.
+func androidFieldOf(elem androidElem, id uint32, ns, name string) androidField {
+	is := func(wantID uint32, wantName string) bool {
+		if id != 0 {
+			return id == wantID
+		}
+		return ns == androidNS && name == wantName
+	}
+	switch elem {
+	case androidElemManifest:
+		switch {
+		case ns == "" && name == "package":
+			return androidFieldPackage
+		case is(androidAttrVersionCode, "versionCode"):
+			return androidFieldVersionCode
+		case is(androidAttrVersionName, "versionName"):
+			return androidFieldVersionName
+		}
+	case androidElemUsesSDK:
+		switch {
+		case is(androidAttrMinSdkVersion, "minSdkVersion"):
+			return androidFieldMinSDK
+		case is(androidAttrTargetSdkVersion, "targetSdkVersion"):
+			return androidFieldTargetSDK
+		}
+	case androidElemUsesFeature:
+		if is(androidAttrName, "name") {
+			return androidFieldFeature
+		}
+	case androidElemApplication:
+		switch {
+		case is(androidAttrLabel, "label"):
+			return androidFieldLabel
+		case is(androidAttrIcon, "icon"):
+			return androidFieldIcon
+		case is(androidAttrRoundIcon, "roundIcon"):
+			return androidFieldRoundIcon
+		}
+	}
+	return androidFieldNone
+}
+
+// androidManifest collects what the parsers need from a manifest, whatever its encoding. The
+// decoders feed it element by element; the first value of each field wins.
+type androidManifest struct {
+	rootSeen   bool // an element at depth 1 has been seen
+	hasRoot    bool // ... and it was <manifest>
+	fields     [androidFieldCount]androidValue
+	watch      bool
+	tv         bool
+	automotive bool
+}
+
+// want reports whether the decoder should decode the value of an attribute for field f.
+func (m *androidManifest) want(f androidField) bool {
+	return f != androidFieldNone && (f == androidFieldFeature || m.fields[f].kind == androidNone)
+}
+
+// set records the value of field f.
+func (m *androidManifest) set(f androidField, v androidValue) {
+	if f != androidFieldFeature {
+		m.fields[f] = v
+		return
+	}
+	switch v.str {
+	case "android.hardware.type.watch":
+		m.watch = true
+	case "android.software.leanback", "android.hardware.type.television":
+		m.tv = true
+	case "android.hardware.type.automotive":
+		m.automotive = true
+	}
+}
+
+// root records the first element at depth 1, which must be <manifest>.
+func (m *androidManifest) root(elem androidElem) {
+	if !m.rootSeen {
+		m.rootSeen, m.hasRoot = true, elem == androidElemManifest
+	}
+}
+
+// device is the device family: a watch, TV or car declaration wins over the phone default.
+func (m *androidManifest) device() string {
+	switch {
+	case m.watch:
+		return DeviceWatch
+	case m.tv:
+		return DeviceTV
+	case m.automotive:
+		return DeviceAutomotive
+	}
+	return DevicePhone
+}
+
+// androidResEntry is one configuration's value of a resource.
+type androidResEntry struct {
+	cfg ab.ResTableConfig
+	// extra is set when the configuration has qualifiers cfg cannot express (locale script,
+	// round screen, HDR...): such a value is never the default one.
+	extra bool
+	val   androidValue
+}
+
+// androidResources looks resource ids up in a resource table (resources.arsc or resources.pb).
+type androidResources interface {
+	// lookup returns the values of id in every configuration (at most androidMaxConfigs), or an
+	// errs.Invalid error when the table is malformed where it was read.
+	lookup(id uint32) ([]androidResEntry, error)
+}
+
+// androidDefault picks the value a device with default settings would use: the best match for an
+// empty configuration by Android's rules; failing that an English value, else the first.
+func androidDefault(entries []androidResEntry) *androidResEntry {
+	var zero ab.ResTableConfig
+	var best *androidResEntry
+	for i := range entries {
+		e := &entries[i]
+		if e.extra || !e.cfg.Match(&zero) {
+			continue
+		}
+		if best == nil || e.cfg.IsBetterThan(&best.cfg, &zero) {
+			best = e
+		}
+	}
+	if best != nil {
+		return best
+	}
+	for i := range entries {
+		if entries[i].cfg.Language == [2]uint8{'e', 'n'} {
+			return &entries[i]
+		}
+	}
+	if len(entries) > 0 {
+		return &entries[0]
+	}
+	return nil
+}
+
+// androidResolveText turns a value into text, following references through res with the default
+// configuration. It returns "" for a value that is absent, unresolvable or not textual.
+func androidResolveText(v androidValue, res androidResources) (string, error) {
+	for range androidMaxRefDepth {
+		switch v.kind {
+		case androidString:
+			return androidText(v.str), nil
+		case androidInt:
+			return strconv.FormatInt(int64(int32(v.num)), 10), nil
+		case androidBool:
+			return strconv.FormatBool(v.num != 0), nil
+		case androidRef:
+			if res == nil {
+				return "", nil
+			}
+			entries, err := res.lookup(v.num)
+			if err != nil {
+				return "", err
+			}
+			e := androidDefault(entries)
+			if e == nil {
+				return "", nil
+			}
+			v = e.val
+		default:
+			return "", nil
+		}
+	}
+	return "", nil
+}
+
+// androidText cleans text from a package for storage and display: valid UTF-8, no control
+// characters or NULs, trimmed, at most androidMaxText bytes.
+func androidText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t' || r == '\r':
+			return ' '
+		case unicode.IsControl(r):
+			return -1
+		}
+		return r
+	}, s)
+	s = strings.TrimSpace(s)
+	if len(s) > androidMaxText {
+		cut := androidMaxText
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
+	}
+	return s
+}
+
+// androidValidPackage reports whether s can be an Android package name: dot-separated segments
+// of ASCII letters, digits and underscores. (Android also wants each segment to start with a
+// letter; this looser check keeps anything installable and rejects anything unsafe to store.)
+func androidValidPackage(s string) bool {
+	if s == "" || len(s) > 255 {
+		return false
+	}
+	for _, seg := range strings.Split(s, ".") {
+		if seg == "" {
+			return false
+		}
+		for _, c := range []byte(seg) {
+			if !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// androidInfo builds the Info of a decoded manifest, resolving references through res (nil when
+// the package has no resource table). The icon is read separately (androidIcon).
+func androidInfo(format Format, m *androidManifest, res androidResources) (*Info, error) {
+	pkgText := androidText(m.fields[androidFieldPackage].str)
+	switch {
+	case pkgText == "":
+		return nil, errs.Invalidf("the manifest has no package attribute")
+	case !androidValidPackage(pkgText):
+		return nil, errs.Invalidf("the manifest's package attribute %q is not a valid Android package name", pkgText)
+	}
+	info := &Info{Platform: Android, Format: format, BundleID: pkgText, Device: m.device()}
+	for _, f := range []struct {
+		field androidField
+		dst   *string
+	}{
+		{androidFieldLabel, &info.Name},
+		{androidFieldVersionName, &info.ReleaseVersion},
+		{androidFieldVersionCode, &info.BuildVersion},
+		{androidFieldMinSDK, &info.MinOS},
+		{androidFieldTargetSDK, &info.TargetSDK},
+	} {
+		s, err := androidResolveText(m.fields[f.field], res)
+		if err != nil {
+			return nil, err
+		}
+		*f.dst = s
+	}
+	if info.Name == "" {
+		info.Name = info.BundleID // no label, or one that cannot be resolved
+	}
+	return info, nil
+}

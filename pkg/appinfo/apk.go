@@ -1,0 +1,43 @@
+package appinfo
+
+import (
+	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/zipread"
+)
+
+// parseAPK reads an APK: its binary AndroidManifest.xml, and resources.arsc (when present) to
+// resolve the label, versionName and launcher icon references.
+func parseAPK(a *zipread.Archive) (*Info, error) {
+	f := a.File("AndroidManifest.xml")
+	if f == nil {
+		return nil, errs.Invalidf("the APK has no AndroidManifest.xml")
+	}
+	manifest, err := a.ReadFile(f, MaxManifestBytes)
+	if err != nil {
+		return nil, err
+	}
+	m, err := decodeAXML(manifest)
+	if err != nil {
+		return nil, err
+	}
+	var res androidResources
+	if f := a.File("resources.arsc"); f != nil {
+		b, err := a.ReadFile(f, MaxResourcesBytes)
+		if err != nil {
+			return nil, err
+		}
+		t, err := decodeARSC(b)
+		if err != nil {
+			return nil, err
+		}
+		res = t
+	}
+	info, err := androidInfo(FormatAPK, m, res)
+	if err != nil {
+		return nil, err
+	}
+	if info.Icon, err = androidIcon(a, "", m, res); err != nil {
+		return nil, err
+	}
+	return info, nil
+}
