@@ -19,6 +19,7 @@ import (
 var ErrNotFound = errors.New("object not found")
 
 // ErrInvalidKey is returned when a key is empty, absolute or climbs out of the store ("..").
+// Every backend checks keys with CheckKey, so all accept and refuse the same keys.
 var ErrInvalidKey = errors.New("invalid object key")
 
 // Backend stores objects under keys such as "packages/01J.../app.ipa".
@@ -30,6 +31,8 @@ type Backend interface {
 	// multipart uploads are aborted).
 	Put(ctx context.Context, key string, r io.Reader, opts PutOptions) (int64, error)
 	// GetRange returns a reader of n bytes of the object starting at off; n < 0 reads to the end.
+	// A range that runs past the end is cut short there; one that starts at or after the end
+	// yields no bytes (not an error), so callers need not know the size exactly.
 	GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error)
 	// Stat returns the object's size and modification time.
 	Stat(ctx context.Context, key string) (Info, error)

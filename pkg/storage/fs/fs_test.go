@@ -1,0 +1,146 @@
+package fs_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/slipwayhq/slipway/pkg/storage"
+	"github.com/slipwayhq/slipway/pkg/storage/fs"
+	"github.com/slipwayhq/slipway/pkg/storage/storagetest"
+)
+
+func newStore(t testing.TB) *fs.Store {
+	s, err := fs.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Backend {
+		s := newStore(t)
+		t.Cleanup(func() { assertNoTemp(t, s.Dir()) })
+		return s
+	})
+}
+
+// assertNoTemp fails if a temp file survived (failed and cancelled Puts must remove theirs).
+func assertNoTemp(t *testing.T, dir string) {
+	filepath.WalkDir(dir, func(p string, d iofs.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), ".slipway-tmp-") {
+			t.Errorf("temp file left behind: %s", p)
+		}
+		return nil
+	})
+}
+
+func TestSymlinkEscape(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(s.Dir(), "escape")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(s.Dir(), "secretlink")); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"escape/secret", "secretlink", "escape/new"} {
+		if _, err := s.Stat(ctx, key); !errors.Is(err, storage.ErrInvalidKey) && !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("Stat(%q) = %v, want ErrInvalidKey", key, err)
+		} else if err == nil {
+			t.Errorf("Stat(%q) reached outside the root", key)
+		}
+		if rc, err := s.GetRange(ctx, key, 0, -1); err == nil {
+			b, _ := io.ReadAll(rc)
+			rc.Close()
+			t.Errorf("GetRange(%q) read %q outside the root", key, b)
+		} else if !errors.Is(err, storage.ErrInvalidKey) {
+			t.Logf("GetRange(%q) = %v", key, err)
+		}
+	}
+	if _, err := s.Put(ctx, "escape/new", strings.NewReader("x"), storage.PutOptions{}); !errors.Is(err, storage.ErrInvalidKey) {
+		t.Errorf("Put through a symlink out of the root = %v, want ErrInvalidKey", err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "new")); err == nil {
+		t.Error("Put wrote outside the root")
+	}
+	// A symlink inside the root that stays inside is followed.
+	if _, err := s.Put(ctx, "real/obj", strings.NewReader("inside"), storage.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(s.Dir(), "alias")); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := s.Stat(ctx, "alias/obj"); err != nil || info.Size != 6 {
+		t.Errorf("Stat through an inner symlink = %+v, %v", info, err)
+	}
+}
+
+func TestDeletePrunesEmptyFolders(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	for _, k := range []string{"packages/01A/app.ipa", "packages/01B/app.ipa"} {
+		if _, err := s.Put(ctx, k, strings.NewReader("x"), storage.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Delete(ctx, "packages/01A/app.ipa"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir(), "packages", "01A")); !os.IsNotExist(err) {
+		t.Errorf("empty folder packages/01A remains (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir(), "packages", "01B", "app.ipa")); err != nil {
+		t.Errorf("sibling removed: %v", err)
+	}
+	if _, err := os.Stat(s.Dir()); err != nil {
+		t.Errorf("root removed: %v", err)
+	}
+}
+
+func TestPingFailsWhenRootGone(t *testing.T) {
+	s := newStore(t)
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(s.Dir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(t.Context()); err == nil {
+		t.Error("Ping succeeded after the folder was removed")
+	}
+}
+
+func TestPutCancelledBeforeStart(t *testing.T) {
+	s := newStore(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := s.Put(ctx, "k", strings.NewReader("data"), storage.PutOptions{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Put with a cancelled context = %v", err)
+	}
+	assertNoTemp(t, s.Dir())
+}
+
+// BenchmarkPut measures streaming a 64 MiB upload to a local folder (including fsync).
+func BenchmarkPut(b *testing.B) {
+	s := newStore(b)
+	const size = 64 << 20
+	src := storagetest.Random(1<<20, 1)
+	b.SetBytes(size)
+	for b.Loop() {
+		if _, err := s.Put(b.Context(), "bench/obj", storagetest.Repeat(src, size), storage.PutOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

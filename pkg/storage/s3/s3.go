@@ -1,0 +1,491 @@
+// Package s3 is a storage.Backend over any S3-compatible service (AWS S3, MinIO, Ceph, R2, ...),
+// built on aws-sdk-go-v2. The package is named s3 after its folder; code that also imports the
+// SDK's service/s3 aliases one of the two.
+//
+// # Credentials
+//
+// Config.AccessKey/SecretKey, when set, are used as static credentials. Otherwise the SDK's
+// standard chain applies (config.LoadDefaultConfig): AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY,
+// shared config files, web identity (IRSA / EKS Pod Identity on Kubernetes), ECS and EC2 roles.
+//
+// # Uploads and memory
+//
+// Put streams a reader of unknown length. Up to PartSize bytes it sends one PutObject (a small
+// object costs one 64 KiB buffer, grown to PartSize only if the stream goes on). Beyond that it
+// runs a multipart upload with at most Concurrency parts in flight and one more being filled from
+// the reader, so an upload holds at most (Concurrency+1)×PartSize bytes: 24 MiB with the defaults
+// (8 MiB parts, 2 in flight). Two parts in flight keep a link to S3 busy while the next part is
+// read from the client; larger values help only when S3 is slower than the client. Parts are
+// allocated per upload and left to the GC rather than pooled: after a failed request the HTTP
+// transport may still be reading a part's buffer, so reusing it in another upload would be unsafe.
+// The object limit is 10,000 parts: 80 GiB with 8 MiB parts.
+//
+// A failed or cancelled multipart upload is aborted with a context detached from the caller's (a
+// cancelled request must still clean up). If even the abort fails, the parts stay until a bucket
+// lifecycle rule (AbortIncompleteMultipartUpload, recommended) removes them.
+//
+// This is a small uploader of its own rather than feature/s3/manager.Uploader, which is deprecated,
+// reads its first part with io.ReadAll outside its buffer pool (so (Concurrency+2)×PartSize plus
+// growth copies), and aborts with the caller's context, which fails once that context is cancelled.
+//
+// # Checksums and signing
+//
+// Request checksums are computed only where an operation requires them
+// (aws.RequestChecksumCalculationWhenRequired) and responses are validated likewise: the SDK's
+// default (CRC32 on every upload, sent as an aws-chunked trailer) is rejected by several
+// S3-compatible services, and parsers check the zip's own CRCs anyway. PutObject and UploadPart are
+// signed with UNSIGNED-PAYLOAD even over plain http: otherwise SigV4 hashes every part with
+// SHA-256 before sending it, a second pass over every byte. Integrity in transit then rests on TLS
+// (use https outside a trusted network) or TCP; the upload path hashes the stream itself.
+package s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/slipwayhq/slipway/pkg/storage"
+)
+
+const (
+	// DefaultPartSize is the multipart part size when Config.PartSize is 0.
+	DefaultPartSize = 8 << 20
+	// MinPartSize is S3's smallest part (all but the last).
+	MinPartSize = 5 << 20
+	// DefaultConcurrency is the number of parts in flight per upload when Config.Concurrency is 0.
+	DefaultConcurrency = 2
+	// maxParts is S3's limit on the parts of one upload.
+	maxParts = 10_000
+	// firstRead is the buffer a Put starts with, so small objects do not cost a whole part.
+	firstRead = 64 << 10
+	// abortTimeout bounds the clean-up of a failed multipart upload.
+	abortTimeout = time.Minute
+	// maxPresignTTL is SigV4's limit on a presigned URL's lifetime.
+	maxPresignTTL = 7 * 24 * time.Hour
+)
+
+// Config selects a bucket and tunes uploads.
+type Config struct {
+	// Bucket is required.
+	Bucket string
+	// Prefix is prepended to every key ("slipway" stores "packages/x" as "slipway/packages/x").
+	Prefix string
+	// Region is the bucket's region; empty uses AWS_REGION / the shared config, or "us-east-1"
+	// when Endpoint is set (MinIO and most S3-compatible services ignore it).
+	Region string
+	// Endpoint is the service's URL for S3-compatible services (e.g. "http://minio:9000"); empty
+	// means AWS S3 (or AWS_ENDPOINT_URL_S3).
+	Endpoint string
+	// PathStyle addresses buckets as endpoint/bucket instead of bucket.endpoint (MinIO needs it).
+	PathStyle bool
+	// PartSize is the multipart part size (default 8 MiB, at least 5 MiB).
+	PartSize int64
+	// Concurrency is the number of parts uploaded at once per upload (default 2).
+	Concurrency int
+	// AccessKey and SecretKey, when both set, are static credentials; empty uses the default chain.
+	AccessKey, SecretKey string
+}
+
+// Store is a storage.Backend and storage.Presigner over one bucket (and prefix). It is safe for
+// concurrent use.
+type Store struct {
+	client      *awss3.Client
+	presign     *awss3.PresignClient
+	bucket      string
+	prefix      string
+	partSize    int64
+	concurrency int
+}
+
+var (
+	_ storage.Backend   = (*Store)(nil)
+	_ storage.Presigner = (*Store)(nil)
+)
+
+// unsignedPayload signs a request with UNSIGNED-PAYLOAD instead of the body's SHA-256 (see the
+// package documentation).
+var unsignedPayload = awss3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
+
+// New returns a Store for cfg. It makes no request: use Ping to check the bucket is reachable.
+func New(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Bucket == "" {
+		return nil, errors.New("s3 storage: no bucket given")
+	}
+	prefix := strings.Trim(cfg.Prefix, "/")
+	if prefix != "" {
+		if err := storage.CheckKey(prefix); err != nil {
+			return nil, fmt.Errorf("s3 storage: prefix: %w", err)
+		}
+		prefix += "/"
+	}
+	s := &Store{bucket: cfg.Bucket, prefix: prefix, partSize: cfg.PartSize, concurrency: cfg.Concurrency}
+	if s.partSize == 0 {
+		s.partSize = DefaultPartSize
+	}
+	if s.partSize < MinPartSize {
+		return nil, fmt.Errorf("s3 storage: part size %d is below S3's minimum of %d bytes", s.partSize, MinPartSize)
+	}
+	if s.concurrency == 0 {
+		s.concurrency = DefaultConcurrency
+	}
+	if s.concurrency < 1 {
+		return nil, fmt.Errorf("s3 storage: concurrency %d is not positive", s.concurrency)
+	}
+	if cfg.Endpoint != "" {
+		u, err := url.Parse(cfg.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, errors.New("s3 storage: endpoint must be an http:// or https:// URL with a host")
+		}
+		if u.User != nil {
+			return nil, errors.New("s3 storage: endpoint must not contain credentials; use AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY")
+		}
+	}
+
+	opts := []func(*config.LoadOptions) error{
+		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
+		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
+	}
+	if cfg.Region != "" {
+		opts = append(opts, config.WithRegion(cfg.Region))
+	}
+	if (cfg.AccessKey == "") != (cfg.SecretKey == "") {
+		return nil, errors.New("s3 storage: give both an access key and a secret key, or neither")
+	}
+	if cfg.AccessKey != "" {
+		opts = append(opts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(cfg.AccessKey, cfg.SecretKey, "")))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("s3 storage: load AWS configuration: %w", err)
+	}
+	if awsCfg.Region == "" {
+		if cfg.Endpoint == "" {
+			return nil, errors.New("s3 storage: no region given (set it in the storage URL or AWS_REGION)")
+		}
+		awsCfg.Region = "us-east-1"
+	}
+	s.client = awss3.NewFromConfig(awsCfg, func(o *awss3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		o.UsePathStyle = cfg.PathStyle
+	})
+	s.presign = awss3.NewPresignClient(s.client)
+	return s, nil
+}
+
+// Put implements storage.Backend (see the package documentation for memory and signing).
+func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts storage.PutOptions) (int64, error) {
+	if err := storage.CheckKey(key); err != nil {
+		return 0, err
+	}
+	r = ctxReader{ctx, r}
+	buf := make([]byte, min(firstRead, s.partSize))
+	n, eof, err := readFull(r, buf)
+	if err == nil && !eof && len(buf) < int(s.partSize) {
+		// More to come: grow to a whole part.
+		part := make([]byte, s.partSize)
+		copy(part, buf)
+		var m int
+		m, eof, err = readFull(r, part[n:])
+		buf, n = part, n+m
+	}
+	if err != nil {
+		return 0, fmt.Errorf("s3 storage: put %q: %w", key, err)
+	}
+	if eof {
+		return s.putSingle(ctx, key, buf[:n], opts)
+	}
+	return s.putMultipart(ctx, key, buf, r, opts)
+}
+
+func (s *Store) putSingle(ctx context.Context, key string, data []byte, opts storage.PutOptions) (int64, error) {
+	_, err := s.client.PutObject(ctx, &awss3.PutObjectInput{
+		Bucket:        &s.bucket,
+		Key:           aws.String(s.prefix + key),
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+		ContentType:   optional(opts.ContentType),
+	}, unsignedPayload)
+	if err != nil {
+		return 0, fmt.Errorf("s3 storage: put %q: %w", key, err)
+	}
+	return int64(len(data)), nil
+}
+
+// putMultipart uploads first (a full part) and the rest of r as a multipart upload, and aborts it
+// on any failure.
+func (s *Store) putMultipart(ctx context.Context, key string, first []byte, r io.Reader, opts storage.PutOptions) (total int64, err error) {
+	k := aws.String(s.prefix + key)
+	created, err := s.client.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{
+		Bucket: &s.bucket, Key: k, ContentType: optional(opts.ContentType),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("s3 storage: put %q: start multipart upload: %w", key, err)
+	}
+	id := created.UploadId
+	defer func() {
+		if err == nil {
+			return
+		}
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+		defer cancel()
+		if _, aerr := s.client.AbortMultipartUpload(actx, &awss3.AbortMultipartUploadInput{
+			Bucket: &s.bucket, Key: k, UploadId: id,
+		}); aerr != nil {
+			err = fmt.Errorf("%w (and aborting the multipart upload failed: %v)", err, aerr)
+		}
+	}()
+
+	// Uploads run with a context cancelled at the first failure, which stops the others.
+	uctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		parts  []types.CompletedPart
+		slots  = make(chan struct{}, s.concurrency) // parts in flight
+		free   = make(chan []byte, s.concurrency+1) // buffers back from finished parts
+		allocs = 1
+	)
+	buf, n, eof := first, len(first), false
+	for num := int32(1); n > 0; num++ {
+		if num > maxParts {
+			cancel(fmt.Errorf("object exceeds %d parts of %d bytes; raise the part size", maxParts, s.partSize))
+			break
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-uctx.Done():
+		}
+		if uctx.Err() != nil {
+			break
+		}
+		total += int64(n)
+		wg.Add(1)
+		go func(num int32, buf []byte, n int) {
+			defer wg.Done()
+			out, err := s.client.UploadPart(uctx, &awss3.UploadPartInput{
+				Bucket: &s.bucket, Key: k, UploadId: id, PartNumber: aws.Int32(num),
+				Body: bytes.NewReader(buf[:n]), ContentLength: aws.Int64(int64(n)),
+			}, unsignedPayload)
+			if err != nil {
+				cancel(fmt.Errorf("upload part %d: %w", num, err))
+				return // the buffer is not reused: the transport may still hold it
+			}
+			mu.Lock()
+			parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
+			mu.Unlock()
+			<-slots
+			free <- buf
+		}(num, buf, n)
+		if eof {
+			break
+		}
+
+		// Next buffer: a returned one, a new one while fewer than Concurrency+1 exist, or wait.
+		buf = nil
+		select {
+		case buf = <-free:
+		default:
+			if allocs <= s.concurrency {
+				buf, allocs = make([]byte, s.partSize), allocs+1
+			}
+		}
+		if buf == nil {
+			select {
+			case buf = <-free:
+			case <-uctx.Done():
+			}
+		}
+		if uctx.Err() != nil {
+			break
+		}
+		var rerr error
+		n, eof, rerr = readFull(r, buf)
+		if rerr != nil {
+			cancel(rerr)
+			break
+		}
+	}
+	wg.Wait()
+	if uctx.Err() != nil {
+		return total, fmt.Errorf("s3 storage: put %q: %w", key, context.Cause(uctx))
+	}
+
+	slices.SortFunc(parts, func(a, b types.CompletedPart) int { return int(*a.PartNumber - *b.PartNumber) })
+	if _, err := s.client.CompleteMultipartUpload(ctx, &awss3.CompleteMultipartUploadInput{
+		Bucket: &s.bucket, Key: k, UploadId: id,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
+	}); err != nil {
+		return total, fmt.Errorf("s3 storage: put %q: complete multipart upload: %w", key, err)
+	}
+	return total, nil
+}
+
+// GetRange implements storage.Backend with an HTTP Range request.
+func (s *Store) GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	if err := storage.CheckKey(key); err != nil {
+		return nil, err
+	}
+	if off < 0 {
+		return nil, fmt.Errorf("s3 storage: get %q: negative offset %d", key, off)
+	}
+	if n == 0 { // no bytes, but the object must exist
+		if _, err := s.Stat(ctx, key); err != nil {
+			return nil, err
+		}
+		return io.NopCloser(strings.NewReader("")), nil
+	}
+	in := &awss3.GetObjectInput{Bucket: &s.bucket, Key: aws.String(s.prefix + key)}
+	switch {
+	case n > 0:
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1))
+	case off > 0:
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-", off))
+	}
+	out, err := s.client.GetObject(ctx, in)
+	if err != nil {
+		if in.Range != nil && status(err) == 416 { // starts at or past the end
+			return io.NopCloser(strings.NewReader("")), nil
+		}
+		return nil, wrap("get", key, err)
+	}
+	return out.Body, nil
+}
+
+// Stat implements storage.Backend with HeadObject.
+func (s *Store) Stat(ctx context.Context, key string) (storage.Info, error) {
+	if err := storage.CheckKey(key); err != nil {
+		return storage.Info{}, err
+	}
+	out, err := s.client.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &s.bucket, Key: aws.String(s.prefix + key)})
+	if err != nil {
+		return storage.Info{}, wrap("stat", key, err)
+	}
+	return storage.Info{Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified)}, nil
+}
+
+// Delete implements storage.Backend.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := storage.CheckKey(key); err != nil {
+		return err
+	}
+	_, err := s.client.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(s.prefix + key)})
+	if err = wrap("delete", key, err); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// Ping checks that the bucket exists and the credentials reach it (HeadBucket).
+func (s *Store) Ping(ctx context.Context) error {
+	if _, err := s.client.HeadBucket(ctx, &awss3.HeadBucketInput{Bucket: &s.bucket}); err != nil {
+		return fmt.Errorf("s3 storage: bucket %q: %w", s.bucket, err)
+	}
+	return nil
+}
+
+// PresignGet returns a URL that downloads the object without credentials for ttl (at most 7 days,
+// and no longer than temporary credentials live). opts set the response's Content-Disposition
+// (storage.ContentDisposition) and Content-Type. The URL is a bearer secret: errors never contain
+// it, and callers should not log it.
+func (s *Store) PresignGet(ctx context.Context, key string, ttl time.Duration, opts storage.GetOptions) (string, error) {
+	if err := storage.CheckKey(key); err != nil {
+		return "", err
+	}
+	if ttl <= 0 || ttl > maxPresignTTL {
+		return "", fmt.Errorf("s3 storage: presign %q: lifetime %s is outside (0, 7 days]", key, ttl)
+	}
+	in := &awss3.GetObjectInput{
+		Bucket:              &s.bucket,
+		Key:                 aws.String(s.prefix + key),
+		ResponseContentType: optional(opts.ContentType),
+	}
+	if opts.Filename != "" {
+		in.ResponseContentDisposition = aws.String(storage.ContentDisposition(opts.Filename))
+	}
+	req, err := s.presign.PresignGetObject(ctx, in, awss3.WithPresignExpires(ttl))
+	if err != nil {
+		return "", fmt.Errorf("s3 storage: presign %q: %w", key, err)
+	}
+	return req.URL, nil
+}
+
+// wrap maps "no such key" to storage.ErrNotFound and prefixes other errors with the operation.
+func wrap(op, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode() {
+		case "NoSuchKey", "NotFound":
+			return fmt.Errorf("s3 storage: %s %q: %w", op, key, storage.ErrNotFound)
+		}
+	}
+	return fmt.Errorf("s3 storage: %s %q: %w", op, key, err)
+}
+
+// status returns the HTTP status of a failed request, or 0.
+func status(err error) int {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// readFull fills buf from r. eof reports that r ended with io.EOF (buf may then be partly
+// filled); any other error, io.ErrUnexpectedEOF included (a client that went away mid-body), is
+// returned as err, so a truncated stream is never stored as if complete.
+func readFull(r io.Reader, buf []byte) (n int, eof bool, err error) {
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err == io.EOF {
+			return n, true, nil
+		}
+		if err != nil {
+			return n, false, err
+		}
+	}
+	return n, false, nil
+}
+
+// ctxReader fails reads once ctx is done, so a cancelled upload stops between two reads.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, context.Cause(c.ctx)
+	}
+	return c.r.Read(p)
+}

@@ -1,0 +1,271 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/slipwayhq/slipway/pkg/storage"
+	"github.com/slipwayhq/slipway/pkg/storage/storagetest"
+	"github.com/slipwayhq/slipway/test/testenv"
+)
+
+// newStore returns a Store on env's bucket under a fresh prefix, with 5 MiB parts so the suite's
+// large objects go through multipart uploads.
+func newStore(t testing.TB, env testenv.S3Env, cfg Config) *Store {
+	t.Helper()
+	cfg.Bucket = env.Bucket
+	if cfg.Endpoint == "" {
+		cfg.Endpoint = env.Endpoint
+	}
+	cfg.Region, cfg.PathStyle = env.Region, true
+	if cfg.AccessKey == "" {
+		cfg.AccessKey, cfg.SecretKey = env.AccessKey, env.SecretKey
+	}
+	if cfg.PartSize == 0 {
+		cfg.PartSize = MinPartSize
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "t-" + strings.ReplaceAll(time.Now().Format("150405.000000000"), ".", "")
+	}
+	s, err := New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	env := testenv.S3(t)
+	storagetest.Run(t, func(t *testing.T) storage.Backend {
+		return newStore(t, env, Config{})
+	})
+	assertNoUploads(t, env)
+}
+
+// assertNoUploads fails if a multipart upload was left in the bucket.
+func assertNoUploads(t *testing.T, env testenv.S3Env) {
+	t.Helper()
+	out, err := env.Client().ListMultipartUploads(context.Background(), &awss3.ListMultipartUploadsInput{Bucket: &env.Bucket})
+	if err != nil {
+		t.Fatalf("ListMultipartUploads: %v", err)
+	}
+	for _, u := range out.Uploads {
+		t.Errorf("multipart upload left behind: %s (started %v)", aws.ToString(u.Key), u.Initiated)
+	}
+}
+
+// TestAbortOnCancel cancels uploads in the middle of a multipart upload, with parts in flight, and
+// checks the upload is aborted even though the caller's context is gone.
+func TestAbortOnCancel(t *testing.T) {
+	env := testenv.S3(t)
+	s := newStore(t, env, Config{Prefix: "abort", Concurrency: 3})
+	for _, at := range []int{5<<20 + 1, 12 << 20, 20<<20 - 1} {
+		ctx, cancel := context.WithCancel(t.Context())
+		r := io.MultiReader(
+			io.LimitReader(storagetest.Repeat([]byte("abcdefgh"), 1<<40), int64(at)),
+			readerFunc(func([]byte) (int, error) { cancel(); <-ctx.Done(); return 0, context.Cause(ctx) }),
+		)
+		_, err := s.Put(ctx, "big.ipa", r, storage.PutOptions{})
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled at %d: Put = %v, want context.Canceled", at, err)
+		}
+		uploads, err := env.Client().ListMultipartUploads(t.Context(), &awss3.ListMultipartUploadsInput{
+			Bucket: &env.Bucket, Prefix: aws.String("abort/big.ipa"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(uploads.Uploads); n != 0 {
+			t.Errorf("cancelled at %d: %d multipart uploads remain", at, n)
+		}
+	}
+	assertNoUploads(t, env)
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+// TestUnsignedPayload checks, through a recording proxy, that uploads over plain http send
+// UNSIGNED-PAYLOAD (no SHA-256 pass over each part) and no checksum trailer.
+func TestUnsignedPayload(t *testing.T) {
+	env := testenv.S3(t)
+	target, err := url.Parse(env.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu   sync.Mutex
+		seen = map[string]string{} // method + query kind → x-amz-content-sha256
+	)
+	proxy := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Host = r.In.Host // the signature covers the host the client used
+			kind := r.In.Method
+			switch q := r.In.URL.Query(); {
+			case q.Has("partNumber"):
+				kind += " part"
+			case q.Has("uploads"), q.Has("uploadId"):
+				kind += " multipart"
+			}
+			mu.Lock()
+			seen[kind] = r.In.Header.Get("X-Amz-Content-Sha256")
+			if r.In.Header.Get("Content-Encoding") == "aws-chunked" {
+				seen[kind] += " aws-chunked"
+			}
+			mu.Unlock()
+		},
+	})
+	defer proxy.Close()
+	s := newStore(t, env, Config{Endpoint: proxy.URL, Prefix: "unsigned"})
+	data := storagetest.Random(11<<20, 1)
+	for _, n := range []int{1000, len(data)} {
+		if _, err := s.Put(t.Context(), "obj", bytes.NewReader(data[:n]), storage.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, kind := range []string{"PUT", "PUT part"} {
+		if got := seen[kind]; got != "UNSIGNED-PAYLOAD" {
+			t.Errorf("%s: x-amz-content-sha256 = %q, want UNSIGNED-PAYLOAD", kind, got)
+		}
+	}
+}
+
+// TestErrorsHideSecrets checks that failures never echo the secret key or a presigned URL.
+func TestErrorsHideSecrets(t *testing.T) {
+	env := testenv.S3(t)
+	const secret = "wrong-secret-VERYSECRET"
+	s := newStore(t, env, Config{AccessKey: env.AccessKey, SecretKey: secret, Prefix: "secrets"})
+	ctx := t.Context()
+	var errs []error
+	_, err := s.Put(ctx, "k", strings.NewReader("x"), storage.PutOptions{})
+	errs = append(errs, err)
+	_, err = s.Put(ctx, "k", bytes.NewReader(make([]byte, 6<<20)), storage.PutOptions{})
+	errs = append(errs, err)
+	_, err = s.Stat(ctx, "k")
+	errs = append(errs, err)
+	_, err = s.GetRange(ctx, "k", 0, 10)
+	errs = append(errs, err)
+	errs = append(errs, s.Ping(ctx), s.Delete(ctx, "k"))
+	_, err = s.PresignGet(ctx, "k", 30*24*time.Hour, storage.GetOptions{Filename: "x"})
+	errs = append(errs, err)
+	for i, err := range errs {
+		if err == nil {
+			t.Errorf("call %d succeeded with a wrong secret key", i)
+			continue
+		}
+		msg := err.Error()
+		if strings.Contains(msg, secret) || strings.Contains(msg, "X-Amz-Signature") || strings.Contains(msg, "X-Amz-Credential") {
+			t.Errorf("error leaks a secret: %s", msg)
+		}
+	}
+	if errors.Is(errs[2], storage.ErrNotFound) {
+		t.Error("an authentication failure was reported as not found")
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	ctx := t.Context()
+	for _, cfg := range []Config{
+		{},
+		{Bucket: "b", PartSize: 1 << 20, Endpoint: "http://x"},
+		{Bucket: "b", Concurrency: -1, Endpoint: "http://x"},
+		{Bucket: "b", Endpoint: "ftp://x"},
+		{Bucket: "b", Endpoint: "http://user:pass@x"},
+		{Bucket: "b", Endpoint: "http://x", AccessKey: "only-access"},
+		{Bucket: "b", Endpoint: "http://x", Prefix: "../up"},
+	} {
+		if _, err := New(ctx, cfg); err == nil {
+			t.Errorf("New(%+v) succeeded", cfg)
+		} else if strings.Contains(err.Error(), "pass") {
+			t.Errorf("New error echoes credentials: %v", err)
+		}
+	}
+}
+
+func TestPingMissingBucket(t *testing.T) {
+	env := testenv.S3(t)
+	env.Bucket += "-absent"
+	s := newStore(t, env, Config{})
+	if err := s.Ping(t.Context()); err == nil {
+		t.Error("Ping of a missing bucket succeeded")
+	}
+}
+
+// BenchmarkPut streams 64 MiB uploads to MinIO: 8 MiB parts, 2 in flight (the defaults).
+func BenchmarkPut(b *testing.B) {
+	env := testenv.S3(b)
+	for _, bc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"default", Config{PartSize: DefaultPartSize, Concurrency: DefaultConcurrency}},
+		{"parts16MiB-c4", Config{PartSize: 16 << 20, Concurrency: 4}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := newStore(b, env, bc.cfg)
+			const size = 64 << 20
+			src := storagetest.Random(1<<20, 1)
+			b.SetBytes(size)
+			for b.Loop() {
+				if _, err := s.Put(b.Context(), "bench/obj", storagetest.Repeat(src, size), storage.PutOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReaderAtZip opens a stored 24 MiB IPA-like zip (5000 entries) through a ReaderAt and
+// reads two entries, as the upload path does, with and without seeding the stream's tail.
+func BenchmarkReaderAtZip(b *testing.B) {
+	env := testenv.S3(b)
+	s := newStore(b, env, Config{})
+	zipData, _ := storagetest.Zip(b, 5000, 20<<20)
+	if _, err := s.Put(b.Context(), "zip/app.ipa", bytes.NewReader(zipData), storage.PutOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	benchZip(b, s, "zip/app.ipa", zipData)
+}
+
+func benchZip(b *testing.B, backend storage.Backend, key string, zipData []byte) {
+	tail := storage.NewTail(4 << 20)
+	tail.Write(zipData)
+	for _, seeded := range []bool{false, true} {
+		name := "cold"
+		if seeded {
+			name = "seeded"
+		}
+		b.Run(name, func(b *testing.B) {
+			var st storage.ReadStats
+			for b.Loop() {
+				ra := storage.NewReaderAt(b.Context(), backend, key, int64(len(zipData)))
+				if seeded {
+					ra.Seed(tail.Total()-int64(len(tail.Bytes())), tail.Bytes())
+				}
+				if err := storagetest.ReadZip(ra, int64(len(zipData)), "Payload/App.app/file-0007.txt", "Payload/App.app/file-4000.txt"); err != nil {
+					b.Fatal(err)
+				}
+				st = ra.Stats()
+			}
+			b.ReportMetric(float64(st.GETs), "GETs/op")
+			b.ReportMetric(float64(st.Bytes)/float64(1<<10), "KiB-fetched/op")
+		})
+	}
+}

@@ -1,0 +1,590 @@
+// Package storagetest is the conformance suite every storage.Backend passes, so the filesystem
+// used in development and the S3 backend used in production behave the same: the same keys, the
+// same ranges, the same "nothing stored" after a failed or cancelled upload.
+package storagetest
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slipwayhq/slipway/pkg/storage"
+	"github.com/slipwayhq/slipway/pkg/zipread"
+)
+
+// LargeSize spans more than three parts of S3's smallest part size (5 MiB), so backends configured
+// with that part size run a real multipart upload. Tests of S3 should use 5 MiB parts.
+const LargeSize = 3*(5<<20) + 12345
+
+// Run runs the suite. newBackend returns an empty backend (or an isolated prefix of one) for one
+// subtest; subtests run in parallel (newBackend itself is called from one goroutine). Run returns when every subtest has finished, so the caller
+// can check the backend's own state afterwards (e.g. that no multipart upload was left behind).
+func Run(t *testing.T, newBackend func(t *testing.T) storage.Backend) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, b storage.Backend)
+	}{
+		{"RoundTrip", testRoundTrip},
+		{"Ranges", testRanges},
+		{"Stat", testStat},
+		{"NotFound", testNotFound},
+		{"Delete", testDelete},
+		{"Overwrite", testOverwrite},
+		{"FailingReader", testFailingReader},
+		{"Cancel", testCancel},
+		{"ConcurrentPuts", testConcurrentPuts},
+		{"Keys", testKeys},
+		{"InvalidKeys", testInvalidKeys},
+		{"Ping", testPing},
+		{"Presign", testPresign},
+		{"OpenFile", testOpenFile},
+		{"ReaderAtZip", testReaderAtZip},
+	}
+	t.Run("conformance", func(t *testing.T) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				b := newBackend(t) // before Parallel: newBackend need not be safe for concurrent use
+				t.Parallel()
+				tt.fn(t, b)
+			})
+		}
+	})
+}
+
+func testRoundTrip(t *testing.T, b storage.Backend) {
+	for _, size := range []int{0, 1, 1000, 5<<20 - 1, 5 << 20, LargeSize} {
+		key := fmt.Sprintf("roundtrip/%d.bin", size)
+		data := Random(size, uint64(size))
+		put(t, b, key, data)
+		if got := get(t, b, key, 0, -1); !bytes.Equal(got, data) {
+			t.Errorf("%s: read back %d bytes (sha256 %x), want %d bytes (sha256 %x)",
+				key, len(got), sha256.Sum256(got), len(data), sha256.Sum256(data))
+		}
+	}
+}
+
+func testRanges(t *testing.T, b storage.Backend) {
+	const size = 300_000
+	data := Random(size, 2)
+	put(t, b, "ranges.bin", data)
+	for _, c := range []struct {
+		name   string
+		off, n int64
+		want   []byte
+	}{
+		{"start", 0, 10, data[:10]},
+		{"middle", 123_456, 70_000, data[123_456:193_456]},
+		{"end", size - 10, 10, data[size-10:]},
+		{"to end", 250_000, -1, data[250_000:]},
+		{"whole", 0, -1, data},
+		{"one byte", 77, 1, data[77:78]},
+		{"empty", 100, 0, nil},
+		{"past end", size - 5, 10, data[size-5:]},
+		{"at end", size, 10, nil},
+		{"after end", size + 100, 10, nil},
+		{"after end to end", size + 100, -1, nil},
+	} {
+		got := get(t, b, "ranges.bin", c.off, c.n)
+		if !bytes.Equal(got, c.want) {
+			t.Errorf("%s: GetRange(%d, %d) returned %d bytes, want %d", c.name, c.off, c.n, len(got), len(c.want))
+		}
+	}
+	if rc, err := b.GetRange(t.Context(), "ranges.bin", -1, 10); err == nil {
+		rc.Close()
+		t.Error("GetRange at a negative offset succeeded")
+	}
+}
+
+func testStat(t *testing.T, b storage.Backend) {
+	before := time.Now().Add(-10 * time.Minute) // tolerate a server clock a little off
+	data := Random(12_345, 3)
+	put(t, b, "stat/obj", data)
+	info, err := b.Stat(t.Context(), "stat/obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size != int64(len(data)) {
+		t.Errorf("Stat size = %d, want %d", info.Size, len(data))
+	}
+	if info.ModTime.Before(before) || info.ModTime.After(time.Now().Add(10*time.Minute)) {
+		t.Errorf("Stat mod time = %v, want about now", info.ModTime)
+	}
+}
+
+func testNotFound(t *testing.T, b storage.Backend) {
+	ctx := t.Context()
+	put(t, b, "present/obj", []byte("x"))
+	for _, key := range []string{"absent", "absent/nested/obj", "present", "present/obj/below"} {
+		if _, err := b.Stat(ctx, key); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("Stat(%q) = %v, want ErrNotFound", key, err)
+		}
+		if rc, err := b.GetRange(ctx, key, 0, -1); !errors.Is(err, storage.ErrNotFound) {
+			if err == nil {
+				rc.Close()
+			}
+			t.Errorf("GetRange(%q) = %v, want ErrNotFound", key, err)
+		}
+		if rc, err := b.GetRange(ctx, key, 5, 10); !errors.Is(err, storage.ErrNotFound) {
+			if err == nil {
+				rc.Close()
+			}
+			t.Errorf("GetRange(%q, 5, 10) = %v, want ErrNotFound", key, err)
+		}
+		if err := b.Delete(ctx, key); err != nil {
+			t.Errorf("Delete(%q) of an absent object = %v, want nil", key, err)
+		}
+	}
+	if _, err := b.Stat(ctx, "present/obj"); err != nil {
+		t.Errorf("deleting absent keys disturbed a present one: %v", err)
+	}
+}
+
+func testDelete(t *testing.T, b storage.Backend) {
+	ctx := t.Context()
+	put(t, b, "del/a/obj", []byte("hello"))
+	put(t, b, "del/a/sibling", []byte("stays"))
+	for range 2 {
+		if err := b.Delete(ctx, "del/a/obj"); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+		if _, err := b.Stat(ctx, "del/a/obj"); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("Stat after Delete = %v, want ErrNotFound", err)
+		}
+	}
+	if got := get(t, b, "del/a/sibling", 0, -1); string(got) != "stays" {
+		t.Errorf("sibling = %q after deleting its neighbour", got)
+	}
+	// The key can be written again after its folder may have been pruned.
+	put(t, b, "del/a/obj", []byte("again"))
+	if got := get(t, b, "del/a/obj", 0, -1); string(got) != "again" {
+		t.Errorf("re-put = %q", got)
+	}
+}
+
+func testOverwrite(t *testing.T, b storage.Backend) {
+	first, second := Random(LargeSize, 4), Random(1000, 5)
+	put(t, b, "over/obj", first)
+	put(t, b, "over/obj", second)
+	if got := get(t, b, "over/obj", 0, -1); !bytes.Equal(got, second) {
+		t.Errorf("after overwrite read %d bytes, want the second object's %d", len(got), len(second))
+	}
+	info, err := b.Stat(t.Context(), "over/obj")
+	if err != nil || info.Size != int64(len(second)) {
+		t.Errorf("Stat after overwrite = %+v, %v; want size %d", info, err, len(second))
+	}
+}
+
+var errBoom = errors.New("boom: the client went away")
+
+func testFailingReader(t *testing.T, b storage.Backend) {
+	ctx := t.Context()
+	old := []byte("the previous object")
+	for _, size := range []int{0, 1000, 5<<20 + 1, LargeSize} {
+		for _, fail := range []error{errBoom, io.ErrUnexpectedEOF} {
+			key := fmt.Sprintf("fail/%d-%v/obj", size, fail == errBoom)
+			r := &failingReader{r: chunky(Random(size, 6)), err: fail}
+			if _, err := b.Put(ctx, key, r, storage.PutOptions{}); !errors.Is(err, fail) {
+				t.Errorf("Put of %d bytes then %q returned %v, want that error", size, fail, err)
+			}
+			if _, err := b.Stat(ctx, key); !errors.Is(err, storage.ErrNotFound) {
+				t.Errorf("after a failed Put of %d bytes, Stat = %v, want ErrNotFound", size, err)
+			}
+			// A failed overwrite leaves the previous object whole.
+			put(t, b, key, old)
+			r = &failingReader{r: chunky(Random(size, 6)), err: fail}
+			if _, err := b.Put(ctx, key, r, storage.PutOptions{}); err == nil {
+				t.Errorf("failing overwrite of %d bytes succeeded", size)
+			}
+			if got := get(t, b, key, 0, -1); !bytes.Equal(got, old) {
+				t.Errorf("after a failed overwrite of %d bytes the object is %d bytes, want the previous %d", size, len(got), len(old))
+			}
+		}
+	}
+}
+
+func testCancel(t *testing.T, b storage.Backend) {
+	for _, c := range []struct{ size, cancelAt int }{
+		{1000, 500},
+		{LargeSize, 100},
+		{LargeSize, 7 << 20},
+		{LargeSize, LargeSize - 1},
+	} {
+		ctx, cancel := context.WithCancel(t.Context())
+		key := fmt.Sprintf("cancel/%d-%d", c.size, c.cancelAt)
+		r := &cancellingReader{r: chunky(Random(c.size, 7)), at: c.cancelAt, cancel: cancel}
+		_, err := b.Put(ctx, key, r, storage.PutOptions{})
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Put cancelled at byte %d of %d returned %v, want context.Canceled", c.cancelAt, c.size, err)
+		}
+		if _, err := b.Stat(t.Context(), key); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("after a cancelled Put (%d of %d bytes), Stat = %v, want ErrNotFound", c.cancelAt, c.size, err)
+		}
+	}
+}
+
+func testConcurrentPuts(t *testing.T, b storage.Backend) {
+	sizes := []int{0, 1, 4096, 300_000, 300_001, 1 << 20, 5<<20 + 7, 6 << 20}
+	var wg sync.WaitGroup
+	for i, size := range sizes {
+		wg.Go(func() {
+			key := fmt.Sprintf("conc/%d/obj", i)
+			data := Random(size, uint64(100+i))
+			if n, err := b.Put(t.Context(), key, chunky(data), storage.PutOptions{}); err != nil || n != int64(size) {
+				t.Errorf("Put %s = %d, %v; want %d", key, n, err, size)
+			}
+		})
+	}
+	wg.Wait()
+	for i, size := range sizes {
+		key := fmt.Sprintf("conc/%d/obj", i)
+		if got := get(t, b, key, 0, -1); !bytes.Equal(got, Random(size, uint64(100+i))) {
+			t.Errorf("%s: read back %d bytes, want %d", key, len(got), size)
+		}
+	}
+}
+
+// ValidKeys are keys every backend stores: nesting, Unicode and characters that URLs escape.
+var ValidKeys = []string{
+	"a/b/c/d/e/f.ipa",
+	"packages/01HZX7Q9/Ünïcødé 名前 (1).ipa",
+	"sp ace/plus+and%25percent?q=1#hash&amp;.apk",
+	"emoji/🚀 build.aab",
+	"dots/.hidden/..more/x...y",
+	"long/" + strings.Repeat("n", 200),
+}
+
+// InvalidKeys are keys every backend refuses with storage.ErrInvalidKey.
+var InvalidKeys = []string{
+	"", "/abs", "/", "..", ".", "../up", "a/../../up", "a/./b", "a//b", "a/", "a/..",
+	`a\..\..\up`, `..\up`, "nul\x00byte", "new\nline", "\xff\xfe", strings.Repeat("k", 1025),
+}
+
+func testKeys(t *testing.T, b storage.Backend) {
+	ctx := t.Context()
+	for i, key := range ValidKeys {
+		data := Random(100+i, uint64(i))
+		put(t, b, key, data)
+		if got := get(t, b, key, 0, -1); !bytes.Equal(got, data) {
+			t.Errorf("%q: read back %q", key, got)
+		}
+		if info, err := b.Stat(ctx, key); err != nil || info.Size != int64(len(data)) {
+			t.Errorf("Stat(%q) = %+v, %v", key, info, err)
+		}
+	}
+	for _, key := range ValidKeys {
+		if err := b.Delete(ctx, key); err != nil {
+			t.Errorf("Delete(%q) = %v", key, err)
+		}
+		if _, err := b.Stat(ctx, key); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("Stat(%q) after Delete = %v", key, err)
+		}
+	}
+}
+
+func testInvalidKeys(t *testing.T, b storage.Backend) {
+	ctx := t.Context()
+	for _, key := range InvalidKeys {
+		check := func(op string, err error) {
+			t.Helper()
+			if !errors.Is(err, storage.ErrInvalidKey) {
+				t.Errorf("%s(%q) = %v, want ErrInvalidKey", op, key, err)
+			}
+		}
+		_, err := b.Put(ctx, key, strings.NewReader("x"), storage.PutOptions{})
+		check("Put", err)
+		rc, err := b.GetRange(ctx, key, 0, -1)
+		if err == nil {
+			rc.Close()
+		}
+		check("GetRange", err)
+		_, err = b.Stat(ctx, key)
+		check("Stat", err)
+		check("Delete", b.Delete(ctx, key))
+		if p, ok := b.(storage.Presigner); ok {
+			_, err := p.PresignGet(ctx, key, time.Minute, storage.GetOptions{})
+			check("PresignGet", err)
+		}
+		if o, ok := b.(storage.FileOpener); ok {
+			f, err := o.OpenFile(ctx, key)
+			if err == nil {
+				f.Close()
+			}
+			check("OpenFile", err)
+		}
+	}
+}
+
+func testPing(t *testing.T, b storage.Backend) {
+	if err := b.Ping(t.Context()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+}
+
+func testPresign(t *testing.T, b storage.Backend) {
+	p, ok := b.(storage.Presigner)
+	if !ok {
+		t.Skip("not a storage.Presigner")
+	}
+	data := Random(200_000, 8)
+	put(t, b, "presign/01J/build.ipa", data)
+	for _, name := range []string{"Build.ipa", `My "quoted" App ü 名前.ipa`, ""} {
+		u, err := p.PresignGet(t.Context(), "presign/01J/build.ipa", 5*time.Minute,
+			storage.GetOptions{Filename: name, ContentType: "application/x-slipway-test"})
+		if err != nil {
+			t.Fatalf("PresignGet: %v", err)
+		}
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatalf("GET presigned URL: %v", err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET presigned URL: %s, %v: %.200s", resp.Status, err, body)
+		}
+		if !bytes.Equal(body, data) {
+			t.Errorf("presigned GET returned %d bytes, want %d", len(body), len(data))
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "application/x-slipway-test" {
+			t.Errorf("Content-Type = %q", ct)
+		}
+		cd := resp.Header.Get("Content-Disposition")
+		if name == "" {
+			continue
+		}
+		if want := storage.ContentDisposition(name); cd != want {
+			t.Errorf("Content-Disposition = %q, want %q", cd, want)
+		}
+		if _, params, err := mime.ParseMediaType(cd); err != nil || params["filename"] != name {
+			t.Errorf("Content-Disposition %q decodes to %q (%v), want %q", cd, params["filename"], err, name)
+		}
+	}
+	if _, err := p.PresignGet(t.Context(), "presign/01J/build.ipa", -time.Second, storage.GetOptions{}); err == nil {
+		t.Error("PresignGet with a negative lifetime succeeded")
+	}
+}
+
+func testOpenFile(t *testing.T, b storage.Backend) {
+	o, ok := b.(storage.FileOpener)
+	if !ok {
+		t.Skip("not a storage.FileOpener")
+	}
+	data := Random(70_000, 9)
+	put(t, b, "open/obj", data)
+	f, err := o.OpenFile(t.Context(), "open/obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := io.ReadAll(f)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Errorf("OpenFile content: %d bytes, %v; want %d bytes", len(got), err, len(data))
+	}
+	if _, err := o.OpenFile(t.Context(), "open/absent"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("OpenFile(absent) = %v, want ErrNotFound", err)
+	}
+	if _, err := o.OpenFile(t.Context(), "open"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("OpenFile(folder) = %v, want ErrNotFound", err)
+	}
+}
+
+// testReaderAtZip reads a stored zip the way the upload path does: the directory from the seeded
+// tail, one entry with a prefetch, in few requests.
+func testReaderAtZip(t *testing.T, b storage.Backend) {
+	zipData, entries := Zip(t, 2000, 3<<20)
+	put(t, b, "zip/app.ipa", zipData)
+	tail := storage.NewTail(1 << 20)
+	tail.Write(zipData)
+
+	ra := storage.NewReaderAt(t.Context(), b, "zip/app.ipa", int64(len(zipData)))
+	ra.Seed(tail.Total()-int64(len(tail.Bytes())), tail.Bytes())
+	a, err := zipread.Open(ra, int64(len(zipData)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := ra.Stats(); st.GETs != 0 {
+		t.Errorf("opening the zip from a seeded tail made %d GETs, want 0", st.GETs)
+	}
+	for _, name := range []string{"Payload/App.app/big.bin", "Payload/App.app/file-0007.txt"} {
+		got, err := a.ReadName(name, 10<<20)
+		if err != nil || !bytes.Equal(got, entries[name]) {
+			t.Errorf("entry %s: %d bytes, %v; want %d bytes", name, len(got), err, len(entries[name]))
+		}
+	}
+	st := ra.Stats()
+	if st.GETs > 4 || st.Bytes > int64(len(zipData))/2+(1<<20) {
+		t.Errorf("reading two entries took %d GETs and %d bytes of a %d-byte zip", st.GETs, st.Bytes, len(zipData))
+	}
+	t.Logf("zip of %d bytes: %d GETs, %d bytes fetched", len(zipData), st.GETs, st.Bytes)
+}
+
+// Zip builds a zip resembling an IPA: n small deflated text entries and one stored entry of
+// bigSize random bytes, returning the archive and each entry's content.
+func Zip(t testing.TB, n, bigSize int) ([]byte, map[string][]byte) {
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	entries := map[string][]byte{}
+	add := func(name string, method uint16, data []byte) {
+		f, err := w.CreateHeader(&zip.FileHeader{Name: name, Method: method})
+		if err == nil {
+			_, err = f.Write(data)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries[name] = data
+	}
+	add("Payload/App.app/big.bin", zip.Store, Random(bigSize, 10))
+	for i := range n {
+		add(fmt.Sprintf("Payload/App.app/file-%04d.txt", i), zip.Deflate,
+			[]byte(strings.Repeat(fmt.Sprintf("line %d of a resource file\n", i), 20)))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), entries
+}
+
+// Random returns n reproducible pseudo-random bytes.
+func Random(n int, seed uint64) []byte {
+	r := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), byte(seed >> 16), byte(seed >> 24)})
+	b := make([]byte, n)
+	r.Read(b)
+	return b
+}
+
+func put(t *testing.T, b storage.Backend, key string, data []byte) {
+	t.Helper()
+	n, err := b.Put(t.Context(), key, chunky(data), storage.PutOptions{ContentType: "application/octet-stream"})
+	if err != nil {
+		t.Fatalf("Put(%q, %d bytes): %v", key, len(data), err)
+	}
+	if n != int64(len(data)) {
+		t.Fatalf("Put(%q) wrote %d bytes, want %d", key, n, len(data))
+	}
+}
+
+func get(t *testing.T, b storage.Backend, key string, off, n int64) []byte {
+	t.Helper()
+	rc, err := b.GetRange(t.Context(), key, off, n)
+	if err != nil {
+		t.Fatalf("GetRange(%q, %d, %d): %v", key, off, n, err)
+	}
+	defer rc.Close()
+	got, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("reading GetRange(%q, %d, %d): %v", key, off, n, err)
+	}
+	return got
+}
+
+// chunky returns a reader of data that is neither seekable nor an io.WriterTo and returns
+// irregular chunks, like a request body.
+func chunky(data []byte) io.Reader {
+	return &chunkyReader{data: data, rng: rand.New(rand.NewPCG(uint64(len(data)), 1))}
+}
+
+type chunkyReader struct {
+	data []byte
+	rng  *rand.Rand
+}
+
+func (c *chunkyReader) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), len(c.data), 1+c.rng.IntN(100_000))
+	copy(p, c.data[:n])
+	c.data = c.data[n:]
+	return n, nil
+}
+
+// failingReader reads r to its end, then fails with err instead of io.EOF.
+type failingReader struct {
+	r   io.Reader
+	err error
+}
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err == io.EOF {
+		return n, f.err
+	}
+	return n, err
+}
+
+// cancellingReader cancels the upload's context once `at` bytes have been read, and goes on
+// delivering the rest: the backend must notice the cancellation on its own.
+type cancellingReader struct {
+	r      io.Reader
+	at     int
+	read   int
+	cancel context.CancelFunc
+}
+
+func (c *cancellingReader) Read(p []byte) (int, error) {
+	if c.read < c.at {
+		p = p[:min(len(p), c.at-c.read)]
+	}
+	n, err := c.r.Read(p)
+	c.read += n
+	if c.read >= c.at {
+		c.cancel()
+	}
+	return n, err
+}
+
+// Repeat returns a reader of n bytes cycling through block, without allocating: a cheap request
+// body for benchmarks. It is neither seekable nor an io.WriterTo.
+func Repeat(block []byte, n int64) io.Reader {
+	return &repeatReader{block: block, left: n}
+}
+
+type repeatReader struct {
+	block []byte
+	pos   int
+	left  int64
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > r.left {
+		p = p[:r.left]
+	}
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], r.block[r.pos:])
+		n += c
+		r.pos = (r.pos + c) % len(r.block)
+	}
+	r.left -= int64(n)
+	return n, nil
+}
+
+// ReadZip opens the zip in r with zipread, as the upload path does, and reads the named entries.
+func ReadZip(r io.ReaderAt, size int64, names ...string) error {
+	a, err := zipread.Open(r, size)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if _, err := a.ReadName(name, 10<<20); err != nil {
+			return err
+		}
+	}
+	return nil
+}
