@@ -1,0 +1,10 @@
+DROP TABLE IF EXISTS password_failures;
+DROP TABLE IF EXISTS upload_idempotency;
+DROP TABLE IF EXISTS storage_objects;
+DROP TABLE IF EXISTS api_tokens;
+DROP TABLE IF EXISTS debug_file_metadata;
+DROP TABLE IF EXISTS debug_files;
+DROP TABLE IF EXISTS releases;
+DROP TABLE IF EXISTS channels;
+DROP TABLE IF EXISTS schemes;
+DROP TABLE IF EXISTS apps;

@@ -1,0 +1,185 @@
+// Package config reads Slipway's configuration from the environment, once, at start. Every value is
+// validated there; an invalid one is an error naming the variable, so the process exits with one
+// clear line instead of failing later.
+package config
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the whole configuration of a Slipway process.
+type Config struct {
+	// Addr is the listen address (SLIPWAY_ADDR).
+	Addr string
+	// PublicURL is the base of every absolute URL the API returns, without a trailing slash
+	// (SLIPWAY_PUBLIC_URL). It is never derived from a request's Host header.
+	PublicURL string
+	// DatabaseURL is the Postgres connection URL (SLIPWAY_DATABASE_URL).
+	DatabaseURL string
+	// StorageURL selects the object store: file:///path or s3://bucket/prefix?... (SLIPWAY_STORAGE_URL).
+	StorageURL string
+	// MaxUploadBytes is the largest accepted upload (SLIPWAY_MAX_UPLOAD_BYTES).
+	MaxUploadBytes int64
+	// MaxConcurrentUploads caps uploads in flight per replica, bounding memory
+	// (SLIPWAY_MAX_CONCURRENT_UPLOADS); beyond it uploads get 429 with Retry-After.
+	MaxConcurrentUploads int
+	// PresignTTL is the lifetime of presigned and signed download URLs (SLIPWAY_PRESIGN_TTL).
+	PresignTTL time.Duration
+	// CDNURL, when set, makes downloads redirect to CDNURL/<object key> (SLIPWAY_CDN_URL).
+	CDNURL string
+	// Secret is the HMAC key for signed filesystem URLs and cookies (SLIPWAY_SECRET). When unset a
+	// random one is generated and SecretGenerated is true: fine for one process, wrong for replicas.
+	Secret          []byte
+	SecretGenerated bool
+	// LogLevel and LogFormat configure slog (SLIPWAY_LOG_LEVEL, SLIPWAY_LOG_FORMAT: json or text).
+	LogLevel  slog.Level
+	LogFormat string
+	// Location renders timestamps (SLIPWAY_TIMEZONE, an IANA name; default UTC).
+	Location *time.Location
+	// GCInterval is how often serve runs the storage collector (SLIPWAY_GC_INTERVAL; 0 disables).
+	GCInterval time.Duration
+	// GCGrace is how old a pending (unfinished) upload's object must be before it is collected
+	// (SLIPWAY_GC_GRACE). It must exceed the longest upload.
+	GCGrace time.Duration
+	// DrainTimeout bounds how long serve waits for in-flight requests on SIGTERM
+	// (SLIPWAY_DRAIN_TIMEOUT).
+	DrainTimeout time.Duration
+}
+
+// Var describes one environment variable, for validation and documentation.
+type Var struct {
+	Name    string
+	Default string
+	Help    string
+}
+
+// Vars lists every variable Slipway reads, in the order the README documents them.
+var Vars = []Var{
+	{"SLIPWAY_ADDR", ":8080", "listen address"},
+	{"SLIPWAY_PUBLIC_URL", "http://localhost:8080", "base of every absolute URL the API returns"},
+	{"SLIPWAY_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/slipway?sslmode=disable", "Postgres; serve creates the database if it is missing and it may"},
+	{"SLIPWAY_STORAGE_URL", "file://./data/objects", "file:///abs/path or s3://BUCKET[/PREFIX]?region=R&endpoint=URL&path_style=true"},
+	{"SLIPWAY_MAX_UPLOAD_BYTES", "4294967296", "larger uploads get 413"},
+	{"SLIPWAY_MAX_CONCURRENT_UPLOADS", "16", "uploads in flight per replica; more get 429 with Retry-After"},
+	{"SLIPWAY_PRESIGN_TTL", "15m", "lifetime of presigned download URLs"},
+	{"SLIPWAY_CDN_URL", "", "when set, downloads redirect to CDN_URL/<object key>"},
+	{"SLIPWAY_SECRET", "(generated per process)", "HMAC key for signed URLs and cookies; share it across replicas"},
+	{"SLIPWAY_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"SLIPWAY_LOG_FORMAT", "json", "json or text"},
+	{"SLIPWAY_TIMEZONE", "UTC", "zone timestamps are rendered in"},
+	{"SLIPWAY_GC_INTERVAL", "10m", "how often serve collects orphaned objects (0 disables)"},
+	{"SLIPWAY_GC_GRACE", "24h", "age after which an unfinished upload's object is collected"},
+	{"SLIPWAY_DRAIN_TIMEOUT", "30s", "how long shutdown waits for in-flight requests"},
+}
+
+// Load reads the configuration through getenv (os.Getenv in production).
+func Load(getenv func(string) string) (*Config, error) {
+	get := func(name string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		for _, v := range Vars {
+			if v.Name == name && !strings.HasPrefix(v.Default, "(") {
+				return v.Default
+			}
+		}
+		return ""
+	}
+	c := &Config{Addr: get("SLIPWAY_ADDR"), DatabaseURL: get("SLIPWAY_DATABASE_URL"), StorageURL: get("SLIPWAY_STORAGE_URL")}
+	var err error
+
+	if c.PublicURL, err = baseURL("SLIPWAY_PUBLIC_URL", get("SLIPWAY_PUBLIC_URL")); err != nil {
+		return nil, err
+	}
+	if u, perr := url.Parse(c.DatabaseURL); perr != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, fmt.Errorf("SLIPWAY_DATABASE_URL: must be a postgres:// URL")
+	}
+	if u, perr := url.Parse(c.StorageURL); perr != nil || (u.Scheme != "file" && u.Scheme != "s3") {
+		return nil, fmt.Errorf("SLIPWAY_STORAGE_URL: must be a file:// or s3:// URL")
+	}
+	if c.MaxUploadBytes, err = positiveInt("SLIPWAY_MAX_UPLOAD_BYTES", get("SLIPWAY_MAX_UPLOAD_BYTES")); err != nil {
+		return nil, err
+	}
+	n, err := positiveInt("SLIPWAY_MAX_CONCURRENT_UPLOADS", get("SLIPWAY_MAX_CONCURRENT_UPLOADS"))
+	if err != nil {
+		return nil, err
+	}
+	c.MaxConcurrentUploads = int(n)
+	if c.PresignTTL, err = duration("SLIPWAY_PRESIGN_TTL", get("SLIPWAY_PRESIGN_TTL"), time.Second, 7*24*time.Hour); err != nil {
+		return nil, err
+	}
+	if v := get("SLIPWAY_CDN_URL"); v != "" {
+		if c.CDNURL, err = baseURL("SLIPWAY_CDN_URL", v); err != nil {
+			return nil, err
+		}
+	}
+	if s := getenv("SLIPWAY_SECRET"); s != "" {
+		if len(s) < 32 {
+			return nil, fmt.Errorf("SLIPWAY_SECRET: must be at least 32 characters")
+		}
+		c.Secret = []byte(s)
+	} else {
+		b := make([]byte, 32)
+		_, _ = rand.Read(b)
+		c.Secret, c.SecretGenerated = []byte(hex.EncodeToString(b)), true
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(get("SLIPWAY_LOG_LEVEL"))); err != nil {
+		return nil, fmt.Errorf("SLIPWAY_LOG_LEVEL: must be debug, info, warn or error")
+	}
+	switch c.LogFormat = strings.ToLower(get("SLIPWAY_LOG_FORMAT")); c.LogFormat {
+	case "json", "text":
+	default:
+		return nil, fmt.Errorf("SLIPWAY_LOG_FORMAT: must be json or text")
+	}
+	if c.Location, err = time.LoadLocation(get("SLIPWAY_TIMEZONE")); err != nil {
+		return nil, fmt.Errorf("SLIPWAY_TIMEZONE: unknown time zone %q", get("SLIPWAY_TIMEZONE"))
+	}
+	if c.GCInterval, err = duration("SLIPWAY_GC_INTERVAL", get("SLIPWAY_GC_INTERVAL"), 0, 0); err != nil {
+		return nil, err
+	}
+	if c.GCGrace, err = duration("SLIPWAY_GC_GRACE", get("SLIPWAY_GC_GRACE"), 0, 0); err != nil {
+		return nil, err
+	}
+	if c.DrainTimeout, err = duration("SLIPWAY_DRAIN_TIMEOUT", get("SLIPWAY_DRAIN_TIMEOUT"), 0, 0); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func baseURL(name, v string) (string, error) {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("%s: must be an absolute http:// or https:// URL", name)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("%s: must not carry a query or fragment", name)
+	}
+	return strings.TrimRight(v, "/"), nil
+}
+
+func positiveInt(name, v string) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s: must be a positive integer, got %q", name, v)
+	}
+	return n, nil
+}
+
+// duration parses a Go duration; max 0 means unbounded, and 0 is allowed when min is 0.
+func duration(name, v string, minD, maxD time.Duration) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < minD || d < 0 || (maxD > 0 && d > maxD) {
+		if maxD > 0 {
+			return 0, fmt.Errorf("%s: must be a duration between %s and %s, got %q", name, minD, maxD, v)
+		}
+		return 0, fmt.Errorf("%s: must be a non-negative duration such as 30s or 10m, got %q", name, v)
+	}
+	return d, nil
+}

@@ -1,0 +1,72 @@
+// Package metrics defines Slipway's Prometheus metrics on a registry owned by the process (no
+// global state), so tests can create as many servers as they like.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics holds every collector Slipway updates.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	// HTTP
+	Requests        *prometheus.CounterVec   // route, method, status
+	RequestDuration *prometheus.HistogramVec // route, method
+
+	// Uploads (apps and debug files)
+	UploadBytes    *prometheus.CounterVec   // kind: app, debug_file
+	UploadDuration *prometheus.HistogramVec // kind, outcome: ok, rejected, failed
+	UploadsActive  prometheus.Gauge
+
+	// Parsing from storage through the cached ReaderAt
+	ParseDuration *prometheus.HistogramVec // format
+	ParseGETs     prometheus.Histogram
+	ParseBytes    prometheus.Histogram
+
+	// Dependencies
+	StorageErrors  *prometheus.CounterVec // op
+	DatabaseErrors prometheus.Counter
+	GCDeleted      prometheus.Counter
+	GCFailed       prometheus.Counter
+}
+
+// New creates the collectors on a fresh registry, with Go runtime and process collectors.
+func New() *Metrics {
+	m := &Metrics{Registry: prometheus.NewRegistry()}
+	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f := func(c prometheus.Collector) { m.Registry.MustRegister(c) }
+
+	m.Requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slipway_http_requests_total",
+		Help: "HTTP requests by route pattern, method and status code."}, []string{"route", "method", "status"})
+	m.RequestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "slipway_http_request_duration_seconds",
+		Help:    "HTTP request latency by route pattern and method.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}}, []string{"route", "method"})
+	m.UploadBytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slipway_upload_bytes_total",
+		Help: "Bytes received in upload file parts."}, []string{"kind"})
+	m.UploadDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "slipway_upload_duration_seconds",
+		Help:    "Upload duration from first byte to response, by kind and outcome.",
+		Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}, []string{"kind", "outcome"})
+	m.UploadsActive = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slipway_uploads_in_flight",
+		Help: "Uploads being received by this replica."})
+	m.ParseDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "slipway_parse_duration_seconds",
+		Help: "Time to read a package's metadata from storage.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}, []string{"format"})
+	m.ParseGETs = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "slipway_parse_storage_gets",
+		Help: "Storage range requests made to parse one package.", Buckets: []float64{0, 1, 2, 3, 4, 6, 8, 12, 16, 32}})
+	m.ParseBytes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "slipway_parse_storage_bytes",
+		Help: "Bytes fetched from storage to parse one package.", Buckets: prometheus.ExponentialBuckets(4096, 4, 10)})
+	m.StorageErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slipway_storage_errors_total",
+		Help: "Object storage operations that failed, by operation."}, []string{"op"})
+	m.DatabaseErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "slipway_database_unavailable_total",
+		Help: "Requests answered 503 because the database was unreachable."})
+	m.GCDeleted = prometheus.NewCounter(prometheus.CounterOpts{Name: "slipway_gc_deleted_objects_total",
+		Help: "Objects deleted by the storage collector."})
+	m.GCFailed = prometheus.NewCounter(prometheus.CounterOpts{Name: "slipway_gc_failed_deletions_total",
+		Help: "Object deletions by the collector that failed and will be retried."})
+	for _, c := range []prometheus.Collector{m.Requests, m.RequestDuration, m.UploadBytes, m.UploadDuration, m.UploadsActive,
+		m.ParseDuration, m.ParseGETs, m.ParseBytes, m.StorageErrors, m.DatabaseErrors, m.GCDeleted, m.GCFailed} {
+		f(c)
+	}
+	return m
+}

@@ -1,0 +1,181 @@
+// Package store is Slipway's Postgres layer (pgx v5): the schema's rows as Go types, the queries
+// that fill them, and explicit transactions. Concurrency safety comes from constraints, row locks
+// and advisory locks, never from "check, then insert".
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+// DB is a pool of connections to Slipway's database.
+type DB struct {
+	Pool *pgxpool.Pool
+}
+
+// Options tune Open.
+type Options struct {
+	// CreateDatabase creates the database named in the URL when it does not exist (serve does this
+	// so the first run needs no set-up).
+	CreateDatabase bool
+	// MaxConns caps the pool (0: pgxpool's default, max(4, cores)).
+	MaxConns int32
+}
+
+// Open connects to the database at url, creating it first when asked and permitted.
+func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("database URL: %s", redactParseError(err))
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// A database that does not answer must turn into a prompt 503, not a hanging request.
+		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	cfg.HealthCheckPeriod = 15 * time.Second
+	if opts.CreateDatabase {
+		if err := createDatabase(ctx, cfg.ConnConfig); err != nil {
+			return nil, err
+		}
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	return &DB{Pool: pool}, nil
+}
+
+// Close releases all connections.
+func (db *DB) Close() { db.Pool.Close() }
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error { return dbErr(db.Pool.Ping(ctx)) }
+
+// createDatabase connects to the server's maintenance database and creates cfg's database when it
+// does not exist. A missing permission is not an error here: the connection that follows reports
+// the real problem.
+func createDatabase(ctx context.Context, cfg *pgx.ConnConfig) error {
+	probe, err := pgx.ConnectConfig(ctx, cfg)
+	if err == nil {
+		return probe.Close(ctx)
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "3D000" { // invalid_catalog_name
+		return fmt.Errorf("database: %w", err)
+	}
+	admin := cfg.Copy()
+	admin.Database = "postgres"
+	conn, err := pgx.ConnectConfig(ctx, admin)
+	if err != nil {
+		return fmt.Errorf("database %q is missing and the server's postgres database is unreachable: %w", cfg.Database, err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{cfg.Database}.Sanitize())
+	if err != nil && !isCode(err, "42P04") { // duplicate_database: another replica won the race
+		return fmt.Errorf("creating database %q: %w", cfg.Database, err)
+	}
+	return nil
+}
+
+// Tx runs fn in a transaction, committing when it returns nil and rolling back otherwise.
+func (db *DB) Tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		return dbErr(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	if err := fn(tx); err != nil {
+		return dbErr(err)
+	}
+	return dbErr(tx.Commit(ctx))
+}
+
+// querier is satisfied by the pool and by a transaction, so queries can run in either.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// dbErr turns failures to reach the database into errs.Unavailable (503 with Retry-After) and
+// leaves the rest as they are. Errors that are already *errs.Error pass through.
+func dbErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	if IsUnavailable(err) {
+		return errs.Wrap(errs.Unavailable, err, "the database is unavailable; retry later")
+	}
+	return err
+}
+
+// IsUnavailable reports whether err means the database could not be reached or went away, as
+// opposed to a query that the database refused.
+func IsUnavailable(err error) bool {
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr):
+		// Class 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot
+		// connect now; 53300: too many connections.
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" ||
+			pgErr.Code == "57P03" || pgErr.Code == "53300"
+	case errors.As(err, &connErr), errors.As(err, &netErr):
+		return true
+	case pgconn.SafeToRetry(err), pgconn.Timeout(err):
+		return true
+	case errors.Is(err, pgx.ErrTxClosed), errors.Is(err, net.ErrClosed):
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "unexpected EOF") ||
+		strings.Contains(msg, "connection reset") || strings.Contains(msg, "broken pipe")
+}
+
+func isCode(err error, code string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == code
+}
+
+// isUniqueViolation reports a unique constraint violation, optionally on the named constraint.
+func isUniqueViolation(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && (constraint == "" || pgErr.ConstraintName == constraint)
+}
+
+// redactParseError keeps a URL parse error from echoing a password.
+func redactParseError(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "://"); i >= 0 {
+		return "cannot parse the URL"
+	}
+	return msg
+}
+
+// RedactURL returns a database or storage URL without its password, for logs.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	return u.Redacted()
+}
