@@ -315,15 +315,16 @@ func BenchmarkReaderAtZip(b *testing.B) {
 	zipData, _ := storagetest.Zip(b, 5000, 20<<20)
 	m := newMem("k", zipData)
 	m.delay = time.Millisecond
-	tail := storage.NewTail(4 << 20)
-	tail.Write(zipData)
+	t := storage.NewTail(4 << 20)
+	t.Write(zipData)
+	tail, tailOff := t.Bytes(), t.Total()-int64(len(t.Bytes()))
 	for _, seeded := range []bool{false, true} {
 		b.Run(map[bool]string{false: "cold", true: "seeded"}[seeded], func(b *testing.B) {
 			var st storage.ReadStats
 			for b.Loop() {
 				ra := storage.NewReaderAt(b.Context(), m, "k", int64(len(zipData)))
 				if seeded {
-					ra.Seed(tail.Total()-int64(len(tail.Bytes())), tail.Bytes())
+					ra.Seed(tailOff, tail)
 				}
 				if err := storagetest.ReadZip(ra, int64(len(zipData)), "Payload/App.app/file-0007.txt", "Payload/App.app/file-4000.txt"); err != nil {
 					b.Fatal(err)

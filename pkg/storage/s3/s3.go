@@ -111,6 +111,9 @@ type Store struct {
 	prefix      string
 	partSize    int64
 	concurrency int
+	// signPayload restores SigV4 payload hashing over plain http; benchmarks use it to measure
+	// what UNSIGNED-PAYLOAD saves.
+	signPayload bool
 }
 
 var (
@@ -118,9 +121,14 @@ var (
 	_ storage.Presigner = (*Store)(nil)
 )
 
-// unsignedPayload signs a request with UNSIGNED-PAYLOAD instead of the body's SHA-256 (see the
-// package documentation).
-var unsignedPayload = awss3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
+// payloadOpts makes uploads sign UNSIGNED-PAYLOAD instead of the body's SHA-256 (see the package
+// documentation).
+func (s *Store) payloadOpts() []func(*awss3.Options) {
+	if s.signPayload {
+		return nil
+	}
+	return []func(*awss3.Options){awss3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)}
+}
 
 // New returns a Store for cfg. It makes no request: use Ping to check the bucket is reachable.
 func New(ctx context.Context, cfg Config) (*Store, error) {
@@ -223,7 +231,7 @@ func (s *Store) putSingle(ctx context.Context, key string, data []byte, opts sto
 		Body:          bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data))),
 		ContentType:   optional(opts.ContentType),
-	}, unsignedPayload)
+	}, s.payloadOpts()...)
 	if err != nil {
 		return 0, fmt.Errorf("s3 storage: put %q: %w", key, err)
 	}
@@ -285,7 +293,7 @@ func (s *Store) putMultipart(ctx context.Context, key string, first []byte, r io
 			out, err := s.client.UploadPart(uctx, &awss3.UploadPartInput{
 				Bucket: &s.bucket, Key: k, UploadId: id, PartNumber: aws.Int32(num),
 				Body: bytes.NewReader(buf[:n]), ContentLength: aws.Int64(int64(n)),
-			}, unsignedPayload)
+			}, s.payloadOpts()...)
 			if err != nil {
 				cancel(fmt.Errorf("upload part %d: %w", num, err))
 				return // the buffer is not reused: the transport may still hold it
