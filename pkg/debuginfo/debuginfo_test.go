@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"os"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -128,7 +129,7 @@ func TestFixtureInvalidEmptyFolder(t *testing.T) {
 
 // TestFixturesNotDebugFiles checks that app packages are rejected as debug files, cleanly.
 func TestFixturesNotDebugFiles(t *testing.T) {
-	files := append(fixtures.Glob("ios/*.ipa"), fixtures.Glob("android/*.apk")...)
+	files := append(fixtures.Glob("ios/*.ipa"), fixtures.Glob("android/*.ap[kb]")...)
 	if len(files) == 0 {
 		t.Skip("fixtures not present")
 	}
@@ -400,8 +401,8 @@ func TestLimits(t *testing.T) {
 
 	lim = saved
 	lim.mapping = 1 << 20
-	// A zip bomb: 64 MiB of zeros deflates to ~64 KiB.
-	bomb := debuginfotest.BuildProguardZip(debuginfotest.Proguard{Mapping: make([]byte, 64<<20)})
+	// A zip bomb: 16 MiB of zeros deflates to ~16 KiB.
+	bomb := debuginfotest.BuildProguardZip(debuginfotest.Proguard{Mapping: make([]byte, 16<<20)})
 	_, err := parseBytes(t, bomb)
 	wantInvalid(t, err, "mapping.txt", "limit")
 
@@ -464,4 +465,40 @@ func TestUnderstatedSize(t *testing.T) {
 	w.Close()
 	_, err = parseBytes(t, buf.Bytes())
 	wantInvalid(t, err, "mapping.txt")
+}
+
+// TestParseMemoryBound parses an archive inflating to 24 MiB (a fat DWARF file and a mapping)
+// and checks Parse allocates a small fraction of that: memory does not grow with entry sizes.
+func TestParseMemoryBound(t *testing.T) {
+	const pad = 8 << 20
+	z := debuginfotest.BuildZip(
+		debuginfotest.Entry{Name: "App.app.dSYM/Contents/Resources/DWARF/App", Data: debuginfotest.MachO(
+			debuginfotest.Arch{Name: "armv7", UUID: "11111111-2222-3333-4444-555555555555", Pad: pad},
+			debuginfotest.Arch{Name: "arm64", UUID: "11111111-2222-3333-4444-555555555556", Pad: pad})},
+		debuginfotest.Entry{Name: "mapping.txt", Data: bytes.Repeat([]byte("a.b.C -> a:\n"), 8<<20/12)},
+	)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	a, err := parseBytes(t, z)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(a.DSYMs) != 1 || a.Proguard == nil {
+		t.Fatalf("%+v, %v", a, err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Errorf("allocated %d bytes", n)
+	} else {
+		t.Logf("allocated %d bytes for a %d-byte zip inflating to 24 MiB", n, len(z))
+	}
+}
+
+func TestDuplicateNames(t *testing.T) {
+	a := debuginfotest.Arch{Name: "arm64", UUID: "11111111-2222-3333-4444-555555555555"}
+	b := debuginfotest.Arch{Name: "arm64", UUID: "66666666-7777-8888-9999-AAAAAAAAAAAA"}
+	got := mustParse(t, debuginfotest.BuildZip(
+		debuginfotest.Entry{Name: "A.dSYM/Contents/Resources/DWARF/A", Data: debuginfotest.Thin(a)},
+		debuginfotest.Entry{Name: "A.dSYM/Contents/Resources/DWARF/A", Data: debuginfotest.Thin(b)},
+	))
+	if s := got.DSYMs[0].Slices; len(s) != 1 || s[0].UUID != "11111111-2222-3333-4444-555555555555" {
+		t.Errorf("got %+v", s)
+	}
 }

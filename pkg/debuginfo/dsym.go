@@ -38,11 +38,13 @@ func (p *parser) scan() ([]*bundle, androidFiles, error) {
 	var bundles []*bundle
 	byPath := map[string]*bundle{}
 	var android androidFiles
+	seen := map[string]bool{}
 	for i, f := range p.za.Files() {
 		name := strings.ReplaceAll(f.Name, `\`, "/")
-		if strings.HasSuffix(name, "/") || !f.Mode().IsRegular() || zipread.IsMacOSXJunk(name) {
-			continue // folders, symlinks, macOS resource forks
+		if strings.HasSuffix(name, "/") || !f.Mode().IsRegular() || zipread.IsMacOSXJunk(name) || seen[name] {
+			continue // folders, symlinks, macOS resource forks, repeated names (the first one counts)
 		}
+		seen[name] = true
 		e := entry{f: f, name: name, idx: i}
 		if bpath, rest, ok := splitBundle(name); ok {
 			b := byPath[bpath]

@@ -20,7 +20,6 @@ const (
 	loadCmdUUID     = 0x1b       // LC_UUID
 	cpuSubtypeMask  = 0xff000000 // capability bits of cpusubtype (e.g. arm64e pointer auth)
 	cpuArm64_32     = macho.Cpu(0x0200000c)
-	fatHeaderSize   = 8
 	fatArchSize     = 20
 	fatArch64Size   = 32
 	machHeaderSize  = 28 // after which a 64-bit header has 4 reserved bytes
