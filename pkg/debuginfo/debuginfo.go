@@ -21,7 +21,9 @@ import (
 type Kind string
 
 const (
-	KindDSYM     Kind = "dsym"
+	// KindDSYM is an iOS/macOS archive of .dSYM bundles.
+	KindDSYM Kind = "dsym"
+	// KindProguard is an Android archive of ProGuard/R8 files.
 	KindProguard Kind = "proguard"
 )
 

@@ -68,8 +68,9 @@ func Thin(a Arch) []byte {
 // ThinSize is the size of Thin(a).
 func ThinSize(a Arch) int64 { return int64(len(Thin(a))) }
 
-// MachO returns Thin(archs[0]) for one architecture, or a fat file holding a thin slice per
-// architecture (in order, each aligned to 4 KiB) for several.
+// MachO returns Thin(archList[0]) for one architecture, or a fat file holding a thin slice per
+// architecture (in order, each aligned to 4 KiB) for several. Each slice's size, as debuginfo
+// reports it, is ThinSize of its Arch.
 func MachO(archList ...Arch) []byte {
 	if len(archList) == 1 {
 		return Thin(archList[0])
