@@ -265,6 +265,7 @@ func (s *Store) putMultipart(ctx context.Context, key string, first []byte, r io
 	// Uploads run with a context cancelled at the first failure, which stops the others.
 	uctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	r = ctxReader{uctx, r} // stop reading the client once a part has failed
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex

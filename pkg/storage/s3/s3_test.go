@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -103,6 +104,26 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestPutMemoryBound checks that a streamed upload allocates about (Concurrency+1)×PartSize in
+// all, whatever its length: parts are reused, never accumulated.
+func TestPutMemoryBound(t *testing.T) {
+	env := testenv.S3(t)
+	s := newStore(t, env, Config{Prefix: "mem", PartSize: MinPartSize, Concurrency: 2})
+	const size = 48 << 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := s.Put(t.Context(), "obj", storagetest.Repeat([]byte("0123456789"), size), storage.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	bound := uint64(3*MinPartSize + 4<<20) // three part buffers, plus the SDK's own
+	if got := after.TotalAlloc - before.TotalAlloc; got > bound {
+		t.Errorf("a %d MiB upload allocated %d MiB, want at most %d MiB", size>>20, got>>20, bound>>20)
+	} else {
+		t.Logf("a %d MiB upload allocated %.1f MiB", size>>20, float64(got)/(1<<20))
+	}
 }
 
 type readerFunc func([]byte) (int, error)
