@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -48,6 +49,10 @@ type Config struct {
 	// GCGrace is how old a pending (unfinished) upload's object must be before it is collected
 	// (SLIPWAY_GC_GRACE). It must exceed the longest upload.
 	GCGrace time.Duration
+	// TrustedProxies are the networks whose X-Forwarded-For is believed for the client address
+	// (SLIPWAY_TRUSTED_PROXIES, comma-separated CIDRs; default: loopback and private networks, as
+	// in a cluster behind an ingress).
+	TrustedProxies []string
 	// DrainTimeout bounds how long serve waits for in-flight requests on SIGTERM
 	// (SLIPWAY_DRAIN_TIMEOUT).
 	DrainTimeout time.Duration
@@ -77,6 +82,7 @@ var Vars = []Var{
 	{"SLIPWAY_GC_INTERVAL", "10m", "how often serve collects orphaned objects (0 disables)"},
 	{"SLIPWAY_GC_GRACE", "24h", "age after which an unfinished upload's object is collected"},
 	{"SLIPWAY_DRAIN_TIMEOUT", "30s", "how long shutdown waits for in-flight requests"},
+	{"SLIPWAY_TRUSTED_PROXIES", "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7", "networks whose X-Forwarded-For is trusted"},
 }
 
 // Load reads the configuration through getenv (os.Getenv in production).
@@ -149,6 +155,15 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	if c.DrainTimeout, err = duration("SLIPWAY_DRAIN_TIMEOUT", get("SLIPWAY_DRAIN_TIMEOUT"), 0, 0); err != nil {
 		return nil, err
+	}
+	for _, cidr := range strings.Split(get("SLIPWAY_TRUSTED_PROXIES"), ",") {
+		if cidr = strings.TrimSpace(cidr); cidr == "" {
+			continue
+		}
+		if _, _, err := net.ParseCIDR(cidr); err != nil {
+			return nil, fmt.Errorf("SLIPWAY_TRUSTED_PROXIES: %q is not a CIDR such as 10.0.0.0/8", cidr)
+		}
+		c.TrustedProxies = append(c.TrustedProxies, cidr)
 	}
 	return c, nil
 }

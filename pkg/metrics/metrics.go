@@ -26,10 +26,10 @@ type Metrics struct {
 	ParseBytes    prometheus.Histogram
 
 	// Dependencies
-	StorageErrors  *prometheus.CounterVec // op
-	DatabaseErrors prometheus.Counter
-	GCDeleted      prometheus.Counter
-	GCFailed       prometheus.Counter
+	StorageErrors *prometheus.CounterVec // op
+	Unavailable   prometheus.Counter
+	GCDeleted     prometheus.Counter
+	GCFailed      prometheus.Counter
 }
 
 // New creates the collectors on a fresh registry, with Go runtime and process collectors.
@@ -58,14 +58,14 @@ func New() *Metrics {
 		Help: "Bytes fetched from storage to parse one package.", Buckets: prometheus.ExponentialBuckets(4096, 4, 10)})
 	m.StorageErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slipway_storage_errors_total",
 		Help: "Object storage operations that failed, by operation."}, []string{"op"})
-	m.DatabaseErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "slipway_database_unavailable_total",
-		Help: "Requests answered 503 because the database was unreachable."})
+	m.Unavailable = prometheus.NewCounter(prometheus.CounterOpts{Name: "slipway_dependency_unavailable_total",
+		Help: "Requests answered 503 because the database or object storage was unreachable."})
 	m.GCDeleted = prometheus.NewCounter(prometheus.CounterOpts{Name: "slipway_gc_deleted_objects_total",
 		Help: "Objects deleted by the storage collector."})
 	m.GCFailed = prometheus.NewCounter(prometheus.CounterOpts{Name: "slipway_gc_failed_deletions_total",
 		Help: "Object deletions by the collector that failed and will be retried."})
 	for _, c := range []prometheus.Collector{m.Requests, m.RequestDuration, m.UploadBytes, m.UploadDuration, m.UploadsActive,
-		m.ParseDuration, m.ParseGETs, m.ParseBytes, m.StorageErrors, m.DatabaseErrors, m.GCDeleted, m.GCFailed} {
+		m.ParseDuration, m.ParseGETs, m.ParseBytes, m.StorageErrors, m.Unavailable, m.GCDeleted, m.GCFailed} {
 		f(c)
 	}
 	return m

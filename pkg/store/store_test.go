@@ -88,7 +88,12 @@ func TestCollectorAndClaimAreOrdered(t *testing.T) {
 	}
 	var deleted []string
 	var mu sync.Mutex
-	del := func(_ context.Context, k string) error { mu.Lock(); deleted = append(deleted, k); mu.Unlock(); return nil }
+	del := func(_ context.Context, k string) error {
+		mu.Lock()
+		deleted = append(deleted, k)
+		mu.Unlock()
+		return nil
+	}
 	ok, err := db.Collect(ctx, "packages/a", 0, del)
 	if err != nil || !ok || len(deleted) != 1 {
 		t.Fatalf("collect: %v %v %v", ok, err, deleted)

@@ -1,0 +1,45 @@
+# Slipway's build, run and test entry points. `make run` and `make test` need nothing set up by
+# hand on a machine with Go and a local Postgres: the test services (MinIO, a fresh database) are
+# built, started and stopped by test/with-services.sh.
+
+GO       ?= go
+BIN      ?= bin/slipway
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS  := -s -w -X github.com/slipwayhq/slipway/pkg/buildinfo.Version=$(VERSION) -X github.com/slipwayhq/slipway/pkg/buildinfo.Commit=$(COMMIT)
+
+# The Dockerfile builds with exactly this command line (CGO_ENABLED=0, -trimpath, LDFLAGS).
+.PHONY: build
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/slipway
+
+# Runs the service on its embedded defaults: local Postgres (database "slipway", created if
+# missing) and filesystem storage in ./data/objects, on http://localhost:8080.
+.PHONY: run
+run: build
+	@echo "Slipway on http://localhost:8080 — create a token with: $(BIN) token create --name me --scope admin"
+	$(BIN) serve
+
+# The whole test suite, with real Postgres and MinIO, under the race detector.
+.PHONY: test
+test: lint
+	bash test/with-services.sh $(GO) test -race -count=1 -timeout 30m ./...
+
+.PHONY: lint
+lint:
+	@unformatted=$$(gofmt -l cmd pkg test migrations); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+# Short fuzzing of every parser (each target FUZZTIME).
+FUZZTIME ?= 20s
+.PHONY: fuzz
+fuzz:
+	@for pkg in ./pkg/appinfo ./pkg/debuginfo ./pkg/zipread; do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$target"; $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 100x $$pkg || exit 1; \
+	  done; \
+	done
+
+.PHONY: clean
+clean:
+	rm -rf bin data

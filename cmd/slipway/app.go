@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/slipwayhq/slipway/pkg/buildinfo"
+	"github.com/slipwayhq/slipway/pkg/config"
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/metrics"
+	"github.com/slipwayhq/slipway/pkg/storage"
+	"github.com/slipwayhq/slipway/pkg/storage/backends"
+	"github.com/slipwayhq/slipway/pkg/store"
+)
+
+// app is the wiring every server-side command shares.
+type app struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	db      *store.DB
+	storage storage.Backend
+	metrics *metrics.Metrics
+	svc     *distribution.Service
+}
+
+// loadConfig reads and validates the configuration and builds the logger.
+func loadConfig(getenv func(string) string, stderr io.Writer) (*config.Config, *slog.Logger, error) {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	var h slog.Handler = slog.NewJSONHandler(stderr, opts)
+	if cfg.LogFormat == "text" {
+		h = slog.NewTextHandler(stderr, opts)
+	}
+	return cfg, slog.New(h), nil
+}
+
+// openApp connects to the database (creating it when createDB) and to object storage.
+func openApp(ctx context.Context, getenv func(string) string, stderr io.Writer, createDB bool) (*app, error) {
+	cfg, log, err := loadConfig(getenv, stderr)
+	if err != nil {
+		return nil, err
+	}
+	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{CreateDatabase: createDB})
+	if err != nil {
+		return nil, err
+	}
+	st, err := backends.Open(ctx, cfg.StorageURL)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("SLIPWAY_STORAGE_URL: %w", err)
+	}
+	m := metrics.New()
+	a := &app{cfg: cfg, log: log, db: db, storage: st, metrics: m}
+	a.svc = &distribution.Service{DB: db, Storage: st, Metrics: m, Log: log, MaxUploadBytes: cfg.MaxUploadBytes}
+	return a, nil
+}
+
+func (a *app) close() { a.db.Close() }
+
+// openDB connects to the database only (migrate, token).
+func openDB(ctx context.Context, getenv func(string) string, stderr io.Writer) (*store.DB, *slog.Logger, error) {
+	cfg, log, err := loadConfig(getenv, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{CreateDatabase: true})
+	return db, log, err
+}
+
+func printVersion(w io.Writer) {
+	fmt.Fprintf(w, "slipway %s (commit %s, API %s)\n", buildinfo.Version, buildinfo.CommitOrVCS(), buildinfo.APIVersion)
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/slipwayhq/slipway/pkg/buildinfo"
+	"github.com/slipwayhq/slipway/pkg/httpapi"
+	"github.com/slipwayhq/slipway/pkg/store"
+)
+
+// serve migrates the database, then serves HTTP until ctx ends (SIGTERM/SIGINT). On shutdown it
+// stops accepting, lets in-flight requests finish for up to the drain timeout, then cancels the
+// rest: their uploads abort and nothing half-written is recorded.
+func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	a, err := openApp(ctx, getenv, stderr, true)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	log := a.log
+	if err := migrateUp(a.db); err != nil {
+		return err
+	}
+	warnings(a, log)
+
+	// Requests get a base context that outlives the signal, so draining requests keep running; it
+	// is cancelled only when the drain timeout is over.
+	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
+	srv := &http.Server{
+		Addr:              a.cfg.Addr,
+		Handler:           httpapi.New(httpapi.Deps{Config: a.cfg, DB: a.db, Storage: a.storage, Service: a.svc, Metrics: a.metrics, Log: log}),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return reqCtx },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", a.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	log.Info("serving", slog.String("addr", ln.Addr().String()), slog.String("public_url", a.cfg.PublicURL),
+		slog.String("version", buildinfo.Version), slog.String("storage", store.RedactURL(a.cfg.StorageURL)))
+
+	gcDone := make(chan struct{})
+	go func() { defer close(gcDone); a.gcLoop(reqCtx) }()
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining in-flight requests", slog.Duration("timeout", a.cfg.DrainTimeout))
+	drainCtx, cancel := context.WithTimeout(context.Background(), a.cfg.DrainTimeout)
+	defer cancel()
+	if err := srv.Shutdown(drainCtx); err != nil {
+		log.Warn("drain timeout over: cancelling the remaining requests", slog.String("error", err.Error()))
+	}
+	cancelRequests()
+	// Give cancelled handlers a moment to abort their uploads and reply.
+	closeCtx, cancelClose := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelClose()
+	_ = srv.Shutdown(closeCtx)
+	_ = srv.Close()
+	<-gcDone
+	log.Info("stopped")
+	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// gcLoop runs the storage collector every GCInterval until ctx ends.
+func (a *app) gcLoop(ctx context.Context) {
+	if a.cfg.GCInterval <= 0 {
+		return
+	}
+	t := time.NewTicker(a.cfg.GCInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			res, err := a.svc.CollectGarbage(ctx, a.cfg.GCGrace)
+			if err != nil && ctx.Err() == nil {
+				a.log.Warn("collector run failed", slog.String("error", err.Error()))
+			} else if res.Deleted+res.Failed > 0 {
+				a.log.Info("collector run", slog.Int("deleted", res.Deleted), slog.Int("failed", res.Failed))
+			}
+		}
+	}
+}
+
+func warnings(a *app, log *slog.Logger) {
+	if a.cfg.SecretGenerated {
+		log.Warn("SLIPWAY_SECRET is not set: a random secret was generated for this process; signed URLs and " +
+			"password cookies will not work across replicas or restarts. Set SLIPWAY_SECRET (32+ characters).")
+	}
+	if !strings.HasPrefix(a.cfg.PublicURL, "https://") {
+		log.Warn("SLIPWAY_PUBLIC_URL is not https: iOS devices refuse to install over plain http " +
+			"(itms-services needs an https manifest URL); Android and macOS downloads still work")
+	}
+}

@@ -1,0 +1,122 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+const requestIDKey = "slipway.request_id"
+
+// requestID returns the request's id (set by the requestIDs middleware).
+func requestID(c *gin.Context) string { return c.GetString(requestIDKey) }
+
+// requestIDs takes a sane X-Request-ID from the ingress or makes one, and echoes it back.
+func requestIDs(c *gin.Context) {
+	id := c.GetHeader("X-Request-ID")
+	if !validRequestID(id) {
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		id = hex.EncodeToString(b)
+	}
+	c.Set(requestIDKey, id)
+	c.Header("X-Request-ID", id)
+	c.Next()
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// accessLog logs one line per request. It logs the path but never the query string, which may
+// carry a token, a password or a URL signature.
+func (s *Server) accessLog(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	route := c.FullPath()
+	if route == "" {
+		route = "unmatched"
+	}
+	status := c.Writer.Status()
+	d := time.Since(start)
+	if s.metrics != nil {
+		s.metrics.Requests.WithLabelValues(route, c.Request.Method, strconv.Itoa(status)).Inc()
+		s.metrics.RequestDuration.WithLabelValues(route, c.Request.Method).Observe(d.Seconds())
+	}
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	if route == "/healthz" || route == "/readyz" || route == "/metrics" {
+		level = slog.LevelDebug
+	}
+	s.log.LogAttrs(c, level, "request",
+		slog.String("request_id", requestID(c)),
+		slog.String("method", c.Request.Method),
+		slog.String("route", route),
+		slog.String("path", c.Request.URL.Path),
+		slog.Int("status", status),
+		slog.Int("bytes", c.Writer.Size()),
+		slog.Int64("duration_ms", d.Milliseconds()),
+		slog.String("client_ip", c.ClientIP()),
+		slog.String("user_agent", truncate(c.Request.UserAgent(), 200)),
+	)
+}
+
+// recovery turns a panic into a logged internal error and a JSON 500, never a stack trace.
+func (s *Server) recovery(c *gin.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			s.fail(c, fmt.Errorf("panic: %v", r))
+		}
+	}()
+	c.Next()
+}
+
+// apiHeaders marks API responses as not cacheable (decisions.md).
+func apiHeaders(c *gin.Context) {
+	if strings.HasPrefix(c.Request.URL.Path, "/api/") {
+		c.Header("Cache-Control", "no-store")
+	}
+	c.Next()
+}
+
+func (s *Server) notFound(c *gin.Context) {
+	if strings.HasPrefix(c.Request.URL.Path, "/api/") {
+		s.fail(c, errs.New(errs.NotFound, "no such endpoint: %s %s", c.Request.Method, truncate(c.Request.URL.Path, 100)))
+		return
+	}
+	c.Data(http.StatusNotFound, "text/plain; charset=utf-8", []byte("404 page not found\n"))
+}
+
+func (s *Server) methodNotAllowed(c *gin.Context) {
+	c.Header("Cache-Control", "no-store")
+	c.AbortWithStatusJSON(http.StatusMethodNotAllowed, gin.H{"error": "method " + c.Request.Method + " is not allowed here"})
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
