@@ -10,6 +10,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/metrics"
+	"github.com/slipwayhq/slipway/pkg/signing"
 	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/storage/backends"
 	"github.com/slipwayhq/slipway/pkg/store"
@@ -56,7 +57,7 @@ func openApp(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	}
 	m := metrics.New()
 	a := &app{cfg: cfg, log: log, db: db, storage: st, metrics: m}
-	a.svc = &distribution.Service{DB: db, Storage: st, Metrics: m, Log: log, MaxUploadBytes: cfg.MaxUploadBytes}
+	a.svc = &distribution.Service{DB: db, Storage: st, Metrics: m, Log: log, Signer: signing.New(cfg.Secret), MaxUploadBytes: cfg.MaxUploadBytes}
 	return a, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/metrics"
+	"github.com/slipwayhq/slipway/pkg/signing"
 	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/store"
 )
@@ -24,6 +25,8 @@ type Service struct {
 	Storage storage.Backend
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
+	// Signer signs password cookies and access tokens for protected channels.
+	Signer *signing.Signer
 	// MaxUploadBytes caps an upload's file part.
 	MaxUploadBytes int64
 }

@@ -44,8 +44,8 @@ func (s *Server) getApp(c *gin.Context) {
 	c.JSON(http.StatusOK, newAppView(app))
 }
 
-// appName reads and validates the name parameter: trimmed, required, at most 255 characters.
-func appName(c *gin.Context) (string, error) {
+// nameParam reads and validates the name parameter: trimmed, required, at most 255 characters.
+func nameParam(c *gin.Context) (string, error) {
 	p, err := readParams(c)
 	if err != nil {
 		return "", err
@@ -66,7 +66,7 @@ func appName(c *gin.Context) (string, error) {
 
 // createApp: POST /api/apps → 201 with the bare App (schemes: []).
 func (s *Server) createApp(c *gin.Context) {
-	name, err := appName(c)
+	name, err := nameParam(c)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -86,7 +86,7 @@ func (s *Server) updateApp(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	name, err := appName(c)
+	name, err := nameParam(c)
 	if err != nil {
 		s.fail(c, err)
 		return

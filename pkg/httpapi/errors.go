@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/store"
 )
 
@@ -88,3 +89,5 @@ func (s *Server) fail(c *gin.Context, err error) {
 	c.Header("Cache-Control", "no-store")
 	c.AbortWithStatusJSON(status, body)
 }
+
+func isNotFound(err error) bool { return errors.Is(err, storage.ErrNotFound) }

@@ -14,6 +14,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/web"
 )
 
 // Deps are what the HTTP layer needs.
@@ -35,11 +36,14 @@ type Server struct {
 	metrics *metrics.Metrics
 	log     *slog.Logger
 	engine  *gin.Engine
+	// uploadSlots bounds concurrent uploads on this replica (SLIPWAY_MAX_CONCURRENT_UPLOADS).
+	uploadSlots chan struct{}
 }
 
 // New builds the router.
 func New(d Deps) *Server {
-	s := &Server{cfg: d.Config, db: d.DB, storage: d.Storage, svc: d.Service, metrics: d.Metrics, log: d.Log}
+	s := &Server{cfg: d.Config, db: d.DB, storage: d.Storage, svc: d.Service, metrics: d.Metrics, log: d.Log,
+		uploadSlots: make(chan struct{}, d.Config.MaxConcurrentUploads)}
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
@@ -63,6 +67,16 @@ func New(d Deps) *Server {
 	api.GET("/apps/:id", s.getApp)
 	api.PUT("/apps/:id", s.requireToken(store.ScopeAdmin), s.updateApp)
 	api.DELETE("/apps/:id", s.requireToken(store.ScopeAdmin), s.destroyApp)
+	api.POST("/apps/upload", s.uploadApp)
+	api.GET("/apps/versions", s.versions)
+	api.GET("/apps/latest", s.latest)
+	api.GET("/apps/version_exist", s.versionExist)
+
+	e.GET("/download/releases/:id", s.downloadRelease)
+	e.GET("/releases/:id/icon", s.releaseIcon)
+	e.GET("/channels/:slug/releases/:id/install", s.installManifest)
+	e.GET("/objects/*key", s.serveObject)
+	e.StaticFS("/static", http.FS(web.Static))
 
 	s.engine = e
 	return s

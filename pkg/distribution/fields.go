@@ -1,0 +1,122 @@
+package distribution
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/store"
+)
+
+// ParseChangelog reads the changelog field (decisions.md): text that parses as a JSON array is the
+// JSON form, an array of objects with a string message and optional string author, email and
+// date; any other JSON array is an error. Anything else is plain text: one entry per non-blank
+// line, a leading "- " or "* " stripped.
+func ParseChangelog(text string) ([]store.ChangelogEntry, error) {
+	trimmed := strings.TrimSpace(text)
+	if strings.HasPrefix(trimmed, "[") {
+		var raw []json.RawMessage
+		if json.Unmarshal([]byte(trimmed), &raw) == nil {
+			out := make([]store.ChangelogEntry, 0, len(raw))
+			for i, item := range raw {
+				var e store.ChangelogEntry
+				if err := strictObject(item, &e); err != nil || strings.TrimSpace(e.Message) == "" {
+					return nil, errs.Field("changelog", "entry %d must be an object with a string message and optional string author, email and date", i+1)
+				}
+				out = append(out, e)
+			}
+			return out, nil
+		}
+	}
+	out := []store.ChangelogEntry{}
+	for _, line := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
+		line = strings.TrimSpace(line)
+		for _, bullet := range []string{"- ", "* "} {
+			line = strings.TrimSpace(strings.TrimPrefix(line, bullet))
+		}
+		if line != "" && line != "-" && line != "*" {
+			out = append(out, store.ChangelogEntry{Message: line})
+		}
+	}
+	return out, nil
+}
+
+// TextChangelog renders a changelog as "- <message>" lines.
+func TextChangelog(entries []store.ChangelogEntry) string {
+	var b strings.Builder
+	for i, e := range entries {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString("- ")
+		b.WriteString(e.Message)
+	}
+	return b.String()
+}
+
+// ParseCustomFields reads the custom_fields field: a JSON array of {name, value, icon} strings.
+// Empty, "[]" and the fastlane plugin's default ["[]"] mean none.
+func ParseCustomFields(text string) ([]store.CustomField, error) {
+	text = strings.TrimSpace(text)
+	if text == "" || text == "[]" || text == `["[]"]` {
+		return []store.CustomField{}, nil
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal([]byte(text), &raw); err != nil {
+		return nil, errs.Field("custom_fields", "must be a JSON array of {\"name\", \"value\", \"icon\"} objects")
+	}
+	out := make([]store.CustomField, 0, len(raw))
+	for i, item := range raw {
+		var f store.CustomField
+		if err := strictObject(item, &f); err != nil || strings.TrimSpace(f.Name) == "" {
+			return nil, errs.Field("custom_fields", "entry %d must be an object with string name, value and icon", i+1)
+		}
+		out = append(out, f)
+	}
+	if len(out) > 50 {
+		return nil, errs.Field("custom_fields", "may hold at most 50 entries")
+	}
+	return out, nil
+}
+
+// strictObject decodes a JSON object whose known fields must be strings; unknown fields are
+// ignored so clients may send more than Slipway keeps.
+func strictObject(raw json.RawMessage, v any) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return errs.Invalidf("not an object")
+	}
+	for _, field := range []string{"message", "author", "email", "date", "name", "value", "icon"} {
+		if val, ok := m[field]; ok && !bytes.Equal(bytes.TrimSpace(val), []byte("null")) {
+			var s string
+			if err := json.Unmarshal(val, &s); err != nil {
+				return errs.Invalidf("%s is not a string", field)
+			}
+		}
+	}
+	return json.Unmarshal(raw, v)
+}
+
+// CleanBranch strips a leading "origin/" from a branch name (decisions.md).
+func CleanBranch(branch string) string {
+	return strings.TrimPrefix(strings.TrimSpace(branch), "origin/")
+}
+
+// SchemeName names the scheme an auto-created upload lands in, after its release type.
+func SchemeName(releaseType string) string {
+	switch strings.ToLower(releaseType) {
+	case "", "adhoc":
+		return "Adhoc"
+	case "debug":
+		return "Debug"
+	case "release":
+		return "Release"
+	case "enterprise":
+		return "Enterprise"
+	case "appstore":
+		return "AppStore"
+	}
+	rt := strings.ToLower(releaseType)
+	return strings.ToUpper(rt[:1]) + rt[1:]
+}

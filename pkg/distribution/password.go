@@ -1,0 +1,97 @@
+package distribution
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/store"
+)
+
+// freePasswordAttempts is how many wrong passwords a client may give for a channel before each
+// further attempt must wait, doubling from one second (shared by all replicas through Postgres).
+const freePasswordAttempts = 5
+
+// CheckChannelPassword verifies a channel password given by client (an IP address). Wrong
+// passwords are counted; past freePasswordAttempts, attempts that come too soon are refused with
+// errs.TooManyRequests before the password is even compared.
+func (s *Service) CheckChannelPassword(ctx context.Context, c *store.Channel, password, client string) error {
+	if !c.HasPassword() {
+		return nil
+	}
+	n, last, err := s.DB.PasswordFailures(ctx, c.ID, client)
+	if err != nil {
+		return err
+	}
+	if n >= freePasswordAttempts {
+		wait := time.Duration(math.Min(math.Pow(2, float64(n-freePasswordAttempts)), store.PasswordFailureWindow.Seconds())) * time.Second
+		if left := time.Until(last.Add(wait)); left > 0 {
+			return errs.New(errs.TooManyRequests, "too many wrong passwords; try again in %d seconds", int(math.Ceil(left.Seconds())))
+		}
+	}
+	if password == "" {
+		return errs.New(errs.Unauthenticated, "this channel is password protected: give its password")
+	}
+	if bcrypt.CompareHashAndPassword([]byte(*c.PasswordHash), []byte(password)) != nil {
+		if err := s.DB.RecordPasswordFailure(ctx, c.ID, client); err != nil {
+			return err
+		}
+		return errs.New(errs.Forbidden, "wrong password for this channel")
+	}
+	if n > 0 {
+		return s.DB.ClearPasswordFailures(ctx, c.ID, client)
+	}
+	return nil
+}
+
+// PasswordCookieName names the cookie that proves a browser gave a channel's password.
+func PasswordCookieName(slug string) string { return fmt.Sprintf("slipway_ch_%s", slug) }
+
+// AccessRequest is what a request offers to open a password-protected channel.
+type AccessRequest struct {
+	Cookie    string // value of the channel's password cookie
+	Token     string // an install/download token (the "access" query parameter)
+	Password  string // the "password" parameter, for API clients
+	Client    string // client IP address, for slowing down guessing
+	ReleaseID int64  // the release asked for, which a token must name
+}
+
+// accessTTL bounds install links and download tokens for protected channels.
+const accessTTL = time.Hour
+
+// cookieTTL is how long a browser stays allowed in after giving a channel's password.
+const cookieTTL = 30 * 24 * time.Hour
+
+// Authorize lets a request into a channel: any channel without a password; a protected one with
+// a valid password cookie, a valid release token, or the right password. Cookies and tokens are
+// bound to the password hash, so changing the password revokes them.
+func (s *Service) Authorize(ctx context.Context, c *store.Channel, req AccessRequest) error {
+	if !c.HasPassword() {
+		return nil
+	}
+	if req.Cookie != "" && s.Signer.CheckToken(req.Cookie, "channel-cookie", c.Slug, *c.PasswordHash) {
+		return nil
+	}
+	if req.Token != "" && req.ReleaseID > 0 && s.Signer.CheckToken(req.Token, "release-access", c.Slug, *c.PasswordHash, fmt.Sprint(req.ReleaseID)) {
+		return nil
+	}
+	return s.CheckChannelPassword(ctx, c, req.Password, req.Client)
+}
+
+// ChannelCookie returns the value of the password cookie for a protected channel, and its lifetime.
+func (s *Service) ChannelCookie(c *store.Channel) (string, time.Duration) {
+	return s.Signer.Token("channel-cookie", cookieTTL, c.Slug, *c.PasswordHash), cookieTTL
+}
+
+// ReleaseAccessToken returns a short-lived token opening one release of a protected channel, for
+// links followed without cookies (iOS fetches the install manifest and package by itself).
+func (s *Service) ReleaseAccessToken(c *store.Channel, releaseID int64) string {
+	if !c.HasPassword() {
+		return ""
+	}
+	return s.Signer.Token("release-access", accessTTL, c.Slug, *c.PasswordHash, fmt.Sprint(releaseID))
+}

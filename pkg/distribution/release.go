@@ -1,0 +1,230 @@
+package distribution
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/slipwayhq/slipway/pkg/appinfo"
+	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/store"
+)
+
+// ReleaseForm holds an upload's form fields (api.md, "Upload an app").
+type ReleaseForm struct {
+	ChannelKey   string
+	Name         string
+	ReleaseType  string
+	Source       string
+	Changelog    string
+	Branch       string
+	GitCommit    string
+	CIURL        string
+	CustomFields string
+	Password     string
+	// ReleaseVersion, BuildVersion and BundleID describe a .dmg, which carries no readable metadata.
+	ReleaseVersion string
+	BuildVersion   string
+	BundleID       string
+}
+
+var releaseTypeRe = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
+
+// validate checks the fields that do not depend on the package and normalises them.
+func (f *ReleaseForm) validate() error {
+	for name, v := range map[string]*string{"name": &f.Name, "source": &f.Source, "branch": &f.Branch, "git_commit": &f.GitCommit,
+		"channel_key": &f.ChannelKey, "release_version": &f.ReleaseVersion, "build_version": &f.BuildVersion, "bundle_id": &f.BundleID} {
+		*v = strings.TrimSpace(*v)
+		if utf8.RuneCountInString(*v) > 255 || !utf8.ValidString(*v) {
+			return errs.Field(name, "must be valid text of at most 255 characters")
+		}
+	}
+	f.ReleaseType = strings.ToLower(strings.TrimSpace(f.ReleaseType))
+	if f.ReleaseType != "" && !releaseTypeRe.MatchString(f.ReleaseType) {
+		return errs.Field("release_type", "must be a word such as debug, beta, adhoc, release or enterprise")
+	}
+	if f.Source == "" {
+		f.Source = "api"
+	}
+	f.Branch = CleanBranch(f.Branch)
+	f.CIURL = strings.TrimSpace(f.CIURL)
+	if f.CIURL != "" {
+		u, err := url.Parse(f.CIURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(f.CIURL) > 2048 {
+			return errs.Field("ci_url", "must be an http or https URL of at most 2048 characters")
+		}
+	}
+	if len(f.Password) > 128 {
+		return errs.Field("password", "must be at most 128 characters")
+	}
+	return nil
+}
+
+// CreateRelease parses the stored package and records it as a release: in the channel named by
+// ChannelKey (which must take this platform and bundle id), or in the app, scheme and channel it
+// finds or creates. The package object is discarded on any error. idemKey, when set, makes a
+// retry by the same token return the first release. Objects of a replayed upload are discarded.
+func (s *Service) CreateRelease(ctx context.Context, obj *StoredObject, f ReleaseForm, tokenID int64, idemKey string) (rc *store.ReleaseContext, err error) {
+	keys := []string{obj.Key}
+	defer func() {
+		if err != nil {
+			s.Discard(ctx, keys...)
+		}
+	}()
+	if err := f.validate(); err != nil {
+		return nil, err
+	}
+	changelog, err := ParseChangelog(f.Changelog)
+	if err != nil {
+		return nil, err
+	}
+	custom, err := ParseCustomFields(f.CustomFields)
+	if err != nil {
+		return nil, err
+	}
+	info, err := s.parse(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	if info.Format == appinfo.FormatDMG {
+		if err := f.fillDMG(info); err != nil {
+			return nil, err
+		}
+	}
+	name := firstNonEmpty(f.Name, info.Name, info.BundleID)
+	if name == "" {
+		return nil, errs.Field("name", "is required: the package names no app")
+	}
+	releaseType := firstNonEmpty(f.ReleaseType, info.ReleaseType)
+
+	nr := &store.NewRelease{
+		Release: store.Release{
+			Name: info.Name, BundleID: info.BundleID, ReleaseVersion: info.ReleaseVersion, BuildVersion: info.BuildVersion,
+			ReleaseType: releaseType, Source: f.Source, Branch: f.Branch, GitCommit: f.GitCommit, CIURL: f.CIURL,
+			Changelog: changelog, CustomFields: custom, Platform: string(info.Platform), Format: string(info.Format),
+			Device: info.Device, MinOS: info.MinOS, TargetSDK: info.TargetSDK, Profile: profileSummary(info.Profile),
+			Size: obj.Size, SHA256: obj.SHA256, ObjectKey: obj.Key, Filename: downloadName(obj.Filename, name, info),
+		},
+		ChannelSlug: f.ChannelKey, AppName: name, SchemeName: SchemeName(releaseType),
+		Check: func(c *store.Channel) error { return checkChannel(c, info) }, TokenID: tokenID, IdempotencyKey: idemKey,
+	}
+	if f.Password != "" {
+		h, err := bcrypt.GenerateFromPassword([]byte(f.Password), bcrypt.DefaultCost)
+		if err != nil {
+			return nil, err
+		}
+		nr.PasswordHash = string(h)
+	}
+	if info.Icon != nil {
+		iconKey, err := s.storeBytes(ctx, "icons", info.Icon.Data, info.Icon.ContentType)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, iconKey)
+		nr.IconKey, nr.IconType = &iconKey, &info.Icon.ContentType
+	}
+	rc, err = s.DB.CreateRelease(ctx, nr, keys)
+	var replay *store.ErrIdempotentReplay
+	if errors.As(err, &replay) {
+		s.Discard(ctx, keys...)
+		return s.DB.GetRelease(ctx, replay.ReleaseID)
+	}
+	return rc, err
+}
+
+// parse reads the package's metadata from storage through the cached, tail-seeded reader and
+// records how many requests and bytes it took.
+func (s *Service) parse(ctx context.Context, obj *StoredObject) (*appinfo.Info, error) {
+	start := time.Now()
+	ra := s.ReaderAt(ctx, obj)
+	info, err := appinfo.Parse(ra, obj.Size)
+	if s.Metrics != nil {
+		st := ra.Stats()
+		s.Metrics.ParseGETs.Observe(float64(st.GETs))
+		s.Metrics.ParseBytes.Observe(float64(st.Bytes))
+		format := "unknown"
+		if info != nil {
+			format = string(info.Format)
+		}
+		s.Metrics.ParseDuration.WithLabelValues(format).Observe(time.Since(start).Seconds())
+	}
+	if err != nil && errs.KindOf(err) == errs.Internal {
+		// A reader failure (storage went away mid-parse) is not the package's fault.
+		return nil, s.storageErr("get", err)
+	}
+	return info, err
+}
+
+// fillDMG takes a disk image's metadata from the form, where it must be.
+func (f *ReleaseForm) fillDMG(info *appinfo.Info) error {
+	var missing []string
+	for name, v := range map[string]string{"bundle_id": f.BundleID, "release_version": f.ReleaseVersion, "build_version": f.BuildVersion} {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		e := errs.Invalidf("a .dmg carries no readable metadata: send bundle_id, release_version and build_version as form fields")
+		e.Entry = map[string][]string{}
+		for _, m := range missing {
+			e.Entry[m] = []string{"is required for a .dmg"}
+		}
+		return e
+	}
+	info.BundleID, info.ReleaseVersion, info.BuildVersion = f.BundleID, f.ReleaseVersion, f.BuildVersion
+	info.ReleaseType = ""
+	return nil
+}
+
+// checkChannel refuses a package whose platform or bundle id the channel does not take.
+func checkChannel(c *store.Channel, info *appinfo.Info) error {
+	if c.DeviceType != string(info.Platform) {
+		return errs.Invalidf("this channel takes %s builds, but the file is a %s build (%s)", c.DeviceType, info.Platform, info.Format)
+	}
+	if !MatchBundleID(c.BundleID, info.BundleID) {
+		return errs.Invalidf("this channel takes bundle ids matching %q, but the package is %q", c.BundleID, info.BundleID)
+	}
+	return nil
+}
+
+func profileSummary(p *appinfo.Profile) *store.ProfileSummary {
+	if p == nil {
+		return nil
+	}
+	return &store.ProfileSummary{Name: p.Name, TeamID: p.TeamID, TeamName: p.TeamName, ExpiresAt: p.ExpiresAt,
+		DeviceCount: len(p.Devices), AllDevices: p.AllDevices, Development: p.GetTaskAllow}
+}
+
+// downloadName is the file name offered on download: the client's, else one made from the app.
+func downloadName(clientName, appName string, info *appinfo.Info) string {
+	if clientName != "" {
+		return clientName
+	}
+	ext := map[appinfo.Format]string{appinfo.FormatIPA: ".ipa", appinfo.FormatAPK: ".apk", appinfo.FormatAAB: ".aab",
+		appinfo.FormatMacZip: ".zip", appinfo.FormatPKG: ".pkg", appinfo.FormatDMG: ".dmg"}[info.Format]
+	base := strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == '"' || r < 0x20 {
+			return '_'
+		}
+		return r
+	}, appName)
+	if info.ReleaseVersion != "" {
+		base += "-" + info.ReleaseVersion
+	}
+	return base + ext
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if strings.TrimSpace(v) != "" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}

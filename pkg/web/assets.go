@@ -1,0 +1,17 @@
+// Package web renders what people see: release and channel pages, QR codes and the iOS install
+// manifest, with html/template and assets embedded in the binary (no outside CDN).
+package web
+
+import (
+	"embed"
+	"io/fs"
+)
+
+//go:embed static
+var staticFS embed.FS
+
+// Static holds the embedded assets served under /static/.
+var Static, _ = fs.Sub(staticFS, "static")
+
+// DefaultIconPath is the path (under the public URL) of the icon shown for packages without one.
+const DefaultIconPath = "/static/default-icon.png"
