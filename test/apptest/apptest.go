@@ -1,0 +1,290 @@
+// Package apptest starts Slipway's real HTTP handler on an httptest server, backed by a fresh
+// Postgres database and either filesystem storage or a fresh MinIO bucket, with an admin and an
+// upload token, plus helpers to call it the way clients do. Integration tests of httpapi, web and
+// the end-to-end suites share it.
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"net/textproto"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slipwayhq/slipway/pkg/config"
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/httpapi"
+	"github.com/slipwayhq/slipway/pkg/metrics"
+	"github.com/slipwayhq/slipway/pkg/signing"
+	"github.com/slipwayhq/slipway/pkg/storage"
+	"github.com/slipwayhq/slipway/pkg/storage/backends"
+	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/test/testenv"
+)
+
+// Storage kinds for Options.Storage.
+const (
+	FS = "fs"
+	S3 = "s3"
+)
+
+// Options shape a test environment.
+type Options struct {
+	// Storage is FS (default) or S3 (a fresh MinIO bucket).
+	Storage string
+	// Configure may change the configuration before the server starts.
+	Configure func(*config.Config)
+}
+
+// Env is a running Slipway for one test.
+type Env struct {
+	URL         string
+	Config      *config.Config
+	DB          *store.DB
+	Storage     storage.Backend
+	Service     *distribution.Service
+	Metrics     *metrics.Metrics
+	AdminToken  string
+	UploadToken string
+	Server      *httptest.Server
+	// Client does not follow redirects, so tests see the 302s.
+	Client *http.Client
+	logs   *lockedWriter
+}
+
+// New starts a Slipway for the test and stops it at cleanup.
+func New(t testing.TB, opts Options) *Env {
+	t.Helper()
+	ctx := context.Background()
+	db := testenv.DB(t)
+	storageURL := "file://" + t.TempDir()
+	var bopts []backends.Option
+	if opts.Storage == S3 {
+		s3env := testenv.S3(t)
+		storageURL = s3env.URL
+		bopts = append(bopts, backends.WithS3Credentials(s3env.AccessKey, s3env.SecretKey))
+	}
+	cfg, err := config.Load(func(k string) string {
+		switch k {
+		case "SLIPWAY_STORAGE_URL":
+			return storageURL
+		case "SLIPWAY_SECRET":
+			return "test-secret-test-secret-test-secret-0123"
+		case "SLIPWAY_GC_INTERVAL":
+			return "0"
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := backends.Open(ctx, storageURL, bopts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedWriter{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	m := metrics.New()
+	svc := &distribution.Service{DB: db, Storage: st, Metrics: m, Log: log, Signer: signing.New(cfg.Secret), MaxUploadBytes: cfg.MaxUploadBytes}
+	e := &Env{Config: cfg, DB: db, Storage: st, Service: svc, Metrics: m, logs: logs,
+		Client: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, Timeout: 5 * time.Minute}}
+	ts := httptest.NewUnstartedServer(nil)
+	cfg.PublicURL = "http://" + ts.Listener.Addr().String()
+	if opts.Configure != nil {
+		opts.Configure(cfg)
+	}
+	svc.MaxUploadBytes = cfg.MaxUploadBytes
+	ts.Config.Handler = httpapi.New(httpapi.Deps{Config: cfg, DB: db, Storage: st, Service: svc, Metrics: m, Log: log})
+	ts.Start()
+	t.Cleanup(ts.Close)
+	e.Server, e.URL = ts, ts.URL
+	if e.AdminToken, _, err = db.CreateToken(ctx, "admin", store.ScopeAdmin); err != nil {
+		t.Fatal(err)
+	}
+	if e.UploadToken, _, err = db.CreateToken(ctx, "ci", store.ScopeUpload); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// Part is one part of a multipart form, written in order.
+type Part struct {
+	Name     string
+	Value    string
+	Filename string // set for a file part
+	Data     []byte // file content
+	// ContentType of a file part (default application/octet-stream).
+	ContentType string
+}
+
+// Field is a form-field Part.
+func Field(name, value string) Part { return Part{Name: name, Value: value} }
+
+// File is a file Part named "file".
+func File(filename string, data []byte) Part {
+	return Part{Name: "file", Filename: filename, Data: data}
+}
+
+// Multipart encodes parts as a multipart/form-data body and returns it with its content type.
+func Multipart(parts ...Part) (*bytes.Buffer, string) {
+	body := &bytes.Buffer{}
+	w := multipart.NewWriter(body)
+	for _, p := range parts {
+		if p.Filename != "" || p.Data != nil {
+			h := textproto.MIMEHeader{}
+			h.Set("Content-Disposition", `form-data; name="`+p.Name+`"; filename="`+p.Filename+`"`)
+			ct := p.ContentType
+			if ct == "" {
+				ct = "application/octet-stream"
+			}
+			h.Set("Content-Type", ct)
+			pw, _ := w.CreatePart(h)
+			_, _ = pw.Write(p.Data)
+			continue
+		}
+		_ = w.WriteField(p.Name, p.Value)
+	}
+	_ = w.Close()
+	return body, w.FormDataContentType()
+}
+
+// Response is a decoded HTTP response.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into v, failing the test when it is not JSON.
+func (r *Response) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("status %d, body is not JSON (%v): %.500s", r.Status, err, r.Body)
+	}
+}
+
+// Map decodes a JSON object body.
+func (r *Response) Map(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	r.JSON(t, &m)
+	return m
+}
+
+// Error returns the "error" field of a JSON error body, failing the test when there is none.
+func (r *Response) Error(t testing.TB) string {
+	t.Helper()
+	m := r.Map(t)
+	msg, ok := m["error"].(string)
+	if !ok || msg == "" {
+		t.Fatalf("status %d: no error message in %s", r.Status, r.Body)
+	}
+	return msg
+}
+
+// Do sends a request to the server (path relative to its URL) and reads the whole response.
+func (e *Env) Do(t testing.TB, method, path string, body io.Reader, header http.Header) *Response {
+	t.Helper()
+	url := path
+	if !strings.HasPrefix(path, "http") {
+		url = e.URL + path
+	}
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := e.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// Get is Do with GET and no body.
+func (e *Env) Get(t testing.TB, path string) *Response {
+	return e.Do(t, http.MethodGet, path, nil, nil)
+}
+
+// Upload posts parts to path as multipart, with token in the Authorization header when non-empty.
+func (e *Env) Upload(t testing.TB, path, token string, parts ...Part) *Response {
+	t.Helper()
+	body, ctype := Multipart(parts...)
+	h := http.Header{"Content-Type": {ctype}}
+	if token != "" {
+		h.Set("Authorization", "Token "+token)
+	}
+	return e.Do(t, http.MethodPost, path, body, h)
+}
+
+// UploadApp uploads a package as fastlane does (token and fields first, the file last) and
+// returns the decoded full Release, failing unless the answer is 201.
+func (e *Env) UploadApp(t testing.TB, filename string, data []byte, fields ...Part) map[string]any {
+	t.Helper()
+	parts := append([]Part{Field("token", e.UploadToken)}, fields...)
+	parts = append(parts, File(filename, data))
+	r := e.Upload(t, "/api/apps/upload", "", parts...)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("upload %s: status %d: %s", filename, r.Status, r.Body)
+	}
+	return r.Map(t)
+}
+
+// Follow fetches url following redirects (through presigned or signed URLs) and returns the body.
+func (e *Env) Follow(t testing.TB, url string) *Response {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// Objects lists the keys in filesystem storage (nil for S3: list the bucket instead).
+func (e *Env) Objects(t testing.TB) []string {
+	t.Helper()
+	l, ok := e.Storage.(interface{ Dir() string })
+	if !ok {
+		return nil
+	}
+	var keys []string
+	root := l.Dir()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && !strings.HasPrefix(d.Name(), ".") {
+			rel, _ := filepath.Rel(root, p)
+			keys = append(keys, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// LogText returns what the server has logged so far.
+func (e *Env) LogText() string { return e.logs.String() }
