@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/store"
@@ -54,3 +55,11 @@ func newChannelView(c *store.Channel) channelView {
 const timestampLayout = "2006-01-02T15:04:05.000-07:00"
 
 func (s *Server) timestamp(t time.Time) string { return t.In(s.cfg.Location).Format(timestampLayout) }
+
+// rawJSON embeds stored JSON as is; an empty value renders as {}.
+func rawJSON(b []byte) any {
+	if len(b) == 0 {
+		return map[string]any{}
+	}
+	return json.RawMessage(b)
+}

@@ -1,0 +1,224 @@
+package distribution
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/slipwayhq/slipway/pkg/debuginfo"
+	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/store"
+)
+
+// DebugFileForm holds a debug-file upload's form fields.
+type DebugFileForm struct {
+	ChannelKey     string
+	ReleaseVersion string
+	BuildVersion   string
+}
+
+// debugContent is what a parsed debug archive contributes to its row.
+type debugContent struct {
+	releaseVersion, buildVersion string
+	meta                         []store.DebugFileMetadata
+}
+
+// parseDebugFile reads the stored archive and checks it fits the channel: dSYMs for iOS and macOS,
+// mapping/R.txt/manifest for Android. Versions come from the dSYM (iOS, macOS) or from the form,
+// else the text manifest (Android).
+func (s *Service) parseDebugFile(ctx context.Context, obj *StoredObject, cc *store.ChannelContext, f DebugFileForm) (*debugContent, error) {
+	ra := s.ReaderAt(ctx, obj)
+	a, err := debuginfo.Parse(ra, obj.Size)
+	if err != nil {
+		if errs.KindOf(err) == errs.Internal {
+			return nil, s.storageErr("get", err)
+		}
+		return nil, err
+	}
+	out := &debugContent{}
+	switch cc.Channel.DeviceType {
+	case "ios", "macos":
+		if len(a.DSYMs) == 0 {
+			return nil, errs.Invalidf("this is an %s channel, but the archive holds no .dSYM bundle with a Mach-O file", cc.Channel.DeviceType)
+		}
+		ids, err := s.DB.ReleaseBundleIDs(ctx, cc.App.ID, cc.Channel.DeviceType)
+		if err != nil {
+			return nil, err
+		}
+		main := slices.IndexFunc(a.DSYMs, func(d debuginfo.DSYM) bool { return slices.Contains(ids, d.Identifier) })
+		if main < 0 {
+			main = 0
+		}
+		out.releaseVersion, out.buildVersion = a.DSYMs[main].ReleaseVersion, a.DSYMs[main].BuildVersion
+		for i, d := range a.DSYMs {
+			data, _ := json.Marshal(map[string]any{"main": i == main || d.Identifier == a.DSYMs[main].Identifier, "identifier": d.Identifier})
+			for _, sl := range d.Slices {
+				out.meta = append(out.meta, store.DebugFileMetadata{UUID: sl.UUID, Type: sl.Arch, Object: sl.Object, Data: data, Size: sl.Size})
+			}
+		}
+	case "android":
+		p := a.Proguard
+		if p == nil {
+			return nil, errs.Invalidf("this is an Android channel, but the archive holds no mapping.txt, R.txt or AndroidManifest.xml")
+		}
+		out.releaseVersion = firstNonEmpty(f.ReleaseVersion, p.ReleaseVersion)
+		out.buildVersion = firstNonEmpty(f.BuildVersion, p.BuildVersion)
+		if out.releaseVersion == "" || out.buildVersion == "" {
+			return nil, errs.Invalidf("give release_version and build_version: the archive has no AndroidManifest.xml to read them from")
+		}
+		files := p.Files
+		if files == nil {
+			files = []debuginfo.File{}
+		}
+		var size int64
+		for _, file := range files {
+			if strings.Contains(strings.ToLower(file.Name), "mapping") {
+				size = file.Size
+			}
+		}
+		data, _ := json.Marshal(map[string]any{"files": files})
+		out.meta = []store.DebugFileMetadata{{UUID: p.UUID, Type: "proguard", Object: p.PackageName, Data: data, Size: size}}
+	default:
+		return nil, errs.Invalidf("debug files are not supported for %s channels", cc.Channel.DeviceType)
+	}
+	for _, v := range []string{out.releaseVersion, out.buildVersion} {
+		if len(v) > 255 {
+			return nil, errs.Invalidf("a version in the debug file is longer than 255 characters")
+		}
+	}
+	return out, nil
+}
+
+// UploadDebugFile records a stored debug archive for the channel's app. The object is discarded on
+// any error; the same content uploaded twice for one app is errs.Conflict.
+func (s *Service) UploadDebugFile(ctx context.Context, obj *StoredObject, f DebugFileForm) (df *store.DebugFile, err error) {
+	defer func() {
+		if err != nil {
+			s.Discard(ctx, obj.Key)
+		}
+	}()
+	cc, err := s.channelForDebugFile(ctx, f.ChannelKey)
+	if err != nil {
+		return nil, err
+	}
+	content, err := s.parseDebugFile(ctx, obj, cc, f)
+	if err != nil {
+		return nil, err
+	}
+	return s.DB.CreateDebugFile(ctx, &store.DebugFile{
+		AppID: cc.App.ID, ChannelID: cc.Channel.ID, DeviceType: cc.Channel.DeviceType,
+		ReleaseVersion: content.releaseVersion, BuildVersion: content.buildVersion,
+		SHA256: obj.SHA256, Size: obj.Size, ObjectKey: obj.Key, Filename: firstNonEmpty(obj.Filename, "debug-file.zip"),
+	}, content.meta)
+}
+
+// ReplaceDebugFile replaces a debug file's archive and metadata (PUT). The old object is deleted
+// after the commit; the new one is discarded on any error.
+func (s *Service) ReplaceDebugFile(ctx context.Context, id int64, obj *StoredObject, f DebugFileForm) (df *store.DebugFile, err error) {
+	defer func() {
+		if err != nil {
+			s.Discard(ctx, obj.Key)
+		}
+	}()
+	cc, existing, err := s.DebugFileInChannel(ctx, id, f.ChannelKey)
+	if err != nil {
+		return nil, err
+	}
+	content, err := s.parseDebugFile(ctx, obj, cc, f)
+	if err != nil {
+		return nil, err
+	}
+	upd := *existing
+	upd.ReleaseVersion, upd.BuildVersion = content.releaseVersion, content.buildVersion
+	upd.SHA256, upd.Size, upd.ObjectKey, upd.Filename = obj.SHA256, obj.Size, obj.Key, firstNonEmpty(obj.Filename, existing.Filename)
+	oldKey, df, err := s.DB.ReplaceDebugFile(ctx, &upd, content.meta)
+	if err != nil {
+		return nil, err
+	}
+	s.deleteObjects(ctx, []string{oldKey})
+	return df, nil
+}
+
+// DeleteDebugFile removes a debug file of the channel's app and its object.
+func (s *Service) DeleteDebugFile(ctx context.Context, id int64, channelKey string) error {
+	if _, _, err := s.DebugFileInChannel(ctx, id, channelKey); err != nil {
+		return err
+	}
+	key, err := s.DB.DeleteDebugFile(ctx, id)
+	if err != nil {
+		return err
+	}
+	s.deleteObjects(context.WithoutCancel(ctx), []string{key})
+	return nil
+}
+
+// DebugFileInChannel returns a debug file that belongs to the app of the channel channelKey names,
+// or errs.NotFound.
+func (s *Service) DebugFileInChannel(ctx context.Context, id int64, channelKey string) (*store.ChannelContext, *store.DebugFile, error) {
+	cc, err := s.channelForDebugFile(ctx, channelKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	df, err := s.DB.GetDebugFile(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if df.AppID != cc.App.ID {
+		return nil, nil, errs.New(errs.NotFound, "debug file %d not found in this channel's app", id)
+	}
+	return cc, df, nil
+}
+
+func (s *Service) channelForDebugFile(ctx context.Context, channelKey string) (*store.ChannelContext, error) {
+	channelKey = strings.TrimSpace(channelKey)
+	if channelKey == "" {
+		return nil, errs.Field("channel_key", "is required")
+	}
+	return s.DB.ChannelContextBySlug(ctx, channelKey)
+}
+
+// Debug-file download orders for release_version=latest.
+const (
+	OrderVersion    = "version"
+	OrderUploadDate = "upload_date"
+)
+
+// FindDebugFileForDownload picks the debug file GET /api/debug_files/download names: with
+// release_version "latest", the highest version (order "version", the default) or the newest
+// upload (order "upload_date"); otherwise the exact release_version (and build_version when
+// given), newest upload first.
+func (s *Service) FindDebugFileForDownload(ctx context.Context, cc *store.ChannelContext, releaseVersion, buildVersion, order string) (*store.DebugFile, error) {
+	latest := strings.EqualFold(releaseVersion, "latest")
+	switch order {
+	case "", OrderVersion:
+		order = OrderVersion
+	case OrderUploadDate, "upload":
+		order = OrderUploadDate
+	default:
+		return nil, errs.Field("order", "must be version or upload_date")
+	}
+	if !latest {
+		if releaseVersion == "" {
+			return nil, errs.Field("release_version", "is required (a version, or latest)")
+		}
+	} else {
+		releaseVersion, buildVersion = "", ""
+	}
+	versions, err := s.DB.DebugFileVersions(ctx, cc.App.ID, cc.Channel.DeviceType, releaseVersion, buildVersion)
+	if err != nil {
+		return nil, err
+	}
+	if len(versions) == 0 {
+		return nil, errs.New(errs.NotFound, "no debug file found for this version")
+	}
+	best := versions[0] // newest upload
+	if latest && order == OrderVersion {
+		for _, v := range versions[1:] {
+			if Newer(v.ReleaseVersion, v.BuildVersion, best.ReleaseVersion, best.BuildVersion) {
+				best = v
+			}
+		}
+	}
+	return s.DB.GetDebugFile(ctx, best.ID)
+}

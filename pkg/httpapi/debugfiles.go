@@ -1,0 +1,210 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/store"
+)
+
+// debugFileView is a Debug file (api.md).
+type debugFileView struct {
+	ID             int64               `json:"id"`
+	AppName        string              `json:"app_name"`
+	DeviceType     string              `json:"device_type"`
+	ReleaseVersion string              `json:"release_version"`
+	BuildVersion   string              `json:"build_version"`
+	FileURL        string              `json:"file_url"`
+	Metadata       []debugMetadataView `json:"metadata"`
+}
+
+type debugMetadataView struct {
+	ID          int64  `json:"id"`
+	DebugFileID int64  `json:"debug_file_id"`
+	UUID        string `json:"uuid"`
+	Type        string `json:"type"`
+	Object      string `json:"object"`
+	Data        any    `json:"data"`
+	Size        int64  `json:"size"`
+	CreatedAt   string `json:"created_at"`
+	UpdatedAt   string `json:"updated_at"`
+}
+
+func (s *Server) debugFileView(d *store.DebugFile) debugFileView {
+	v := debugFileView{ID: d.ID, AppName: d.AppName, DeviceType: d.DeviceType, ReleaseVersion: d.ReleaseVersion,
+		BuildVersion: d.BuildVersion, FileURL: fmt.Sprintf("%s/download/debug_files/%d", s.cfg.PublicURL, d.ID),
+		Metadata: make([]debugMetadataView, 0, len(d.Metadata))}
+	for _, m := range d.Metadata {
+		v.Metadata = append(v.Metadata, debugMetadataView{ID: m.ID, DebugFileID: m.DebugFileID, UUID: m.UUID, Type: m.Type,
+			Object: m.Object, Data: rawJSON(m.Data), Size: m.Size, CreatedAt: s.timestamp(m.CreatedAt), UpdatedAt: s.timestamp(m.UpdatedAt)})
+	}
+	return v
+}
+
+// uploadDebugFile: POST /api/debug_files/upload → 201 Debug file.
+func (s *Server) uploadDebugFile(c *gin.Context) {
+	s.receiveDebugFile(c, 0)
+}
+
+// updateDebugFile: PUT /api/debug_files/:id replaces the archive and its metadata → 200.
+func (s *Server) updateDebugFile(c *gin.Context) {
+	id, err := pathID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.receiveDebugFile(c, id)
+}
+
+// receiveDebugFile streams a debug archive and records it: a new debug file (id 0) or a
+// replacement of debug file id.
+func (s *Server) receiveDebugFile(c *gin.Context, id int64) {
+	start, outcome := time.Now(), "failed"
+	defer func() {
+		if s.metrics != nil {
+			s.metrics.UploadDuration.WithLabelValues("debug_file", outcome).Observe(time.Since(start).Seconds())
+		}
+	}()
+	release, err := s.acquireUploadSlot()
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	defer release()
+	up, err := s.readUpload(c, "file", "debug_files", store.ScopeUpload)
+	if err != nil {
+		outcome = rejectedOrFailed(err)
+		s.fail(c, err)
+		return
+	}
+	form := distribution.DebugFileForm{ChannelKey: up.fields["channel_key"], ReleaseVersion: up.fields["release_version"], BuildVersion: up.fields["build_version"]}
+	if form.ChannelKey == "" {
+		form.ChannelKey = c.Query("channel_key")
+	}
+	var df *store.DebugFile
+	status := http.StatusCreated
+	if id == 0 {
+		df, err = s.svc.UploadDebugFile(c, up.file, form)
+	} else {
+		df, err = s.svc.ReplaceDebugFile(c, id, up.file, form)
+		status = http.StatusOK
+	}
+	if err != nil {
+		outcome = rejectedOrFailed(err)
+		s.fail(c, err)
+		return
+	}
+	outcome = "ok"
+	c.JSON(status, s.debugFileView(df))
+}
+
+// listDebugFiles: GET /api/debug_files, the channel's app's debug files of its device type,
+// newest first, paginated.
+func (s *Server) listDebugFiles(c *gin.Context) {
+	cc, err := s.channelFromQuery(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	p, err := page(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	files, err := s.db.ListDebugFiles(c, cc.App.ID, cc.Channel.DeviceType, p)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := make([]debugFileView, 0, len(files))
+	for i := range files {
+		out = append(out, s.debugFileView(&files[i]))
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// debugFileParams reads the path id and the channel_key of get and delete.
+func (s *Server) debugFileParams(c *gin.Context) (int64, string, error) {
+	id, err := pathID(c)
+	if err != nil {
+		return 0, "", err
+	}
+	p, err := readParams(c)
+	if err != nil {
+		return 0, "", err
+	}
+	key, err := p.str("channel_key")
+	if err != nil {
+		return 0, "", err
+	}
+	if strings.TrimSpace(key) == "" {
+		return 0, "", errs.Field("channel_key", "is required")
+	}
+	return id, key, nil
+}
+
+// getDebugFile: GET /api/debug_files/:id (token, channel_key).
+func (s *Server) getDebugFile(c *gin.Context) {
+	id, key, err := s.debugFileParams(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	_, df, err := s.svc.DebugFileInChannel(c, id, key)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, s.debugFileView(df))
+}
+
+// deleteDebugFile: DELETE /api/debug_files/:id → {"mesage": "OK"}; the object is deleted too.
+func (s *Server) deleteDebugFile(c *gin.Context) {
+	id, key, err := s.debugFileParams(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.svc.DeleteDebugFile(c, id, key); err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, deleted)
+}
+
+// downloadDebugFileByVersion: GET /api/debug_files/download → 302 to the archive, 404 when none.
+func (s *Server) downloadDebugFileByVersion(c *gin.Context) {
+	cc, err := s.channelFromQuery(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	df, err := s.svc.FindDebugFileForDownload(c, cc, strings.TrimSpace(c.Query("release_version")),
+		strings.TrimSpace(c.Query("build_version")), strings.TrimSpace(c.Query("order")))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.redirectToObject(c, df.ObjectKey, df.Filename, "application/zip")
+}
+
+// downloadDebugFile: GET /download/debug_files/:id (a debug file's file_url) → 302 to the archive.
+func (s *Server) downloadDebugFile(c *gin.Context) {
+	id, err := pathID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	df, err := s.db.GetDebugFile(c, id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.redirectToObject(c, df.ObjectKey, df.Filename, "application/zip")
+}

@@ -1,0 +1,271 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+// DebugFile is an uploaded debug archive (dSYMs or an Android mapping archive) of an app.
+type DebugFile struct {
+	ID             int64
+	AppID          int64
+	AppName        string
+	ChannelID      int64
+	DeviceType     string
+	ReleaseVersion string
+	BuildVersion   string
+	SHA256         string
+	Size           int64
+	ObjectKey      string
+	Filename       string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	Metadata       []DebugFileMetadata
+}
+
+// DebugFileMetadata is one record of what a debug file holds: a Mach-O slice of a dSYM, or the
+// file list of an Android archive.
+type DebugFileMetadata struct {
+	ID          int64
+	DebugFileID int64
+	UUID        string
+	Type        string
+	Object      string
+	Data        json.RawMessage
+	Size        int64
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+const debugFileColumns = `d.id, d.app_id, a.name, d.channel_id, d.device_type, d.release_version, d.build_version, d.sha256, d.size,
+	d.object_key, d.filename, d.created_at, d.updated_at`
+
+func scanDebugFile(row pgx.Row, d *DebugFile) error {
+	return row.Scan(&d.ID, &d.AppID, &d.AppName, &d.ChannelID, &d.DeviceType, &d.ReleaseVersion, &d.BuildVersion, &d.SHA256,
+		&d.Size, &d.ObjectKey, &d.Filename, &d.CreatedAt, &d.UpdatedAt)
+}
+
+// GetDebugFile returns a debug file with its metadata, or errs.NotFound.
+func (db *DB) GetDebugFile(ctx context.Context, id int64) (*DebugFile, error) {
+	var d DebugFile
+	err := scanDebugFile(db.Pool.QueryRow(ctx, `SELECT `+debugFileColumns+` FROM debug_files d JOIN apps a ON a.id = d.app_id WHERE d.id = $1`, id), &d)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errs.New(errs.NotFound, "debug file %d not found", id)
+	}
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	files := []DebugFile{d}
+	if err := db.loadMetadata(ctx, files); err != nil {
+		return nil, err
+	}
+	return &files[0], nil
+}
+
+// ListDebugFiles returns a page of an app's debug files of one device type, newest first.
+func (db *DB) ListDebugFiles(ctx context.Context, appID int64, deviceType string, p Page) ([]DebugFile, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT `+debugFileColumns+` FROM debug_files d JOIN apps a ON a.id = d.app_id
+		WHERE d.app_id = $1 AND d.device_type = $2 ORDER BY d.id DESC LIMIT $3 OFFSET $4`, appID, deviceType, p.PerPage, p.Offset())
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	files, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DebugFile, error) {
+		var d DebugFile
+		return d, scanDebugFile(r, &d)
+	})
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	if files == nil {
+		files = []DebugFile{}
+	}
+	return files, db.loadMetadata(ctx, files)
+}
+
+// DebugFileVersion is a debug file's id, versions and upload time, for picking the one to download.
+type DebugFileVersion struct {
+	ID             int64
+	ReleaseVersion string
+	BuildVersion   string
+	CreatedAt      time.Time
+}
+
+// DebugFileVersions lists the versions of an app's debug files of one device type, optionally
+// only those with releaseVersion (and buildVersion), newest upload first.
+func (db *DB) DebugFileVersions(ctx context.Context, appID int64, deviceType, releaseVersion, buildVersion string) ([]DebugFileVersion, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT id, release_version, build_version, created_at FROM debug_files
+		WHERE app_id = $1 AND device_type = $2 AND ($3 = '' OR release_version = $3) AND ($4 = '' OR build_version = $4)
+		ORDER BY id DESC LIMIT 10000`, appID, deviceType, releaseVersion, buildVersion)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DebugFileVersion, error) {
+		var v DebugFileVersion
+		return v, r.Scan(&v.ID, &v.ReleaseVersion, &v.BuildVersion, &v.CreatedAt)
+	})
+	return out, dbErr(err)
+}
+
+func (db *DB) loadMetadata(ctx context.Context, files []DebugFile) error {
+	if len(files) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(files))
+	idx := map[int64]int{}
+	for i := range files {
+		ids[i], idx[files[i].ID] = files[i].ID, i
+		files[i].Metadata = []DebugFileMetadata{}
+	}
+	rows, err := db.Pool.Query(ctx, `SELECT id, debug_file_id, uuid, type, object, data, size, created_at, updated_at
+		FROM debug_file_metadata WHERE debug_file_id = ANY($1) ORDER BY id`, ids)
+	if err != nil {
+		return dbErr(err)
+	}
+	metas, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DebugFileMetadata, error) {
+		var m DebugFileMetadata
+		return m, r.Scan(&m.ID, &m.DebugFileID, &m.UUID, &m.Type, &m.Object, &m.Data, &m.Size, &m.CreatedAt, &m.UpdatedAt)
+	})
+	if err != nil {
+		return dbErr(err)
+	}
+	for _, m := range metas {
+		f := &files[idx[m.DebugFileID]]
+		f.Metadata = append(f.Metadata, m)
+	}
+	return nil
+}
+
+// duplicateDebugFile reports the 409 for content already uploaded for the app.
+func duplicateDebugFile(ctx context.Context, q querier, appID int64, sha string) error {
+	var id int64
+	_ = q.QueryRow(ctx, `SELECT id FROM debug_files WHERE app_id = $1 AND sha256 = $2`, appID, sha).Scan(&id)
+	return errs.New(errs.Conflict, "this debug file was already uploaded for this app (debug file %d)", id)
+}
+
+// lockApp locks an app row FOR KEY SHARE so it cannot be destroyed while a row is added to it.
+func lockApp(ctx context.Context, tx pgx.Tx, appID int64) error {
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM apps WHERE id = $1 FOR KEY SHARE`, appID).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errs.New(errs.NotFound, "the app was deleted")
+	}
+	return err
+}
+
+func insertMetadata(ctx context.Context, tx pgx.Tx, fileID int64, meta []DebugFileMetadata) error {
+	for _, m := range meta {
+		data := m.Data
+		if len(data) == 0 {
+			data = json.RawMessage("{}")
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO debug_file_metadata (debug_file_id, uuid, type, object, data, size) VALUES ($1,$2,$3,$4,$5,$6)`,
+			fileID, m.UUID, m.Type, m.Object, data, m.Size); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CreateDebugFile records a debug file and its metadata and claims its pending object, in one
+// transaction. The same content already uploaded for the app is errs.Conflict.
+func (db *DB) CreateDebugFile(ctx context.Context, d *DebugFile, meta []DebugFileMetadata) (*DebugFile, error) {
+	var id int64
+	err := db.Tx(ctx, func(tx pgx.Tx) error {
+		if err := lockApp(ctx, tx, d.AppID); err != nil {
+			return err
+		}
+		err := tx.QueryRow(ctx, `INSERT INTO debug_files (app_id, channel_id, device_type, release_version, build_version, sha256, size, object_key, filename)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9) ON CONFLICT (app_id, sha256) DO NOTHING RETURNING id`,
+			d.AppID, d.ChannelID, d.DeviceType, d.ReleaseVersion, d.BuildVersion, d.SHA256, d.Size, d.ObjectKey, d.Filename).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return duplicateDebugFile(ctx, tx, d.AppID, d.SHA256)
+		}
+		if err != nil {
+			return err
+		}
+		if err := insertMetadata(ctx, tx, id, meta); err != nil {
+			return err
+		}
+		return claim(ctx, tx, d.ObjectKey)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return db.GetDebugFile(ctx, id)
+}
+
+// ReplaceDebugFile points a debug file at a new object with new versions and metadata, records
+// the old object as deleted and claims the new one, in one transaction. It returns the old key.
+func (db *DB) ReplaceDebugFile(ctx context.Context, d *DebugFile, meta []DebugFileMetadata) (string, *DebugFile, error) {
+	var oldKey string
+	err := db.Tx(ctx, func(tx pgx.Tx) error {
+		if err := lockApp(ctx, tx, d.AppID); err != nil {
+			return err
+		}
+		err := tx.QueryRow(ctx, `SELECT object_key FROM debug_files WHERE id = $1 FOR UPDATE`, d.ID).Scan(&oldKey)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.New(errs.NotFound, "debug file %d not found", d.ID)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE debug_files SET release_version = $2, build_version = $3, sha256 = $4, size = $5,
+			object_key = $6, filename = $7, updated_at = now() WHERE id = $1`,
+			d.ID, d.ReleaseVersion, d.BuildVersion, d.SHA256, d.Size, d.ObjectKey, d.Filename)
+		if isUniqueViolation(err, "") {
+			return duplicateDebugFile(ctx, db.Pool, d.AppID, d.SHA256)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM debug_file_metadata WHERE debug_file_id = $1`, d.ID); err != nil {
+			return err
+		}
+		if err := insertMetadata(ctx, tx, d.ID, meta); err != nil {
+			return err
+		}
+		if err := markDeleted(ctx, tx, []string{oldKey}); err != nil {
+			return err
+		}
+		return claim(ctx, tx, d.ObjectKey)
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	f, err := db.GetDebugFile(ctx, d.ID)
+	return oldKey, f, err
+}
+
+// DeleteDebugFile removes a debug file and records its object as deleted; it returns the key.
+func (db *DB) DeleteDebugFile(ctx context.Context, id int64) (string, error) {
+	var key string
+	err := db.Tx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `DELETE FROM debug_files WHERE id = $1 RETURNING object_key`, id).Scan(&key)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.New(errs.NotFound, "debug file %d not found", id)
+		}
+		if err != nil {
+			return err
+		}
+		return markDeleted(ctx, tx, []string{key})
+	})
+	return key, err
+}
+
+// ReleaseBundleIDs returns the distinct bundle ids of an app's releases on a platform, which tell
+// which dSYM of an upload is the app's own ("main").
+func (db *DB) ReleaseBundleIDs(ctx context.Context, appID int64, platform string) ([]string, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT DISTINCT r.bundle_id FROM releases r JOIN channels c ON c.id = r.channel_id
+		JOIN schemes s ON s.id = c.scheme_id WHERE s.app_id = $1 AND r.platform = $2`, appID, platform)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, dbErr(err)
+}
