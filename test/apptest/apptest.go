@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -19,6 +20,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
@@ -59,6 +62,7 @@ type Env struct {
 	// Client does not follow redirects, so tests see the 302s.
 	Client *http.Client
 	logs   *lockedWriter
+	s3     *testenv.S3Env
 }
 
 // New starts a Slipway for the test and stops it at cleanup.
@@ -67,9 +71,11 @@ func New(t testing.TB, opts Options) *Env {
 	ctx := context.Background()
 	db := testenv.DB(t)
 	storageURL := "file://" + t.TempDir()
+	var s3ref *testenv.S3Env
 	var bopts []backends.Option
 	if opts.Storage == S3 {
 		s3env := testenv.S3(t)
+		s3ref = &s3env
 		storageURL = s3env.URL
 		bopts = append(bopts, backends.WithS3Credentials(s3env.AccessKey, s3env.SecretKey))
 	}
@@ -95,7 +101,7 @@ func New(t testing.TB, opts Options) *Env {
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	m := metrics.New()
 	svc := &distribution.Service{DB: db, Storage: st, Metrics: m, Log: log, Signer: signing.New(cfg.Secret), MaxUploadBytes: cfg.MaxUploadBytes}
-	e := &Env{Config: cfg, DB: db, Storage: st, Service: svc, Metrics: m, logs: logs,
+	e := &Env{Config: cfg, DB: db, Storage: st, Service: svc, Metrics: m, logs: logs, s3: s3ref,
 		Client: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, Timeout: 5 * time.Minute}}
 	ts := httptest.NewUnstartedServer(nil)
 	cfg.PublicURL = "http://" + ts.Listener.Addr().String()
@@ -261,29 +267,45 @@ func (e *Env) Follow(t testing.TB, url string) *Response {
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
 
-// Objects lists the keys in filesystem storage (nil for S3: list the bucket instead).
+// Objects lists every object key in storage, failing the test on error.
 func (e *Env) Objects(t testing.TB) []string {
 	t.Helper()
-	l, ok := e.Storage.(interface{ Dir() string })
-	if !ok {
-		return nil
-	}
-	var keys []string
-	root := l.Dir()
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && !strings.HasPrefix(d.Name(), ".") {
-			rel, _ := filepath.Rel(root, p)
-			keys = append(keys, filepath.ToSlash(rel))
-		}
-		return nil
-	})
+	keys, err := e.ListObjects(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return keys
+}
+
+// ListObjects lists every object key in the environment's storage (filesystem folder or bucket).
+func (e *Env) ListObjects(ctx context.Context) ([]string, error) {
+	if l, ok := e.Storage.(interface{ Dir() string }); ok {
+		var keys []string
+		root := l.Dir()
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && !strings.HasPrefix(d.Name(), ".") {
+				rel, _ := filepath.Rel(root, p)
+				keys = append(keys, filepath.ToSlash(rel))
+			}
+			return err
+		})
+		return keys, err
+	}
+	if e.s3 == nil {
+		return nil, fmt.Errorf("apptest: no way to list %T", e.Storage)
+	}
+	var keys []string
+	p := awss3.NewListObjectsV2Paginator(e.s3.Client(), &awss3.ListObjectsV2Input{Bucket: &e.s3.Bucket})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, *o.Key)
+		}
+	}
+	return keys, nil
 }
 
 // LogText returns what the server has logged so far.
