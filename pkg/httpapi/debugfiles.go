@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -38,7 +37,7 @@ type debugMetadataView struct {
 
 func (s *Server) debugFileView(d *store.DebugFile) debugFileView {
 	v := debugFileView{ID: d.ID, AppName: d.AppName, DeviceType: d.DeviceType, ReleaseVersion: d.ReleaseVersion,
-		BuildVersion: d.BuildVersion, FileURL: fmt.Sprintf("%s/download/debug_files/%d", s.cfg.PublicURL, d.ID),
+		BuildVersion: d.BuildVersion, FileURL: s.links.DebugFile(d.ID),
 		Metadata: make([]debugMetadataView, 0, len(d.Metadata))}
 	for _, m := range d.Metadata {
 		v.Metadata = append(v.Metadata, debugMetadataView{ID: m.ID, DebugFileID: m.DebugFileID, UUID: m.UUID, Type: m.Type,

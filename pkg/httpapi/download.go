@@ -13,7 +13,6 @@ import (
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/store"
-	"github.com/slipwayhq/slipway/pkg/web"
 )
 
 // contentTypes of downloaded packages, by format.
@@ -116,7 +115,7 @@ func (s *Server) releaseIcon(c *gin.Context) {
 		return
 	}
 	if rc.IconKey == nil {
-		c.Redirect(http.StatusFound, s.cfg.PublicURL+web.DefaultIconPath)
+		c.Redirect(http.StatusFound, s.links.Icon(rc.ID, false))
 		return
 	}
 	ctype := "image/png"
@@ -155,13 +154,10 @@ func (s *Server) installManifest(c *gin.Context) {
 		return
 	}
 	if rc.Platform != "ios" {
-		s.fail(c, errs.New(errs.NotFound, "release %d is not an iOS build; download it from %s/download/releases/%d", rc.ID, s.cfg.PublicURL, rc.ID))
+		s.fail(c, errs.New(errs.NotFound, "release %d is not an iOS build; download it from %s", rc.ID, s.links.Download(rc.ID, "")))
 		return
 	}
-	pkgURL := fmt.Sprintf("%s/download/releases/%d", s.cfg.PublicURL, rc.ID)
-	if tok := s.svc.ReleaseAccessToken(&rc.Channel, rc.ID); tok != "" {
-		pkgURL += "?access=" + url.QueryEscape(tok)
-	}
+	pkgURL := s.links.Download(rc.ID, s.svc.ReleaseAccessToken(&rc.Channel, rc.ID))
 	body, err := InstallManifest(pkgURL, s.iconURL(&rc.Release), rc.BundleID, rc.ReleaseVersion, rc.App.Name)
 	if err != nil {
 		s.fail(c, err)

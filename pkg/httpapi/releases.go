@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/store"
-	"github.com/slipwayhq/slipway/pkg/web"
 )
 
 // shortReleaseView is the short Release form (versions, latest, version_exist).
@@ -54,25 +52,7 @@ type channelListingView struct {
 	Releases any     `json:"releases"`
 }
 
-// URLs of a release, built from the configured public URL only (never the Host header).
-
-func (s *Server) releaseURL(slug string, id int64) string {
-	return fmt.Sprintf("%s/channels/%s/releases/%d", s.cfg.PublicURL, slug, id)
-}
-
-func (s *Server) installURL(platform, slug string, id int64) string {
-	if platform == "ios" {
-		return "itms-services://?action=download-manifest&url=" + s.releaseURL(slug, id) + "/install"
-	}
-	return fmt.Sprintf("%s/download/releases/%d", s.cfg.PublicURL, id)
-}
-
-func (s *Server) iconURL(r *store.Release) string {
-	if r.IconKey == nil {
-		return s.cfg.PublicURL + web.DefaultIconPath
-	}
-	return fmt.Sprintf("%s/releases/%d/icon", s.cfg.PublicURL, r.ID)
-}
+func (s *Server) iconURL(r *store.Release) string { return s.links.Icon(r.ID, r.IconKey != nil) }
 
 // appName renders "<app> <scheme> <channel>", as Zealot does.
 func appName(app, scheme, channel string) string {
@@ -88,7 +68,7 @@ func (s *Server) shortRelease(r *store.Release, cc *store.ChannelContext) shortR
 		Version: r.Version, AppName: appName(cc.App.Name, cc.Scheme.Name, cc.Channel.Name), BundleID: r.BundleID,
 		ReleaseVersion: r.ReleaseVersion, BuildVersion: r.BuildVersion, Source: r.Source, Branch: r.Branch,
 		GitCommit: r.GitCommit, CIURL: r.CIURL, Size: r.Size, IconURL: s.iconURL(r),
-		InstallURL: s.installURL(r.Platform, cc.Channel.Slug, r.ID), Changelog: changelog, CreatedAt: s.timestamp(r.CreatedAt),
+		InstallURL: s.links.Install(r.Platform, cc.Channel.Slug, r.ID, ""), Changelog: changelog, CreatedAt: s.timestamp(r.CreatedAt),
 	}
 }
 
@@ -98,9 +78,9 @@ func (s *Server) fullRelease(rc *store.ReleaseContext) releaseView {
 	if custom == nil {
 		custom = []store.CustomField{}
 	}
-	url := s.releaseURL(rc.Channel.Slug, rc.ID)
 	return releaseView{
-		ID: rc.ID, shortReleaseView: s.shortRelease(&rc.Release, cc), ReleaseURL: url, QRCodeURL: url + "/qrcode?size=thumb",
+		ID: rc.ID, shortReleaseView: s.shortRelease(&rc.Release, cc), ReleaseURL: s.links.Release(rc.Channel.Slug, rc.ID),
+		QRCodeURL:     s.links.QRCode(rc.Channel.Slug, rc.ID, "thumb"),
 		TextChangelog: distribution.TextChangelog(rc.Changelog), CustomFields: custom,
 		App: refView{ID: rc.App.ID, Name: rc.App.Name}, Scheme: refView{ID: rc.Scheme.ID, Name: rc.Scheme.Name},
 		Channel: newChannelView(&rc.Channel),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/store"
@@ -35,6 +36,7 @@ type Server struct {
 	svc     *distribution.Service
 	metrics *metrics.Metrics
 	log     *slog.Logger
+	links   links.Links
 	engine  *gin.Engine
 	// uploadSlots bounds concurrent uploads on this replica (SLIPWAY_MAX_CONCURRENT_UPLOADS).
 	uploadSlots chan struct{}
@@ -43,7 +45,7 @@ type Server struct {
 // New builds the router.
 func New(d Deps) *Server {
 	s := &Server{cfg: d.Config, db: d.DB, storage: d.Storage, svc: d.Service, metrics: d.Metrics, log: d.Log,
-		uploadSlots: make(chan struct{}, d.Config.MaxConcurrentUploads)}
+		links: links.Links{Base: d.Config.PublicURL}, uploadSlots: make(chan struct{}, d.Config.MaxConcurrentUploads)}
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.HandleMethodNotAllowed = true

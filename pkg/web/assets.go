@@ -12,6 +12,3 @@ var staticFS embed.FS
 
 // Static holds the embedded assets served under /static/.
 var Static, _ = fs.Sub(staticFS, "static")
-
-// DefaultIconPath is the path (under the public URL) of the icon shown for packages without one.
-const DefaultIconPath = "/static/default-icon.png"
