@@ -86,6 +86,7 @@ func New(d Deps) *Server {
 	e.GET("/channels/:slug/releases/:id/install", s.installManifest)
 	e.GET("/objects/*key", s.serveObject)
 	e.StaticFS("/static", http.FS(web.Static))
+	web.New(web.Deps{Config: d.Config, DB: d.DB, Service: d.Service, Links: s.links, Log: d.Log}).Register(e)
 
 	s.engine = e
 	return s
