@@ -56,6 +56,7 @@ func openApp(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 		return nil, fmt.Errorf("SLIPWAY_STORAGE_URL: %w", err)
 	}
 	m := metrics.New()
+	m.RegisterPool(db.Pool)
 	a := &app{cfg: cfg, log: log, db: db, storage: st, metrics: m}
 	a.svc = &distribution.Service{DB: db, Storage: st, Metrics: m, Log: log, Signer: signing.New(cfg.Secret), MaxUploadBytes: cfg.MaxUploadBytes}
 	return a, nil
