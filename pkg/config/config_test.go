@@ -1,0 +1,67 @@
+package config
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaults(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != ":8080" || c.PublicURL != "http://localhost:8080" || c.MaxUploadBytes != 4<<30 || c.PresignTTL != 15*time.Minute ||
+		c.StorageURL != "file://./data/objects" || !c.SecretGenerated || len(c.Secret) < 32 || c.LogFormat != "json" ||
+		c.Location != time.UTC || c.MaxConcurrentUploads != 16 || len(c.TrustedProxies) == 0 {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestInvalidValuesNameTheVariable(t *testing.T) {
+	cases := map[string]string{
+		"SLIPWAY_PUBLIC_URL":             "ftp://x",
+		"SLIPWAY_DATABASE_URL":           "mysql://x",
+		"SLIPWAY_STORAGE_URL":            "gs://bucket",
+		"SLIPWAY_MAX_UPLOAD_BYTES":       "abc",
+		"SLIPWAY_MAX_CONCURRENT_UPLOADS": "0",
+		"SLIPWAY_PRESIGN_TTL":            "forever",
+		"SLIPWAY_CDN_URL":                "cdn.example.com",
+		"SLIPWAY_SECRET":                 "short",
+		"SLIPWAY_LOG_LEVEL":              "loud",
+		"SLIPWAY_LOG_FORMAT":             "xml",
+		"SLIPWAY_TIMEZONE":               "Mars/Olympus",
+		"SLIPWAY_GC_INTERVAL":            "-1m",
+		"SLIPWAY_DRAIN_TIMEOUT":          "soon",
+		"SLIPWAY_TRUSTED_PROXIES":        "10.0.0.0",
+	}
+	for name, value := range cases {
+		_, err := Load(env(map[string]string{name: value}))
+		if err == nil || !strings.HasPrefix(err.Error(), name+":") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s=%q: error %v, want one line starting with the variable", name, value, err)
+		}
+	}
+}
+
+func TestPublicURLTrailingSlashTrimmed(t *testing.T) {
+	c, err := Load(env(map[string]string{"SLIPWAY_PUBLIC_URL": "https://apps.example.com/"}))
+	if err != nil || c.PublicURL != "https://apps.example.com" {
+		t.Fatalf("%v %v", c.PublicURL, err)
+	}
+}
+
+// TestReadmeDocumentsEveryVariable keeps the README's configuration table complete.
+func TestReadmeDocumentsEveryVariable(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range Vars {
+		if !strings.Contains(string(readme), "`"+v.Name+"`") {
+			t.Errorf("README does not document %s", v.Name)
+		}
+	}
+}
