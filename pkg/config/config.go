@@ -53,6 +53,9 @@ type Config struct {
 	// (SLIPWAY_TRUSTED_PROXIES, comma-separated CIDRs; default: loopback and private networks, as
 	// in a cluster behind an ingress).
 	TrustedProxies []string
+	// UploadIdleTimeout ends an upload whose client sends nothing for this long
+	// (SLIPWAY_UPLOAD_IDLE_TIMEOUT), so a stalled client cannot hold an upload slot forever.
+	UploadIdleTimeout time.Duration
 	// DrainTimeout bounds how long serve waits for in-flight requests on SIGTERM
 	// (SLIPWAY_DRAIN_TIMEOUT).
 	DrainTimeout time.Duration
@@ -82,6 +85,7 @@ var Vars = []Var{
 	{"SLIPWAY_GC_INTERVAL", "10m", "how often serve collects orphaned objects (0 disables)"},
 	{"SLIPWAY_GC_GRACE", "24h", "age after which an unfinished upload's object is collected"},
 	{"SLIPWAY_DRAIN_TIMEOUT", "30s", "how long shutdown waits for in-flight requests"},
+	{"SLIPWAY_UPLOAD_IDLE_TIMEOUT", "60s", "an upload whose client sends nothing for this long is dropped"},
 	{"SLIPWAY_TRUSTED_PROXIES", "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7", "networks whose X-Forwarded-For is trusted"},
 }
 
@@ -154,6 +158,9 @@ func Load(getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	if c.DrainTimeout, err = duration("SLIPWAY_DRAIN_TIMEOUT", get("SLIPWAY_DRAIN_TIMEOUT"), 0, 0); err != nil {
+		return nil, err
+	}
+	if c.UploadIdleTimeout, err = duration("SLIPWAY_UPLOAD_IDLE_TIMEOUT", get("SLIPWAY_UPLOAD_IDLE_TIMEOUT"), time.Second, 24*time.Hour); err != nil {
 		return nil, err
 	}
 	for _, cidr := range strings.Split(get("SLIPWAY_TRUSTED_PROXIES"), ",") {

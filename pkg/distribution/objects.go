@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
@@ -60,7 +61,12 @@ func (s *Service) StoreUpload(ctx context.Context, prefix string, r io.Reader, f
 		case lr.over:
 			return nil, errs.New(errs.TooLarge, "the file is larger than the %d-byte upload limit", s.MaxUploadBytes)
 		case lr.readErr != nil:
-			// The client went away or sent a broken body: there is nobody to answer, but say why.
+			// The client went away, stalled or sent a broken body: there may be nobody to answer,
+			// but say why.
+			var netErr net.Error
+			if errors.As(lr.readErr, &netErr) && netErr.Timeout() {
+				return nil, errs.Wrap(errs.Invalid, lr.readErr, "the upload stalled: no data arrived for too long")
+			}
 			return nil, errs.Wrap(errs.Invalid, lr.readErr, "the upload was cut short before the file ended")
 		}
 		return nil, s.storageErr("put", err)

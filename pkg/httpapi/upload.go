@@ -29,6 +29,21 @@ type multipartUpload struct {
 	token  *store.Token
 }
 
+// idleBody moves the connection's read deadline forward before every read of an upload body, so
+// a client may take as long as it needs in all but may not stall for more than idle at a time.
+type idleBody struct {
+	rc   io.ReadCloser
+	ctl  *http.ResponseController
+	idle time.Duration
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	_ = b.ctl.SetReadDeadline(time.Now().Add(b.idle))
+	return b.rc.Read(p)
+}
+
+func (b *idleBody) Close() error { return b.rc.Close() }
+
 // acquireUploadSlot bounds concurrent uploads per replica, so memory stays bounded: beyond the
 // cap the client gets 429 with Retry-After. It returns the release function.
 func (s *Server) acquireUploadSlot() (func(), error) {
@@ -68,7 +83,7 @@ func (s *Server) readUpload(c *gin.Context, fileField, prefix, scope string) (*m
 			return nil, err
 		}
 	}
-	r.Body = http.MaxBytesReader(c.Writer, r.Body, limit)
+	r.Body = http.MaxBytesReader(c.Writer, &idleBody{rc: r.Body, ctl: http.NewResponseController(c.Writer), idle: s.cfg.UploadIdleTimeout}, limit)
 	mr := multipart.NewReader(r.Body, params["boundary"])
 	fieldBytes := 0
 	fail := func(err error) (*multipartUpload, error) {
