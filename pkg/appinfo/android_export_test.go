@@ -1,0 +1,56 @@
+package appinfo
+
+// Hooks for the external tests (package appinfo_test), which import appinfotest.
+
+// AndroidDecodeAPK runs the archive-free part of the APK parser on a binary manifest and a
+// resources.arsc (nil for none): the Info without its icon, and the icon files the manifest's
+// icon and roundIcon resolve to.
+func AndroidDecodeAPK(manifest, arsc []byte) (*Info, []string, error) {
+	m, err := decodeAXML(manifest)
+	if err != nil {
+		return nil, nil, err
+	}
+	var res androidResources
+	if arsc != nil {
+		t, err := decodeARSC(arsc)
+		if err != nil {
+			return nil, nil, err
+		}
+		res = t
+	}
+	return androidDecodeRest(m, res, FormatAPK)
+}
+
+// AndroidDecodeAAB is AndroidDecodeAPK for an app bundle's protobuf manifest and resources.pb.
+func AndroidDecodeAAB(manifest, pb []byte) (*Info, []string, error) {
+	m, err := decodeAABManifest(manifest)
+	if err != nil {
+		return nil, nil, err
+	}
+	var res androidResources
+	if pb != nil {
+		res = newAABResources(pb)
+	}
+	return androidDecodeRest(m, res, FormatAAB)
+}
+
+func androidDecodeRest(m *androidManifest, res androidResources, format Format) (*Info, []string, error) {
+	info, err := androidInfo(format, m, res)
+	if err != nil {
+		return nil, nil, err
+	}
+	var paths []string
+	for _, f := range []androidField{androidFieldIcon, androidFieldRoundIcon} {
+		srcs, err := androidIconSources(m.fields[f], res)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, s := range srcs {
+			paths = append(paths, s.path)
+		}
+	}
+	return info, paths, nil
+}
+
+// AndroidRasterSize exposes the PNG/WebP header reader.
+func AndroidRasterSize(b []byte) (ctype string, w, h int, ok bool) { return androidRasterSize(b) }

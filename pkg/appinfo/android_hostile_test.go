@@ -1,0 +1,313 @@
+package appinfo_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unicode/utf16"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/slipwayhq/slipway/pkg/appinfo"
+	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+// wantInvalid fails unless err is an errs.Invalid error whose message contains want.
+func wantInvalid(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case err == nil:
+		t.Errorf("no error, want one containing %q", want)
+	case !errs.Is(err, errs.Invalid):
+		t.Errorf("error %q is not errs.Invalid", err)
+	case !strings.Contains(err.Error(), want):
+		t.Errorf("error %q does not contain %q", err, want)
+	}
+}
+
+// utf16Bytes encodes s as the UTF-16LE bytes of a string pool.
+func utf16Bytes(s string) []byte {
+	var b []byte
+	for _, u := range utf16.Encode([]rune(s)) {
+		b = binary.LittleEndian.AppendUint16(b, u)
+	}
+	return b
+}
+
+func TestAPKBadManifests(t *testing.T) {
+	good := appinfotest.BuildAXML(appinfotest.APKOptions{AndroidManifest: fullManifest})
+	garbage := make([]byte, 1000)
+	for i := range garbage {
+		garbage[i] = byte(rand.N(256))
+	}
+	tooLong := bytes.Clone(good)
+	binary.LittleEndian.PutUint32(tooLong[4:], uint32(len(good)+1))
+	notManifest := bytes.Replace(good, utf16Bytes("manifest"), utf16Bytes("xanifest"), 1)
+	badAttrs := appinfotest.BuildAXML(appinfotest.APKOptions{AndroidManifest: appinfotest.AndroidManifest{Package: "a.b"}})
+	// The first start element's attributeCount: 65535 attributes of 20 bytes cannot fit.
+	i := bytes.Index(badAttrs, []byte{0x02, 0x01, 0x10, 0x00})
+	binary.LittleEndian.PutUint16(badAttrs[i+16+12:], 0xffff)
+
+	tests := []struct {
+		name     string
+		manifest []byte
+		want     string
+	}{
+		{"empty", []byte{}, "AndroidManifest.xml is not a valid binary XML document (0 bytes)"},
+		{"garbage", garbage, "AndroidManifest.xml is not a valid binary XML document"},
+		{"text XML", []byte("\xef\xbb\xbf <?xml version=\"1.0\"?><manifest package=\"a.b\"/>"), "plain-text XML"},
+		{"declared size over the file", tooLong, "header declares"},
+		{"truncated", good[:len(good)/2], "header declares"},
+		{"no elements", good[:8+int(binary.LittleEndian.Uint32(good[12:]))], "no elements"},
+		{"root is not manifest", notManifest, "root element is not <manifest>"},
+		{"attribute count overruns", badAttrs, "lie outside their chunk"},
+		{"no package", appinfotest.BuildAXML(appinfotest.APKOptions{AndroidManifest: appinfotest.AndroidManifest{VersionCode: 1}}), "the manifest has no package attribute"},
+		{"bad package", appinfotest.BuildAXML(appinfotest.APKOptions{AndroidManifest: appinfotest.AndroidManifest{Package: "../../etc/passwd"}}), "not a valid Android package name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "no elements" {
+				tt.manifest = bytes.Clone(tt.manifest)
+				binary.LittleEndian.PutUint32(tt.manifest[4:], uint32(len(tt.manifest)))
+			}
+			_, err := parseBytes(t, appinfotest.BuildAPK(appinfotest.APKOptions{Manifest: tt.manifest}))
+			wantInvalid(t, err, tt.want)
+		})
+	}
+}
+
+// arscTable wraps chunks in a resource table header.
+func arscTable(chunks ...[]byte) []byte {
+	body := bytes.Join(chunks, nil)
+	b := binary.LittleEndian.AppendUint16(nil, 0x0002)
+	b = binary.LittleEndian.AppendUint16(b, 12)
+	b = binary.LittleEndian.AppendUint32(b, uint32(12+len(body)))
+	return append(binary.LittleEndian.AppendUint32(b, 1), body...)
+}
+
+func chunk(typ, hdr uint16, size uint32, rest ...uint32) []byte {
+	b := binary.LittleEndian.AppendUint16(nil, typ)
+	b = binary.LittleEndian.AppendUint16(b, hdr)
+	b = binary.LittleEndian.AppendUint32(b, size)
+	for _, v := range rest {
+		b = binary.LittleEndian.AppendUint32(b, v)
+	}
+	return b
+}
+
+// TestAPKBadResources includes the tables on which androidbinary v1.0.5 panics, hangs or
+// allocates gigabytes (see android.go).
+func TestAPKBadResources(t *testing.T) {
+	good := appinfotest.BuildARSC(appinfotest.APKOptions{AndroidManifest: fullManifest})
+	tooLong := bytes.Clone(good)
+	binary.LittleEndian.PutUint32(tooLong[4:], uint32(len(good)+100))
+	tests := []struct {
+		name string
+		arsc []byte
+		want string
+	}{
+		{"empty", nil, "resources.arsc is not a resource table (0 bytes)"},
+		{"not a table", appinfotest.BuildAXML(appinfotest.APKOptions{AndroidManifest: fullManifest}), "resources.arsc is not a resource table"},
+		{"declared size over the file", tooLong, "resources.arsc declares"},
+		{"truncated package chunk", arscTable(chunk(0x0200, 288, 40)), "overruns the table"},
+		{"package header too short", arscTable(chunk(0x0200, 8, 8)), "package chunk with a 8-byte header"},
+		{"zero-size chunk", arscTable(chunk(0x7777, 8, 0)), "overruns the table"},
+		{"string pool declaring 2^28 strings", arscTable(chunk(0x0001, 28, 36, 1<<28, 0, 0, 36, 0, 0, 0)), "malformed string pool"},
+		{"type chunk header too short", arscTable(append(chunk(0x0200, 12, 12+8, 0x7f), chunk(0x0201, 8, 8)...)), "type chunk with a 8-byte header"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := appinfotest.APKOptions{AndroidManifest: fullManifest, Resources: tt.arsc}
+			if tt.arsc == nil {
+				o.Resources = []byte{}
+			}
+			_, err := parseBytes(t, appinfotest.BuildAPK(o))
+			wantInvalid(t, err, tt.want)
+		})
+	}
+}
+
+func TestAABBadInput(t *testing.T) {
+	good := appinfotest.BuildAABManifest(appinfotest.AABOptions{AndroidManifest: fullManifest})
+	// XmlNode{element: XmlElement{name: "application"}}
+	appRoot := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType),
+		protowire.AppendString(protowire.AppendTag(nil, 3, protowire.BytesType), "application"))
+	tests := []struct {
+		name          string
+		manifest, res []byte
+		want          string
+	}{
+		{"garbage manifest", []byte("\xff\xff\xff\xff\xff"), nil, "base/manifest/AndroidManifest.xml is not a valid protobuf XML document"},
+		{"truncated manifest", good[:len(good)-3], nil, "not a valid protobuf XML document"},
+		{"empty manifest", []byte{}, nil, "has no root element"},
+		{"binary AXML instead", appinfotest.BuildAXML(appinfotest.APKOptions{AndroidManifest: fullManifest}), nil, "base/manifest/AndroidManifest.xml"},
+		{"root is not manifest", appRoot, nil, "root element is not <manifest>"},
+		{"no package", appinfotest.BuildAABManifest(appinfotest.AABOptions{AndroidManifest: appinfotest.AndroidManifest{VersionName: "1"}}), nil, "the manifest has no package attribute"},
+		{"garbage resources.pb", good, []byte("\x12\x05\x0a\x03\x0a\x01"), "base/resources.pb is not a valid aapt2 resource table"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := appinfotest.AABOptions{AndroidManifest: fullManifest, Manifest: tt.manifest, Resources: tt.res}
+			_, err := parseBytes(t, appinfotest.BuildAAB(o))
+			wantInvalid(t, err, tt.want)
+		})
+	}
+}
+
+// TestAABDeepNesting: a manifest nested 200,000 elements deep is read without descending past
+// the root's children.
+func TestAABDeepNesting(t *testing.T) {
+	const depth = 200_000
+	// Written outside-in in one pass (wrapping inside-out would copy quadratically): each element
+	// is its name field, then one child XmlNode holding the next element.
+	x := protowire.AppendString(protowire.AppendTag(nil, 3, protowire.BytesType), "x")
+	lens := []int{len(x)} // lens[k]: size of the element k levels above the innermost
+	for k := 1; k < depth; k++ {
+		node := protowire.SizeTag(1) + protowire.SizeBytes(lens[k-1])
+		lens = append(lens, len(x)+protowire.SizeTag(5)+protowire.SizeBytes(node))
+	}
+	el := protowire.AppendString(protowire.AppendTag(nil, 3, protowire.BytesType), "manifest")
+	for k := depth - 1; k >= 0; k-- {
+		node := protowire.SizeTag(1) + protowire.SizeBytes(lens[k])
+		el = protowire.AppendVarint(protowire.AppendTag(el, 5, protowire.BytesType), uint64(node))
+		el = protowire.AppendVarint(protowire.AppendTag(el, 1, protowire.BytesType), uint64(lens[k]))
+		el = append(el, x...)
+	}
+	doc := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), el)
+	if _, _, err := appinfo.AndroidDecodeAAB(doc, nil); !strings.Contains(fmt.Sprint(err), "no package") {
+		t.Fatalf("decoding: %v", err) // a malformed document would fail earlier, as "not a valid protobuf"
+	}
+	_, err := parseBytes(t, appinfotest.BuildAAB(appinfotest.AABOptions{Manifest: doc}))
+	wantInvalid(t, err, "the manifest has no package attribute")
+}
+
+// rawEntry is a zip entry written as given: declared sizes may lie.
+type rawEntry struct {
+	name     string
+	data     []byte // uncompressed content, deflated when written
+	declared uint64 // declared uncompressed size
+}
+
+func rawZip(t *testing.T, entries ...rawEntry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, e := range entries {
+		var c bytes.Buffer
+		fw, _ := flate.NewWriter(&c, flate.BestCompression)
+		fw.Write(e.data)
+		fw.Close()
+		w, err := zw.CreateRaw(&zip.FileHeader{Name: e.name, Method: zip.Deflate, CRC32: crc32.ChecksumIEEE(e.data),
+			CompressedSize64: uint64(c.Len()), UncompressedSize64: e.declared})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(c.Bytes())
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestAndroidZipBombs(t *testing.T) {
+	manifest := appinfotest.BuildAXML(appinfotest.APKOptions{AndroidManifest: fullManifest})
+	arsc := appinfotest.BuildARSC(appinfotest.APKOptions{AndroidManifest: fullManifest})
+	bomb := make([]byte, appinfo.MaxManifestBytes+1)
+	tests := []struct {
+		name    string
+		entries []rawEntry
+		want    string
+	}{
+		{"manifest over the cap", []rawEntry{{"AndroidManifest.xml", bomb, uint64(len(bomb))}}, "over the 8388608-byte limit"},
+		// archive/zip itself refuses to inflate past the declared size.
+		{"manifest lying about its size", []rawEntry{{"AndroidManifest.xml", bomb, 100}}, `zip entry "AndroidManifest.xml" is corrupt`},
+		{"resources.arsc declaring 1 TiB", []rawEntry{{"AndroidManifest.xml", manifest, uint64(len(manifest))}, {"resources.arsc", arsc, 1 << 40}}, "over the 67108864-byte limit"},
+		{"bundle manifest over the cap", []rawEntry{{"base/manifest/AndroidManifest.xml", bomb, 1 << 33}}, "over the 8388608-byte limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseBytes(t, rawZip(t, tt.entries...))
+			wantInvalid(t, err, tt.want)
+		})
+	}
+
+	// An icon lying about its size is skipped, not fatal: the next largest is used.
+	bigHead := append(appinfotest.AndroidPNG(256, 256), make([]byte, appinfo.MaxIconBytes)...)
+	o := appinfotest.APKOptions{AndroidManifest: appinfotest.AndroidManifest{Package: "a.b", Icons: []appinfotest.AndroidIcon{
+		{Density: 640, Path: "res/bomb.png"}, {Density: 160, Path: "res/ok.png"},
+	}}}
+	b := rawZip(t,
+		rawEntry{"AndroidManifest.xml", appinfotest.BuildAXML(o), uint64(len(appinfotest.BuildAXML(o)))},
+		rawEntry{"resources.arsc", appinfotest.BuildARSC(o), uint64(len(appinfotest.BuildARSC(o)))},
+		rawEntry{"res/bomb.png", bigHead, 1000},
+		rawEntry{"res/ok.png", png48, uint64(len(png48))},
+	)
+	info := mustParse(t, b)
+	if info.Icon == nil || info.Icon.Width != 48 {
+		t.Errorf("icon %+v, want the 48px one", info.Icon)
+	}
+}
+
+// TestAndroidMutations is a deterministic mini-fuzz: every truncation and many byte changes of
+// valid documents and packages must give a result or an errs.Invalid error, never a panic.
+func TestAndroidMutations(t *testing.T) {
+	o := appinfotest.APKOptions{AndroidManifest: fullManifest}
+	ao := appinfotest.AABOptions{AndroidManifest: fullManifest}
+	axml, arsc := appinfotest.BuildAXML(o), appinfotest.BuildARSC(o)
+	aabManifest, aabRes := appinfotest.BuildAABManifest(ao), appinfotest.BuildAABResources(ao)
+	// Packages for zip-level mutations: small icons keep each parse cheap.
+	small := fullManifest
+	small.Icons = []appinfotest.AndroidIcon{{Density: 160, Path: "res/i.png", Data: appinfotest.AndroidPNG(4, 4)}}
+	docs := []struct {
+		name   string
+		data   []byte
+		decode func(b []byte) error
+	}{
+		{"AXML", axml, func(b []byte) error { _, _, err := appinfo.AndroidDecodeAPK(b, arsc); return err }},
+		{"AXML UTF-8", appinfotest.BuildAXML(appinfotest.APKOptions{AndroidManifest: fullManifest, UTF8: true}), func(b []byte) error { _, _, err := appinfo.AndroidDecodeAPK(b, nil); return err }},
+		{"ARSC", arsc, func(b []byte) error { _, _, err := appinfo.AndroidDecodeAPK(axml, b); return err }},
+		{"ARSC sparse", appinfotest.BuildARSC(appinfotest.APKOptions{AndroidManifest: fullManifest, SparseResources: true}), func(b []byte) error {
+			_, _, err := appinfo.AndroidDecodeAPK(axml, b)
+			return err
+		}},
+		{"AAB manifest", aabManifest, func(b []byte) error { _, _, err := appinfo.AndroidDecodeAAB(b, aabRes); return err }},
+		{"AAB resources", aabRes, func(b []byte) error { _, _, err := appinfo.AndroidDecodeAAB(aabManifest, b); return err }},
+		{"APK zip", appinfotest.BuildAPK(appinfotest.APKOptions{AndroidManifest: small}), func(b []byte) error { _, err := appinfo.Parse(bytes.NewReader(b), int64(len(b))); return err }},
+		{"AAB zip", appinfotest.BuildAAB(appinfotest.AABOptions{AndroidManifest: small}), func(b []byte) error { _, err := appinfo.Parse(bytes.NewReader(b), int64(len(b))); return err }},
+	}
+	for _, d := range docs {
+		t.Run(d.name, func(t *testing.T) {
+			check := func(what string, b []byte) {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("%s: panic %v", what, r)
+					}
+				}()
+				if err := d.decode(b); err != nil && !errs.Is(err, errs.Invalid) {
+					t.Fatalf("%s: error %q is not errs.Invalid", what, err)
+				}
+			}
+			if err := d.decode(d.data); err != nil {
+				t.Fatalf("unmutated: %v", err)
+			}
+			for n := range len(d.data) {
+				check("truncated", d.data[:n])
+			}
+			for i := range d.data {
+				for _, v := range []byte{0x00, 0xff, d.data[i] + 1, d.data[i] ^ 0x80} {
+					b := bytes.Clone(d.data)
+					b[i] = v
+					check("mutated", b)
+				}
+			}
+		})
+	}
+}
