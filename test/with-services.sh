@@ -74,6 +74,7 @@ export SLIPWAY_TEST_MINIO_PID=$MINIO_PID
 export SLIPWAY_TEST_MINIO_DATA=$MINIO_DATA
 export SLIPWAY_TEST_REQUIRE_SERVICES=1
 log "MinIO on $SLIPWAY_TEST_S3_ENDPOINT, Postgres at 127.0.0.1:5432"
+export SLIPWAY_TEST_HELM=$(bash "$(dirname "$0")/tools.sh" helm)
 
 set +e
 "$@"

@@ -1,0 +1,50 @@
+# syntax=docker/dockerfile:1
+#
+# Slipway's container image: a static binary on distroless, run as a non-root user.
+#
+#   docker build --build-arg VERSION=$(git describe --tags --always --dirty) \
+#                --build-arg COMMIT=$(git rev-parse HEAD) -t slipway .
+#
+# The go build line below is the Makefile's `build` target, flag for flag (CGO_ENABLED=0,
+# -trimpath, -ldflags "-s -w -X ...Version -X ...Commit"); test/deploy checks that the two never
+# drift. GOOS/GOARCH only select the target platform for multi-arch builds (docker buildx
+# --platform linux/amd64,linux/arm64) and are not build flags.
+#
+# No HEALTHCHECK: probes belong to the orchestrator (Kubernetes probes /healthz and /readyz, see
+# charts/slipway; compose declares its own).
+
+ARG GO_VERSION=1.26.8
+
+FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+WORKDIR /src
+# Modules first, so source edits do not invalidate the download layer.
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY . .
+ARG VERSION=dev
+ARG COMMIT=unknown
+ARG TARGETOS=linux
+ARG TARGETARCH=amd64
+RUN --mount=type=cache,target=/go/pkg/mod \
+    --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags "-s -w -X github.com/slipwayhq/slipway/pkg/buildinfo.Version=${VERSION} -X github.com/slipwayhq/slipway/pkg/buildinfo.Commit=${COMMIT}" -o /out/slipway ./cmd/slipway
+
+# distroless/static: CA certificates (S3 over https), tzdata (SLIPWAY_TIMEZONE), /etc/passwd with
+# the nonroot user (65532), no shell, no package manager.
+FROM gcr.io/distroless/static-debian12:nonroot
+ARG VERSION=dev
+ARG COMMIT=unknown
+LABEL org.opencontainers.image.title="slipway" \
+      org.opencontainers.image.description="Self-hosted app distribution service (Zealot-compatible API)" \
+      org.opencontainers.image.source="https://github.com/slipwayhq/slipway" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${COMMIT}"
+COPY --from=build /out/slipway /slipway
+# Numeric, so Kubernetes' runAsNonRoot can verify it without an /etc/passwd lookup.
+USER 65532:65532
+# The nonroot user's home: writable, so the default file://./data/objects storage works in a bare
+# `docker run` (Kubernetes and compose set SLIPWAY_STORAGE_URL to S3).
+WORKDIR /home/nonroot
+EXPOSE 8080
+ENTRYPOINT ["/slipway"]
+CMD ["serve"]

@@ -1,0 +1,285 @@
+{{/*
+Names and labels.
+*/}}
+{{- define "slipway.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "slipway.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "slipway.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "slipway.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "slipway.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/*
+The server's pods (not the migration job's, which carry component: migrate): the Deployment's
+selector, the Service's, the PDB's and the ServiceMonitor's.
+*/}}
+{{- define "slipway.serverSelectorLabels" -}}
+{{ include "slipway.selectorLabels" . }}
+app.kubernetes.io/component: server
+{{- end }}
+
+{{- define "slipway.labels" -}}
+helm.sh/chart: {{ include "slipway.chart" . }}
+{{ include "slipway.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: slipway
+{{- end }}
+
+{{- define "slipway.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "slipway.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "slipway.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+{{- end }}
+
+{{/*
+The Secret the pods read SLIPWAY_DATABASE_URL, SLIPWAY_SECRET and the S3 keys from.
+*/}}
+{{- define "slipway.secretName" -}}
+{{- default (include "slipway.fullname" .) .Values.existingSecret }}
+{{- end }}
+
+{{/*
+SLIPWAY_PUBLIC_URL: config.publicURL, else the first ingress host (https when a TLS entry lists
+it), else the Service's in-cluster URL.
+*/}}
+{{- define "slipway.publicURL" -}}
+{{- if .Values.config.publicURL }}
+{{- trimSuffix "/" .Values.config.publicURL }}
+{{- else if and .Values.ingress.enabled .Values.ingress.hosts }}
+{{- $host := (first .Values.ingress.hosts).host }}
+{{- $scheme := "http" }}
+{{- range .Values.ingress.tls }}
+{{- if has $host (.hosts | default list) }}
+{{- $scheme = "https" }}
+{{- end }}
+{{- end }}
+{{- printf "%s://%s" $scheme $host }}
+{{- else }}
+{{- $port := "" }}
+{{- if ne (int .Values.service.port) 80 }}
+{{- $port = printf ":%d" (int .Values.service.port) }}
+{{- end }}
+{{- printf "http://%s.%s.svc.cluster.local%s" (include "slipway.fullname" .) .Release.Namespace $port }}
+{{- end }}
+{{- end }}
+
+{{/*
+True ("true") when storage.url is a file:// store.
+*/}}
+{{- define "slipway.fileStorage" -}}
+{{- if hasPrefix "file://" .Values.storage.url }}true{{ end }}
+{{- end }}
+
+{{/*
+The folder of a file:///ABSOLUTE/PATH storage URL.
+*/}}
+{{- define "slipway.filePath" -}}
+{{- trimPrefix "file://" .Values.storage.url }}
+{{- end }}
+
+{{/*
+Refuses configurations that cannot work. Included by the Deployment, which is always rendered.
+*/}}
+{{- define "slipway.validate" -}}
+{{- $url := .Values.storage.url }}
+{{- if include "slipway.fileStorage" . }}
+{{- if or (gt (int .Values.replicaCount) 1) .Values.autoscaling.enabled }}
+{{- fail "storage.url is file://, a folder local to one pod: with replicaCount > 1 or autoscaling.enabled each pod would see different files. Use s3:// storage (any S3-compatible service), or replicaCount: 1 with autoscaling.enabled: false and storage.persistence.enabled: true." }}
+{{- end }}
+{{- if not (hasPrefix "file:///" $url) }}
+{{- fail "storage.url: a file:// store in the chart needs an absolute path (file:///var/lib/slipway/objects); it is mounted from storage.persistence." }}
+{{- end }}
+{{- if or (contains "?" $url) (contains "#" $url) (eq (include "slipway.filePath" .) "/") }}
+{{- fail "storage.url: write file:///ABSOLUTE/FOLDER, with no query or fragment and not the root folder." }}
+{{- end }}
+{{- if not .Values.storage.persistence.enabled }}
+{{- fail "storage.url is file://: set storage.persistence.enabled: true (a PersistentVolumeClaim), otherwise every upload is lost when the pod restarts." }}
+{{- end }}
+{{- else if not (hasPrefix "s3://" $url) }}
+{{- fail "storage.url must be s3://BUCKET[/PREFIX]?region=... (or file:///PATH for a single replica with persistence)." }}
+{{- end }}
+{{- if .Values.podDisruptionBudget.enabled }}
+{{- $max := toString .Values.podDisruptionBudget.maxUnavailable }}
+{{- $min := toString .Values.podDisruptionBudget.minAvailable }}
+{{- if eq (empty $max) (empty $min) }}
+{{- fail "podDisruptionBudget: set exactly one of maxUnavailable and minAvailable." }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+SLIPWAY_SECRET's value when the chart manages the Secret: secret.value, else the value already in
+the release's Secret (so upgrades keep it), else a new random one. It is generated once per render
+and remembered, so the Secret and the migration hook's Secret carry the same value.
+*/}}
+{{- define "slipway.secretValue" -}}
+{{- if .Values.secret.value }}
+{{- .Values.secret.value }}
+{{- else }}
+{{- if not (hasKey .Values.secret "_resolved") }}
+{{- $value := "" }}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "slipway.fullname" .) }}
+{{- if and $existing $existing.data }}
+{{- $value = (get $existing.data "SLIPWAY_SECRET" | default "" | b64dec) }}
+{{- end }}
+{{- if lt (len $value) 32 }}
+{{- $value = randAlphaNum 64 }}
+{{- end }}
+{{- $_ := set .Values.secret "_resolved" $value }}
+{{- end }}
+{{- get .Values.secret "_resolved" }}
+{{- end }}
+{{- end }}
+
+{{/*
+The Secret's data (chart-managed Secret and the migration hook's copy), base64-encoded.
+*/}}
+{{- define "slipway.secretData" -}}
+SLIPWAY_DATABASE_URL: {{ .Values.database.url | b64enc | quote }}
+SLIPWAY_SECRET: {{ include "slipway.secretValue" . | b64enc | quote }}
+{{- if .Values.s3Credentials.accessKeyID }}
+AWS_ACCESS_KEY_ID: {{ .Values.s3Credentials.accessKeyID | b64enc | quote }}
+AWS_SECRET_ACCESS_KEY: {{ .Values.s3Credentials.secretAccessKey | b64enc | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+Non-secret settings: the ConfigMap's data, and the migration job's env. Only config.Vars names
+(pkg/config) plus AWS_REGION; test/deploy checks every SLIPWAY_* name here exists there.
+*/}}
+{{- define "slipway.configData" -}}
+SLIPWAY_ADDR: {{ printf ":%d" (int .Values.containerPort) | quote }}
+SLIPWAY_PUBLIC_URL: {{ include "slipway.publicURL" . | quote }}
+SLIPWAY_STORAGE_URL: {{ .Values.storage.url | quote }}
+SLIPWAY_MAX_UPLOAD_BYTES: {{ int64 .Values.config.maxUploadBytes | toString | quote }}
+SLIPWAY_MAX_CONCURRENT_UPLOADS: {{ int64 .Values.config.maxConcurrentUploads | toString | quote }}
+SLIPWAY_PRESIGN_TTL: {{ .Values.config.presignTTL | quote }}
+{{- with .Values.config.cdnURL }}
+SLIPWAY_CDN_URL: {{ . | quote }}
+{{- end }}
+SLIPWAY_LOG_LEVEL: {{ .Values.config.logLevel | quote }}
+SLIPWAY_LOG_FORMAT: {{ .Values.config.logFormat | quote }}
+SLIPWAY_TIMEZONE: {{ .Values.config.timezone | quote }}
+SLIPWAY_GC_INTERVAL: {{ .Values.config.gcInterval | quote }}
+SLIPWAY_GC_GRACE: {{ .Values.config.gcGrace | quote }}
+SLIPWAY_DRAIN_TIMEOUT: {{ printf "%ds" (int .Values.config.drainTimeoutSeconds) | quote }}
+{{- with .Values.config.uploadIdleTimeout }}
+SLIPWAY_UPLOAD_IDLE_TIMEOUT: {{ . | quote }}
+{{- end }}
+{{- with .Values.config.trustedProxies }}
+SLIPWAY_TRUSTED_PROXIES: {{ . | quote }}
+{{- end }}
+{{- with .Values.storage.region }}
+AWS_REGION: {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+Env entries read from a Secret, plus GOMEMLIMIT and extraEnv. Call with
+(dict "root" $ "secretName" NAME "container" CONTAINER "resources" RESOURCES).
+*/}}
+{{- define "slipway.env" -}}
+{{- $root := .root -}}
+- name: SLIPWAY_DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: SLIPWAY_DATABASE_URL
+- name: SLIPWAY_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: SLIPWAY_SECRET
+{{- if or $root.Values.existingSecret $root.Values.s3Credentials.accessKeyID }}
+- name: AWS_ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: AWS_ACCESS_KEY_ID
+      optional: {{ not (empty $root.Values.existingSecret) }}
+- name: AWS_SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: AWS_SECRET_ACCESS_KEY
+      optional: {{ not (empty $root.Values.existingSecret) }}
+{{- end }}
+{{- if and .resources .resources.limits .resources.limits.memory }}
+# The Go runtime collects garbage harder as the heap nears the container's memory limit.
+- name: GOMEMLIMIT
+  valueFrom:
+    resourceFieldRef:
+      containerName: {{ .container }}
+      resource: limits.memory
+{{- end }}
+{{- with $root.Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The pod- and container-level hardening every Slipway pod gets.
+*/}}
+{{- define "slipway.podSecurityContext" -}}
+runAsNonRoot: true
+{{- with .Values.podSecurityContext.runAsUser }}
+runAsUser: {{ int64 . }}
+{{- end }}
+{{- with .Values.podSecurityContext.runAsGroup }}
+runAsGroup: {{ int64 . }}
+{{- end }}
+{{- with .Values.podSecurityContext.fsGroup }}
+fsGroup: {{ int64 . }}
+{{- end }}
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- define "slipway.containerSecurityContext" -}}
+runAsNonRoot: true
+readOnlyRootFilesystem: true
+allowPrivilegeEscalation: false
+privileged: false
+capabilities:
+  drop:
+    - ALL
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/*
+terminationGracePeriodSeconds: the preStop sleep, the drain timeout, then 5 s Slipway gives
+cancelled requests to abort their uploads, plus 5 s margin.
+*/}}
+{{- define "slipway.terminationGracePeriodSeconds" -}}
+{{- add (int .Values.lifecycle.preStopSleepSeconds) (int .Values.config.drainTimeoutSeconds) 10 }}
+{{- end }}
