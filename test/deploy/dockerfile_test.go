@@ -342,6 +342,18 @@ func TestDockerignoreKeepsTheBuildInputs(t *testing.T) {
 			kept[strings.TrimSuffix(strings.TrimPrefix(line, "!"), "/")] = true
 		}
 	}
+	// keeps reports whether a kept pattern covers path (a folder pattern, or a file glob).
+	keeps := func(path string) bool {
+		for p := range kept {
+			if p == path || strings.HasPrefix(path, p+"/") {
+				return true
+			}
+			if ok, _ := filepath.Match(p, path); ok {
+				return true
+			}
+		}
+		return false
+	}
 	if !excludesAll {
 		t.Fatal(".dockerignore does not start from excluding everything (*)")
 	}
@@ -350,7 +362,7 @@ func TestDockerignoreKeepsTheBuildInputs(t *testing.T) {
 			t.Errorf(".dockerignore does not keep %s", f)
 		}
 	}
-	cmd := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{if .Module.Main}}{{.Dir}}|{{join .EmbedFiles \",\"}}{{end}}{{end}}", "./cmd/slipway")
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{if .Module.Main}}{{.Dir}}|{{join .GoFiles \",\"}}|{{join .EmbedFiles \",\"}}{{end}}{{end}}", "./cmd/slipway")
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {
@@ -360,18 +372,18 @@ func TestDockerignoreKeepsTheBuildInputs(t *testing.T) {
 		if line == "" {
 			continue
 		}
-		dir, embeds, _ := strings.Cut(line, "|")
-		rel, err := filepath.Rel(root, dir)
+		parts := strings.Split(line, "|")
+		rel, err := filepath.Rel(root, parts[0])
 		if err != nil {
 			t.Fatal(err)
 		}
-		top, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
-		if !kept[top] {
-			t.Errorf("the binary builds from %s, which .dockerignore leaves out of the build context", rel)
-		}
-		for _, e := range strings.Split(embeds, ",") {
-			if e != "" && (strings.Contains(e, "testdata/") || strings.HasSuffix(e, "_test.go")) {
-				t.Errorf("%s embeds %s, which .dockerignore leaves out", rel, e)
+		for _, f := range append(strings.Split(parts[1], ","), strings.Split(parts[2], ",")...) {
+			if f == "" {
+				continue
+			}
+			path := filepath.ToSlash(filepath.Join(rel, f))
+			if !keeps(path) || strings.Contains(path, "/testdata/") || strings.HasSuffix(path, "_test.go") {
+				t.Errorf("the binary is built from %s, which .dockerignore leaves out of the build context", path)
 			}
 		}
 	}
