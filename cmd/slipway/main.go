@@ -28,9 +28,14 @@ Commands:
   token list                          list tokens (never their secrets)
   token revoke NAME                   revoke the active token named NAME
   gc [--grace DURATION]               delete orphaned objects once
+  upload FILE --url URL --token TOKEN [--channel-key KEY] [--changelog TEXT] [--custom-field N=V] ...
+                                      upload an app package; prints the release URL (see upload -h)
+  debug-file upload FILE --url URL --token TOKEN --channel-key KEY
+                                      upload a zipped dSYM or ProGuard mapping (see debug-file upload -h)
   version                             print the version
 
-Configuration comes from SLIPWAY_* environment variables; see the README.
+Configuration comes from SLIPWAY_* environment variables; see the README. The upload commands
+read SLIPWAY_URL and SLIPWAY_TOKEN when --url and --token are not given.
 `
 
 // run executes one command and returns the process exit code.
@@ -49,6 +54,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = tokenCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "gc":
 		err = gcCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "upload":
+		err = uploadCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "debug-file":
+		err = debugFileCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version", "-v":
 		printVersion(stdout)
 	case "help", "--help", "-h":

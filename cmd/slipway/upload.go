@@ -1,0 +1,321 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/slipwayhq/slipway/pkg/buildinfo"
+	"github.com/slipwayhq/slipway/pkg/uploader"
+)
+
+// maxChangelogFile bounds --changelog-file: the server takes at most 1 MiB per form field.
+const maxChangelogFile = 1 << 20
+
+const uploadUsage = `Usage: slipway upload FILE --url URL --token TOKEN [flags]
+
+Uploads an app package (.ipa, .apk, .aab, zipped .app, .pkg, .dmg) to a Slipway or Zealot server,
+streaming it from disk. On success the release page URL is the last line on stdout (with --json, the
+server's whole answer instead). On failure the exit status is 1 and stderr has the server's message.
+The token is never printed; prefer SLIPWAY_TOKEN to --token, which other users may see in ps.
+
+Custom fields: --custom-field NAME=VALUE (split at the first "=", so the value may hold "="), or a
+JSON object for an icon: --custom-field '{"name":"QA","value":"passed","icon":"fa fa-check"}'.
+Repeat the flag for more fields.
+
+Flags:
+`
+
+const debugFileUsage = `Usage: slipway debug-file upload FILE --url URL --token TOKEN --channel-key KEY [flags]
+
+Uploads a zipped dSYM (iOS, macOS) or an Android archive (mapping.txt, R.txt, AndroidManifest.xml).
+On success stdout has the debug file's id, then its download URL (file_url) on the last line; with
+--json, the server's whole answer instead. For Android give --release-version and --build-version
+unless the archive holds an AndroidManifest.xml; for Apple the dSYM's own versions are used.
+
+Flags:
+`
+
+// uploadFlags are the flags both upload commands share.
+type uploadFlags struct {
+	url, token, progress string
+	json                 bool
+}
+
+func (u *uploadFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&u.url, "url", "", "server base URL, e.g. https://slipway.example.com (default $SLIPWAY_URL)")
+	fs.StringVar(&u.token, "token", "", "API token with upload scope (default $SLIPWAY_TOKEN)")
+	fs.StringVar(&u.progress, "progress", "auto", "progress on stderr: auto (a bar on a terminal, else lines), bar, lines or none")
+	fs.BoolVar(&u.json, "json", false, "print the server's JSON answer on stdout instead of the URL")
+}
+
+// client validates the shared flags, filling them from the environment, and builds the client.
+func (u *uploadFlags) client(getenv func(string) string) (*uploader.Client, error) {
+	if u.url == "" {
+		u.url = getenv("SLIPWAY_URL")
+	}
+	if u.token == "" {
+		u.token = getenv("SLIPWAY_TOKEN")
+	}
+	switch {
+	case u.url == "":
+		return nil, usageError("--url (or SLIPWAY_URL) is required")
+	case u.token == "":
+		return nil, usageError("--token (or SLIPWAY_TOKEN) is required")
+	}
+	switch u.progress {
+	case "auto", "bar", "lines", "none":
+	default:
+		return nil, usageError("--progress must be auto, bar, lines or none")
+	}
+	return &uploader.Client{BaseURL: u.url, Token: u.token, UserAgent: "slipway-cli/" + buildinfo.Version}, nil
+}
+
+// reporter returns the progress reporter for the --progress mode, or nil for none.
+func (u *uploadFlags) reporter(stderr io.Writer, getenv func(string) string, path string) *uploader.Reporter {
+	style := uploader.Lines
+	width := 0
+	switch u.progress {
+	case "none":
+		return nil
+	case "bar":
+		style = uploader.Bar
+	case "auto":
+		if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && getenv("TERM") != "dumb" {
+			style = uploader.Bar
+			width, _, _ = term.GetSize(int(f.Fd()))
+		}
+	}
+	r := uploader.NewReporter(stderr, style, filepath.Base(path))
+	if width > 0 {
+		r.Width = width
+	}
+	return r
+}
+
+// uploadCmd: slipway upload FILE [flags].
+func uploadCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("upload", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, uploadUsage); fs.PrintDefaults() }
+	var common uploadFlags
+	common.register(fs)
+	var form uploader.AppForm
+	fs.StringVar(&form.ChannelKey, "channel-key", "", "channel to upload to; without it the app, scheme and channel are found or created")
+	fs.StringVar(&form.Name, "name", "", "app name (default: the name in the package)")
+	fs.StringVar(&form.ReleaseType, "release-type", "", "debug, beta, adhoc, release, enterprise, ... (default: from the package)")
+	fs.StringVar(&form.Changelog, "changelog", "", "changelog: plain text, one entry per line, or Zealot's JSON array")
+	changelogFile := fs.String("changelog-file", "", "read the changelog from this file")
+	fs.Func("custom-field", "NAME=VALUE, or a JSON object with name, value and icon (repeatable)", func(v string) error {
+		f, err := parseCustomField(v)
+		if err == nil {
+			form.CustomFields = append(form.CustomFields, f)
+		}
+		return err
+	})
+	fs.StringVar(&form.Branch, "branch", "", "git branch")
+	fs.StringVar(&form.GitCommit, "git-commit", "", "git commit hash")
+	fs.StringVar(&form.CIURL, "ci-url", "", "URL of the CI build")
+	fs.StringVar(&form.Password, "password", "", "set the channel's download password")
+	fs.StringVar(&form.Source, "source", "slipway-cli", "origin of the upload, shown with the release")
+	fs.StringVar(&form.ReleaseVersion, "release-version", "", "release version, for packages without readable metadata (.dmg)")
+	fs.StringVar(&form.BuildVersion, "build-version", "", "build version, for packages without readable metadata (.dmg)")
+	fs.StringVar(&form.BundleID, "bundle-id", "", "bundle id, for packages without readable metadata (.dmg)")
+	pos, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError("want exactly one FILE to upload (see slipway upload -h)")
+	}
+	if *changelogFile != "" {
+		if form.Changelog != "" {
+			return usageError("give --changelog or --changelog-file, not both")
+		}
+		if form.Changelog, err = readSmallFile(*changelogFile, maxChangelogFile); err != nil {
+			return err
+		}
+	}
+	c, err := common.client(getenv)
+	if err != nil {
+		return err
+	}
+	path := pos[0]
+	announce(stderr, common.progress, path, c.BaseURL)
+	r := common.reporter(stderr, getenv, path)
+	rel, err := c.UploadApp(ctx, path, form, start(r))
+	stop(r)
+	if err != nil {
+		return err
+	}
+	if common.progress != "none" {
+		fmt.Fprintf(stderr, "Uploaded %s %s (%s) as release %d of channel %s\n",
+			rel.AppName, rel.ReleaseVersion, rel.BuildVersion, rel.Version, rel.Channel.Slug)
+	}
+	if common.json {
+		return printJSON(stdout, rel.Raw)
+	}
+	_, err = fmt.Fprintln(stdout, rel.ReleaseURL)
+	return err
+}
+
+// debugFileCmd: slipway debug-file upload FILE [flags].
+func debugFileCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "upload" {
+		return usageError("want: slipway debug-file upload FILE --channel-key KEY (see slipway debug-file upload -h)")
+	}
+	fs := flag.NewFlagSet("debug-file upload", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, debugFileUsage); fs.PrintDefaults() }
+	var common uploadFlags
+	common.register(fs)
+	var form uploader.DebugFileForm
+	fs.StringVar(&form.ChannelKey, "channel-key", "", "channel of the app the debug file belongs to (required)")
+	fs.StringVar(&form.ReleaseVersion, "release-version", "", "release version (Android; ignored for dSYMs)")
+	fs.StringVar(&form.BuildVersion, "build-version", "", "build version (Android; ignored for dSYMs)")
+	pos, err := parseInterspersed(fs, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError("want exactly one FILE to upload (see slipway debug-file upload -h)")
+	}
+	if form.ChannelKey == "" {
+		return usageError("--channel-key is required")
+	}
+	c, err := common.client(getenv)
+	if err != nil {
+		return err
+	}
+	path := pos[0]
+	announce(stderr, common.progress, path, c.BaseURL)
+	r := common.reporter(stderr, getenv, path)
+	df, err := c.UploadDebugFile(ctx, path, form, start(r))
+	stop(r)
+	if err != nil {
+		return err
+	}
+	if common.progress != "none" {
+		fmt.Fprintf(stderr, "Uploaded debug file %d for %s %s (%s), %d object(s)\n",
+			df.ID, df.AppName, df.ReleaseVersion, df.BuildVersion, len(df.Metadata))
+	}
+	if common.json {
+		return printJSON(stdout, df.Raw)
+	}
+	_, err = fmt.Fprintf(stdout, "%d\n%s\n", df.ID, df.FileURL)
+	return err
+}
+
+// parseInterspersed parses flags that may come before and after positional arguments
+// (`slipway upload app.ipa --url ...`), which package flag alone stops at, and returns the
+// positional ones. "--" ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err // the usage is printed; the caller exits 0
+			}
+			return nil, usageError(err.Error())
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// parseCustomField reads NAME=VALUE (split at the first "=") or a JSON object
+// {"name", "value", "icon"}. A three-part NAME=VALUE=ICON form is deliberately not offered: values
+// are often URLs with "=" in their query, which it would split silently.
+func parseCustomField(v string) (uploader.CustomField, error) {
+	var f uploader.CustomField
+	if strings.HasPrefix(strings.TrimSpace(v), "{") {
+		dec := json.NewDecoder(strings.NewReader(v))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&f); err != nil {
+			return f, fmt.Errorf(`want a JSON object {"name": "...", "value": "...", "icon": "..."}: %v`, err)
+		}
+	} else {
+		name, value, ok := strings.Cut(v, "=")
+		if !ok {
+			return f, errors.New("want NAME=VALUE, or a JSON object with name, value and icon")
+		}
+		f = uploader.CustomField{Name: name, Value: value}
+	}
+	if f.Name = strings.TrimSpace(f.Name); f.Name == "" {
+		return f, errors.New("the name must not be empty")
+	}
+	return f, nil
+}
+
+// readSmallFile reads a file of at most limit bytes.
+func readSmallFile(path string, limit int64) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return "", err
+	}
+	if int64(len(b)) > limit {
+		return "", fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	return string(b), nil
+}
+
+// announce says what is about to happen, unless progress is off.
+func announce(stderr io.Writer, progress, path, base string) {
+	if progress == "none" {
+		return
+	}
+	size := ""
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+		size = fmt.Sprintf(" (%d bytes)", st.Size())
+	}
+	if u, err := url.Parse(base); err == nil {
+		// Credentials may ride in a URL's user info or query; they are never printed.
+		u.User, u.RawQuery, u.Fragment = nil, "", ""
+		base = u.String()
+	}
+	fmt.Fprintf(stderr, "Uploading %s%s to %s\n", path, size, strings.TrimRight(base, "/"))
+}
+
+func start(r *uploader.Reporter) uploader.ProgressFunc {
+	if r == nil {
+		return nil
+	}
+	r.Start()
+	return r.Update
+}
+
+func stop(r *uploader.Reporter) {
+	if r != nil {
+		r.Stop()
+	}
+}
+
+func printJSON(w io.Writer, raw json.RawMessage) error {
+	_, err := fmt.Fprintf(w, "%s\n", strings.TrimSpace(string(raw)))
+	return err
+}

@@ -1,0 +1,571 @@
+// Package e2e runs the real slipway binary, as operators and CI jobs do: `slipway serve` child
+// processes on loopback ports against a fresh Postgres database and filesystem storage or a fresh
+// MinIO bucket, and CLI commands (token, migrate, gc, upload) against the same environment.
+//
+// Unlike test/apptest, which serves the handler in the test process, this exercises what only a
+// process shows: configuration from the environment, exit codes, signals and graceful shutdown,
+// logs, and several replicas sharing one database and one bucket:
+//
+//	h := e2e.New(t, e2e.Options{Storage: e2e.S3})
+//	s1 := h.Start(t, "SLIPWAY_DRAIN_TIMEOUT=5s")
+//	s2 := h.Start(t)
+//	token := h.CreateToken(t, "ci", "upload")
+//	res := h.Run(t, "upload", ipaPath, "--url", s1.URL, "--token", token)
+//	s2.Signal(syscall.SIGKILL)
+//
+// The binary is built once per test process (with -race when the tests run with -race, so the
+// server's own races fail the test that provoked them); call Main from TestMain to remove it at
+// the end, or set SLIPWAY_E2E_BINARY to a prebuilt one. Servers still running when their test
+// ends are stopped with SIGTERM (SIGKILL if that does not end them); on Linux they are also
+// killed if the test process dies, so a timed-out `go test` leaves none behind.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/slipwayhq/slipway/test/testenv"
+)
+
+// Storage kinds for Options.Storage.
+const (
+	FS = "fs"
+	S3 = "s3"
+)
+
+// Bounds on waiting for processes; generous, because two cores may be building or racing.
+const (
+	// StartTimeout bounds a server's start (migrations, storage check) until /healthz answers.
+	StartTimeout = 2 * time.Minute
+	// WaitTimeout bounds Server.Wait and the stop at clean-up.
+	WaitTimeout = 2 * time.Minute
+	// RunTimeout bounds a CLI command.
+	RunTimeout = 5 * time.Minute
+)
+
+// Secret is SLIPWAY_SECRET of every server of a Harness: replicas must share it.
+const Secret = "e2e-secret-e2e-secret-e2e-secret-0123456789"
+
+// Options shape a Harness.
+type Options struct {
+	// Storage is FS (default: a temporary folder) or S3 (a fresh MinIO bucket).
+	Storage string
+	// S3Params are added to the s3:// storage URL, e.g. {"part_size_mib": {"5"}}.
+	S3Params url.Values
+	// Env is added to the environment of every server and command of the harness (after the
+	// harness's own variables, so it overrides them).
+	Env []string
+}
+
+// Harness is one environment (database, storage, secret) shared by the servers and commands of a
+// test.
+type Harness struct {
+	// DatabaseURL is the fresh database (dropped when the test ends).
+	DatabaseURL string
+	// StorageURL is SLIPWAY_STORAGE_URL: file://DIR or s3://BUCKET?....
+	StorageURL string
+	// StorageDir is the folder of FS storage ("" for S3).
+	StorageDir string
+	// S3 is the bucket of S3 storage (nil for FS).
+	S3 *testenv.S3Env
+
+	env []string
+
+	dbOnce sync.Once
+	db     *pgxpool.Pool
+	dbErr  error
+}
+
+// New prepares a fresh database and storage for the test. It builds the binary the first time.
+func New(t testing.TB, opts Options) *Harness {
+	t.Helper()
+	Binary(t)
+	h := &Harness{DatabaseURL: testenv.DatabaseURL(t)}
+	switch opts.Storage {
+	case "", FS:
+		h.StorageDir = t.TempDir()
+		h.StorageURL = "file://" + h.StorageDir
+	case S3:
+		e := testenv.S3(t)
+		h.S3 = &e
+		h.StorageURL = e.URL
+		if len(opts.S3Params) > 0 {
+			u, err := url.Parse(e.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := u.Query()
+			for k, vs := range opts.S3Params {
+				q[k] = vs
+			}
+			u.RawQuery = q.Encode()
+			h.StorageURL = u.String()
+		}
+	default:
+		t.Fatalf("e2e: unknown storage %q (want %q or %q)", opts.Storage, FS, S3)
+	}
+	h.env = append(h.env,
+		"SLIPWAY_DATABASE_URL="+h.DatabaseURL,
+		"SLIPWAY_STORAGE_URL="+h.StorageURL,
+		"SLIPWAY_SECRET="+Secret,
+		// No collector run in the middle of a test unless it asks for one.
+		"SLIPWAY_GC_INTERVAL=0",
+		"SLIPWAY_LOG_LEVEL=debug",
+		// Short enough that a server left with a stuck request stops quickly at clean-up.
+		"SLIPWAY_DRAIN_TIMEOUT=10s",
+	)
+	if h.S3 != nil {
+		h.env = append(h.env, h.S3.Environ()...)
+	}
+	h.env = append(h.env, opts.Env...)
+	return h
+}
+
+// Environ returns the environment of the harness's processes: this process's, without any
+// SLIPWAY_* or AWS_* variable (a developer's own settings must not leak in), plus the harness's
+// variables, then extra. A later entry of a name wins.
+func (h *Harness) Environ(extra ...string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "SLIPWAY_") || strings.HasPrefix(kv, "AWS_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	out = append(out, h.env...)
+	return append(out, extra...)
+}
+
+// Server is a running `slipway serve`.
+type Server struct {
+	// URL is http://127.0.0.1:PORT, also its SLIPWAY_PUBLIC_URL unless the caller set one.
+	URL string
+	// Addr is 127.0.0.1:PORT.
+	Addr string
+	// PID is the process id.
+	PID int
+
+	cmd  *exec.Cmd
+	logs *logBuffer
+	done chan struct{}
+	// state is set when done is closed.
+	state *os.ProcessState
+}
+
+// errPortTaken is a start that lost its port to another process between choosing and binding it.
+var errPortTaken = errors.New("port taken")
+
+// Start starts `slipway serve` with the harness's environment plus extraEnv (e.g.
+// "SLIPWAY_DRAIN_TIMEOUT=1s"), on a free loopback port unless extraEnv sets SLIPWAY_ADDR, and
+// returns once GET /healthz answers 200. The server is stopped when the test ends.
+func (h *Harness) Start(t testing.TB, extraEnv ...string) *Server {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		s, err := h.start(t, extraEnv)
+		if errors.Is(err, errPortTaken) && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
+
+func (h *Harness) start(t testing.TB, extraEnv []string) (*Server, error) {
+	addr := lastValue(extraEnv, "SLIPWAY_ADDR")
+	if addr == "" {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		addr = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	s := &Server{URL: "http://" + addr, Addr: addr, logs: &logBuffer{}, done: make(chan struct{})}
+	env := h.Environ(append([]string{"SLIPWAY_ADDR=" + addr, "SLIPWAY_PUBLIC_URL=" + s.URL}, extraEnv...)...)
+	s.cmd = exec.Command(Binary(t), "serve")
+	s.cmd.Env = env
+	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
+	s.cmd.WaitDelay = 10 * time.Second
+	if err := startCmd(s.cmd); err != nil {
+		return nil, fmt.Errorf("e2e: starting slipway serve: %w", err)
+	}
+	s.PID = s.cmd.Process.Pid
+	go func() {
+		_ = s.cmd.Wait()
+		s.state = s.cmd.ProcessState
+		close(s.done)
+	}()
+	t.Cleanup(func() { s.cleanup(t) })
+
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(StartTimeout)
+	for {
+		resp, err := client.Get(s.URL + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s, nil
+			}
+		}
+		select {
+		case <-s.done:
+			if strings.Contains(s.Logs(), "address already in use") {
+				return nil, errPortTaken
+			}
+			return nil, fmt.Errorf("e2e: slipway serve exited with %s before answering /healthz; its output:\n%s", s.state, s.Logs())
+		case <-time.After(25 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("e2e: slipway serve did not answer /healthz within %s; its output:\n%s", StartTimeout, s.Logs())
+		}
+	}
+}
+
+// cleanup stops the server if it still runs, and reports data races and, for a failed test, the
+// end of its logs.
+func (s *Server) cleanup(t testing.TB) {
+	if !s.Exited() {
+		_ = s.Signal(syscall.SIGTERM)
+		select {
+		case <-s.done:
+		case <-time.After(WaitTimeout):
+			t.Errorf("e2e: server %s ignored SIGTERM for %s; killing it", s.Addr, WaitTimeout)
+			_ = s.Signal(syscall.SIGKILL)
+			<-s.done
+		}
+	}
+	logs := s.Logs()
+	if strings.Contains(logs, "WARNING: DATA RACE") {
+		t.Errorf("e2e: the server %s (pid %d) reported a data race:\n%s", s.Addr, s.PID, logs)
+		return
+	}
+	if t.Failed() {
+		const tail = 32 << 10
+		if len(logs) > tail {
+			logs = "…" + logs[len(logs)-tail:]
+		}
+		t.Logf("e2e: output of the server %s (pid %d, %s):\n%s", s.Addr, s.PID, s.state, logs)
+	}
+}
+
+// Logs returns everything the server has written to stdout and stderr so far.
+func (s *Server) Logs() string { return s.logs.String() }
+
+// Signal sends sig to the server process (syscall.SIGTERM to stop it gracefully, SIGKILL for a
+// crash).
+func (s *Server) Signal(sig os.Signal) error { return s.cmd.Process.Signal(sig) }
+
+// Exited reports whether the process has ended.
+func (s *Server) Exited() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Done is closed when the process has ended.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Wait waits (at most WaitTimeout, failing the test beyond) for the process to end and returns
+// its exit code: -1 when a signal killed it.
+func (s *Server) Wait(t testing.TB) int {
+	t.Helper()
+	select {
+	case <-s.done:
+		return s.state.ExitCode()
+	case <-time.After(WaitTimeout):
+		t.Fatalf("e2e: server %s still running after %s", s.Addr, WaitTimeout)
+		return 0
+	}
+}
+
+// Stop sends SIGTERM and waits for the exit code.
+func (s *Server) Stop(t testing.TB) int {
+	t.Helper()
+	if err := s.Signal(syscall.SIGTERM); err != nil && !s.Exited() {
+		t.Fatal(err)
+	}
+	return s.Wait(t)
+}
+
+// Kill sends SIGKILL and waits for the process to end.
+func (s *Server) Kill(t testing.TB) {
+	t.Helper()
+	if err := s.Signal(syscall.SIGKILL); err != nil && !s.Exited() {
+		t.Fatal(err)
+	}
+	s.Wait(t)
+}
+
+// WaitLog waits until the server's output contains substr, failing the test if the process ends
+// first or after WaitTimeout.
+func (s *Server) WaitLog(t testing.TB, substr string) {
+	t.Helper()
+	deadline := time.Now().Add(WaitTimeout)
+	for !strings.Contains(s.Logs(), substr) {
+		if s.Exited() && !strings.Contains(s.Logs(), substr) {
+			t.Fatalf("e2e: server %s exited (%s) without logging %q", s.Addr, s.state, substr)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("e2e: server %s did not log %q within %s", s.Addr, substr, WaitTimeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Response is a whole HTTP response.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into v, failing the test when it is not JSON.
+func (r *Response) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("status %d, body is not JSON (%v): %.500s", r.Status, err, r.Body)
+	}
+}
+
+// noRedirects is the client of Get: tests see the 302s of downloads.
+var noRedirects = &http.Client{
+	Timeout:       time.Minute,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+// Get fetches path (relative to the server's URL) and reads the whole response.
+func (s *Server) Get(t testing.TB, path string) *Response {
+	t.Helper()
+	return s.Do(t, http.MethodGet, path, nil)
+}
+
+// Do sends a request to path (relative to the server's URL) with header name/value pairs, e.g.
+// "Authorization", "Token "+token, and reads the whole response. Redirects are not followed.
+func (s *Server) Do(t testing.TB, method, path string, body io.Reader, header ...string) *Response {
+	t.Helper()
+	req, err := http.NewRequest(method, s.URL+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Add(header[i], header[i+1])
+	}
+	resp, err := noRedirects.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// Result is a finished CLI command.
+type Result struct {
+	Args     []string
+	Stdout   string
+	Stderr   string
+	ExitCode int
+}
+
+// LastLine is the last non-empty line of stdout, where commands put what scripts take (a token,
+// a release URL).
+func (r Result) LastLine() string {
+	lines := strings.Split(strings.TrimRight(r.Stdout, "\r\n"), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("slipway %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(r.Args, " "), r.ExitCode, r.Stdout, r.Stderr)
+}
+
+// Run runs `slipway args...` with the harness's environment and returns its result, whatever the
+// exit code; it fails the test only when the command cannot run or outlives RunTimeout.
+func (h *Harness) Run(t testing.TB, args ...string) Result {
+	t.Helper()
+	return h.RunEnv(t, nil, args...)
+}
+
+// RunEnv is Run with extra environment variables.
+func (h *Harness) RunEnv(t testing.TB, extraEnv []string, args ...string) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), RunTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, Binary(t), args...)
+	cmd.Env = h.Environ(extraEnv...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 10 * time.Second
+	if err := startCmd(cmd); err != nil {
+		t.Fatalf("e2e: starting slipway %s: %v", strings.Join(args, " "), err)
+	}
+	err := cmd.Wait()
+	res := Result{Args: args, Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: cmd.ProcessState.ExitCode()}
+	if ctx.Err() != nil {
+		t.Fatalf("e2e: slipway %s did not end within %s\n%s", strings.Join(args, " "), RunTimeout, res)
+	}
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		t.Fatalf("e2e: slipway %s: %v\n%s", strings.Join(args, " "), err, res)
+	}
+	return res
+}
+
+// MustRun is Run that fails the test unless the command exits 0.
+func (h *Harness) MustRun(t testing.TB, args ...string) Result {
+	t.Helper()
+	res := h.Run(t, args...)
+	if res.ExitCode != 0 {
+		t.Fatalf("e2e: command failed:\n%s", res)
+	}
+	return res
+}
+
+// CreateToken creates an API token with `slipway token create` and returns its secret.
+func (h *Harness) CreateToken(t testing.TB, name, scope string) string {
+	t.Helper()
+	return h.MustRun(t, "token", "create", "--name", name, "--scope", scope).LastLine()
+}
+
+// DB returns a connection pool on the harness's database, closed when the test ends, for tests
+// that check what was (not) recorded.
+func (h *Harness) DB(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	h.dbOnce.Do(func() {
+		h.db, h.dbErr = pgxpool.New(context.Background(), h.DatabaseURL)
+		if h.dbErr == nil {
+			t.Cleanup(h.db.Close)
+		}
+	})
+	if h.dbErr != nil {
+		t.Fatal(h.dbErr)
+	}
+	return h.db
+}
+
+// QueryInt runs a query returning one integer, e.g. "SELECT count(*) FROM releases".
+func (h *Harness) QueryInt(t testing.TB, sql string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := h.DB(t).QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("e2e: %s: %v", sql, err)
+	}
+	return n
+}
+
+// Objects lists every file in the storage: object keys, and for FS storage also the temporary
+// files of unfinished writes (named .slipway-tmp-*), so "nothing left" checks see those too.
+func (h *Harness) Objects(t testing.TB) []string {
+	t.Helper()
+	var keys []string
+	if h.S3 == nil {
+		err := filepath.WalkDir(h.StorageDir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				rel, _ := filepath.Rel(h.StorageDir, p)
+				keys = append(keys, filepath.ToSlash(rel))
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keys
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := awss3.NewListObjectsV2Paginator(h.S3.Client(), &awss3.ListObjectsV2Input{Bucket: &h.S3.Bucket})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, *o.Key)
+		}
+	}
+	return keys
+}
+
+// MultipartUploads lists the keys of the bucket's unfinished multipart uploads (S3 storage only).
+func (h *Harness) MultipartUploads(t testing.TB) []string {
+	t.Helper()
+	if h.S3 == nil {
+		t.Fatal("e2e: MultipartUploads needs S3 storage")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := h.S3.Client().ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: &h.S3.Bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, u := range out.Uploads {
+		keys = append(keys, *u.Key)
+	}
+	return keys
+}
+
+// lastValue returns the value of the last NAME=... in env.
+func lastValue(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+			v = val
+		}
+	}
+	return v
+}
+
+// freePort returns a loopback port that was free a moment ago; Start retries if another process
+// takes it first.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// logBuffer collects a process's output while the test reads it.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
