@@ -7,12 +7,12 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
-	"howett.net/plist"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/web"
 )
 
 // contentTypes of downloaded packages, by format.
@@ -158,28 +158,11 @@ func (s *Server) installManifest(c *gin.Context) {
 		return
 	}
 	pkgURL := s.links.Download(rc.ID, s.svc.ReleaseAccessToken(&rc.Channel, rc.ID))
-	body, err := InstallManifest(pkgURL, s.iconURL(&rc.Release), rc.BundleID, rc.ReleaseVersion, rc.App.Name)
+	body, err := web.InstallManifest(pkgURL, s.iconURL(&rc.Release), rc.BundleID, rc.ReleaseVersion, rc.App.Name)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
 	c.Header("Cache-Control", "no-store")
 	c.Data(http.StatusOK, "text/xml; charset=utf-8", body)
-}
-
-// InstallManifest renders Apple's over-the-air install manifest.
-func InstallManifest(packageURL, iconURL, bundleID, bundleVersion, title string) ([]byte, error) {
-	type asset struct {
-		Kind string `plist:"kind"`
-		URL  string `plist:"url"`
-	}
-	type item struct {
-		Assets   []asset           `plist:"assets"`
-		Metadata map[string]string `plist:"metadata"`
-	}
-	m := map[string][]item{"items": {{
-		Assets:   []asset{{Kind: "software-package", URL: packageURL}, {Kind: "display-image", URL: iconURL}, {Kind: "full-size-image", URL: iconURL}},
-		Metadata: map[string]string{"bundle-identifier": bundleID, "bundle-version": bundleVersion, "kind": "software", "title": title},
-	}}}
-	return plist.MarshalIndent(m, plist.XMLFormat, "\t")
 }

@@ -5,6 +5,7 @@ package links
 import (
 	"fmt"
 	"net/url"
+	"strings"
 )
 
 // DefaultIconPath is the path of the icon shown for packages that have none.
@@ -68,4 +69,86 @@ func (l Links) Icon(id int64, hasIcon bool) string {
 // DebugFile is a debug file's download (file_url).
 func (l Links) DebugFile(id int64) string {
 	return fmt.Sprintf("%s/download/debug_files/%d", l.Base, id)
+}
+
+// ChannelPage is one page of the channel page's release list (page 1 is the channel page itself).
+func (l Links) ChannelPage(slug string, page int) string {
+	if page <= 1 {
+		return l.Channel(slug)
+	}
+	return fmt.Sprintf("%s?page=%d", l.Channel(slug), page)
+}
+
+// Static is an embedded asset (a path under /static/, such as "slipway.css").
+func (l Links) Static(name string) string {
+	return l.Base + "/static/" + strings.TrimPrefix(name, "/")
+}
+
+// GitRepo turns a channel's git_url into the repository's https web address: scp-like
+// "git@host:org/repo.git" and "ssh://git@host[:port]/org/repo.git" become
+// "https://host/org/repo"; http(s) URLs lose a trailing ".git". Anything else (another scheme,
+// javascript:, no path) gives "" so that pages never link it.
+func GitRepo(gitURL string) string {
+	s := strings.TrimSpace(gitURL)
+	if s == "" || strings.ContainsAny(s, " \t\r\n\"'<>\\") {
+		return ""
+	}
+	if userHost, path, ok := strings.Cut(s, ":"); ok && !strings.Contains(s, "://") && !strings.Contains(userHost, "/") {
+		// scp-like syntax, [user@]host:path; a host has a dot, so "javascript:..." is not one.
+		host := userHost[strings.LastIndex(userHost, "@")+1:]
+		if !strings.Contains(host, ".") {
+			return ""
+		}
+		s = "https://" + host + "/" + strings.TrimPrefix(path, "/")
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return ""
+	}
+	switch u.Scheme {
+	case "http", "https":
+	case "ssh", "git", "git+ssh":
+		u.Scheme, u.Host = "https", u.Hostname()
+	default:
+		return ""
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), ".git")
+	if strings.Trim(u.Path, "/") == "" {
+		return ""
+	}
+	u.RawPath = ""
+	return u.String()
+}
+
+// GitCommit links a commit in the repository of gitURL ("" when the repository is not linkable).
+func GitCommit(gitURL, sha string) string {
+	repo := GitRepo(gitURL)
+	if repo == "" || sha == "" {
+		return ""
+	}
+	return repo + "/commit/" + url.PathEscape(sha)
+}
+
+// GitBranch links a branch ("feature/x" keeps its slash) in the repository of gitURL.
+func GitBranch(gitURL, branch string) string {
+	repo := GitRepo(gitURL)
+	if repo == "" || branch == "" {
+		return ""
+	}
+	parts := strings.Split(branch, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return repo + "/tree/" + strings.Join(parts, "/")
+}
+
+// WebURL returns s when it is an absolute http(s) URL, else "": user-given links (ci_url) are
+// only ever emitted as web links, never as javascript: or data: URLs.
+func WebURL(s string) string {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return ""
+	}
+	return u.String()
 }

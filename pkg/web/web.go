@@ -1,12 +1,20 @@
 package web
 
 import (
+	"bytes"
+	"embed"
+	"errors"
+	"html/template"
 	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/store"
 )
@@ -27,13 +35,185 @@ type Handler struct {
 	svc   *distribution.Service
 	links links.Links
 	log   *slog.Logger
+	pages map[string]*template.Template
 }
 
-// New returns the pages' handler.
+//go:embed templates
+var templateFS embed.FS
+
+// pageNames are the templates under templates/, each rendered inside layout.html.
+var pageNames = []string{"release", "channel", "password", "error"}
+
+// New returns the pages' handler. The templates are parsed once here; a broken template is a
+// programming error caught by every test, so it panics.
 func New(d Deps) *Handler {
-	return &Handler{cfg: d.Config, db: d.DB, svc: d.Service, links: d.Links, log: d.Log}
+	h := &Handler{cfg: d.Config, db: d.DB, svc: d.Service, links: d.Links, log: d.Log, pages: map[string]*template.Template{}}
+	for _, name := range pageNames {
+		h.pages[name] = template.Must(template.ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+	}
+	return h
 }
 
 // Register adds the pages' routes to the router (httpapi owns the router and its middleware).
+// The pages answer POST too: that is the password form of a protected channel (see gate).
 func (h *Handler) Register(e *gin.Engine) {
+	e.GET("/channels/:slug", h.channelPage)
+	e.POST("/channels/:slug", h.channelPage)
+	e.GET("/channels/:slug/releases/:id", h.releasePage)
+	e.POST("/channels/:slug/releases/:id", h.releasePage)
+	e.GET("/channels/:slug/releases/:id/qrcode", h.qrcode)
+}
+
+// page is what layout.html renders; Body is the page template's own data.
+type page struct {
+	Title     string
+	OG        *openGraph
+	Crumb     *crumb
+	Assets    assets
+	MainClass string
+	Body      any
+}
+
+// openGraph are the tags link previews (Slack, messengers) read.
+type openGraph struct {
+	Title, Description, URL, Image string
+}
+
+type crumb struct{ Text, URL string }
+
+type assets struct{ CSS, FontAwesome, FontAwesomeShims, Icon string }
+
+func (h *Handler) assets() assets {
+	return assets{
+		CSS:              h.links.Static("slipway.css"),
+		FontAwesome:      h.links.Static("fontawesome/css/all.min.css"),
+		FontAwesomeShims: h.links.Static("fontawesome/css/v4-shims.min.css"),
+		Icon:             h.links.Base + links.DefaultIconPath,
+	}
+}
+
+// contentSecurityPolicy allows the page's own styles and fonts, no script at all, and images
+// from anywhere: icons are redirects to presigned object URLs or a CDN.
+const contentSecurityPolicy = "default-src 'none'; style-src 'self'; font-src 'self'; img-src * data:; " +
+	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// render writes a page. Protected pages are never stored by caches; the others are revalidated,
+// since a channel's newest releases change. Referrer-Policy keeps the channel key (the unguessable
+// part of the URL) out of requests to git hosts and CI.
+func (h *Handler) render(c *gin.Context, status int, name string, p page, private bool) {
+	p.Assets = h.assets()
+	var buf bytes.Buffer
+	if err := h.pages[name].ExecuteTemplate(&buf, "layout", p); err != nil {
+		h.log.ErrorContext(c, "rendering a page", slog.String("page", name), slog.String("error", err.Error()))
+		c.Data(http.StatusInternalServerError, "text/plain; charset=utf-8", []byte("internal error\n"))
+		return
+	}
+	hd := c.Writer.Header()
+	if private {
+		hd.Set("Cache-Control", "private, no-store")
+	} else {
+		hd.Set("Cache-Control", "no-cache")
+	}
+	hd.Set("Content-Security-Policy", contentSecurityPolicy)
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	c.Data(status, "text/html; charset=utf-8", buf.Bytes())
+}
+
+// statusOf maps an error kind to its HTTP status, as the API does (httpapi's mapping is
+// unexported and httpapi imports this package).
+func statusOf(kind errs.Kind) int {
+	switch kind {
+	case errs.Invalid:
+		return http.StatusUnprocessableEntity
+	case errs.NotFound:
+		return http.StatusNotFound
+	case errs.Conflict:
+		return http.StatusConflict
+	case errs.Unauthenticated:
+		return http.StatusUnauthorized
+	case errs.Forbidden:
+		return http.StatusForbidden
+	case errs.TooLarge:
+		return http.StatusRequestEntityTooLarge
+	case errs.Unavailable:
+		return http.StatusServiceUnavailable
+	case errs.TooManyRequests:
+		return http.StatusTooManyRequests
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// clientMessage is what a client may read of err: its message when it is an *errs.Error of a
+// client-facing kind, else a generic text (internal errors are logged with the request id).
+func (h *Handler) clientMessage(c *gin.Context, err error) (int, string) {
+	kind := errs.KindOf(err)
+	if kind == errs.Internal && store.IsUnavailable(err) {
+		kind = errs.Unavailable
+	}
+	status := statusOf(kind)
+	var e *errs.Error
+	switch {
+	case kind == errs.Internal:
+		id := c.Writer.Header().Get("X-Request-ID")
+		h.log.ErrorContext(c, "internal error", slog.String("request_id", id), slog.String("error", err.Error()))
+		return status, "internal error (request " + id + ")"
+	case errors.As(err, &e) && e.Kind == kind:
+		return status, e.Msg
+	case kind == errs.Unavailable:
+		return status, "a dependency is unavailable; retry later"
+	}
+	return status, http.StatusText(status)
+}
+
+func retryAfter(c *gin.Context, kind errs.Kind, seconds int) {
+	switch kind {
+	case errs.Unavailable:
+		c.Header("Retry-After", "5")
+	case errs.TooManyRequests:
+		c.Header("Retry-After", strconv.Itoa(max(seconds, 1)))
+	}
+}
+
+// failPage answers err as an HTML page with the status of its kind.
+func (h *Handler) failPage(c *gin.Context, err error, back string) {
+	status, msg := h.clientMessage(c, err)
+	retryAfter(c, errs.KindOf(err), waitSeconds(err))
+	heading := http.StatusText(status)
+	if status == http.StatusNotFound {
+		heading = "Not found"
+	}
+	h.render(c, status, "error", page{Title: heading + " · Slipway", Body: errorView{Heading: heading, Message: msg, BackURL: back}}, true)
+	c.Abort()
+}
+
+type errorView struct{ Heading, Message, BackURL string }
+
+// failJSON answers err as the API's {"error": ...} body (the QR code is fetched by programs).
+func (h *Handler) failJSON(c *gin.Context, err error) {
+	status, msg := h.clientMessage(c, err)
+	retryAfter(c, errs.KindOf(err), waitSeconds(err))
+	body := gin.H{"error": msg}
+	var e *errs.Error
+	if errors.As(err, &e) && len(e.Entry) > 0 {
+		body["entry"] = e.Entry
+	}
+	c.Header("Cache-Control", "no-store")
+	c.AbortWithStatusJSON(status, body)
+}
+
+// waitSeconds reads the wait out of a TooManyRequests message ("try again in N seconds", as
+// distribution.CheckChannelPassword words it), for Retry-After; 2 when it says none.
+func waitSeconds(err error) int {
+	if !errs.Is(err, errs.TooManyRequests) {
+		return 0
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, "try again in "); i >= 0 {
+		if n, err := strconv.Atoi(strings.Fields(msg[i+len("try again in "):] + " x")[0]); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 2
 }

@@ -1,0 +1,273 @@
+package web
+
+import (
+	"html/template"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/links"
+	"github.com/slipwayhq/slipway/pkg/store"
+)
+
+// otherReleases is how many of the channel's other recent releases a release page lists.
+const otherReleases = 10
+
+// channelPerPage is the length of a channel page's release list.
+const channelPerPage = 20
+
+// releaseView is release.html's data: every value is final text or a URL; the template escapes it.
+type releaseView struct {
+	ID                                       int64
+	AppName, Platform, PlatformIcon, Device  string
+	ReleaseVersion, BuildVersion             string
+	Version                                  int
+	Size, Uploaded, UploadedISO, ReleaseType string
+	BundleID, MinOS, Source                  string
+	Branch, BranchURL, Commit, ShortCommit   string
+	CommitURL, CIURL                         string
+	IconURL, QRCodeURL, ChannelURL           string
+	install                                  // Install button
+	Insecure, Expired                        bool
+	ProfileExpires                           string
+	Profile                                  *profileView
+	Changelog                                []store.ChangelogEntry
+	CustomFields                             []store.CustomField
+	Others                                   []summaryView
+}
+
+type profileView struct {
+	Name, Team, Expires string
+	Expired             bool
+}
+
+// install is the Install button: disabled (Installable false) for an expired profile.
+type install struct {
+	InstallURL         template.URL
+	InstallLabel, Note string
+	Installable        bool
+}
+
+// summaryView is a release in a list.
+type summaryView struct {
+	URL, ReleaseVersion, BuildVersion, Size, Uploaded, Summary string
+	Version                                                    int
+	IconURL                                                    string
+	install
+}
+
+type channelView struct {
+	AppName, ChannelLabel string
+	Insecure              bool
+	Latest                *summaryView
+	Releases              []summaryView
+	Total, Page, Pages    int
+	PrevURL, NextURL      string
+}
+
+// releasePage: GET /channels/:slug/releases/:id, the page a tester opens to install a build.
+func (h *Handler) releasePage(c *gin.Context) {
+	slug := c.Param("slug")
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		h.failPage(c, errs.New(errs.NotFound, "there is no such release"), "")
+		return
+	}
+	rc, err := h.db.GetRelease(c, id)
+	if err == nil && rc.Channel.Slug != slug {
+		err = errs.New(errs.NotFound, "release %d not found in this channel", id)
+	}
+	if err != nil {
+		h.failPage(c, err, "")
+		return
+	}
+	cc := &store.ChannelContext{Channel: rc.Channel, App: rc.App, Scheme: rc.Scheme}
+	if !h.gate(c, cc, h.links.Release(slug, id)) {
+		return
+	}
+	recent, err := h.db.RecentReleases(c, rc.Channel.ID, "", otherReleases+1)
+	if err != nil {
+		h.failPage(c, err, "")
+		return
+	}
+	v := h.releaseView(rc, recent)
+	og := &openGraph{
+		Title:       rc.App.Name + " " + versionText(&rc.Release),
+		Description: strings.Join(nonEmpty(v.Platform, v.Device, v.ReleaseType, v.Size, "uploaded "+v.Uploaded), " · "),
+		URL:         h.links.Release(slug, id),
+		// A preview bot has no password cookie, so a protected channel shows the default icon.
+		Image: h.links.Icon(rc.ID, rc.IconKey != nil && !rc.Channel.HasPassword()),
+	}
+	h.render(c, http.StatusOK, "release", page{
+		Title: og.Title + " · Slipway", OG: og, Crumb: h.channelCrumb(cc), Body: v,
+	}, rc.Channel.HasPassword())
+}
+
+func (h *Handler) releaseView(rc *store.ReleaseContext, recent []store.Release) releaseView {
+	r, ch := &rc.Release, &rc.Channel
+	v := releaseView{
+		ID: r.ID, AppName: rc.App.Name, Platform: name(platformNames, r.Platform), PlatformIcon: iconClass(r.Platform),
+		Device: name(deviceNames, r.Device), ReleaseVersion: r.ReleaseVersion, BuildVersion: r.BuildVersion, Version: r.Version,
+		Size: humanSize(r.Size), Uploaded: h.when(r.CreatedAt), UploadedISO: r.CreatedAt.UTC().Format(time.RFC3339),
+		ReleaseType: name(releaseTypeNames, r.ReleaseType), BundleID: r.BundleID, MinOS: r.MinOS, Source: r.Source,
+		Branch: r.Branch, Commit: r.GitCommit, ShortCommit: shortCommit(r.GitCommit), CIURL: links.WebURL(r.CIURL),
+		IconURL: h.links.Icon(r.ID, r.IconKey != nil), QRCodeURL: h.links.QRCode(ch.Slug, r.ID, "medium"),
+		ChannelURL: h.links.Channel(ch.Slug), Changelog: r.Changelog, CustomFields: r.CustomFields,
+		Insecure: r.Platform == "ios" && !h.https(),
+	}
+	if ch.GitURL != nil {
+		v.BranchURL, v.CommitURL = links.GitBranch(*ch.GitURL, r.Branch), links.GitCommit(*ch.GitURL, r.GitCommit)
+	}
+	if p := r.Profile; p != nil {
+		team := strings.Join(nonEmpty(p.TeamName, p.TeamID), " · ")
+		v.Profile = &profileView{Name: p.Name, Team: team, Expires: h.when(p.ExpiresAt), Expired: profileExpired(r)}
+		v.Expired, v.ProfileExpires = v.Profile.Expired, v.Profile.Expires
+	}
+	v.install = h.installButton(r, ch)
+	for i := range recent {
+		if recent[i].ID != r.ID && len(v.Others) < otherReleases {
+			v.Others = append(v.Others, h.summary(&recent[i], ch))
+		}
+	}
+	return v
+}
+
+// channelPage: GET /channels/:slug, the channel's newest release and the list of its releases.
+func (h *Handler) channelPage(c *gin.Context) {
+	slug := c.Param("slug")
+	cc, err := h.db.ChannelContextBySlug(c, slug)
+	if err != nil {
+		h.failPage(c, err, "")
+		return
+	}
+	if !h.gate(c, cc, h.links.Channel(slug)) {
+		return
+	}
+	pageNo := 1
+	if raw := c.Query("page"); raw != "" {
+		if pageNo, err = strconv.Atoi(raw); err != nil || pageNo <= 0 || pageNo > 1_000_000 {
+			h.failPage(c, errs.Field("page", "must be a positive integer"), h.links.Channel(slug))
+			return
+		}
+	}
+	ch := &cc.Channel
+	total, err := h.db.CountReleases(c, ch.ID)
+	if err != nil {
+		h.failPage(c, err, "")
+		return
+	}
+	list, err := h.db.ListReleases(c, ch.ID, store.Page{Page: pageNo, PerPage: channelPerPage})
+	if err != nil {
+		h.failPage(c, err, "")
+		return
+	}
+	v := channelView{AppName: cc.App.Name, ChannelLabel: channelLabel(cc), Total: total, Page: pageNo,
+		Pages: max(1, (total+channelPerPage-1)/channelPerPage), Insecure: ch.DeviceType == "ios" && !h.https()}
+	if pageNo > 1 {
+		v.PrevURL = h.links.ChannelPage(slug, min(pageNo-1, v.Pages))
+	}
+	if pageNo < v.Pages {
+		v.NextURL = h.links.ChannelPage(slug, pageNo+1)
+	}
+	for i := range list {
+		v.Releases = append(v.Releases, h.summary(&list[i], ch))
+	}
+	og := &openGraph{Title: cc.App.Name + " · " + v.ChannelLabel, URL: h.links.Channel(slug), Image: h.links.Icon(0, false)}
+	if total > 0 {
+		newest, err := h.db.RecentReleases(c, ch.ID, "", 1)
+		if err != nil {
+			h.failPage(c, err, "")
+			return
+		}
+		if len(newest) == 1 {
+			s := h.summary(&newest[0], ch)
+			v.Latest = &s
+			og.Description = "Newest: " + versionText(&newest[0]) + ", uploaded " + s.Uploaded
+			og.Image = h.links.Icon(newest[0].ID, newest[0].IconKey != nil && !ch.HasPassword())
+		}
+	}
+	h.render(c, http.StatusOK, "channel", page{Title: og.Title + " · Slipway", OG: og, Body: v}, ch.HasPassword())
+}
+
+func (h *Handler) summary(r *store.Release, ch *store.Channel) summaryView {
+	s := summaryView{
+		URL: h.links.Release(ch.Slug, r.ID), ReleaseVersion: r.ReleaseVersion, BuildVersion: r.BuildVersion,
+		Size: humanSize(r.Size), Uploaded: h.when(r.CreatedAt), Version: r.Version, IconURL: h.links.Icon(r.ID, r.IconKey != nil),
+		install: h.installButton(r, ch),
+	}
+	if len(r.Changelog) > 0 {
+		s.Summary, _, _ = strings.Cut(r.Changelog[0].Message, "\n")
+	}
+	return s
+}
+
+// installButton is the Install link of a release: the itms-services link on iOS, the download
+// otherwise. On a protected channel the link carries a short-lived access token, since iOS
+// fetches the manifest and the package without the browser's cookies (and so may an Android
+// download manager).
+func (h *Handler) installButton(r *store.Release, ch *store.Channel) install {
+	in := install{InstallURL: installURL(h.links.Install(r.Platform, ch.Slug, r.ID, h.svc.ReleaseAccessToken(ch, r.ID))), Installable: true}
+	switch {
+	case r.Platform == "ios":
+		in.InstallLabel = "Install"
+		if r.ReleaseType == "appstore" {
+			in.Note = "This is an App Store build: devices install it only through TestFlight or the App Store."
+		}
+	case r.Platform == "android" && r.Format == "aab":
+		in.InstallLabel = "Download"
+		in.Note = "This is an Android App Bundle (.aab): a device cannot install it directly."
+	case r.Platform == "android":
+		in.InstallLabel = "Install"
+	default:
+		in.InstallLabel = "Download"
+	}
+	if profileExpired(r) {
+		in.Installable, in.InstallLabel = false, "Profile expired"
+	}
+	return in
+}
+
+// installURL marks an install link as safe for href: html/template only lets http(s) and mailto
+// through, and iOS installs through itms-services. Links come from package links, never from
+// user input; anything of another scheme is still refused.
+func installURL(u string) template.URL {
+	for _, scheme := range []string{"https://", "http://", "itms-services://"} {
+		if strings.HasPrefix(u, scheme) {
+			return template.URL(u)
+		}
+	}
+	return "#"
+}
+
+func profileExpired(r *store.Release) bool {
+	return r.Profile != nil && !r.Profile.ExpiresAt.IsZero() && r.Profile.ExpiresAt.Before(time.Now())
+}
+
+func (h *Handler) https() bool { return strings.HasPrefix(h.cfg.PublicURL, "https://") }
+
+func (h *Handler) channelCrumb(cc *store.ChannelContext) *crumb {
+	return &crumb{Text: cc.App.Name + " · " + channelLabel(cc), URL: h.links.Channel(cc.Channel.Slug)}
+}
+
+// channelLabel names a channel within its app: "Adhoc · iOS".
+func channelLabel(cc *store.ChannelContext) string {
+	return strings.Join(nonEmpty(cc.Scheme.Name, name(platformNames, cc.Channel.Name)), " · ")
+}
+
+func versionText(r *store.Release) string {
+	return r.ReleaseVersion + " (" + r.BuildVersion + ")"
+}
+
+func nonEmpty(s ...string) []string {
+	out := s[:0:0]
+	for _, v := range s {
+		if strings.TrimSpace(v) != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,96 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/store"
+)
+
+// maxFormBytes bounds the password form's body.
+const maxFormBytes = 64 << 10
+
+type passwordView struct {
+	AppName, ChannelLabel, IconURL, Action, Error string
+}
+
+// gate lets a request through to the pages of a channel: always for a channel without a
+// password, and for a protected one when the browser holds the channel's password cookie.
+// Otherwise it answers with the password form and returns false. The form POSTs to the page's
+// own URL: a right password sets the cookie and redirects (303) to the page; a wrong one shows
+// the form again (403); too many wrong ones are slowed down (429 with Retry-After) by
+// distribution.CheckChannelPassword, which counts failures in the database for all replicas.
+//
+// The form needs no CSRF token: all a forged cross-site POST can do is give a password the forger
+// already knows, letting the victim's browser into that one channel, and the cookie it sets is
+// SameSite=Lax and HttpOnly, so other sites can neither send it in their own POSTs nor read it.
+func (h *Handler) gate(c *gin.Context, cc *store.ChannelContext, pageURL string) bool {
+	ch := &cc.Channel
+	if c.Request.Method == http.MethodPost {
+		if !ch.HasPassword() {
+			c.Redirect(http.StatusSeeOther, pageURL)
+			return false
+		}
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxFormBytes)
+		err := h.svc.CheckChannelPassword(c, ch, c.PostForm("password"), c.ClientIP())
+		if err == nil {
+			h.setChannelCookie(c, ch)
+			c.Redirect(http.StatusSeeOther, pageURL)
+			return false
+		}
+		h.passwordForm(c, cc, pageURL, err)
+		return false
+	}
+	if !ch.HasPassword() {
+		return true
+	}
+	req := distribution.AccessRequest{Client: c.ClientIP()}
+	if ck, err := c.Cookie(distribution.PasswordCookieName(ch.Slug)); err == nil {
+		req.Cookie = ck
+	}
+	err := h.svc.Authorize(c, ch, req)
+	if err == nil {
+		return true
+	}
+	h.passwordForm(c, cc, pageURL, err)
+	return false
+}
+
+// passwordForm answers with the password form, saying what was wrong with the last attempt.
+func (h *Handler) passwordForm(c *gin.Context, cc *store.ChannelContext, action string, err error) {
+	v := passwordView{AppName: cc.App.Name, ChannelLabel: channelLabel(cc), IconURL: h.links.Icon(0, false), Action: action}
+	status := http.StatusOK
+	switch kind := errs.KindOf(err); {
+	case kind == errs.Unauthenticated && c.Request.Method != http.MethodPost:
+		// A first visit: the form, no complaint.
+	case kind == errs.Unauthenticated:
+		status, v.Error = http.StatusForbidden, "Enter the channel's password."
+	case kind == errs.Forbidden:
+		status, v.Error = http.StatusForbidden, "Wrong password. Try again."
+	case kind == errs.TooManyRequests:
+		status, v.Error = http.StatusTooManyRequests, "Too many wrong passwords: "+strings.TrimPrefix(err.Error(), "too many wrong passwords; ")+"."
+		retryAfter(c, kind, waitSeconds(err))
+	default:
+		h.failPage(c, err, "")
+		return
+	}
+	h.render(c, status, "password", page{Title: cc.App.Name + " · password required · Slipway", Body: v}, true)
+	c.Abort()
+}
+
+// setChannelCookie remembers in the browser that it gave the channel's password. The cookie is
+// signed and bound to the password hash (distribution.Service.ChannelCookie), HttpOnly,
+// SameSite=Lax, Secure when the service is on https, and covers the whole site (Path=/) so the
+// channel's icons and downloads see it too.
+func (h *Handler) setChannelCookie(c *gin.Context, ch *store.Channel) {
+	v, ttl := h.svc.ChannelCookie(ch)
+	http.SetCookie(c.Writer, &http.Cookie{
+		Name: distribution.PasswordCookieName(ch.Slug), Value: v, Path: "/", MaxAge: int(ttl.Seconds()),
+		HttpOnly: true, Secure: h.https(), SameSite: http.SameSiteLaxMode,
+	})
+	c.Header("Cache-Control", "no-store")
+}

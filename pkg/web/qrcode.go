@@ -1,0 +1,93 @@
+package web
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	qrcode "github.com/skip2/go-qrcode"
+
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+// qrNamedSizes are the named QR code sizes, in pixels; a number from qrMinSize to qrMaxSize is
+// taken as pixels.
+var qrNamedSizes = map[string]int{"thumb": 128, "medium": 256, "large": 512}
+
+const (
+	qrMinSize = 64
+	qrMaxSize = 2048
+)
+
+// qrSize parses the size parameter ("thumb" when empty).
+func qrSize(s string) (int, error) {
+	if s == "" {
+		s = "thumb"
+	}
+	if n, ok := qrNamedSizes[s]; ok {
+		return n, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < qrMinSize || n > qrMaxSize {
+		return 0, errs.Field("size", "must be thumb, medium, large or a number of pixels from %d to %d", qrMinSize, qrMaxSize)
+	}
+	return n, nil
+}
+
+// qrcode: GET /channels/:slug/releases/:id/qrcode?size=..., a PNG of the release page's URL.
+// It needs no password: it holds only the URL, which whoever asks already has. The image
+// depends on nothing but the URL and the size, so its ETag is their hash and it may be cached
+// for a day (privately for a protected channel). Errors are the API's JSON.
+func (h *Handler) qrcode(c *gin.Context) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		h.failJSON(c, errs.Field("id", "must be a positive integer"))
+		return
+	}
+	size, err := qrSize(c.Query("size"))
+	if err != nil {
+		h.failJSON(c, err)
+		return
+	}
+	rc, err := h.db.GetRelease(c, id)
+	if err == nil && rc.Channel.Slug != c.Param("slug") {
+		err = errs.New(errs.NotFound, "release %d not found in this channel", id)
+	}
+	if err != nil {
+		h.failJSON(c, err)
+		return
+	}
+	target := h.links.Release(rc.Channel.Slug, rc.ID)
+	sum := sha256.Sum256([]byte("qr-v1\x00" + target + "\x00" + strconv.Itoa(size)))
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	cache := "public, max-age=86400"
+	if rc.Channel.HasPassword() {
+		cache = "private, max-age=86400"
+	}
+	c.Header("ETag", etag)
+	c.Header("Cache-Control", cache)
+	if etagMatch(c.GetHeader("If-None-Match"), etag) {
+		c.Status(http.StatusNotModified)
+		return
+	}
+	img, err := qrcode.Encode(target, qrcode.Medium, size)
+	if err != nil {
+		h.failJSON(c, err)
+		return
+	}
+	c.Data(http.StatusOK, "image/png", img)
+}
+
+// etagMatch implements If-None-Match's weak comparison against one strong tag.
+func etagMatch(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == etag || t == "*" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Ensures Debian's chromium is installed, for the browser tests of the release pages, and prints
+# the path of its binary on stdout (everything else goes to stderr). Idempotent: it installs only
+# when the binary is missing. test/with-services.sh exports the path as SLIPWAY_TEST_CHROMIUM.
+#
+# Usage: test/chromium.sh
+set -euo pipefail
+
+BIN=${SLIPWAY_CHROMIUM_BIN:-/usr/bin/chromium}
+
+if [ ! -x "$BIN" ]; then
+  echo "chromium.sh: installing Debian's chromium (once)" >&2
+  SUDO=
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+  {
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core
+  } >&2
+fi
+"$BIN" --version >&2
+echo "$BIN"
