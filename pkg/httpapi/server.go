@@ -64,6 +64,7 @@ func New(d Deps) *Server {
 	api := e.Group("/api")
 	api.GET("/version", s.version)
 	api.GET("/health", s.health)
+	api.GET("/openapi.json", s.openAPI)
 	api.GET("/apps", s.listApps)
 	api.POST("/apps", s.requireToken(store.ScopeAdmin), s.createApp)
 	api.GET("/apps/:id", s.getApp)

@@ -46,6 +46,9 @@ type Options struct {
 	Storage string
 	// Configure may change the configuration before the server starts.
 	Configure func(*config.Config)
+	// NoOpenAPICheck turns off checking requests and responses against docs/openapi.yaml
+	// (openapi.go), which is on by default.
+	NoOpenAPICheck bool
 }
 
 // Env is a running Slipway for one test.
@@ -113,6 +116,7 @@ func New(t testing.TB, opts Options) *Env {
 	ts.Start()
 	t.Cleanup(ts.Close)
 	e.Server, e.URL = ts, ts.URL
+	e.checkOpenAPI(t, opts)
 	if e.AdminToken, _, err = db.CreateToken(ctx, "admin", store.ScopeAdmin); err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +259,7 @@ func (e *Env) UploadApp(t testing.TB, filename string, data []byte, fields ...Pa
 // Follow fetches url following redirects (through presigned or signed URLs) and returns the body.
 func (e *Env) Follow(t testing.TB, url string) *Response {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := e.followClient().Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
