@@ -40,6 +40,13 @@ fuzz:
 	  done; \
 	done
 
+# End-to-end benchmark (issues 3 and 7): a 256 MiB .ipa through Slipway into MinIO and the
+# filesystem against direct writes, peak RSS, parse reads and read-API latency; writes
+# docs/benchmarks.md. Takes a few minutes.
+.PHONY: bench
+bench:
+	bash test/with-services.sh $(GO) run ./test/bench -out docs/benchmarks.md
+
 .PHONY: clean
 clean:
 	rm -rf bin data

@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/storage"
+)
+
+type backendKind int
+
+const (
+	backendS3 backendKind = iota
+	backendFS
+)
+
+// cpuSample is the CPU time each process used during one measured operation.
+type cpuSample struct {
+	Server, MinIO, Client time.Duration
+}
+
+// timedRun is one measured transfer of the package.
+type timedRun struct {
+	Took time.Duration
+	CPU  cpuSample
+}
+
+// backendResult holds every figure measured on one storage backend.
+type backendResult struct {
+	Kind backendKind
+	Name string
+	Size int64
+
+	// Upload throughput: Slipway, the direct baseline, and (S3) Slipway's storage code alone.
+	Slipway, Direct, DirectStore []timedRun
+	DirectName, DirectStoreName  string
+
+	// Server memory: at rest after start, after one upload, and after N concurrent uploads (each
+	// scenario on a fresh process, since VmHWM is a lifetime peak).
+	Baseline1, Peak1, Baseline4, Peak4 memory
+	Concurrency                        int
+	Concurrent, ConcurrentDirect       time.Duration // wall time of N uploads at once, through Slipway and direct
+	Runtime1                           map[string]float64
+
+	// Parsing the first upload: storage requests and bytes (Prometheus histogram deltas).
+	ParseGETs, ParseBytes, ParseSeconds, ParseCount float64
+
+	Load    []loadResult
+	Profile *profileResult
+}
+
+// benchBackend runs every scenario on one backend with a fresh database.
+func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResult, error) {
+	r := &backendResult{Kind: kind, Size: e.pkg.Size, Concurrency: e.opts.concurrency}
+	if err := e.createDatabase(ctx); err != nil {
+		return nil, err
+	}
+	var (
+		storageURL string
+		direct     func(ctx context.Context, key string) (time.Duration, error)
+		store      storage.Backend
+		cleanup    func()
+		err        error
+	)
+	switch kind {
+	case backendS3:
+		r.Name = "S3 (MinIO on loopback)"
+		storageURL = e.s3StorageURL()
+		r.DirectName = "direct PutObject"
+		r.DirectStoreName = "storage/s3 Put (Slipway's multipart code, no HTTP server)"
+		direct = func(ctx context.Context, key string) (time.Duration, error) { return e.directPut(ctx, e.ipa, key) }
+		if store, err = e.s3Backend(ctx); err != nil {
+			return nil, err
+		}
+		cleanup = func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if err := e.emptyBucket(cctx, ""); err != nil {
+				log.Printf("emptying the bucket: %v", err)
+			}
+		}
+	case backendFS:
+		r.Name = "filesystem"
+		root := filepath.Join(e.tmp, "fs-objects")
+		directRoot := filepath.Join(e.tmp, "fs-direct")
+		for _, d := range []string{root, directRoot} {
+			if err := os.MkdirAll(d, 0o750); err != nil {
+				return nil, err
+			}
+		}
+		storageURL = (&url.URL{Scheme: "file", Path: root}).String()
+		r.DirectName = "storage/fs Put (write, fsync, rename; no HTTP server)"
+		fsStore, err := fsBackend(directRoot)
+		if err != nil {
+			return nil, err
+		}
+		direct = func(ctx context.Context, key string) (time.Duration, error) {
+			defer fsStore.Delete(context.Background(), key)
+			return directStore(ctx, fsStore, e.ipa, key)
+		}
+		cleanup = func() { os.RemoveAll(root); os.RemoveAll(directRoot) }
+	}
+	defer cleanup()
+	log.Printf("== %s", r.Name)
+
+	token, err := e.createToken(ctx, storageURL, "bench")
+	if err != nil {
+		return nil, err
+	}
+	pkg := openFile(e.ipa)
+	measure := func(srv *server, f func() error) (timedRun, error) {
+		pid := 0
+		if srv != nil {
+			pid = srv.pid
+		}
+		s0, m0, c0 := cpuTime(pid), cpuTime(e.minioPID), selfCPU()
+		start := time.Now()
+		err := f()
+		took := time.Since(start)
+		return timedRun{Took: took, CPU: cpuSample{Server: cpuTime(pid) - s0, MinIO: cpuTime(e.minioPID) - m0, Client: selfCPU() - c0}}, err
+	}
+
+	// Warm-up (not measured): the page cache holds the package, the store has seen a large write.
+	if _, err := direct(ctx, "warmup/"+randomHex(4)); err != nil {
+		return nil, err
+	}
+	if kind == backendS3 {
+		_ = e.emptyBucket(ctx, "warmup/")
+	}
+
+	// Scenario 1: a fresh server, one upload (peak RSS, parse reads), then the timed rounds.
+	srv, err := e.startServer(ctx, storageURL, fmt.Sprintf("%d-single", kind))
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	client := newUploadClient(srv.url, token)
+	settle()
+	if r.Baseline1, err = readMemory(srv.pid); err != nil {
+		return nil, err
+	}
+	before, err := srv.scrape()
+	if err != nil {
+		return nil, err
+	}
+	for i := range e.opts.runs {
+		log.Printf("round %d/%d: upload through Slipway", i+1, e.opts.runs)
+		run, err := measure(srv, func() error {
+			_, _, err := client.upload(ctx, pkg, map[string]string{"changelog": "benchmark upload", "release_type": "adhoc"})
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.Slipway = append(r.Slipway, run)
+		if i == 0 {
+			if r.Peak1, err = readMemory(srv.pid); err != nil {
+				return nil, err
+			}
+			after, err := srv.scrape()
+			if err != nil {
+				return nil, err
+			}
+			delta := func(name string) float64 { return after[name] - before[name] }
+			r.ParseGETs, r.ParseBytes = delta("slipway_parse_storage_gets_sum"), delta("slipway_parse_storage_bytes_sum")
+			r.ParseCount = delta("slipway_parse_storage_gets_count")
+			r.ParseSeconds = delta(`slipway_parse_duration_seconds_sum{format="ipa"}`)
+			r.Runtime1 = after
+		}
+
+		log.Printf("round %d/%d: %s", i+1, e.opts.runs, r.DirectName)
+		key := "direct/" + randomHex(8)
+		run, err = measure(nil, func() error { _, err := direct(ctx, key); return err })
+		if err != nil {
+			return nil, err
+		}
+		r.Direct = append(r.Direct, run)
+		if kind == backendS3 {
+			_ = store.Delete(ctx, key)
+			log.Printf("round %d/%d: %s", i+1, e.opts.runs, r.DirectStoreName)
+			run, err = measure(nil, func() error { _, err := directStore(ctx, store, e.ipa, key); return err })
+			if err != nil {
+				return nil, err
+			}
+			r.DirectStore = append(r.DirectStore, run)
+			_ = store.Delete(ctx, key)
+		}
+	}
+	if e.wantProfile(r) {
+		r.Profile = e.profileUpload(ctx, srv, client, pkg)
+	}
+	srv.stop()
+
+	// Scenario 2: a fresh server, N uploads at once.
+	srv4, err := e.startServer(ctx, storageURL, fmt.Sprintf("%d-concurrent", kind))
+	if err != nil {
+		return nil, err
+	}
+	defer srv4.stop()
+	client4 := newUploadClient(srv4.url, token)
+	settle()
+	if r.Baseline4, err = readMemory(srv4.pid); err != nil {
+		return nil, err
+	}
+	log.Printf("%d concurrent uploads through Slipway", r.Concurrency)
+	run, err := measure(srv4, func() error {
+		return parallel(r.Concurrency, func(int) error {
+			_, _, err := client4.upload(ctx, pkg, map[string]string{"changelog": "concurrent upload"})
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.Concurrent = run.Took
+	if r.Peak4, err = readMemory(srv4.pid); err != nil {
+		return nil, err
+	}
+	log.Printf("%d concurrent %s", r.Concurrency, r.DirectName)
+	run, err = measure(nil, func() error {
+		return parallel(r.Concurrency, func(i int) error {
+			_, err := direct(ctx, fmt.Sprintf("direct/concurrent-%d", i))
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.ConcurrentDirect = run.Took
+	if kind == backendS3 {
+		_ = e.emptyBucket(ctx, "direct/")
+	}
+
+	// Scenario 3: the read API next to /healthz, on a channel with some releases.
+	slug, err := e.uploadSmallReleases(ctx, client4)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{"channel_key": {slug}}
+	for _, ep := range []struct{ name, path string }{
+		{"/healthz", "/healthz"},
+		{"latest", "/api/apps/latest?" + q.Encode()},
+		{"versions (25 per page)", "/api/apps/versions?" + q.Encode() + "&per_page=25"},
+	} {
+		log.Printf("load test %s: %d connections for %s", ep.name, e.opts.conns, e.opts.duration)
+		lr := loadTest(ctx, ep.name, srv4.url, ep.path, e.opts.conns, e.opts.duration)
+		if lr.Requests == 0 || lr.Errors > 0 {
+			return nil, fmt.Errorf("load test %s: %d requests, %d errors", ep.path, lr.Requests, lr.Errors)
+		}
+		r.Load = append(r.Load, lr)
+	}
+	srv4.stop()
+	return r, ctx.Err()
+}
+
+// uploadSmallReleases uploads opts.releases small .ipa builds to one channel and returns its key.
+func (e *env) uploadSmallReleases(ctx context.Context, c *uploadClient) (string, error) {
+	log.Printf("uploading %d small releases to one channel", e.opts.releases)
+	slug := ""
+	for i := range max(e.opts.releases, 1) {
+		ipa := appinfotest.BuildIPA(appinfotest.IPAOptions{
+			AppName: "Reader", BundleID: "com.example.reader", Version: fmt.Sprintf("1.%d.0", i), Build: strconv.Itoa(i + 1),
+			Profile: &appinfotest.ProfileOptions{Devices: []string{"00008030-000A1B2C3D4E5F60"}},
+			Icons:   []appinfotest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120, CgBI: true}},
+		})
+		fields := map[string]string{"changelog": fmt.Sprintf("- change %d\n- fix %d", i, i), "branch": "main",
+			"git_commit": fmt.Sprintf("%040x", i+1), "ci_url": "https://ci.example.com/builds/" + strconv.Itoa(i+1)}
+		if slug != "" {
+			fields["channel_key"] = slug
+		}
+		_, rel, err := c.upload(ctx, openBytes(ipa), fields)
+		if err != nil {
+			return "", err
+		}
+		slug = rel.Channel.Slug
+	}
+	return slug, nil
+}
+
+// wantProfile says whether to record the server with perf during one more upload.
+func (e *env) wantProfile(r *backendResult) bool {
+	switch e.opts.profile {
+	case "on":
+		return r.Kind == backendS3
+	case "off":
+		return false
+	}
+	return r.Kind == backendS3 && r.ratio() < targetRatio
+}
+
+// parallel runs f(0..n-1) at once and returns the first error.
+func parallel(n int, f func(i int) error) error {
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { errs[i] = f(i) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settle lets a fresh server finish starting (migrations, pools) before its memory is read.
+func settle() { time.Sleep(time.Second) }

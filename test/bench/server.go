@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// server is a `slipway serve` child process on a loopback port.
+type server struct {
+	cmd     *exec.Cmd
+	pid     int
+	url     string
+	logPath string
+	exited  chan struct{}
+	waitErr error
+}
+
+// serverEnviron is the environment of slipway processes: the caller's, without SLIPWAY_* and
+// AWS_* variables, plus the benchmark's database, storage and credentials.
+func (e *env) serverEnviron(storageURL, addr string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "SLIPWAY_") || strings.HasPrefix(kv, "AWS_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out,
+		"SLIPWAY_ADDR="+addr,
+		"SLIPWAY_PUBLIC_URL=http://"+addr,
+		"SLIPWAY_DATABASE_URL="+e.dbURL,
+		"SLIPWAY_STORAGE_URL="+storageURL,
+		"SLIPWAY_SECRET=slipway-benchmark-secret-0123456789abcdef",
+		"SLIPWAY_GC_INTERVAL=0", // no collector run in the middle of a measurement
+		"AWS_ACCESS_KEY_ID="+e.s3Access,
+		"AWS_SECRET_ACCESS_KEY="+e.s3Secret,
+		"AWS_REGION="+e.s3Region,
+		"AWS_EC2_METADATA_DISABLED=true",
+	)
+}
+
+// startServer starts a fresh `slipway serve` and waits until /healthz answers.
+func (e *env) startServer(ctx context.Context, storageURL, label string) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	s := &server{url: "http://" + addr, logPath: filepath.Join(e.tmp, "serve-"+label+".log"), exited: make(chan struct{})}
+	logFile, err := os.Create(s.logPath)
+	if err != nil {
+		return nil, err
+	}
+	s.cmd = exec.Command(e.bin, "serve")
+	s.cmd.Env = e.serverEnviron(storageURL, addr)
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	if err := s.cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting slipway serve: %w", err)
+	}
+	s.pid = s.cmd.Process.Pid
+	go func() {
+		s.waitErr = s.cmd.Wait()
+		logFile.Close()
+		close(s.exited)
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(s.url + "/healthz")
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case <-s.exited:
+			return nil, fmt.Errorf("slipway serve exited (%v):\n%s", s.waitErr, tailOf(s.logPath, 2000))
+		case <-ctx.Done():
+			s.stop()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			return nil, fmt.Errorf("slipway serve did not answer /healthz in 60s:\n%s", tailOf(s.logPath, 2000))
+		}
+	}
+	return s, nil
+}
+
+// stop sends SIGTERM to the server it started and waits for it (SIGKILL after 40 s).
+func (s *server) stop() {
+	select {
+	case <-s.exited:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(40 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// createToken creates an upload token with the CLI, as an operator would; the token is the last
+// line of its output.
+func (e *env) createToken(ctx context.Context, storageURL, name string) (string, error) {
+	cmd := exec.CommandContext(ctx, e.bin, "token", "create", "--name", name, "--scope", "upload")
+	cmd.Env = e.serverEnviron(storageURL, "127.0.0.1:0")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("slipway token create: %v: %s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1]), nil
+}
+
+// memory is a process's resident set, from /proc/<pid>/status.
+type memory struct {
+	RSS, HWM int64 // bytes: current and lifetime peak (VmRSS, VmHWM)
+}
+
+func readMemory(pid int) (memory, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return memory{}, err
+	}
+	defer f.Close()
+	var m memory
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(v)
+		if len(fields) < 1 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(fields[0], 10, 64)
+		switch k {
+		case "VmRSS":
+			m.RSS = kb << 10
+		case "VmHWM":
+			m.HWM = kb << 10
+		}
+	}
+	return m, sc.Err()
+}
+
+// cpuTime is the user+system CPU time a process has used, from /proc/<pid>/stat (USER_HZ ticks,
+// 100 per second on Linux). It is 0 when the process is unknown.
+func cpuTime(pid int) time.Duration {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// After the command: state(0) ppid(1) ... utime(11) stime(12).
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * (time.Second / 100)
+}
+
+// selfCPU is this process's CPU time (the benchmark clients).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// scrape reads the server's Prometheus metrics: "name" or "name{labels}" → value.
+func (s *server) scrape() (map[string]float64, error) {
+	resp, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] = v
+	}
+	return out, sc.Err()
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tailOf returns the last n bytes of a file, for error messages.
+func tailOf(path string, n int64) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if int64(len(b)) > n {
+		b = b[int64(len(b))-n:]
+	}
+	return string(b)
+}
