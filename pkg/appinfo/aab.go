@@ -101,30 +101,6 @@ func aabString(b []byte, num protowire.Number, max int) (s string, found bool, e
 	return s, found, err
 }
 
-// aabID returns id field num of message b: a PackageId/TypeId/EntryId message (its field 1), or
-// a plain varint as early aapt2 versions wrote it. found is false when the field is absent.
-func aabID(b []byte, num protowire.Number) (id uint64, found bool, err error) {
-	err = aabFields(b, func(n protowire.Number, typ protowire.Type, v []byte, x uint64) error {
-		if n != num {
-			return nil
-		}
-		switch typ {
-		case protowire.VarintType:
-			id, found = x, true
-		case protowire.BytesType:
-			id, found = 0, true
-			return aabFields(v, func(n protowire.Number, typ protowire.Type, _ []byte, x uint64) error {
-				if n == 1 && typ == protowire.VarintType {
-					id = x
-				}
-				return nil
-			})
-		}
-		return nil
-	})
-	return id, found, err
-}
-
 // decodeAABManifest decodes base/manifest/AndroidManifest.xml, an XmlNode whose element (field 1)
 // is <manifest>.
 func decodeAABManifest(b []byte) (*androidManifest, error) {
@@ -281,10 +257,49 @@ func aabItem(b []byte, maxText int) (androidValue, error) {
 type aabResources struct {
 	b     []byte
 	cache map[uint32][]androidResEntry
+	work  int // fields visited by lookups, against androidMaxLookupWork
+}
+
+// errAABTooComplex ends a lookup that would exceed androidMaxLookupWork.
+var errAABTooComplex = errors.New("too convoluted to resolve the manifest's references")
+
+// fields is aabFields counting each field visited against the lookup budget.
+func (t *aabResources) fields(b []byte, fn func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error) error {
+	return aabFields(b, func(num protowire.Number, typ protowire.Type, v []byte, x uint64) error {
+		if t.work++; t.work > androidMaxLookupWork {
+			return errAABTooComplex
+		}
+		return fn(num, typ, v, x)
+	})
 }
 
 func newAABResources(b []byte) *aabResources {
 	return &aabResources{b: b, cache: map[uint32][]androidResEntry{}}
+}
+
+// id returns the id field (1) of a Package, Type or Entry message: a PackageId/TypeId/EntryId
+// message (its field 1), or a plain varint as early aapt2 versions wrote it. found is false when
+// the field is absent.
+func (t *aabResources) id(b []byte) (id uint64, found bool, err error) {
+	err = t.fields(b, func(n protowire.Number, typ protowire.Type, v []byte, x uint64) error {
+		if n != 1 {
+			return nil
+		}
+		switch typ {
+		case protowire.VarintType:
+			id, found = x, true
+		case protowire.BytesType:
+			id, found = 0, true
+			return t.fields(v, func(n protowire.Number, typ protowire.Type, _ []byte, x uint64) error {
+				if n == 1 && typ == protowire.VarintType {
+					id = x
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	return id, found, err
 }
 
 // lookup walks ResourceTable.package = 2 → Package{package_id = 1, type = 3} →
@@ -294,13 +309,13 @@ func (t *aabResources) lookup(id uint32) ([]androidResEntry, error) {
 		return e, nil
 	}
 	var out []androidResEntry
-	// matching calls fn for each field num of b whose id field (1) equals want.
+	// matching calls fn for each message field num of b whose id equals want.
 	matching := func(b []byte, num protowire.Number, want uint32, fn func(v []byte) error) error {
-		return aabFields(b, func(n protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+		return t.fields(b, func(n protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 			if n != num || typ != protowire.BytesType {
 				return nil
 			}
-			got, found, err := aabID(v, 1)
+			got, found, err := t.id(v)
 			if err != nil || !found || got != uint64(want) {
 				return err
 			}
@@ -310,7 +325,7 @@ func (t *aabResources) lookup(id uint32) ([]androidResEntry, error) {
 	err := matching(t.b, 2, id>>24, func(pkg []byte) error {
 		return matching(pkg, 3, id>>16&0xff, func(typ []byte) error {
 			return matching(typ, 3, id&0xffff, func(entry []byte) error {
-				return aabFields(entry, func(n protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+				return t.fields(entry, func(n protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 					if n != 6 || typ != protowire.BytesType || len(out) == androidMaxConfigs {
 						return nil
 					}
@@ -323,7 +338,10 @@ func (t *aabResources) lookup(id uint32) ([]androidResEntry, error) {
 			})
 		})
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, errAABTooComplex):
+		return nil, errs.Invalidf("base/resources.pb is %s", errAABTooComplex)
+	case err != nil:
 		return nil, errs.Wrap(errs.Invalid, err, "base/resources.pb is not a valid aapt2 resource table")
 	}
 	t.cache[id] = out

@@ -62,6 +62,10 @@ const (
 	androidMaxRefDepth   = 8    // resource references followed in a chain
 	androidMaxConfigs    = 4096 // values kept for one resource id
 	androidMaxIconProbes = 32   // icon files whose header is read
+	// androidMaxLookupWork bounds the steps (type chunks or protobuf fields visited) all resource
+	// lookups of one parse may take: each lookup rescans its part of the table, and references
+	// can fan out. Real packages need a few thousand.
+	androidMaxLookupWork = 1 << 24
 )
 
 // androidValueKind says what an attribute or resource value holds.

@@ -28,6 +28,7 @@ type androidARSC struct {
 	pool  *androidStringPool  // the global string pool, holding string values and file paths
 	types map[uint16][]uint32 // package id<<8 | type id → offsets of its ResTable_type chunks
 	cache map[uint32][]androidResEntry
+	work  int // type chunks visited by lookups, against androidMaxLookupWork
 }
 
 // decodeARSC checks the structure of a resources.arsc and indexes its type chunks.
@@ -96,6 +97,9 @@ func (t *androidARSC) lookup(id uint32) ([]androidResEntry, error) {
 	}
 	var out []androidResEntry
 	for _, off := range t.types[uint16(id>>24)<<8|uint16(id>>16&0xff)] {
+		if t.work++; t.work > androidMaxLookupWork {
+			return nil, errs.Invalidf("resources.arsc is too convoluted to resolve the manifest's references")
+		}
 		c := t.b[off : uint64(off)+uint64(androidU32(t.b, uint64(off)+4))]
 		v, ok := t.entry(c, id&0xffff)
 		if !ok {

@@ -2,6 +2,25 @@ package appinfo
 
 // Hooks for the external tests (package appinfo_test), which import appinfotest.
 
+import (
+	"bytes"
+
+	"github.com/slipwayhq/slipway/pkg/zipread"
+)
+
+// AndroidParseZip is Parse restricted to the Android parsers: an APK when the archive has
+// AndroidManifest.xml, else an app bundle.
+func AndroidParseZip(b []byte) (*Info, error) {
+	a, err := zipread.Open(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return nil, err
+	}
+	if a.File("AndroidManifest.xml") != nil {
+		return parseAPK(a)
+	}
+	return parseAAB(a)
+}
+
 // AndroidDecodeAPK runs the archive-free part of the APK parser on a binary manifest and a
 // resources.arsc (nil for none): the Info without its icon, and the icon files the manifest's
 // icon and roundIcon resolve to.

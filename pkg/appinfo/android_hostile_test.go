@@ -311,3 +311,52 @@ func TestAndroidMutations(t *testing.T) {
 		})
 	}
 }
+
+// TestAndroidLookupBudget: an icon whose 100 configurations reference 100 string resources, in
+// a string type of 200,000 chunks (APK) or entries (AAB) that every lookup scans, ends with an
+// error instead of 20 million steps.
+func TestAndroidLookupBudget(t *testing.T) {
+	o := appinfotest.APKOptions{AndroidManifest: appinfotest.AndroidManifest{Package: "a.b", Icons: []appinfotest.AndroidIcon{{Path: "x"}}}}
+
+	for i := range 100 { // mipmap/ic_launcher in 100 densities, each a reference to string i
+		c := chunk(0x0201, 36, 56, 2, 1, 40) // type 2, one entry, entries at 40
+		cfg := make([]byte, 16)
+		binary.LittleEndian.PutUint32(cfg, 16)
+		binary.LittleEndian.PutUint16(cfg[14:], uint16(i+1))
+		c = append(c, cfg...)
+		c = binary.LittleEndian.AppendUint32(c, 0)           // entry 0 at offset 0
+		c = append(c, 8, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0x01) // ResTable_entry, Res_value reference
+		o.Resources = binary.LittleEndian.AppendUint32(append(o.Resources, c...), 0x7f010000+uint32(i))
+	}
+	for range 200_000 { // empty string type chunks (type 1, no entries, 4-byte config)
+		o.Resources = append(o.Resources, chunk(0x0201, 24, 24, 1, 0, 24, 4)...)
+	}
+	pkg := append(chunk(0x0200, 288, uint32(288+len(o.Resources)), 0x7f), make([]byte, 256+20)...)
+	o.Resources = arscTable(append(pkg, o.Resources...))
+	_, err := parseBytes(t, appinfotest.BuildAPK(o))
+	wantInvalid(t, err, "resources.arsc is too convoluted")
+
+	bytesField := func(b []byte, num protowire.Number, v []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(b, num, protowire.BytesType), v)
+	}
+	id := func(v uint64) []byte {
+		return protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), v)
+	}
+	var icon []byte // Entry{entry_id {0}, config_value: ConfigValue{config{density}, value{item{ref{id}}}}...}
+	icon = bytesField(icon, 1, nil)
+	for i := range 100 {
+		ref := protowire.AppendVarint(protowire.AppendTag(nil, 2, protowire.VarintType), uint64(0x7f010000+i))
+		cfg := protowire.AppendVarint(protowire.AppendTag(nil, 18, protowire.VarintType), uint64(i+1))
+		icon = bytesField(icon, 6, bytesField(bytesField(nil, 1, cfg), 2, bytesField(nil, 4, bytesField(nil, 1, ref))))
+	}
+	strType := bytesField(nil, 1, id(1))
+	for i := range 200_000 {
+		strType = bytesField(strType, 3, bytesField(nil, 1, id(uint64(1000+i))))
+	}
+	pb := bytesField(nil, 1, id(0x7f))
+	pb = bytesField(pb, 3, bytesField(bytesField(nil, 1, id(2)), 3, icon))
+	pb = bytesField(nil, 2, bytesField(pb, 3, strType))
+	ao := appinfotest.AABOptions{AndroidManifest: o.AndroidManifest, Resources: pb}
+	_, err = parseBytes(t, appinfotest.BuildAAB(ao))
+	wantInvalid(t, err, "base/resources.pb is too convoluted")
+}
