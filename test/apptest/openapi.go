@@ -5,10 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -93,6 +96,7 @@ type openAPICheck struct {
 	base     http.RoundTripper
 	mu       sync.Mutex
 	failures []string
+	seen     map[string]map[int]bool // "GET /api/apps/{id}" → statuses answered
 }
 
 // checkOpenAPI installs the check on e.Client and reports its failures when t ends.
@@ -113,7 +117,7 @@ func (e *Env) checkOpenAPI(t testing.TB, opts Options) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	c := &openAPICheck{router: router, host: u.Host, base: base}
+	c := &openAPICheck{router: router, host: u.Host, base: base, seen: map[string]map[int]bool{}}
 	e.Client.Transport = c
 	t.Cleanup(func() {
 		c.mu.Lock()
@@ -192,6 +196,7 @@ func (c *openAPICheck) check(req *http.Request, reqBody []byte, bodyChecked bool
 		}
 		return "no operation of the document matches this request (" + err.Error() + ")"
 	}
+	c.record(route, resp.StatusCode)
 	opts := &openapi3filter.Options{
 		AuthenticationFunc:    openapi3filter.NoopAuthenticationFunc,
 		ExcludeRequestBody:    !bodyChecked,
@@ -249,4 +254,56 @@ func redact(u *url.URL) string {
 
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+var catchAll = regexp.MustCompile(`\{([A-Za-z_]+):\.\*\}`)
+
+// operationName names an operation as "METHOD /path/{param}", the path as in the document.
+func operationName(method, path string) string {
+	return method + " " + catchAll.ReplaceAllString(path, "{$1}")
+}
+
+func (c *openAPICheck) record(route *routers.Route, status int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[string]map[int]bool{}
+	}
+	op := operationName(route.Method, route.Path)
+	if c.seen[op] == nil {
+		c.seen[op] = map[int]bool{}
+	}
+	c.seen[op][status] = true
+}
+
+// OpenAPIOperations lists the operations of docs/openapi.yaml, as "METHOD /path/{param}".
+func OpenAPIOperations() ([]string, error) {
+	doc, err := openapi3.NewLoader().LoadFromData(docs.OpenAPIYAML)
+	if err != nil {
+		return nil, err
+	}
+	var ops []string
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			ops = append(ops, operationName(method, path))
+		}
+	}
+	slices.Sort(ops)
+	return ops, nil
+}
+
+// OpenAPISeen returns the operations this Env's checked requests matched so far, each with the
+// statuses the server answered (nil when the check is off).
+func (e *Env) OpenAPISeen() map[string]map[int]bool {
+	c, ok := e.Client.Transport.(*openAPICheck)
+	if !ok {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]map[int]bool, len(c.seen))
+	for op, statuses := range c.seen {
+		out[op] = maps.Clone(statuses)
+	}
+	return out
 }
