@@ -31,6 +31,11 @@ type cpuSample struct {
 type timedRun struct {
 	Took time.Duration
 	CPU  cpuSample
+	// Syscalls are the server's read and write system calls during the run.
+	Syscalls syscalls
+	// AfterBody is, for uploads through Slipway, the time between the client's last byte and the
+	// response.
+	AfterBody time.Duration
 }
 
 // backendResult holds every figure measured on one storage backend.
@@ -121,11 +126,13 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 		if srv != nil {
 			pid = srv.pid
 		}
-		s0, m0, c0 := cpuTime(pid), cpuTime(e.minioPID), selfCPU()
+		s0, m0, c0, io0 := cpuTime(pid), cpuTime(e.minioPID), selfCPU(), readSyscalls(pid)
 		start := time.Now()
 		err := f()
 		took := time.Since(start)
-		return timedRun{Took: took, CPU: cpuSample{Server: cpuTime(pid) - s0, MinIO: cpuTime(e.minioPID) - m0, Client: selfCPU() - c0}}, err
+		io1 := readSyscalls(pid)
+		return timedRun{Took: took, CPU: cpuSample{Server: cpuTime(pid) - s0, MinIO: cpuTime(e.minioPID) - m0, Client: selfCPU() - c0},
+			Syscalls: syscalls{Reads: io1.Reads - io0.Reads, Writes: io1.Writes - io0.Writes}}, err
 	}
 
 	// Warm-up (not measured): the page cache holds the package, the store has seen a large write.
@@ -153,13 +160,16 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 	}
 	for i := range e.opts.runs {
 		log.Printf("round %d/%d: upload through Slipway", i+1, e.opts.runs)
+		var t uploadTiming
 		run, err := measure(srv, func() error {
-			_, _, err := client.upload(ctx, pkg, map[string]string{"changelog": "benchmark upload", "release_type": "adhoc"})
+			var err error
+			t, _, err = client.upload(ctx, pkg, map[string]string{"changelog": "benchmark upload", "release_type": "adhoc"})
 			return err
 		})
 		if err != nil {
 			return nil, err
 		}
+		run.AfterBody = t.AfterBody
 		r.Slipway = append(r.Slipway, run)
 		if i == 0 {
 			if r.Peak1, err = readMemory(srv.pid); err != nil {

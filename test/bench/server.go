@@ -190,6 +190,31 @@ func cpuTime(pid int) time.Duration {
 	return time.Duration(ut+st) * (time.Second / 100)
 }
 
+// syscalls is the number of read and write system calls a process has made, from /proc/<pid>/io.
+type syscalls struct{ Reads, Writes int64 }
+
+func readSyscalls(pid int) syscalls {
+	var c syscalls
+	if pid <= 0 {
+		return c
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return c
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(l, ":")
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch k {
+		case "syscr":
+			c.Reads = n
+		case "syscw":
+			c.Writes = n
+		}
+	}
+	return c
+}
+
 // selfCPU is this process's CPU time (the benchmark clients).
 func selfCPU() time.Duration {
 	var ru syscall.Rusage

@@ -51,12 +51,19 @@ func newUploadClient(base, token string) *uploadClient {
 	}}}
 }
 
+// uploadTiming is how long an upload took, and how much of that came after the client had
+// sent the last byte (the server finishing storage, parsing and recording the release).
+type uploadTiming struct {
+	Total, AfterBody time.Duration
+}
+
 // upload posts the file (open returns a fresh reader of it and its size) with the fields and
-// returns the time from the first byte sent to the response.
-func (c *uploadClient) upload(ctx context.Context, open func() (io.ReadCloser, int64, error), fields map[string]string) (time.Duration, *releaseResponse, error) {
+// returns the time from the request's start to the response.
+func (c *uploadClient) upload(ctx context.Context, open func() (io.ReadCloser, int64, error), fields map[string]string) (uploadTiming, *releaseResponse, error) {
+	var t uploadTiming
 	rc, size, err := open()
 	if err != nil {
-		return 0, nil, err
+		return t, nil, err
 	}
 	defer rc.Close()
 	// The multipart framing comes from multipart.Writer, so the length is known before sending.
@@ -69,36 +76,38 @@ func (c *uploadClient) upload(ctx context.Context, open func() (io.ReadCloser, i
 	sort.Strings(keys)
 	for _, k := range keys {
 		if err := mw.WriteField(k, fields[k]); err != nil {
-			return 0, nil, err
+			return t, nil, err
 		}
 	}
 	if _, err := mw.CreateFormFile("file", "Bench.ipa"); err != nil {
-		return 0, nil, err
+		return t, nil, err
 	}
 	head := bytes.Clone(frame.Bytes())
 	frame.Reset()
 	if err := mw.Close(); err != nil {
-		return 0, nil, err
+		return t, nil, err
 	}
 	tail := bytes.Clone(frame.Bytes())
 
 	// The body streams through a pipe fed by a goroutine, as a Go client built on
 	// multipart.Writer does.
 	pr, pw := io.Pipe()
+	sent := make(chan time.Time, 1)
 	go func() {
 		_, err := pw.Write(head)
 		if err == nil {
 			_, err = io.CopyBuffer(pw, plainReader{rc}, make([]byte, 256<<10))
 		}
 		if err == nil {
-			_, err = pw.Write(tail)
+			_, err = pw.Write(tail) // returns once the transport has taken the last byte
 		}
+		sent <- time.Now()
 		pw.CloseWithError(err)
 	}()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/api/apps/upload", pr)
 	if err != nil {
 		pr.Close()
-		return 0, nil, err
+		return t, nil, err
 	}
 	req.ContentLength = int64(len(head)) + size + int64(len(tail))
 	req.Header.Set("Content-Type", mw.FormDataContentType())
@@ -108,25 +117,30 @@ func (c *uploadClient) upload(ctx context.Context, open func() (io.ReadCloser, i
 	resp, err := c.http.Do(req)
 	if err != nil {
 		pr.Close()
-		return 0, nil, fmt.Errorf("upload: %w", err)
+		return t, nil, fmt.Errorf("upload: %w", err)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
-	took := time.Since(start)
+	end := time.Now()
+	pr.Close()
+	t.Total = end.Sub(start)
+	if last := <-sent; last.Before(end) {
+		t.AfterBody = end.Sub(last)
+	}
 	if err != nil {
-		return 0, nil, err
+		return t, nil, err
 	}
 	if resp.StatusCode != http.StatusCreated {
-		return 0, nil, fmt.Errorf("upload: %s: %s", resp.Status, body)
+		return t, nil, fmt.Errorf("upload: %s: %s", resp.Status, body)
 	}
 	var rel releaseResponse
 	if err := json.Unmarshal(body, &rel); err != nil {
-		return 0, nil, fmt.Errorf("upload response: %w", err)
+		return t, nil, fmt.Errorf("upload response: %w", err)
 	}
 	if rel.Size != size {
-		return 0, nil, fmt.Errorf("upload stored %d bytes, want %d", rel.Size, size)
+		return t, nil, fmt.Errorf("upload stored %d bytes, want %d", rel.Size, size)
 	}
-	return took, &rel, nil
+	return t, &rel, nil
 }
 
 // openFile returns an open function for upload.
