@@ -76,13 +76,12 @@ func appleIconFromPNG(data []byte) (*Icon, error) {
 // The conversion inflates and unfilters the rows, swaps the channels back, un-premultiplies, and
 // re-encodes with image/png. Only 8-bit RGB(A), non-interlaced images exist in this format.
 func convertCgBI(data []byte) ([]byte, error) {
-	if !bytes.HasPrefix(data, applePNGSig) {
-		return nil, errors.New("not a PNG image")
+	if _, _, cgbi, ok := applePNGHeader(data); !ok || !cgbi {
+		return nil, errors.New("not an Apple CgBI PNG (a CgBI chunk, then IHDR)")
 	}
 	var (
 		ihdr     []byte
 		idat     bytes.Buffer
-		sawCgBI  bool
 		finished bool
 	)
 	for p := data[len(applePNGSig):]; len(p) > 0 && !finished; {
@@ -95,8 +94,6 @@ func convertCgBI(data []byte) ([]byte, error) {
 		}
 		typ, body := string(p[4:8]), p[8:8+n]
 		switch {
-		case typ == "CgBI":
-			sawCgBI = true
 		case typ == "IHDR" && ihdr == nil:
 			ihdr = body
 		case typ == "IDAT":
@@ -108,9 +105,6 @@ func convertCgBI(data []byte) ([]byte, error) {
 			finished = true
 		}
 		p = p[12+n:]
-	}
-	if !sawCgBI {
-		return nil, errors.New("not an Apple CgBI PNG")
 	}
 	if len(ihdr) != 13 {
 		return nil, errors.New("missing or bad IHDR chunk")

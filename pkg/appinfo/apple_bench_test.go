@@ -1,0 +1,63 @@
+package appinfo
+
+import (
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+)
+
+// appleCountingFile counts the bytes read from a file.
+type appleCountingFile struct {
+	f    *os.File
+	read atomic.Int64
+}
+
+func (c *appleCountingFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.f.ReadAt(p, off)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+// BenchmarkParseLargeIPA parses a 256 MiB .ipa (streamed to a temporary file by WriteIPA, never
+// held in memory) and reports how many bytes each parse reads: the central directory and a few
+// entries, not the package.
+func BenchmarkParseLargeIPA(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "large.ipa")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	err = appinfotest.WriteIPA(f, appinfotest.IPAOptions{
+		FillerBytes: 256 << 20,
+		Profile:     &appinfotest.ProfileOptions{Devices: []string{"a"}},
+		Icons: []appinfotest.IconFile{
+			{Name: "AppIcon60x60@2x.png", Size: 120, CgBI: true},
+			{Name: "AppIcon60x60@3x.png", Size: 180, CgBI: true},
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	f, err = os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	r := &appleCountingFile{f: f}
+	b.ReportAllocs()
+	for b.Loop() {
+		info, err := Parse(r, st.Size())
+		if err != nil || info.Icon == nil || info.Icon.Width != 180 {
+			b.Fatalf("Parse = %+v, %v", info, err)
+		}
+	}
+	b.ReportMetric(float64(r.read.Load())/float64(b.N), "bytes-read/op")
+	b.ReportMetric(float64(st.Size()), "package-bytes")
+}
