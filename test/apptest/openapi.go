@@ -62,15 +62,13 @@ var openAPIDoc = sync.OnceValues(func() (routers.Router, error) {
 	for _, path := range doc.Paths.Keys() {
 		item := doc.Paths.Value(path)
 		newPath := path
-		for _, op := range append([]*openapi3.Operation{nil}, operations(item)...) {
-			params := item.Parameters
-			if op != nil {
-				params = op.Parameters
-			}
-			for _, p := range params {
-				if p.Value != nil && p.Value.In == openapi3.ParameterInPath && p.Value.Extensions["x-slipway-catch-all"] == true {
-					newPath = strings.Replace(newPath, "{"+p.Value.Name+"}", "{"+p.Value.Name+":.*}", 1)
-				}
+		params := slices.Clone(item.Parameters)
+		for _, op := range item.Operations() {
+			params = append(params, op.Parameters...)
+		}
+		for _, p := range params {
+			if p.Value != nil && p.Value.In == openapi3.ParameterInPath && p.Value.Extensions["x-slipway-catch-all"] == true {
+				newPath = strings.Replace(newPath, "{"+p.Value.Name+"}", "{"+p.Value.Name+":.*}", 1)
 			}
 		}
 		if newPath != path {
@@ -80,14 +78,6 @@ var openAPIDoc = sync.OnceValues(func() (routers.Router, error) {
 	}
 	return gorillamux.NewRouter(doc)
 })
-
-func operations(item *openapi3.PathItem) []*openapi3.Operation {
-	var ops []*openapi3.Operation
-	for _, op := range item.Operations() {
-		ops = append(ops, op)
-	}
-	return ops
-}
 
 // openAPICheck records the requests and responses of one Env that disagree with the document.
 type openAPICheck struct {
@@ -158,12 +148,17 @@ func (c *openAPICheck) RoundTrip(req *http.Request) (*http.Response, error) {
 	respChecked := false
 	if isJSON(resp.Header.Get("Content-Type")) && resp.ContentLength <= maxCheckedBody {
 		respBody, err = io.ReadAll(io.LimitReader(resp.Body, maxCheckedBody+1))
-		resp.Body.Close()
-		if err != nil {
+		switch {
+		case err != nil:
+			resp.Body.Close()
 			resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(respBody), errReader{err}))
-		} else {
+		case len(respBody) > maxCheckedBody:
+			// Too large to check: hand the test the whole body, what was read first.
+			resp.Body = readCloser{io.MultiReader(bytes.NewReader(respBody), resp.Body), resp.Body}
+		default:
+			resp.Body.Close()
 			resp.Body = io.NopCloser(bytes.NewReader(respBody))
-			respChecked = len(respBody) <= maxCheckedBody
+			respChecked = true
 		}
 	}
 	if problem := c.check(req, reqBody, bodyChecked, resp, respBody, respChecked); problem != "" {
@@ -175,6 +170,11 @@ func (c *openAPICheck) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 type errReader struct{ err error }
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
 
 func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
