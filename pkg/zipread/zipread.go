@@ -129,7 +129,9 @@ func (a *Archive) ReadFile(f *zip.File, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	buf := make([]byte, 0, min(int64(f.UncompressedSize64), max))
+	// The declared size is only a hint: a crafted header can claim max bytes for a tiny entry, so
+	// preallocate at most 1 MiB and let the buffer grow with what actually inflates.
+	buf := make([]byte, 0, min(int64(f.UncompressedSize64), max, 1<<20))
 	w := bytes.NewBuffer(buf)
 	if _, err := io.Copy(w, rc); err != nil {
 		return nil, err
