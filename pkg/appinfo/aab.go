@@ -416,14 +416,14 @@ func aabConfig(b []byte) (cfg ab.ResTableConfig, extra bool, err error) {
 			cfg.SmallestScreenWidthDp = uint16(x)
 		case 10:
 			cfg.ScreenLayout |= ab.ScreenLayout(x) & ab.MaskScreenSize
-		case 11:
-			cfg.ScreenLayout |= ab.ScreenLayout(x<<4) & ab.MaskScreenLong
+		case 11: // LONG = 1, NOTLONG = 2, the reverse of SCREENLONG_YES/NO
+			cfg.ScreenLayout |= ab.ScreenLayout(aabFlip12(x)<<4) & ab.MaskScreenLong
 		case 15:
 			cfg.Orientation = uint8(x)
 		case 16:
 			cfg.UIMode |= ab.UIMode(x) & ab.MaskUIModeType
-		case 17:
-			cfg.UIMode |= ab.UIMode(x<<4) & ab.MaskUIModeNight
+		case 17: // NIGHT = 1, NOTNIGHT = 2, the reverse of UI_MODE_NIGHT_YES/NO
+			cfg.UIMode |= ab.UIMode(aabFlip12(x)<<4) & ab.MaskUIModeNight
 		case 18:
 			cfg.Density = uint16(x)
 		case 19:
@@ -444,6 +444,17 @@ func aabConfig(b []byte) (cfg ab.ResTableConfig, extra bool, err error) {
 		return nil
 	})
 	return cfg, extra, err
+}
+
+// aabFlip12 swaps the values 1 and 2 of an enum whose order is the reverse of ResTable_config's.
+func aabFlip12(x uint64) uint64 {
+	switch x {
+	case 1:
+		return 2
+	case 2:
+		return 1
+	}
+	return x
 }
 
 // aabLocale sets cfg's language and region from a BCP-47 tag ("zh-CN", "b+sr+Latn"); a tag

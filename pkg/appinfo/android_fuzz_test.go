@@ -12,13 +12,20 @@ import (
 	"github.com/slipwayhq/slipway/test/fixtures"
 )
 
-// fuzzManifests are synthetic manifests covering the builders' options.
+// fuzzManifests are synthetic manifests covering the builders' options, with tiny icons: large
+// seeds make the fuzzer spend its time minimizing.
 func fuzzManifests() []appinfotest.AndroidManifest {
-	watch := fullManifest
+	full := fullManifest
+	full.Icons = []appinfotest.AndroidIcon{
+		{Density: 160, Path: "res/mipmap-mdpi-v4/ic_launcher.png", Data: appinfotest.AndroidPNG(1, 1)},
+		{Density: 0xfffe, Path: "res/mipmap-anydpi-v26/ic_launcher.xml", Data: []byte("\x03\x00\x08\x00")},
+		{Density: 640, Path: "res/mipmap-xxxhdpi-v4/ic_launcher.webp", Data: appinfotest.AndroidWebPHead(4, 4)},
+	}
+	watch := full
 	watch.Features = []string{"android.hardware.type.watch", "android.software.leanback"}
 	watch.Label, watch.LabelStrings = "Literal", nil
 	return []appinfotest.AndroidManifest{
-		fullManifest, watch,
+		full, watch,
 		{Package: "a.b", VersionCode: -1, VersionName: "x", Icons: []appinfotest.AndroidIcon{{Density: 160, Path: "res/i.png", Data: appinfotest.AndroidPNG(2, 2)}}},
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -253,6 +254,22 @@ func TestAndroidZipBombs(t *testing.T) {
 	info := mustParse(t, b)
 	if info.Icon == nil || info.Icon.Width != 48 {
 		t.Errorf("icon %+v, want the 48px one", info.Icon)
+	}
+}
+
+// TestAndroidDeclaredSizesNotPreallocated: a kilobyte zip whose entries declare the largest
+// sizes allowed must not make the parse allocate that much (zipread.ReadFile once did).
+func TestAndroidDeclaredSizesNotPreallocated(t *testing.T) {
+	manifest := appinfotest.BuildAXML(appinfotest.APKOptions{AndroidManifest: fullManifest})
+	b := rawZip(t, rawEntry{"AndroidManifest.xml", manifest, uint64(len(manifest))},
+		rawEntry{"resources.arsc", []byte("tiny"), appinfo.MaxResourcesBytes})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := parseBytes(t, b)
+	runtime.ReadMemStats(&after)
+	wantInvalid(t, err, "resources.arsc")
+	if n := after.TotalAlloc - before.TotalAlloc; n > 8<<20 {
+		t.Errorf("parsing a %d-byte zip allocated %d bytes", len(b), n)
 	}
 }
 
