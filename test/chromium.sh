@@ -17,5 +17,5 @@ if [ ! -x "$BIN" ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core
   } >&2
 fi
-"$BIN" --version >&2
+echo "chromium.sh: $("$BIN" --version 2>/dev/null)" >&2
 echo "$BIN"

@@ -75,6 +75,7 @@ export SLIPWAY_TEST_MINIO_DATA=$MINIO_DATA
 export SLIPWAY_TEST_REQUIRE_SERVICES=1
 log "MinIO on $SLIPWAY_TEST_S3_ENDPOINT, Postgres at 127.0.0.1:5432"
 export SLIPWAY_TEST_HELM=$(bash "$(dirname "$0")/tools.sh" helm)
+export SLIPWAY_TEST_CHROMIUM=$(bash "$(dirname "$0")/chromium.sh")
 
 set +e
 "$@"

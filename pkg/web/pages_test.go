@@ -130,6 +130,7 @@ func mustNotContain(t testing.TB, body []byte, bad ...string) {
 }
 
 func TestReleasePageIOS(t *testing.T) {
+	t.Parallel()
 	e := apptest.New(t, apptest.Options{})
 	r := upload(t, e, "demo.ipa", ipa("Demo", "1.2.3", "45"),
 		apptest.Field("changelog", "- Fixed the login crash\n- Faster sync"),
@@ -187,6 +188,7 @@ func TestReleasePageIOS(t *testing.T) {
 }
 
 func TestReleasePageHTTPSAndPlatforms(t *testing.T) {
+	t.Parallel()
 	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) {
 		c.PublicURL = strings.Replace(c.PublicURL, "http://", "https://", 1)
 		c.Location = time.FixedZone("JST", 9*3600)
@@ -210,6 +212,7 @@ func TestReleasePageHTTPSAndPlatforms(t *testing.T) {
 }
 
 func TestExpiredProfileDisablesInstall(t *testing.T) {
+	t.Parallel()
 	e := apptest.New(t, apptest.Options{})
 	build := func(expires time.Time) []byte {
 		return appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Signed", Profile: &appinfotest.ProfileOptions{
@@ -228,6 +231,7 @@ func TestExpiredProfileDisablesInstall(t *testing.T) {
 
 // TestEscaping puts hostile text wherever a user's text reaches the page.
 func TestEscaping(t *testing.T) {
+	t.Parallel()
 	e := apptest.New(t, apptest.Options{})
 	hostile := `<script>alert(1)</script>"onmouseover="alert(2)" '><img src=x onerror=alert(3)>`
 	fields, _ := json.Marshal([]map[string]string{{"name": hostile, "value": hostile, "icon": `fa" onclick="alert(4)`}})
@@ -259,6 +263,7 @@ func TestEscaping(t *testing.T) {
 }
 
 func TestQRCode(t *testing.T) {
+	t.Parallel()
 	e := apptest.New(t, apptest.Options{})
 	r := upload(t, e, "demo.ipa", ipa("Demo", "1.0", "1"))
 	base := strings.TrimPrefix(r.ReleaseURL, e.URL) + "/qrcode"
@@ -335,6 +340,7 @@ func cookieOf(t testing.TB, resp *apptest.Response) *http.Cookie {
 }
 
 func TestPasswordFlow(t *testing.T) {
+	t.Parallel()
 	e := apptest.New(t, apptest.Options{})
 	r := upload(t, e, "demo.ipa", ipa("Secret", "1.0", "1"), apptest.Field("name", "Secret"),
 		apptest.Field("password", "open sesame"), apptest.Field("changelog", "hidden notes"))
@@ -412,6 +418,7 @@ func TestPasswordFlow(t *testing.T) {
 }
 
 func TestPasswordSlowdown(t *testing.T) {
+	t.Parallel()
 	e := apptest.New(t, apptest.Options{})
 	r := upload(t, e, "demo.ipa", ipa("Secret", "1.0", "1"), apptest.Field("password", "right"))
 	page := strings.TrimPrefix(r.ReleaseURL, e.URL)
@@ -436,6 +443,7 @@ func TestPasswordSlowdown(t *testing.T) {
 }
 
 func TestChannelPagePagination(t *testing.T) {
+	t.Parallel()
 	e := apptest.New(t, apptest.Options{})
 	var rs []release
 	for i := 1; i <= 23; i++ {

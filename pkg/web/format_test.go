@@ -1,0 +1,64 @@
+package web
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+func TestHumanSize(t *testing.T) {
+	for n, want := range map[int64]string{
+		0: "0 B", 1023: "1023 B", 1024: "1.0 KB", 42699: "41.7 KB", 4 << 20: "4.0 MB", 3<<30 + 1<<29: "3.5 GB",
+	} {
+		if got := humanSize(n); got != want {
+			t.Errorf("humanSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestQRSize(t *testing.T) {
+	for in, want := range map[string]int{"": 128, "thumb": 128, "medium": 256, "large": 512, "64": 64, "2048": 2048} {
+		if got, err := qrSize(in); err != nil || got != want {
+			t.Errorf("qrSize(%q) = %d, %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"0", "63", "2049", "-1", "big", " 128", "0x80", "Thumb"} {
+		if _, err := qrSize(in); !errs.Is(err, errs.Invalid) {
+			t.Errorf("qrSize(%q) accepted", in)
+		}
+	}
+}
+
+func TestWaitSeconds(t *testing.T) {
+	if n := waitSeconds(errs.New(errs.TooManyRequests, "too many wrong passwords; try again in 16 seconds")); n != 16 {
+		t.Errorf("waitSeconds = %d", n)
+	}
+	if n := waitSeconds(errs.New(errs.TooManyRequests, "slow down")); n != 2 {
+		t.Errorf("waitSeconds without a number = %d", n)
+	}
+	if n := waitSeconds(errors.New("x")); n != 0 {
+		t.Errorf("waitSeconds of another error = %d", n)
+	}
+}
+
+func TestInstallURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"itms-services://?action=download-manifest&url=https://x/y": "itms-services://?action=download-manifest&url=https://x/y",
+		"https://x/download/releases/1":                             "https://x/download/releases/1",
+		"javascript:alert(1)":                                       "#",
+	} {
+		if got := string(installURL(in)); got != want {
+			t.Errorf("installURL(%q) = %q", in, got)
+		}
+	}
+}
+
+func TestEtagMatch(t *testing.T) {
+	const tag = `"abc"`
+	for h, want := range map[string]bool{`"abc"`: true, `W/"abc"`: true, `"x", "abc"`: true, "*": true, `"abd"`: false, "": false} {
+		if etagMatch(h, tag) != want {
+			t.Errorf("etagMatch(%q) != %v", h, want)
+		}
+	}
+}
