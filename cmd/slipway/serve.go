@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/buildinfo"
@@ -34,9 +35,18 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	// is cancelled only when the drain timeout is over.
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
+	api := httpapi.New(httpapi.Deps{Config: a.cfg, DB: a.db, Storage: a.storage, Service: a.svc, Metrics: a.metrics, Log: log})
+	// srv.Close does not wait for handlers, and a handler cut by it is still cleaning up then
+	// (aborting a multipart upload, forgetting its pending object): count them, so the process
+	// does not exit under them.
+	var handlers atomic.Int64
 	srv := &http.Server{
-		Addr:              a.cfg.Addr,
-		Handler:           httpapi.New(httpapi.Deps{Config: a.cfg, DB: a.db, Storage: a.storage, Service: a.svc, Metrics: a.metrics, Log: log}),
+		Addr: a.cfg.Addr,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			handlers.Add(1)
+			defer handlers.Add(-1)
+			api.ServeHTTP(w, r)
+		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return reqCtx },
@@ -71,12 +81,32 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	defer cancelClose()
 	_ = srv.Shutdown(closeCtx)
 	_ = srv.Close()
+	if !waitZero(&handlers, handlerCleanupTimeout) {
+		log.Warn("handlers still running after the connections were closed; exiting anyway",
+			slog.Int64("handlers", handlers.Load()), slog.Duration("waited", handlerCleanupTimeout))
+	}
 	<-gcDone
 	log.Info("stopped")
 	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// handlerCleanupTimeout bounds the wait for handlers cut by srv.Close to finish cleaning up. Their
+// storage calls have their own, similar bounds (Discard's 30 s).
+const handlerCleanupTimeout = 30 * time.Second
+
+// waitZero waits until n is zero, for at most timeout, and reports whether it is.
+func waitZero(n *atomic.Int64, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for n.Load() > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
 }
 
 // gcLoop runs the storage collector every GCInterval until ctx ends.

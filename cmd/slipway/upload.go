@@ -152,7 +152,9 @@ func uploadCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	path := pos[0]
-	announce(stderr, common.progress, path, c.BaseURL)
+	if err := announce(stderr, common.progress, path, c.BaseURL); err != nil {
+		return err
+	}
 	r := common.reporter(stderr, getenv, path)
 	rel, err := c.UploadApp(ctx, path, form, start(r))
 	stop(r)
@@ -201,7 +203,9 @@ func debugFileCmd(ctx context.Context, args []string, getenv func(string) string
 		return err
 	}
 	path := pos[0]
-	announce(stderr, common.progress, path, c.BaseURL)
+	if err := announce(stderr, common.progress, path, c.BaseURL); err != nil {
+		return err
+	}
 	r := common.reporter(stderr, getenv, path)
 	df, err := c.UploadDebugFile(ctx, path, form, start(r))
 	stop(r)
@@ -284,21 +288,26 @@ func readSmallFile(path string, limit int64) (string, error) {
 	return string(b), nil
 }
 
-// announce says what is about to happen, unless progress is off.
-func announce(stderr io.Writer, progress, path, base string) {
-	if progress == "none" {
-		return
+// announce checks that the file can be uploaded, then says what is about to happen unless
+// progress is off.
+func announce(stderr io.Writer, progress, path, base string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
 	}
-	size := ""
-	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
-		size = fmt.Sprintf(" (%d bytes)", st.Size())
+	if st.IsDir() {
+		return fmt.Errorf("%s is a directory: zip it first (an .app or .dSYM bundle is uploaded as a zip)", path)
+	}
+	if progress == "none" {
+		return nil
 	}
 	if u, err := url.Parse(base); err == nil {
 		// Credentials may ride in a URL's user info or query; they are never printed.
 		u.User, u.RawQuery, u.Fragment = nil, "", ""
 		base = u.String()
 	}
-	fmt.Fprintf(stderr, "Uploading %s%s to %s\n", path, size, strings.TrimRight(base, "/"))
+	fmt.Fprintf(stderr, "Uploading %s (%s) to %s\n", path, uploader.FormatBytes(st.Size()), strings.TrimRight(base, "/"))
+	return nil
 }
 
 func start(r *uploader.Reporter) uploader.ProgressFunc {

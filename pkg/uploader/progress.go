@@ -69,22 +69,23 @@ func (r *Reporter) Update(sent, total int64) {
 
 // Start begins redrawing on a ticker until Stop.
 func (r *Reporter) Start() {
+	stop, stopped := make(chan struct{}), make(chan struct{})
 	r.mu.Lock()
 	r.start = r.now()
 	r.lastLine = r.start
-	r.stop, r.stopped = make(chan struct{}), make(chan struct{})
+	r.stop, r.stopped = stop, stopped
 	r.mu.Unlock()
 	every := time.Second
 	if r.style == Bar {
 		every = 200 * time.Millisecond
 	}
 	go func() {
-		defer close(r.stopped)
+		defer close(stopped)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
-			case <-r.stop:
+			case <-stop:
 				return
 			case <-t.C:
 				r.Tick()
@@ -96,12 +97,12 @@ func (r *Reporter) Start() {
 // Stop ends the ticker and the bar's line. It may be called more than once.
 func (r *Reporter) Stop() {
 	r.mu.Lock()
-	stop := r.stop
+	stop, stopped := r.stop, r.stopped
 	r.stop = nil
 	r.mu.Unlock()
 	if stop != nil {
 		close(stop)
-		<-r.stopped
+		<-stopped
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -148,7 +149,7 @@ func (r *Reporter) Tick() {
 			r.drawn = false
 		}
 		fmt.Fprintf(r.w, "%s: sent %s in %s; waiting for the server to process it\n",
-			r.name, formatBytes(r.sent), formatDuration(now.Sub(r.start)))
+			r.name, FormatBytes(r.sent), formatDuration(now.Sub(r.start)))
 	}
 }
 
@@ -168,11 +169,11 @@ func (r *Reporter) rate() float64 {
 // stats returns the parts shared by both styles: "1.2 GiB of 2.6 GiB", "12.3 MiB/s", "ETA 1m54s".
 func (r *Reporter) stats() (amount, speed, eta string) {
 	rate := r.rate()
-	amount = formatBytes(r.sent)
+	amount = FormatBytes(r.sent)
 	if r.total >= 0 {
-		amount += " of " + formatBytes(r.total)
+		amount += " of " + FormatBytes(r.total)
 	}
-	speed = formatBytes(int64(rate)) + "/s"
+	speed = FormatBytes(int64(rate)) + "/s"
 	switch {
 	case r.total < 0:
 	case rate > 0:
@@ -230,8 +231,8 @@ func fit(s string, width int) string {
 	return s
 }
 
-// formatBytes renders n in IEC units with one decimal: "512 B", "1.5 KiB", "2.6 GiB".
-func formatBytes(n int64) string {
+// FormatBytes renders n in IEC units with one decimal: "512 B", "1.5 KiB", "2.6 GiB".
+func FormatBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)

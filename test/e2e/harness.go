@@ -74,6 +74,14 @@ type Options struct {
 	// Env is added to the environment of every server and command of the harness (after the
 	// harness's own variables, so it overrides them).
 	Env []string
+	// DatabaseURL, when set, is used instead of a fresh database on the test Postgres: for tests
+	// that run a Postgres of their own (to stop and restart it). The caller owns that database;
+	// serve migrates it when it starts (run `slipway migrate up` first to use it before).
+	DatabaseURL string
+	// S3, when set with Storage S3, is the bucket to use instead of a fresh one on the shared test
+	// MinIO: for tests that run a MinIO of their own (to kill and restart it). The caller creates
+	// the bucket and removes it.
+	S3 *testenv.S3Env
 }
 
 // Harness is one environment (database, storage, secret) shared by the servers and commands of a
@@ -99,13 +107,21 @@ type Harness struct {
 func New(t testing.TB, opts Options) *Harness {
 	t.Helper()
 	Binary(t)
-	h := &Harness{DatabaseURL: testenv.DatabaseURL(t)}
+	h := &Harness{DatabaseURL: opts.DatabaseURL}
+	if h.DatabaseURL == "" {
+		h.DatabaseURL = testenv.DatabaseURL(t)
+	}
 	switch opts.Storage {
 	case "", FS:
 		h.StorageDir = t.TempDir()
 		h.StorageURL = "file://" + h.StorageDir
 	case S3:
-		e := testenv.S3(t)
+		var e testenv.S3Env
+		if opts.S3 != nil {
+			e = *opts.S3
+		} else {
+			e = testenv.S3(t)
+		}
 		h.S3 = &e
 		h.StorageURL = e.URL
 		if len(opts.S3Params) > 0 {
@@ -529,6 +545,11 @@ func (h *Harness) MultipartUploads(t testing.TB) []string {
 	}
 	return keys
 }
+
+// StartProcess starts cmd as the harness starts its servers: on Linux the process is killed if the
+// test process dies. For tests that run services of their own (a MinIO or Postgres to stop and
+// restart).
+func StartProcess(cmd *exec.Cmd) error { return startCmd(cmd) }
 
 // lastValue returns the value of the last NAME=... in env.
 func lastValue(env []string, name string) string {
