@@ -94,6 +94,11 @@ func (e *env) close() {
 // buildBinary builds slipway as the Dockerfile does (CGO off, -trimpath) but keeps symbols, so
 // perf can name functions.
 func (e *env) buildBinary(ctx context.Context) error {
+	if e.opts.slipwayBin != "" {
+		e.bin = e.opts.slipwayBin
+		log.Printf("using the slipway binary %s", e.bin)
+		return nil
+	}
 	e.bin = filepath.Join(e.tmp, "slipway")
 	log.Printf("building slipway into %s", e.bin)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", e.bin, "./cmd/slipway")

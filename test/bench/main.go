@@ -38,6 +38,8 @@ type options struct {
 	backends    string
 	profile     string
 	workDir     string
+	slipwayBin  string
+	compareBin  string
 }
 
 func main() {
@@ -52,6 +54,8 @@ func main() {
 	flag.StringVar(&o.backends, "backends", "s3,fs", "storage backends to measure: s3 (MinIO), fs, or both")
 	flag.StringVar(&o.profile, "profile", "auto", "record the server with perf during one extra upload: auto (when the S3 throughput ratio misses its target), on, off")
 	flag.StringVar(&o.workDir, "workdir", "", "folder for the temporary files (default: the system temp folder)")
+	flag.StringVar(&o.slipwayBin, "slipway-bin", "", "use this slipway binary instead of building ./cmd/slipway")
+	flag.StringVar(&o.compareBin, "compare-bin", "", "A/B: also time uploads through a server running this binary, interleaved with the others")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("bench: ")

@@ -107,6 +107,21 @@ func medianRun(runs []timedRun) timedRun {
 	return s[len(s)/2]
 }
 
+// afterBody renders the time after the client's last byte of the median run (by that time),
+// split where the object was complete in storage.
+func afterBody(runs []timedRun) string {
+	if len(runs) == 0 {
+		return "–"
+	}
+	s := slices.Clone(runs)
+	slices.SortFunc(s, func(a, b timedRun) int { return int(a.AfterBody - b.AfterBody) })
+	m := s[len(s)/2]
+	if m.StoreTail == 0 || m.StoreTail > m.AfterBody {
+		return fmtLat(m.AfterBody)
+	}
+	return fmt.Sprintf("%s / %s / %s", fmtLat(m.AfterBody), fmtLat(m.StoreTail), fmtLat(m.AfterBody-m.StoreTail))
+}
+
 func bestRun(runs []timedRun) timedRun {
 	if len(runs) == 0 {
 		return timedRun{}
@@ -126,19 +141,6 @@ func medianSyscalls(runs []timedRun) syscalls {
 	slices.Sort(r)
 	slices.Sort(w)
 	return syscalls{Reads: r[len(r)/2], Writes: w[len(w)/2]}
-}
-
-// medianAfterBody is the median time between the client's last byte and the response.
-func medianAfterBody(runs []timedRun) time.Duration {
-	var v []time.Duration
-	for _, r := range runs {
-		v = append(v, r.AfterBody)
-	}
-	if len(v) == 0 {
-		return 0
-	}
-	slices.Sort(v)
-	return v[len(v)/2]
 }
 
 // medianCPU is the per-process median CPU over runs.
@@ -279,9 +281,14 @@ func (rep *report) summary() string {
 		if len(b.DirectStore) > 0 {
 			fmt.Fprintf(&s, "  %-22s  %7.1f MiB/s\n", short(b.DirectStoreName), b.throughput(b.DirectStore))
 		}
+		if len(b.Compare) > 0 {
+			c, sc := medianCPU(b.Compare), medianSyscalls(b.Compare)
+			fmt.Fprintf(&s, "  -compare-bin server     %7.1f MiB/s (best %.1f); server CPU %s, %d reads, %d writes; ratio %.3f\n",
+				b.throughput(b.Compare), mibps(b.Size, bestRun(b.Compare).Took), fmtSec(c.Server), sc.Reads, sc.Writes, b.throughput(b.Compare)/b.throughput(b.Direct))
+		}
 		fmt.Fprintf(&s, "  ratio Slipway / direct  %.3f (median), %.3f (best runs), %.3f (CPU cost)\n", b.ratio(), b.bestRatio(), b.cpuRatio())
 		sc := medianSyscalls(b.Slipway)
-		fmt.Fprintf(&s, "  server CPU per upload   %s; %d read and %d write syscalls; %s after the last byte\n", fmtSec(medianCPU(b.Slipway).Server), sc.Reads, sc.Writes, fmtLat(medianAfterBody(b.Slipway)))
+		fmt.Fprintf(&s, "  server CPU per upload   %s; %d read and %d write syscalls; after the last byte (all / storage / parse+DB) %s\n", fmtSec(medianCPU(b.Slipway).Server), sc.Reads, sc.Writes, afterBody(b.Slipway))
 		fmt.Fprintf(&s, "  peak RSS: 1 upload %s (at rest %s), %d concurrent %s (at rest %s)\n",
 			fmtMiB(float64(b.Peak1.HWM)), fmtMiB(float64(b.Baseline1.RSS)), b.Concurrency, fmtMiB(float64(b.Peak4.HWM)), fmtMiB(float64(b.Baseline4.RSS)))
 		fmt.Fprintf(&s, "  %d concurrent: Slipway %.1f MiB/s aggregate, direct %.1f MiB/s\n", b.Concurrency,
@@ -380,10 +387,13 @@ func (rep *report) writeMarkdown(path string) error {
 		if len(b.DirectStore) > 0 {
 			row(b.DirectStoreName, b.DirectStore, false)
 		}
+		if len(b.Compare) > 0 {
+			row("Slipway built from `-compare-bin` (A/B, same rounds)", b.Compare, true)
+		}
 	}
 	p("\n")
 	p("The ratio three ways — of the medians (the target's figure), of the best runs (least disturbed by other jobs), and predicted from CPU cost (CPU time per upload of the direct path, client + MinIO, over that of the Slipway path, client + Slipway + MinIO: the throughput ratio when the shared cores are the bottleneck) — the time between the client's last byte and the response (the last part, completing the multipart upload, parsing and the database transaction), and the server's system calls per upload (/proc/<pid>/io):\n\n")
-	p("| Backend | Ratio (medians) | Ratio (best runs) | Ratio (CPU cost) | Slipway CPU per GiB | After the last byte | Server read syscalls | Bytes per read | Server write syscalls | Bytes per write |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| Backend | Ratio (medians) | Ratio (best runs) | Ratio (CPU cost) | Slipway CPU per GiB | After the last byte: in all / storage completes / parse, icon, DB | Server read syscalls | Bytes per read | Server write syscalls | Bytes per write |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, b := range rep.Backends {
 		sc := medianSyscalls(b.Slipway)
 		per := func(n int64) string {
@@ -393,7 +403,7 @@ func (rep *report) writeMarkdown(path string) error {
 			return fmt.Sprintf("%.1f KiB", float64(b.Size)/float64(n)/1024)
 		}
 		p("| %s | %.3f | %.3f | %.3f | %.2f s | %s | %d | %s | %d | %s |\n", b.Name, b.ratio(), b.bestRatio(), b.cpuRatio(),
-			medianCPU(b.Slipway).Server.Seconds()/(float64(b.Size)/(1<<30)), fmtLat(medianAfterBody(b.Slipway)), sc.Reads, per(sc.Reads), sc.Writes, per(sc.Writes))
+			medianCPU(b.Slipway).Server.Seconds()/(float64(b.Size)/(1<<30)), afterBody(b.Slipway), sc.Reads, per(sc.Reads), sc.Writes, per(sc.Writes))
 	}
 	p("\n")
 	p("- **Direct PUT baseline (S3):** one streamed `PutObject` of known length through aws-sdk-go-v2, signed with `UNSIGNED-PAYLOAD` and checksums only when required, exactly as Slipway signs its parts. It is the fastest way a client could put the same bytes into the same MinIO, so the ratio is Slipway's whole cost: receiving the multipart body, SHA-256, the tail, re-sending in 8 MiB parts (2 in flight), parsing and the database.\n")
@@ -402,7 +412,14 @@ func (rep *report) writeMarkdown(path string) error {
 	p("- Every client streams the file through a plain `io.Reader` (no sendfile), one request per upload; the Slipway client sends `multipart/form-data` with a Content-Length, fields first and the file last, as fastlane does.\n\n")
 
 	p("## Server memory (peak RSS)\n\n")
-	p("VmHWM of the `slipway serve` process from /proc/<pid>/status. Each scenario runs on a fresh process, since VmHWM is a lifetime peak; \"at rest\" is VmRSS a second after start.\n\n")
+	p("VmHWM of the `slipway serve` process from /proc/<pid>/status. Each scenario runs on a fresh process, since VmHWM is a lifetime peak; \"at rest\" is VmRSS a second after start. The single-upload peak is read right after the first upload of a fresh server (not counted in the throughput medians above")
+	for i, b := range rep.Backends {
+		if i > 0 {
+			p(";")
+		}
+		p(" %s: %s", b.Name, fmtSec(b.First.Took))
+	}
+	p(").\n\n")
 	p("| Backend | At rest | Peak, 1 upload | At rest (fresh process) | Peak, %d concurrent | %d concurrent: Slipway aggregate | %d concurrent: direct aggregate |\n|---|---|---|---|---|---|---|\n",
 		rep.Options.concurrency, rep.Options.concurrency, rep.Options.concurrency)
 	for _, b := range rep.Backends {

@@ -34,8 +34,9 @@ type timedRun struct {
 	// Syscalls are the server's read and write system calls during the run.
 	Syscalls syscalls
 	// AfterBody is, for uploads through Slipway, the time between the client's last byte and the
-	// response.
-	AfterBody time.Duration
+	// response; StoreTail is the part of it until the object was complete in storage (the server's
+	// "upload stored" debug log line), the rest being parsing, the icon and the database.
+	AfterBody, StoreTail time.Duration
 }
 
 // backendResult holds every figure measured on one storage backend.
@@ -44,9 +45,11 @@ type backendResult struct {
 	Name string
 	Size int64
 
-	// Upload throughput: Slipway, the direct baseline, and (S3) Slipway's storage code alone.
-	Slipway, Direct, DirectStore []timedRun
-	DirectName, DirectStoreName  string
+	// Upload throughput: Slipway, the direct baseline, (S3) Slipway's storage code alone, and
+	// the -compare-bin server. First is the untimed first upload on a fresh server.
+	Slipway, Direct, DirectStore, Compare []timedRun
+	First                                 timedRun
+	DirectName, DirectStoreName           string
 
 	// Server memory: at rest after start, after one upload, and after N concurrent uploads (each
 	// scenario on a fresh process, since VmHWM is a lifetime peak).
@@ -143,13 +146,25 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 		_ = e.emptyBucket(ctx, "warmup/")
 	}
 
-	// Scenario 1: a fresh server, one upload (peak RSS, parse reads), then the timed rounds.
-	srv, err := e.startServer(ctx, storageURL, fmt.Sprintf("%d-single", kind))
+	// Scenario 1: a fresh server and one upload (peak RSS, parse reads; it also warms the server
+	// up), then the timed rounds on the same server.
+	// Debug logging adds one line per upload ("upload stored", when the object is complete), which
+	// splits the time after the client's last byte; request logs stay at info.
+	srv, err := e.startServer(ctx, storageURL, fmt.Sprintf("%d-single", kind), "SLIPWAY_LOG_LEVEL=debug")
 	if err != nil {
 		return nil, err
 	}
 	defer srv.stop()
 	client := newUploadClient(srv.url, token)
+	var cmpClient *uploadClient
+	var cmpSrv *server
+	if e.opts.compareBin != "" {
+		if cmpSrv, err = e.startBinary(ctx, e.opts.compareBin, storageURL, fmt.Sprintf("%d-compare", kind), "SLIPWAY_LOG_LEVEL=debug"); err != nil {
+			return nil, err
+		}
+		defer cmpSrv.stop()
+		cmpClient = newUploadClient(cmpSrv.url, token)
+	}
 	settle()
 	if r.Baseline1, err = readMemory(srv.pid); err != nil {
 		return nil, err
@@ -158,33 +173,53 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 	if err != nil {
 		return nil, err
 	}
-	for i := range e.opts.runs {
-		log.Printf("round %d/%d: upload through Slipway", i+1, e.opts.runs)
+	log.Printf("first upload through Slipway (peak RSS, parse reads)")
+	r.First, err = measure(srv, func() error {
+		_, _, err := client.upload(ctx, pkg, map[string]string{"changelog": "first upload", "release_type": "adhoc"})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r.Peak1, err = readMemory(srv.pid); err != nil {
+		return nil, err
+	}
+	after, err := srv.scrape()
+	if err != nil {
+		return nil, err
+	}
+	delta := func(name string) float64 { return after[name] - before[name] }
+	r.ParseGETs, r.ParseBytes = delta("slipway_parse_storage_gets_sum"), delta("slipway_parse_storage_bytes_sum")
+	r.ParseCount = delta("slipway_parse_storage_gets_count")
+	r.ParseSeconds = delta(`slipway_parse_duration_seconds_sum{format="ipa"}`)
+	r.Runtime1 = after
+	if cmpClient != nil {
+		if _, _, err := cmpClient.upload(ctx, pkg, map[string]string{"changelog": "warm-up"}); err != nil {
+			return nil, err
+		}
+	}
+
+	slipwayRun := func(s *server, c *uploadClient) (timedRun, error) {
 		var t uploadTiming
-		run, err := measure(srv, func() error {
+		logAt := s.logSize()
+		run, err := measure(s, func() error {
 			var err error
-			t, _, err = client.upload(ctx, pkg, map[string]string{"changelog": "benchmark upload", "release_type": "adhoc"})
+			t, _, err = c.upload(ctx, pkg, map[string]string{"changelog": "benchmark upload", "release_type": "adhoc"})
 			return err
 		})
+		run.AfterBody = t.AfterBody
+		if at := s.storedAt(logAt); !at.IsZero() && at.After(t.LastByte) {
+			run.StoreTail = at.Sub(t.LastByte)
+		}
+		return run, err
+	}
+	for i := range e.opts.runs {
+		log.Printf("round %d/%d: upload through Slipway", i+1, e.opts.runs)
+		run, err := slipwayRun(srv, client)
 		if err != nil {
 			return nil, err
 		}
-		run.AfterBody = t.AfterBody
 		r.Slipway = append(r.Slipway, run)
-		if i == 0 {
-			if r.Peak1, err = readMemory(srv.pid); err != nil {
-				return nil, err
-			}
-			after, err := srv.scrape()
-			if err != nil {
-				return nil, err
-			}
-			delta := func(name string) float64 { return after[name] - before[name] }
-			r.ParseGETs, r.ParseBytes = delta("slipway_parse_storage_gets_sum"), delta("slipway_parse_storage_bytes_sum")
-			r.ParseCount = delta("slipway_parse_storage_gets_count")
-			r.ParseSeconds = delta(`slipway_parse_duration_seconds_sum{format="ipa"}`)
-			r.Runtime1 = after
-		}
 
 		log.Printf("round %d/%d: %s", i+1, e.opts.runs, r.DirectName)
 		key := "direct/" + randomHex(8)
@@ -203,6 +238,17 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 			r.DirectStore = append(r.DirectStore, run)
 			_ = store.Delete(ctx, key)
 		}
+		if cmpClient != nil {
+			log.Printf("round %d/%d: upload through the -compare-bin server", i+1, e.opts.runs)
+			run, err := slipwayRun(cmpSrv, cmpClient)
+			if err != nil {
+				return nil, err
+			}
+			r.Compare = append(r.Compare, run)
+		}
+	}
+	if cmpSrv != nil {
+		cmpSrv.stop()
 	}
 	if e.wantProfile(r) {
 		r.Profile = e.profileUpload(ctx, srv, client, pkg)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -52,7 +53,12 @@ func (e *env) serverEnviron(storageURL, addr string) []string {
 }
 
 // startServer starts a fresh `slipway serve` and waits until /healthz answers.
-func (e *env) startServer(ctx context.Context, storageURL, label string) (*server, error) {
+func (e *env) startServer(ctx context.Context, storageURL, label string, extraEnv ...string) (*server, error) {
+	return e.startBinary(ctx, e.bin, storageURL, label, extraEnv...)
+}
+
+// startBinary starts `bin serve` (the benchmark's binary, or -compare-bin).
+func (e *env) startBinary(ctx context.Context, bin, storageURL, label string, extraEnv ...string) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -63,8 +69,8 @@ func (e *env) startServer(ctx context.Context, storageURL, label string) (*serve
 	if err != nil {
 		return nil, err
 	}
-	s.cmd = exec.Command(e.bin, "serve")
-	s.cmd.Env = e.serverEnviron(storageURL, addr)
+	s.cmd = exec.Command(bin, "serve")
+	s.cmd.Env = append(e.serverEnviron(storageURL, addr), extraEnv...)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	if err := s.cmd.Start(); err != nil {
 		logFile.Close()
@@ -131,6 +137,37 @@ func (e *env) createToken(ctx context.Context, storageURL, name string) (string,
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return strings.TrimSpace(lines[len(lines)-1]), nil
+}
+
+// storedAt returns the time of the last "upload stored" line (logged at debug level when the
+// upload's object is complete in storage) written to the server's log after offset, or zero.
+func (s *server) storedAt(offset int64) time.Time {
+	b, err := os.ReadFile(s.logPath)
+	if err != nil || int64(len(b)) < offset {
+		return time.Time{}
+	}
+	var last time.Time
+	for _, line := range bytes.Split(b[offset:], []byte("\n")) {
+		if !bytes.Contains(line, []byte(`"msg":"upload stored"`)) {
+			continue
+		}
+		var rec struct {
+			Time time.Time `json:"time"`
+		}
+		if json.Unmarshal(line, &rec) == nil {
+			last = rec.Time
+		}
+	}
+	return last
+}
+
+// logSize is the current size of the server's log.
+func (s *server) logSize() int64 {
+	st, err := os.Stat(s.logPath)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
 }
 
 // memory is a process's resident set, from /proc/<pid>/status.

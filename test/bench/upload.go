@@ -55,6 +55,7 @@ func newUploadClient(base, token string) *uploadClient {
 // sent the last byte (the server finishing storage, parsing and recording the release).
 type uploadTiming struct {
 	Total, AfterBody time.Duration
+	LastByte, End    time.Time
 }
 
 // upload posts the file (open returns a fresh reader of it and its size) with the fields and
@@ -124,8 +125,9 @@ func (c *uploadClient) upload(ctx context.Context, open func() (io.ReadCloser, i
 	end := time.Now()
 	pr.Close()
 	t.Total = end.Sub(start)
-	if last := <-sent; last.Before(end) {
-		t.AfterBody = end.Sub(last)
+	t.End, t.LastByte = end, <-sent
+	if t.LastByte.Before(end) {
+		t.AfterBody = end.Sub(t.LastByte)
 	}
 	if err != nil {
 		return t, nil, err
