@@ -258,8 +258,8 @@ func TestSyntheticMacZip(t *testing.T) {
 }
 
 func TestICNS(t *testing.T) {
-	icon, err := icnsIcon(appinfotest.BuildICNS([]int{32, 1024, 16}, true))
-	if err != nil || icon == nil || icon.Width != 1024 {
+	icon, err := icnsIcon(appinfotest.BuildICNS([]int{32, 256, 16}, true))
+	if err != nil || icon == nil || icon.Width != 256 {
 		t.Fatalf("icnsIcon = %+v, %v", icon, err)
 	}
 	if icon, err := icnsIcon(appinfotest.BuildICNS(nil, true)); err != nil || icon != nil {
