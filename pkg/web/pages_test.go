@@ -66,14 +66,8 @@ func setGitURL(t testing.TB, e *apptest.Env, slug, gitURL string) {
 	}
 }
 
-// pageClient sends the pages' requests. It is not e.Client, whose OpenAPI check covers the JSON
-// API only; like e.Client it does not follow redirects.
-var pageClient = &http.Client{
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	Timeout:       time.Minute,
-}
-
-// do sends a request to the server (path relative to its URL) and reads the whole response.
+// do sends a request to the server (path relative to its URL) through e.Client, which follows no
+// redirects and checks the exchange against docs/openapi.yaml, and reads the whole response.
 func do(t testing.TB, e *apptest.Env, method, path string, body io.Reader, header http.Header) *apptest.Response {
 	t.Helper()
 	req, err := http.NewRequest(method, e.URL+path, body)
@@ -83,7 +77,7 @@ func do(t testing.TB, e *apptest.Env, method, path string, body io.Reader, heade
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	resp, err := pageClient.Do(req)
+	resp, err := e.Client.Do(req) // checked against docs/openapi.yaml too
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +265,11 @@ func TestQRCode(t *testing.T) {
 		t.Errorf("qrcode_url %s", r.QRCodeURL)
 	}
 	for size, px := range map[string]int{"": 128, "thumb": 128, "medium": 256, "large": 512, "64": 64, "300": 300, "2048": 2048} {
-		resp := get(t, e, base+"?size="+size)
+		path := base + "?size=" + size
+		if size == "" {
+			path = base // the default
+		}
+		resp := get(t, e, path)
 		if resp.Status != 200 || resp.Header.Get("Content-Type") != "image/png" {
 			t.Fatalf("size %q: %d %s", size, resp.Status, resp.Body)
 		}
