@@ -306,7 +306,11 @@ func announce(stderr io.Writer, progress, path, base string) error {
 		u.User, u.RawQuery, u.Fragment = nil, "", ""
 		base = u.String()
 	}
-	fmt.Fprintf(stderr, "Uploading %s (%s) to %s\n", path, uploader.FormatBytes(st.Size()), strings.TrimRight(base, "/"))
+	size := ""
+	if st.Mode().IsRegular() {
+		size = " (" + uploader.FormatBytes(st.Size()) + ")"
+	}
+	fmt.Fprintf(stderr, "Uploading %s%s to %s\n", path, size, strings.TrimRight(base, "/"))
 	return nil
 }
 

@@ -177,7 +177,8 @@ func (r *Reporter) stats() (amount, speed, eta string) {
 	switch {
 	case r.total < 0:
 	case rate > 0:
-		eta = "ETA " + formatDuration(time.Duration(float64(r.total-r.sent)/rate*float64(time.Second)))
+		left := time.Duration(float64(r.total-r.sent) / rate * float64(time.Second))
+		eta = "ETA " + max(left, time.Second).Round(time.Second).String()
 	default:
 		eta = "ETA --"
 	}
@@ -187,10 +188,15 @@ func (r *Reporter) stats() (amount, speed, eta string) {
 // barLine renders "name [=====>    ]  45%  1.2 GiB of 2.6 GiB  12.3 MiB/s  ETA 1m54s", fitted
 // to Width.
 func (r *Reporter) barLine() string {
-	amount, speed, eta := r.stats()
-	info := "  " + amount + "  " + speed
+	_, speed, eta := r.stats()
+	// Fixed widths keep the bar from jittering as the numbers change.
+	amount := fmt.Sprintf("%9s", FormatBytes(r.sent))
+	if r.total >= 0 {
+		amount += " of " + FormatBytes(r.total)
+	}
+	info := fmt.Sprintf("  %s  %11s", amount, speed)
 	if eta != "" {
-		info += "  " + eta
+		info += fmt.Sprintf("  %-11s", eta)
 	}
 	if r.total <= 0 {
 		return fit(r.name+info, r.Width-1)

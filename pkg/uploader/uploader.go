@@ -46,6 +46,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -492,14 +493,21 @@ func apiError(resp *http.Response, raw []byte) *APIError {
 	return e
 }
 
-// summarize returns the first line of a non-JSON body, bounded, for an error message.
+// htmlTitle finds the title of a proxy's HTML error page ("413 Request Entity Too Large").
+var htmlTitle = regexp.MustCompile(`(?is)<title>\s*(.*?)\s*</title>`)
+
+// summarize returns the title of an HTML body or the first line of another one, bounded, for an
+// error message.
 func summarize(raw []byte) string {
+	if m := htmlTitle.FindSubmatch(raw); m != nil {
+		raw = m[1]
+	}
 	s := strings.TrimSpace(string(raw))
 	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
 		s = s[:i]
 	}
-	if len(s) > 200 {
-		s = s[:200] + "…"
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "..."
 	}
 	return s
 }

@@ -215,6 +215,11 @@ func TestUploadErrors(t *testing.T) {
 		w.WriteHeader(502)
 		io.WriteString(w, "<html><body>Bad Gateway</body></html>\nmore")
 	})
+	mux.HandleFunc("/nginx/api/apps/upload", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(413)
+		io.WriteString(w, "<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>...</body></html>")
+	})
 	mux.HandleFunc("/redirect/api/apps/upload", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "https://elsewhere.example.com/api/apps/upload?token=leak", http.StatusMovedPermanently)
 	})
@@ -239,6 +244,7 @@ func TestUploadErrors(t *testing.T) {
 		want string
 	}{
 		{srv.URL + "/proxy", "server answered 502 Bad Gateway: <html><body>Bad Gateway</body></html>"},
+		{srv.URL + "/nginx", "server answered 413 Request Entity Too Large: 413 Request Entity Too Large"},
 		{srv.URL + "/redirect", "the server redirects to https://elsewhere.example.com/api/apps/upload: use that address"},
 		{srv.URL + "/busy", "server answered 429 Too Many Requests: too many uploads (retry after 7s)"},
 		{"ftp://example.com", "must be an absolute http:// or https:// URL"},

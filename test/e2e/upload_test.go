@@ -189,7 +189,7 @@ func TestCLIUploadFailures(t *testing.T) {
 		{"wrong token flag", nil, []string{"upload", ipa, "--url", s.URL, "--token", wrongToken, "--password", "hunter22"}, "401", wantAuth, wrongToken},
 		{"not a package", []string{"SLIPWAY_TOKEN=" + token}, []string{"upload", notes, "--url", s.URL}, "422", wantNotPackage, token},
 		{"unknown channel", []string{"SLIPWAY_TOKEN=" + token}, []string{"upload", ipa, "--url", s.URL, "--channel-key", "nope"}, "404", "", token},
-		{"debug file not a zip", []string{"SLIPWAY_TOKEN=" + token}, []string{"debug-file", "upload", notes, "--url", s.URL, "--channel-key", "nope"}, "404", "", token},
+		{"debug file to an unknown channel", []string{"SLIPWAY_TOKEN=" + token}, []string{"debug-file", "upload", notes, "--url", s.URL, "--channel-key", "nope"}, "404", "", token},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
