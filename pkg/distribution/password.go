@@ -30,7 +30,9 @@ func (s *Service) CheckChannelPassword(ctx context.Context, c *store.Channel, pa
 	if n >= freePasswordAttempts {
 		wait := time.Duration(math.Min(math.Pow(2, float64(n-freePasswordAttempts)), store.PasswordFailureWindow.Seconds())) * time.Second
 		if left := time.Until(last.Add(wait)); left > 0 {
-			return errs.New(errs.TooManyRequests, "too many wrong passwords; try again in %d seconds", int(math.Ceil(left.Seconds())))
+			e := errs.New(errs.TooManyRequests, "too many wrong passwords; try again in %d seconds", int(math.Ceil(left.Seconds())))
+			e.RetryAfter = left
+			return e
 		}
 	}
 	if password == "" {

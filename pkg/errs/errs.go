@@ -6,6 +6,7 @@ package errs
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Kind classifies an error by what the caller can do about it.
@@ -41,6 +42,8 @@ type Error struct {
 	Entry map[string][]string
 	// Err is the underlying cause, logged but never shown to clients.
 	Err error
+	// RetryAfter tells a client when to try again (TooManyRequests, Unavailable); 0 for a default.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
@@ -27,18 +26,6 @@ func TestQRSize(t *testing.T) {
 		if _, err := qrSize(in); !errs.Is(err, errs.Invalid) {
 			t.Errorf("qrSize(%q) accepted", in)
 		}
-	}
-}
-
-func TestWaitSeconds(t *testing.T) {
-	if n := waitSeconds(errs.New(errs.TooManyRequests, "too many wrong passwords; try again in 16 seconds")); n != 16 {
-		t.Errorf("waitSeconds = %d", n)
-	}
-	if n := waitSeconds(errs.New(errs.TooManyRequests, "slow down")); n != 2 {
-		t.Errorf("waitSeconds without a number = %d", n)
-	}
-	if n := waitSeconds(errors.New("x")); n != 0 {
-		t.Errorf("waitSeconds of another error = %d", n)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"image"
+	"image/draw"
 	"image/png"
 	"io"
 	"net/http"
@@ -317,11 +318,18 @@ func TestQRCode(t *testing.T) {
 
 func decodeQR(t testing.TB, img image.Image) string {
 	t.Helper()
-	bmp, err := gozxing.NewBinaryBitmapFromImage(img)
+	// A screenshot may crop the quiet zone and scale modules unevenly (256 px shown at 200 px):
+	// give the decoder a white margin and let it try harder.
+	b := img.Bounds()
+	pad := b.Dx()/8 + 8
+	padded := image.NewRGBA(image.Rect(0, 0, b.Dx()+2*pad, b.Dy()+2*pad))
+	draw.Draw(padded, padded.Bounds(), image.White, image.Point{}, draw.Src)
+	draw.Draw(padded, b.Sub(b.Min).Add(image.Pt(pad, pad)), img, b.Min, draw.Over)
+	bmp, err := gozxing.NewBinaryBitmapFromImage(padded)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := gozxingqr.NewQRCodeReader().Decode(bmp, nil)
+	res, err := gozxingqr.NewQRCodeReader().Decode(bmp, map[gozxing.DecodeHintType]interface{}{gozxing.DecodeHintType_TRY_HARDER: true})
 	if err != nil {
 		t.Fatalf("decoding the QR code: %v", err)
 	}

@@ -72,8 +72,8 @@ func (h *Handler) passwordForm(c *gin.Context, cc *store.ChannelContext, action 
 	case kind == errs.Forbidden:
 		status, v.Error = http.StatusForbidden, "Wrong password. Try again."
 	case kind == errs.TooManyRequests:
-		status, v.Error = http.StatusTooManyRequests, "Too many wrong passwords: "+strings.TrimPrefix(err.Error(), "too many wrong passwords; ")+"."
-		retryAfter(c, kind, waitSeconds(err))
+		p := h.describe(c, err)
+		status, v.Error = p.Status, "Too many wrong passwords: "+strings.TrimPrefix(p.Message, "too many wrong passwords; ")+"."
 	default:
 		h.failPage(c, err, "")
 		return

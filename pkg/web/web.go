@@ -3,18 +3,16 @@ package web
 import (
 	"bytes"
 	"embed"
-	"errors"
 	"html/template"
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
-	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/httperr"
 	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/store"
 )
@@ -120,66 +118,25 @@ func (h *Handler) render(c *gin.Context, status int, name string, p page, privat
 	c.Data(status, "text/html; charset=utf-8", buf.Bytes())
 }
 
-// statusOf maps an error kind to its HTTP status, as the API does (httpapi's mapping is
-// unexported and httpapi imports this package).
-func statusOf(kind errs.Kind) int {
-	switch kind {
-	case errs.Invalid:
-		return http.StatusUnprocessableEntity
-	case errs.NotFound:
-		return http.StatusNotFound
-	case errs.Conflict:
-		return http.StatusConflict
-	case errs.Unauthenticated:
-		return http.StatusUnauthorized
-	case errs.Forbidden:
-		return http.StatusForbidden
-	case errs.TooLarge:
-		return http.StatusRequestEntityTooLarge
-	case errs.Unavailable:
-		return http.StatusServiceUnavailable
-	case errs.TooManyRequests:
-		return http.StatusTooManyRequests
-	default:
-		return http.StatusInternalServerError
-	}
-}
-
-// clientMessage is what a client may read of err: its message when it is an *errs.Error of a
-// client-facing kind, else a generic text (internal errors are logged with the request id).
-func (h *Handler) clientMessage(c *gin.Context, err error) (int, string) {
-	kind := errs.KindOf(err)
-	if kind == errs.Internal && store.IsUnavailable(err) {
-		kind = errs.Unavailable
-	}
-	status := statusOf(kind)
-	var e *errs.Error
-	switch {
-	case kind == errs.Internal:
+// describe is what a client may see of err (httperr, shared with the API); internal errors are
+// logged here with the request id, which the client is shown.
+func (h *Handler) describe(c *gin.Context, err error) httperr.Problem {
+	p := httperr.Describe(err)
+	if p.Internal() {
 		id := c.Writer.Header().Get("X-Request-ID")
 		h.log.ErrorContext(c, "internal error", slog.String("request_id", id), slog.String("error", err.Error()))
-		return status, "internal error (request " + id + ")"
-	case errors.As(err, &e) && e.Kind == kind:
-		return status, e.Msg
-	case kind == errs.Unavailable:
-		return status, "a dependency is unavailable; retry later"
+		p.Message = "internal error (request " + id + ")"
 	}
-	return status, http.StatusText(status)
-}
-
-func retryAfter(c *gin.Context, kind errs.Kind, seconds int) {
-	switch kind {
-	case errs.Unavailable:
-		c.Header("Retry-After", "5")
-	case errs.TooManyRequests:
-		c.Header("Retry-After", strconv.Itoa(max(seconds, 1)))
+	if p.RetryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(p.RetryAfter))
 	}
+	return p
 }
 
 // failPage answers err as an HTML page with the status of its kind.
 func (h *Handler) failPage(c *gin.Context, err error, back string) {
-	status, msg := h.clientMessage(c, err)
-	retryAfter(c, errs.KindOf(err), waitSeconds(err))
+	p := h.describe(c, err)
+	status, msg := p.Status, p.Message
 	heading := http.StatusText(status)
 	if status == http.StatusNotFound {
 		heading = "Not found"
@@ -192,28 +149,11 @@ type errorView struct{ Heading, Message, BackURL string }
 
 // failJSON answers err as the API's {"error": ...} body (the QR code is fetched by programs).
 func (h *Handler) failJSON(c *gin.Context, err error) {
-	status, msg := h.clientMessage(c, err)
-	retryAfter(c, errs.KindOf(err), waitSeconds(err))
-	body := gin.H{"error": msg}
-	var e *errs.Error
-	if errors.As(err, &e) && len(e.Entry) > 0 {
-		body["entry"] = e.Entry
+	p := h.describe(c, err)
+	body := gin.H{"error": p.Message}
+	if len(p.Entry) > 0 {
+		body["entry"] = p.Entry
 	}
 	c.Header("Cache-Control", "no-store")
-	c.AbortWithStatusJSON(status, body)
-}
-
-// waitSeconds reads the wait out of a TooManyRequests message ("try again in N seconds", as
-// distribution.CheckChannelPassword words it), for Retry-After; 2 when it says none.
-func waitSeconds(err error) int {
-	if !errs.Is(err, errs.TooManyRequests) {
-		return 0
-	}
-	msg := err.Error()
-	if i := strings.Index(msg, "try again in "); i >= 0 {
-		if n, err := strconv.Atoi(strings.Fields(msg[i+len("try again in "):] + " x")[0]); err == nil && n > 0 {
-			return n
-		}
-	}
-	return 2
+	c.AbortWithStatusJSON(p.Status, body)
 }
