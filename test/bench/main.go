@@ -10,8 +10,16 @@
 //     at 32 connections.
 //
 // Everything runs on loopback and is bounded in time and size; the database, bucket, folders and
-// processes it creates are removed at the end. It is a package main with no tests, so `go test
-// ./...` only compiles it.
+// processes it creates are removed at the end. `go test ./...` only compiles this package: its one
+// benchmark (BenchmarkIngest, an in-process model of the upload read path) runs only with -bench.
+//
+// To weigh a change to the upload path on a noisy machine, build the server before and after it
+// and run both in the same rounds:
+//
+//	bash test/with-services.sh go run ./test/bench -slipway-bin /tmp/before/slipway \
+//	    -compare-bin /tmp/after/slipway -runs 5 -profile on -out /tmp/ab.md
+//
+// CPU time (from /proc, per process) and system calls are far steadier than wall time there.
 package main
 
 import (

@@ -16,11 +16,32 @@ import (
 
 // profileResult is a perf profile of the server during one upload.
 type profileResult struct {
-	Took     time.Duration
-	CPU      cpuSample
-	Self     string // flat profile: where the CPU time is spent
-	Children string // cumulative: which callers it is spent under
-	Err      string // why there is no profile
+	Took    time.Duration
+	CPU     cpuSample
+	Self    string       // flat profile: where the CPU time is spent
+	Centres []costCentre // cumulative share of chosen functions
+	Err     string       // why there is no profile
+}
+
+// costCentre is the share of the server's CPU samples spent in (or under) one function.
+type costCentre struct {
+	What, Symbol string
+	Percent      float64
+}
+
+// costCentres are the functions whose cumulative share explains an upload's CPU.
+var costCentres = []struct{ what, symbol string }{
+	{"reading the request: mime/multipart part reads (socket reads and boundary scan included)", "mime/multipart.partReader.Read"},
+	{"socket reads (read syscalls)", "internal/poll.(*FD).Read"},
+	{"read-deadline updates before each body read", "net/http.(*ResponseController).SetReadDeadline"},
+	{"SHA-256 and the kept tail (io.MultiWriter)", "io.(*multiWriter).Write"},
+	{"SHA-256 alone", "crypto/internal/fips140/sha256.(*Digest).Write"},
+	{"sending parts to S3: the HTTP client's write loop (socket writes)", "net/http.(*persistConn).writeLoop"},
+	{"socket writes (write syscalls, S3 parts or files)", "internal/poll.(*FD).Write"},
+	{"parsing the package (appinfo.Parse, ranged GETs included)", "github.com/slipwayhq/slipway/pkg/appinfo.Parse"},
+	{"memory allocation (runtime.mallocgc)", "runtime.mallocgc"},
+	{"garbage collection (background mark workers)", "runtime.gcBgMarkWorker"},
+	{"scheduler (runtime.schedule: goroutine switches)", "runtime.schedule"},
 }
 
 // profileUpload records the server with `perf record -g` (frame pointers) during one more upload
@@ -84,6 +105,27 @@ func (e *env) profileUpload(ctx context.Context, srv *server, c *uploadClient, p
 		return strings.Join(keep, "\n")
 	}
 	p.Self = report("--no-children", "--percent-limit", "0.7")
-	p.Children = report("--children", "--percent-limit", "4")
+	out, err := exec.Command(perf, "report", "-i", data, "--stdio", "--children", "--sort", "sym", "-g", "none", "--percent-limit", "0").Output()
+	if err != nil {
+		p.Err = "perf report: " + err.Error()
+		return p
+	}
+	children := map[string]float64{}
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		// "   72.23%     0.15%  [.] symbol"
+		if len(f) < 4 || !strings.HasSuffix(f[0], "%") || !strings.HasPrefix(f[2], "[") {
+			continue
+		}
+		var pct float64
+		if _, err := fmt.Sscanf(f[0], "%f%%", &pct); err != nil {
+			continue
+		}
+		sym := strings.Join(f[3:], " ")
+		children[sym] = max(children[sym], pct)
+	}
+	for _, c := range costCentres {
+		p.Centres = append(p.Centres, costCentre{What: c.what, Symbol: c.symbol, Percent: children[c.symbol]})
+	}
 	return p
 }

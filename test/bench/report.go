@@ -458,27 +458,41 @@ func (rep *report) writeMarkdown(path string) error {
 	p("\n")
 
 	for _, b := range rep.Backends {
-		if b.Profile == nil {
-			continue
+		for _, pr := range []struct {
+			title string
+			p     *profileResult
+		}{{"", b.Profile}, {", `-compare-bin` server", b.CompareProfile}} {
+			if pr.p != nil {
+				rep.writeProfile(p, b.Name+pr.title, pr.p)
+			}
 		}
-		pr := b.Profile
-		p("## Profile of one upload (%s)\n\n", b.Name)
-		if pr.Err != "" {
-			p("No profile: %s.\n\n", pr.Err)
-			continue
-		}
-		p("`perf record -F 999 -g -p <slipway pid>` during one more upload (%s; CPU: slipway %s, MinIO %s, client %s). Flat profile of the server (self time, symbols ≥ 0.7%%):\n\n```\n%s\n```\n\nCumulative (time under each function, ≥ 4%%):\n\n```\n%s\n```\n\n",
-			fmtSec(pr.Took), fmtSec(pr.CPU.Server), fmtSec(pr.CPU.MinIO), fmtSec(pr.CPU.Client), pr.Self, pr.Children)
 	}
 
 	p("## How to read this\n\n")
 	p("- The machine is a shared 2-core VM: MinIO, Postgres, the Slipway server and the benchmark's own clients all run on the same two cores, and other jobs may run beside them (see the load average above). Throughput here is bounded by CPU, not by the network (loopback) or the disk: compare the CPU columns, not just the seconds.\n")
 	p("- The ratio compares medians measured minutes apart on a noisy machine; a few percent either way is noise. Re-run before concluding that a change moved it.\n")
+	p("- CPU columns are the sum of the scheduler's run time over each process's threads (/proc/<pid>/task/*/schedstat), so they do not depend on how busy the machine was; the benchmark client's is its own getrusage. They are the steadiest figures here.\n")
 	p("- Peak RSS is VmHWM, which counts every page the process ever touched, including the Go runtime's heap growth before the GC returns memory; it is an upper bound of what a container limit must allow.\n")
 	p("- Read-API figures are for this machine with the load generator competing for the same cores; on a real deployment the client is elsewhere.\n\n")
 
 	p("## Notes\n\n%s%s%s\n", notesBegin, notes, notesEnd)
 	return os.WriteFile(path, []byte(w.String()), 0o644)
+}
+
+// writeProfile writes one perf profile section.
+func (rep *report) writeProfile(p func(string, ...any), name string, pr *profileResult) {
+	p("## Profile of one upload (%s)\n\n", name)
+	if pr.Err != "" {
+		p("No profile: %s.\n\n", pr.Err)
+		return
+	}
+	p("`perf record -F 999 -g -p <slipway pid>` during one more upload (%s; CPU: slipway %s, MinIO %s, client %s). Where the server's CPU goes, cumulative (a function and everything it calls; rows overlap):\n\n",
+		fmtSec(pr.Took), fmtSec(pr.CPU.Server), fmtSec(pr.CPU.MinIO), fmtSec(pr.CPU.Client))
+	p("| Cost centre | Function | Share of server CPU |\n|---|---|---|\n")
+	for _, c := range pr.Centres {
+		p("| %s | `%s` | %.1f%% |\n", c.What, c.Symbol, c.Percent)
+	}
+	p("\nFlat profile (self time, symbols ≥ 0.7%%; `[k]` is the kernel):\n\n```\n%s\n```\n\n", pr.Self)
 }
 
 const defaultNotes = "\n_Analysis of the figures above (kept across runs)._\n"

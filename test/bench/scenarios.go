@@ -61,8 +61,8 @@ type backendResult struct {
 	// Parsing the first upload: storage requests and bytes (Prometheus histogram deltas).
 	ParseGETs, ParseBytes, ParseSeconds, ParseCount float64
 
-	Load    []loadResult
-	Profile *profileResult
+	Load                    []loadResult
+	Profile, CompareProfile *profileResult
 }
 
 // benchBackend runs every scenario on one backend with a fresh database.
@@ -247,11 +247,14 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 			r.Compare = append(r.Compare, run)
 		}
 	}
-	if cmpSrv != nil {
-		cmpSrv.stop()
-	}
 	if e.wantProfile(r) {
 		r.Profile = e.profileUpload(ctx, srv, client, pkg)
+		if cmpSrv != nil {
+			r.CompareProfile = e.profileUpload(ctx, cmpSrv, cmpClient, pkg)
+		}
+	}
+	if cmpSrv != nil {
+		cmpSrv.stop()
 	}
 	srv.stop()
 
@@ -345,7 +348,7 @@ func (e *env) uploadSmallReleases(ctx context.Context, c *uploadClient) (string,
 func (e *env) wantProfile(r *backendResult) bool {
 	switch e.opts.profile {
 	case "on":
-		return r.Kind == backendS3
+		return true
 	case "off":
 		return false
 	}

@@ -203,12 +203,39 @@ func readMemory(pid int) (memory, error) {
 	return m, sc.Err()
 }
 
-// cpuTime is the user+system CPU time a process has used, from /proc/<pid>/stat (USER_HZ ticks,
-// 100 per second on Linux). It is 0 when the process is unknown.
+// cpuTime is the CPU time a process has used: the sum over its threads of the scheduler's
+// nanosecond run time (/proc/<pid>/task/*/schedstat), which unlike the tick-sampled utime+stime
+// of /proc/<pid>/stat is exact for short runs. Threads that have exited are not counted (Go
+// rarely ends threads); without schedstat it falls back to /proc/<pid>/stat. It is 0 when the
+// process is unknown.
 func cpuTime(pid int) time.Duration {
 	if pid <= 0 {
 		return 0
 	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err == nil {
+		var total int64
+		ok := false
+		for _, t := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+			if err != nil {
+				continue
+			}
+			if f := strings.Fields(string(b)); len(f) > 0 {
+				if ns, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					total, ok = total+ns, true
+				}
+			}
+		}
+		if ok {
+			return time.Duration(total)
+		}
+	}
+	return statCPU(pid)
+}
+
+// statCPU is utime+stime from /proc/<pid>/stat (USER_HZ ticks, 100 per second on Linux).
+func statCPU(pid int) time.Duration {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
