@@ -83,8 +83,11 @@ func (s *Server) readUpload(c *gin.Context, fileField, prefix, scope string) (*m
 			return nil, err
 		}
 	}
-	r.Body = http.MaxBytesReader(c.Writer, &idleBody{rc: r.Body, ctl: http.NewResponseController(c.Writer), idle: s.cfg.UploadIdleTimeout}, limit)
-	mr := multipart.NewReader(r.Body, params["boundary"])
+	// r.Body itself is left as the server gave it: when the answer comes before the whole body
+	// (413, 503), net/http recognises its own body type, reads a little more and half-closes the
+	// connection before closing it, so the client reads the answer instead of a reset.
+	body := http.MaxBytesReader(c.Writer, &idleBody{rc: r.Body, ctl: http.NewResponseController(c.Writer), idle: s.cfg.UploadIdleTimeout}, limit)
+	mr := multipart.NewReader(body, params["boundary"])
 	fieldBytes := 0
 	fail := func(err error) (*multipartUpload, error) {
 		if up.file != nil {

@@ -375,8 +375,12 @@ func (st *stream) trickle(chunk int, every time.Duration) (stop func()) {
 	return func() { once.Do(func() { close(quit); <-stopped }) }
 }
 
-// disconnect drops the connection, as a client that crashes or loses its network does.
-func (st *stream) disconnect() { st.cancel() }
+// disconnect drops the connection, as a client that crashes or loses its network does. (The body
+// is failed too: Go's transport does not give up on a request while it is reading its body.)
+func (st *stream) disconnect() {
+	st.cancel()
+	_ = st.pw.CloseWithError(errors.New("client disconnected"))
+}
 
 func (st *stream) ended() bool {
 	select {

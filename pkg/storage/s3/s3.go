@@ -21,8 +21,9 @@
 // The object limit is 10,000 parts: 80 GiB with 8 MiB parts.
 //
 // A failed or cancelled multipart upload is aborted with a context detached from the caller's (a
-// cancelled request must still clean up). If even the abort fails, the parts stay until a bucket
-// lifecycle rule (AbortIncompleteMultipartUpload, recommended) removes them.
+// cancelled request must still clean up). If even the abort fails (S3 unreachable), or the process
+// dies mid-upload, Delete of the key aborts it later: the collector deletes every key an upload
+// left behind.
 //
 // This is a small uploader of its own rather than feature/s3/manager.Uploader, which is deprecated,
 // reads its first part with io.ReadAll outside its buffer pool (so (Concurrency+2)×PartSize plus
@@ -392,7 +393,10 @@ func (s *Store) Stat(ctx context.Context, key string) (storage.Info, error) {
 	return storage.Info{Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified)}, nil
 }
 
-// Delete implements storage.Backend.
+// Delete implements storage.Backend. It also aborts any unfinished multipart upload of the key:
+// one whose abort failed because S3 was unreachable, or whose process died in the middle. Such a
+// key stays in the collector's bookkeeping until Delete succeeds, so its parts are removed once S3
+// is back rather than left to a bucket lifecycle rule.
 func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := storage.CheckKey(key); err != nil {
 		return err
@@ -401,7 +405,38 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err = wrap("delete", key, err); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
-	return nil
+	return s.abortUploads(ctx, key)
+}
+
+// abortUploads aborts the unfinished multipart uploads of exactly key. Listing them needs
+// s3:ListBucketMultipartUploads; without it (403) the uploads are left to a lifecycle rule, as
+// before, rather than failing the deletion forever.
+func (s *Store) abortUploads(ctx context.Context, key string) error {
+	k := s.prefix + key
+	in := &awss3.ListMultipartUploadsInput{Bucket: &s.bucket, Prefix: &k}
+	for {
+		out, err := s.client.ListMultipartUploads(ctx, in)
+		if status(err) == 403 {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("s3 storage: delete %q: list unfinished uploads: %w", key, err)
+		}
+		for _, u := range out.Uploads {
+			if aws.ToString(u.Key) != k {
+				continue // a longer key with this one as prefix
+			}
+			_, err := s.client.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: u.Key, UploadId: u.UploadId})
+			var nsu *types.NoSuchUpload
+			if err != nil && !errors.As(err, &nsu) && status(err) != 404 {
+				return fmt.Errorf("s3 storage: delete %q: abort unfinished upload: %w", key, err)
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			return nil
+		}
+		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
 }
 
 // Ping checks that the bucket exists and the credentials reach it (HeadBucket).
