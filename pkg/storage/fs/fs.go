@@ -102,11 +102,15 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, _ storage.PutO
 }
 
 // createTemp creates the key's folder and a new temp file in it. A concurrent Delete may remove the
-// folder between the two steps (it prunes empty folders), so the pair is retried.
+// folder, or one of its parents while MkdirAll is creating it, between the steps (it prunes empty
+// folders), so the pair is retried.
 func (s *Store) createTemp(dir string) (*os.File, string, error) {
 	var err error
 	for range 5 {
 		if err = s.root.MkdirAll(dir, 0o750); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
 			return nil, "", err
 		}
 		tmp := path.Join(dir, tempPrefix+randomHex())
