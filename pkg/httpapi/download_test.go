@@ -68,6 +68,24 @@ func TestDownloadsFS(t *testing.T) {
 			t.Errorf("range past the end: %d", r.Status)
 		}
 
+		// File names are cleaned of folders and quotes, and non-ASCII ones survive (RFC 6266).
+		for _, c := range []struct{ quoted, want string }{
+			{`..\\..\\x\"y.apk`, `attachment; filename="xy.apk"`},
+			{"Démo 应用.apk", `attachment; filename="D_mo __.apk"; filename*=UTF-8''D%C3%A9mo%20%E5%BA%94%E7%94%A8.apk`},
+		} {
+			boundary := "x" + randomHex(8)
+			body := rawMultipart(boundary, []rawPart{
+				{headers: []string{`Content-Disposition: form-data; name="name"`}, body: []byte("Downloads")},
+				{headers: []string{`Content-Disposition: form-data; name="file"; filename="` + c.quoted + `"`, "Content-Type: application/octet-stream"}, body: droid},
+			})
+			named := e.fullRelease(t, e.Do(t, http.MethodPost, "/api/apps/upload", bytes.NewReader(body), http.Header{
+				"Content-Type": {"multipart/form-data; boundary=" + boundary}, "Authorization": {"Token " + e.UploadToken}}))
+			obj, _ := e.follow(t, fmt.Sprintf("/download/releases/%d", named.ID), nil)
+			if cd := obj.Header.Get("Content-Disposition"); obj.Status != http.StatusOK || cd != c.want {
+				t.Errorf("file name %s: %d, Content-Disposition %q, want %q", c.quoted, obj.Status, cd, c.want)
+			}
+		}
+
 		// Tampered or expired links are refused with a JSON 403.
 		u, _ := url.Parse(loc)
 		key := strings.TrimPrefix(u.Path, "/objects/")
@@ -268,6 +286,21 @@ func TestDownloadsS3(t *testing.T) {
 	resp.Body.Close()
 	if cd := resp.Header.Get("Content-Disposition"); cd != `attachment; filename="Rules-4.1.ipa"` {
 		t.Errorf("Content-Disposition without a client file name %q", cd)
+	}
+
+	// A non-ASCII file name reaches the browser exactly (RFC 6266 filename*), through the
+	// presigned URL's signed response-content-disposition.
+	utf := e.uploadOK(t, "Démo 应用.ipa", data, apptest.Field("name", "Unicode"))
+	r = e.Get(t, fmt.Sprintf("/download/releases/%d", utf.ID))
+	e.secretURL(r.Header.Get("Location"))
+	resp, err = http.Get(r.Header.Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if cd := resp.Header.Get("Content-Disposition"); resp.StatusCode != http.StatusOK ||
+		cd != `attachment; filename="D_mo __.ipa"; filename*=UTF-8''D%C3%A9mo%20%E5%BA%94%E7%94%A8.ipa` {
+		t.Errorf("non-ASCII file name: %d, Content-Disposition %q", resp.StatusCode, cd)
 	}
 
 	// Password-protected release on S3: the access token leads to a presigned URL.

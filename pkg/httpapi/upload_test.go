@@ -88,7 +88,7 @@ func (e *testEnv) checkLogs(t *testing.T) {
 	if t.Failed() {
 		for _, l := range strings.Split(logs, "\n") {
 			if strings.Contains(l, `"WARN"`) || strings.Contains(l, `"ERROR"`) {
-				t.Log("DEBUGLOG", l)
+				t.Log("server log:", l)
 			}
 		}
 	}
@@ -1293,6 +1293,23 @@ func TestUploadForm(t *testing.T) {
 	wantError(t, e.Do(t, http.MethodPost, "/api/apps/upload", bytes.NewReader(data), http.Header{
 		"Content-Type": {"application/octet-stream"}, "Authorization": {"Token " + e.UploadToken}}), http.StatusUnprocessableEntity)
 	check("raw body")
+	// Invalid fields are 422s naming the field, and keep nothing.
+	for field, value := range map[string]string{
+		"name": strings.Repeat("n", 256), "release_type": "not a type!", "source": "bad\xffutf8", "branch": strings.Repeat("b", 300),
+		"ci_url": "ftp://ci.example.com/1", "password": strings.Repeat("p", 129),
+	} {
+		r := e.upload(t, f("token", e.UploadToken), f(field, value), apptest.File("f.apk", data))
+		wantError(t, r, http.StatusUnprocessableEntity)
+		if !strings.Contains(string(r.Body), field) {
+			t.Errorf("invalid %s: the error does not name it: %s", field, r.Body)
+		}
+		check("invalid " + field)
+	}
+	body, ctype = apptest.Multipart(f("token", e.UploadToken), apptest.File("f.apk", data))
+	wantError(t, e.Do(t, http.MethodPost, "/api/apps/upload", body, http.Header{"Content-Type": {ctype}, "Idempotency-Key": {strings.Repeat("k", 256)}}),
+		http.StatusUnprocessableEntity)
+	check("long Idempotency-Key")
+
 	// The URLs come from the configured public URL, never from the request's Host or forwarding
 	// headers (fullRelease checks them).
 	body, ctype = apptest.Multipart(f("token", e.UploadToken), f("name", "Form"), apptest.File("h.apk", data))
