@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -47,40 +46,25 @@ func (s *Server) debugFileView(d *store.DebugFile) debugFileView {
 }
 
 // uploadDebugFile: POST /api/debug_files/upload → 201 Debug file.
-func (s *Server) uploadDebugFile(c *gin.Context) {
-	s.receiveDebugFile(c, 0)
+func (s *Server) uploadDebugFile(c *gin.Context) error {
+	return s.receiveDebugFile(c, 0)
 }
 
 // updateDebugFile: PUT /api/debug_files/:id replaces the archive and its metadata → 200.
-func (s *Server) updateDebugFile(c *gin.Context) {
+func (s *Server) updateDebugFile(c *gin.Context) error {
 	id, err := pathID(c)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
-	s.receiveDebugFile(c, id)
+	return s.receiveDebugFile(c, id)
 }
 
 // receiveDebugFile streams a debug archive and records it: a new debug file (id 0) or a
 // replacement of debug file id.
-func (s *Server) receiveDebugFile(c *gin.Context, id int64) {
-	start, outcome := time.Now(), "failed"
-	defer func() {
-		if s.metrics != nil {
-			s.metrics.UploadDuration.WithLabelValues("debug_file", outcome).Observe(time.Since(start).Seconds())
-		}
-	}()
-	release, err := s.acquireUploadSlot()
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	defer release()
+func (s *Server) receiveDebugFile(c *gin.Context, id int64) error {
 	up, err := s.readUpload(c, "file", "debug_files", store.ScopeUpload)
 	if err != nil {
-		outcome = rejectedOrFailed(err)
-		s.fail(c, err)
-		return
+		return err
 	}
 	form := distribution.DebugFileForm{ChannelKey: up.fields["channel_key"], ReleaseVersion: up.fields["release_version"], BuildVersion: up.fields["build_version"]}
 	if form.ChannelKey == "" {
@@ -95,12 +79,10 @@ func (s *Server) receiveDebugFile(c *gin.Context, id int64) {
 		status = http.StatusOK
 	}
 	if err != nil {
-		outcome = rejectedOrFailed(err)
-		s.fail(c, err)
-		return
+		return err
 	}
-	outcome = "ok"
 	c.JSON(status, s.debugFileView(df))
+	return nil
 }
 
 // listDebugFiles: GET /api/debug_files, the channel's app's debug files of its device type,

@@ -147,30 +147,36 @@ func (s *Server) readUpload(c *gin.Context, fileField, prefix, scope string) (*m
 	return up, nil
 }
 
-// uploadApp: POST /api/apps/upload → 201 with the full Release.
-func (s *Server) uploadApp(c *gin.Context) {
-	start, outcome := time.Now(), "failed"
-	defer func() {
-		if s.metrics != nil {
-			s.metrics.UploadDuration.WithLabelValues("app", outcome).Observe(time.Since(start).Seconds())
+// upload wraps an upload endpoint: it takes one of the replica's upload slots (429 beyond the
+// cap), times the upload by outcome, and renders the error handle returns.
+func (s *Server) upload(kind string, handle func(c *gin.Context) error) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		release, err := s.acquireUploadSlot()
+		if err == nil {
+			err = handle(c)
+			release()
 		}
-	}()
-	release, err := s.acquireUploadSlot()
-	if err != nil {
-		s.fail(c, err)
-		return
+		outcome := "ok"
+		if err != nil {
+			outcome = rejectedOrFailed(err)
+			s.fail(c, err)
+		}
+		if s.metrics != nil {
+			s.metrics.UploadDuration.WithLabelValues(kind, outcome).Observe(time.Since(start).Seconds())
+		}
 	}
-	defer release()
+}
+
+// uploadApp: POST /api/apps/upload → 201 with the full Release.
+func (s *Server) uploadApp(c *gin.Context) error {
 	idem := strings.TrimSpace(c.GetHeader("Idempotency-Key"))
 	if len(idem) > 255 {
-		s.fail(c, errs.Field("Idempotency-Key", "must be at most 255 characters"))
-		return
+		return errs.Field("Idempotency-Key", "must be at most 255 characters")
 	}
 	up, err := s.readUpload(c, "file", "packages", store.ScopeUpload)
 	if err != nil {
-		outcome = rejectedOrFailed(err)
-		s.fail(c, err)
-		return
+		return err
 	}
 	f := up.fields
 	form := distribution.ReleaseForm{
@@ -181,12 +187,10 @@ func (s *Server) uploadApp(c *gin.Context) {
 	}
 	rc, err := s.svc.CreateRelease(c, up.file, form, up.token.ID, idem)
 	if err != nil {
-		outcome = rejectedOrFailed(err)
-		s.fail(c, err)
-		return
+		return err
 	}
-	outcome = "ok"
 	c.JSON(http.StatusCreated, s.fullRelease(rc))
+	return nil
 }
 
 func rejectedOrFailed(err error) string {

@@ -72,3 +72,19 @@ type Presigner interface {
 type FileOpener interface {
 	OpenFile(ctx context.Context, key string) (*os.File, error)
 }
+
+// ContextReader returns a reader that fails once ctx is done, so a cancelled upload stops between
+// two reads even when the underlying reader would block or go on.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, context.Cause(c.ctx)
+	}
+	return c.r.Read(p)
+}

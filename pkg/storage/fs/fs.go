@@ -77,7 +77,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, _ storage.PutO
 		}
 	}()
 	buf := make([]byte, 256<<10)
-	if n, err = io.CopyBuffer(f, ctxReader{ctx, r}, buf); err != nil {
+	if n, err = io.CopyBuffer(f, storage.ContextReader(ctx, r), buf); err != nil {
 		return n, fmt.Errorf("fs storage: put %q: %w", key, err)
 	}
 	if err = f.Sync(); err != nil {
@@ -249,19 +249,6 @@ func (s *Store) wrap(op, key string, err error) error {
 // link); the os package does not export that error, so its text is matched.
 func isEscape(err error) bool {
 	return strings.Contains(err.Error(), "path escapes from parent")
-}
-
-// ctxReader fails reads once ctx is done, so a cancelled upload stops between two reads.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, context.Cause(c.ctx)
-	}
-	return c.r.Read(p)
 }
 
 func randomHex() string {

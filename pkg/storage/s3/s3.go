@@ -205,7 +205,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts storage.P
 	if err := storage.CheckKey(key); err != nil {
 		return 0, err
 	}
-	r = ctxReader{ctx, r}
+	r = storage.ContextReader(ctx, r)
 	buf := make([]byte, min(firstRead, s.partSize))
 	n, eof, err := readFull(r, buf)
 	if err == nil && !eof && len(buf) < int(s.partSize) {
@@ -266,7 +266,7 @@ func (s *Store) putMultipart(ctx context.Context, key string, first []byte, r io
 	// Uploads run with a context cancelled at the first failure, which stops the others.
 	uctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r = ctxReader{uctx, r} // stop reading the client once a part has failed
+	r = storage.ContextReader(uctx, r) // stop reading the client once a part has failed
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -519,17 +519,4 @@ func readFull(r io.Reader, buf []byte) (n int, eof bool, err error) {
 		}
 	}
 	return n, false, nil
-}
-
-// ctxReader fails reads once ctx is done, so a cancelled upload stops between two reads.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, context.Cause(c.ctx)
-	}
-	return c.r.Read(p)
 }
