@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
@@ -102,21 +103,28 @@ func (s *Service) storeBytes(ctx context.Context, prefix string, data []byte, co
 	return key, nil
 }
 
-// Discard deletes objects that will not be recorded, and forgets them. An object that cannot be
-// deleted now is marked deleted, so the collector removes it without waiting for the grace period.
+// Discard deletes the objects of a failed upload and forgets them. Only objects still pending are
+// deleted: they are first handed to the collector (marked deleted), so one that cannot be deleted
+// now is removed by the next collector run. An object whose pending mark is gone belongs to a
+// committed transaction (an upload can fail after its commit, when the database goes away) and is
+// kept. When the database cannot be asked, the objects stay pending, and the collector deletes
+// them after the grace period unless a transaction claimed them.
 func (s *Service) Discard(ctx context.Context, keys ...string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	for _, key := range keys {
-		if key == "" {
-			continue
-		}
+	keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return k == "" })
+	if len(keys) == 0 {
+		return
+	}
+	doomed, err := s.DB.Abandon(ctx, keys...)
+	if err != nil {
+		s.Log.WarnContext(ctx, "discarded objects left pending for the collector", slog.String("error", err.Error()))
+		return
+	}
+	for _, key := range doomed {
 		if err := s.Storage.Delete(ctx, key); err != nil {
 			s.storageErr("delete", err)
-			if err := s.DB.MarkDeleted(ctx, key); err != nil {
-				s.Log.WarnContext(ctx, "discarded object left pending for the collector", slog.String("error", err.Error()))
-			}
-			continue
+			continue // marked deleted: the collector retries
 		}
 		if err := s.DB.Forget(ctx, key); err != nil {
 			s.Log.WarnContext(ctx, "forgetting a discarded object failed", slog.String("error", err.Error()))

@@ -24,6 +24,20 @@ func (db *DB) Forget(ctx context.Context, key string) error {
 	return dbErr(err)
 }
 
+// Abandon hands the pending objects among keys to the collector (state 'deleted') and returns
+// them: their uploads failed, and they may be deleted now. A key whose pending row is gone is not
+// returned: a committed transaction claimed it (the upload may have failed after its commit, when
+// the database went away), or the collector already took it; either way it must not be deleted.
+func (db *DB) Abandon(ctx context.Context, keys ...string) ([]string, error) {
+	rows, err := db.Pool.Query(ctx, `UPDATE storage_objects SET state = 'deleted' WHERE key = ANY($1) AND state = 'pending'
+		RETURNING key`, keys)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return out, dbErr(err)
+}
+
 // MarkDeleted records objects for the collector, outside any other transaction: used when an
 // upload fails and the object could not be deleted at once.
 func (db *DB) MarkDeleted(ctx context.Context, keys ...string) error {

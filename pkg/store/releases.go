@@ -218,6 +218,7 @@ func (e *ErrIdempotentReplay) Error() string { return "idempotent replay" }
 // collected with it) or is already gone (and this upload fails with 404).
 func (db *DB) CreateRelease(ctx context.Context, nr *NewRelease, objectKeys []string) (*ReleaseContext, error) {
 	var id int64
+	var rc *ReleaseContext
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		if nr.IdempotencyKey != "" {
 			var prev int64
@@ -275,12 +276,17 @@ func (db *DB) CreateRelease(ctx context.Context, nr *NewRelease, objectKeys []st
 				return &ErrIdempotentReplay{ReleaseID: prev}
 			}
 		}
-		return claim(ctx, tx, objectKeys...)
+		if err := claim(ctx, tx, objectKeys...); err != nil {
+			return err
+		}
+		// Read back inside the transaction: once it has committed, nothing may fail the upload.
+		rc, err = getRelease(ctx, tx, id)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return db.GetRelease(ctx, id)
+	return rc, nil
 }
 
 // resolveChannel returns the upload's channel, locking its app row FOR KEY SHARE.

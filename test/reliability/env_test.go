@@ -10,6 +10,8 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,6 +51,18 @@ func newEnv(t *testing.T, opts e2e.Options, replicas int, serverEnv ...string) *
 	e.db = openPool(t, h.DatabaseURL)
 	for range replicas {
 		e.servers = append(e.servers, h.Start(t, serverEnv...))
+	}
+	if dir := os.Getenv("SLIPWAY_RELIABILITY_LOG_DIR"); dir != "" {
+		// The harness shows only the end of a failed test's logs; keep them whole when asked.
+		t.Cleanup(func() {
+			if !t.Failed() {
+				return
+			}
+			for i, s := range e.servers {
+				name := filepath.Join(dir, strings.NewReplacer("/", "_").Replace(t.Name())+fmt.Sprintf("-%d.log", i))
+				_ = os.WriteFile(name, []byte(s.Logs()), 0o644)
+			}
+		})
 	}
 	return e
 }
