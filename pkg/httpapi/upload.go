@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"mime"
@@ -87,7 +88,9 @@ func (s *Server) readUpload(c *gin.Context, fileField, prefix, scope string) (*m
 	// (413, 503), net/http recognises its own body type, reads a little more and half-closes the
 	// connection before closing it, so the client reads the answer instead of a reset.
 	body := http.MaxBytesReader(c.Writer, &idleBody{rc: r.Body, ctl: http.NewResponseController(c.Writer), idle: s.cfg.UploadIdleTimeout}, limit)
-	mr := multipart.NewReader(body, params["boundary"])
+	// mime/multipart reads through a 4 KiB buffer unless handed a larger bufio.Reader: 256 KiB
+	// cuts the read syscalls (and read-deadline moves) of a 256 MiB upload from ~65,000 to ~1,000.
+	mr := multipart.NewReader(bufio.NewReaderSize(body, 256<<10), params["boundary"])
 	fieldBytes := 0
 	fail := func(err error) (*multipartUpload, error) {
 		if up.file != nil {

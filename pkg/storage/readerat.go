@@ -67,6 +67,9 @@ type block struct {
 func NewReaderAt(ctx context.Context, b Backend, key string, size int64) *ReaderAt {
 	return &ReaderAt{
 		ctx: ctx, b: b, key: key, size: size,
+		// No read has happened yet: a first read of block 0 is not a sequential one (it would
+		// otherwise grow read-ahead and fetch more than asked).
+		next:     -2,
 		blocks:   make(map[int64]*list.Element),
 		lru:      list.New(),
 		inflight: make(map[int64]chan struct{}),
@@ -223,7 +226,8 @@ func (r *ReaderAt) Prefetch(off, n int64) {
 // Seed caches data, the object's bytes starting at off, without a request: typically the tail of
 // the upload stream, which holds a zip's central directory. Only whole blocks are kept (the
 // object's last block counts as whole when data reaches the end), at most 8 MiB, preferring the
-// end of data. data is copied.
+// end of data. The cache keeps slices of data, so the caller must not change it afterwards (the
+// upload path hands over the tail's copy, so seeding costs no second copy).
 func (r *ReaderAt) Seed(off int64, data []byte) {
 	end := min(off+int64(len(data)), r.size)
 	if off < 0 || off >= end {
@@ -238,7 +242,7 @@ func (r *ReaderAt) Seed(off int64, data []byte) {
 		if bend > end {
 			break
 		}
-		r.insert(i, append([]byte(nil), data[bstart-off:bend-off]...))
+		r.insert(i, data[bstart-off:bend-off:bend-off])
 	}
 }
 

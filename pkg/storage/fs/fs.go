@@ -8,6 +8,7 @@
 package fs
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -76,8 +77,13 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, _ storage.PutO
 			s.root.Remove(tmp)
 		}
 	}()
-	buf := make([]byte, 256<<10)
-	if n, err = io.CopyBuffer(f, storage.ContextReader(ctx, r), buf); err != nil {
+	// Upload streams arrive in small reads; batch them into 256 KiB writes. (writerOnly hides
+	// *os.File's ReadFrom, which would otherwise write every small read through at once.)
+	bw := bufio.NewWriterSize(writerOnly{f}, 256<<10)
+	if n, err = io.Copy(bw, storage.ContextReader(ctx, r)); err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
 		return n, fmt.Errorf("fs storage: put %q: %w", key, err)
 	}
 	if err = f.Sync(); err != nil {
@@ -250,6 +256,11 @@ func (s *Store) wrap(op, key string, err error) error {
 func isEscape(err error) bool {
 	return strings.Contains(err.Error(), "path escapes from parent")
 }
+
+// writerOnly exposes only Write, so bufio.Writer buffers instead of delegating to ReadFrom.
+type writerOnly struct{ w io.Writer }
+
+func (w writerOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
 
 func randomHex() string {
 	var b [12]byte
