@@ -306,10 +306,15 @@ func startStream(t testing.TB, u, contentType string, body []byte, chunked bool,
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Add(header[i], header[i+1])
 	}
-	// A connection of its own: a disconnect must not touch other requests.
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	// A connection of its own: a disconnect must not touch other requests. Keep-alive stays on,
+	// as in most clients: with "Connection: close" and a declared length, net/http's server closes
+	// at once after an early answer (413) without reading on, and the client may see the reset
+	// before the answer.
+	tr := &http.Transport{}
+	client := &http.Client{Transport: tr}
 	go func() {
 		defer close(st.done)
+		defer tr.CloseIdleConnections()
 		resp, err := client.Do(req)
 		if err != nil {
 			st.err = err
