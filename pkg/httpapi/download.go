@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -77,7 +78,9 @@ func (s *Server) serveObject(c *gin.Context) {
 	}
 	f, err := fo.OpenFile(c, key)
 	if err != nil {
-		if errs.KindOf(err) == errs.Internal && (isNotFound(err)) {
+		// A key that is not a valid object (it climbs out of the folder, or a link planted there
+		// leads out) can carry a valid signature only if the secret leaked: it is not found either.
+		if errs.KindOf(err) == errs.Internal && (isNotFound(err) || errors.Is(err, storage.ErrInvalidKey)) {
 			err = errs.New(errs.NotFound, "the file no longer exists")
 		}
 		s.fail(c, err)

@@ -1,13 +1,11 @@
 package reliability
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -141,24 +139,4 @@ func TestSlowClients(t *testing.T) {
 		noServerErrors(t, e.servers...)
 		checkConsistent(t, e)
 	})
-}
-
-// rawHTTP sends a raw request on a new connection and returns the status line ("" if the
-// server closed without answering).
-func rawHTTP(t *testing.T, addr, req string) string {
-	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(requestTimeout))
-	if _, err := io.WriteString(conn, req); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
-		return ""
-	}
-	return strings.TrimSpace(line)
 }
