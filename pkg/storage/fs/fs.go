@@ -4,13 +4,16 @@
 // All access goes through an os.Root, so no key and no symbolic link planted in the folder can
 // reach a file outside it; keys are also checked with storage.CheckKey first, so the filesystem
 // accepts exactly the keys S3 does. Writes are atomic: Put writes a temp file beside the target,
-// fsyncs it, renames it over the target and fsyncs the folder.
+// fsyncs it, renames it over the target and fsyncs the folder. The temp file is named after the
+// key, so that deleting the key also removes one left by a process that died in the middle of a
+// write (the collector deletes the keys of such uploads).
 package fs
 
 import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -64,7 +67,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, _ storage.PutO
 		return 0, err
 	}
 	dir := path.Dir(key)
-	f, tmp, err := s.createTemp(dir)
+	f, tmp, err := s.createTemp(dir, tempNamePrefix(key))
 	if err != nil {
 		if isEscape(err) {
 			return 0, s.wrap("put", key, err)
@@ -110,7 +113,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, _ storage.PutO
 // createTemp creates the key's folder and a new temp file in it. A concurrent Delete may remove the
 // folder, or one of its parents while MkdirAll is creating it, between the steps (it prunes empty
 // folders), so the pair is retried.
-func (s *Store) createTemp(dir string) (*os.File, string, error) {
+func (s *Store) createTemp(dir, namePrefix string) (*os.File, string, error) {
 	var err error
 	for range 5 {
 		if err = s.root.MkdirAll(dir, 0o750); err != nil {
@@ -119,7 +122,7 @@ func (s *Store) createTemp(dir string) (*os.File, string, error) {
 			}
 			return nil, "", err
 		}
-		tmp := path.Join(dir, tempPrefix+randomHex())
+		tmp := path.Join(dir, namePrefix+randomHex())
 		var f *os.File
 		f, err = s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
 		if err == nil {
@@ -190,7 +193,8 @@ func (s *Store) Stat(_ context.Context, key string) (storage.Info, error) {
 }
 
 // Delete removes the object and then its folders that became empty, so deleted releases leave no
-// trace. Deleting an absent object is not an error.
+// trace. Deleting an absent object is not an error; it removes the temp files of unfinished writes
+// to the key instead, if any (a Put still running for the key then fails).
 func (s *Store) Delete(_ context.Context, key string) error {
 	if err := storage.CheckKey(key); err != nil {
 		return err
@@ -199,10 +203,12 @@ func (s *Store) Delete(_ context.Context, key string) error {
 		return nil // a folder, not an object
 	}
 	if err := s.root.Remove(key); err != nil {
-		if err = s.wrap("delete", key, err); errors.Is(err, storage.ErrNotFound) {
+		if err = s.wrap("delete", key, err); !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		if !s.removeTemps(key) {
 			return nil
 		}
-		return err
 	}
 	for dir := path.Dir(key); dir != "."; dir = path.Dir(dir) {
 		if s.root.Remove(dir) != nil { // not empty (or already gone): stop
@@ -210,6 +216,31 @@ func (s *Store) Delete(_ context.Context, key string) error {
 		}
 	}
 	return nil
+}
+
+// tempNamePrefix starts the names of key's temp files: tempPrefix and a short hash of the key's
+// last segment (fixed-length, so a long key segment still leaves room in a file name).
+func tempNamePrefix(key string) string {
+	h := sha256.Sum256([]byte(path.Base(key)))
+	return tempPrefix + hex.EncodeToString(h[:8]) + "-"
+}
+
+// removeTemps removes the temp files of writes to key and reports whether there were any.
+func (s *Store) removeTemps(key string) bool {
+	dir := path.Dir(key)
+	d, err := s.root.Open(dir)
+	if err != nil {
+		return false
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	prefix, removed := tempNamePrefix(key), false
+	for _, name := range names {
+		if strings.HasPrefix(name, prefix) && s.root.Remove(path.Join(dir, name)) == nil {
+			removed = true
+		}
+	}
+	return removed
 }
 
 // Ping checks that the folder is still there and writable.
