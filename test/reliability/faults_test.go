@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,6 +77,62 @@ func TestMinIOKilledMidUpload(t *testing.T) {
 	if n := queryInt(t, e.db, `SELECT count(*) FROM releases`); n != 2 {
 		t.Errorf("%d releases, want 2 (the one cut by the outage must not be recorded)", n)
 	}
+	noServerErrors(t, s)
+	checkConsistent(t, e)
+}
+
+// TestMinIOHungMidUpload: object storage hangs (SIGSTOP: connections stay open, nothing answers,
+// as with a network partition) in the middle of an upload. Readiness says so (503) while requests
+// that do not need storage are still served; when MinIO resumes, the upload finishes (201) or fails
+// with a 503, the replica serves uploads again without a restart, and storage matches the
+// database. (The upload waits for storage as long as it hangs: S3 requests have no deadline of
+// their own.)
+func TestMinIOHungMidUpload(t *testing.T) {
+	t.Parallel()
+	m := startMinIO(t)
+	e := newEnv(t, e2e.Options{Storage: e2e.S3, S3: m.bucket(t), S3Params: url.Values{"part_size_mib": {"5"}}}, 1)
+	s := e.servers[0]
+	st := uploadStream(t, s, e.upload, ipa("com.example.hang", "1", 32<<20), true)
+	st.pump()
+	waitFor(t, requestTimeout, "12 MiB sent and a multipart upload started", func() bool {
+		return st.sent.Load() >= 12<<20 && len(e.h.MultipartUploads(t)) == 1
+	})
+	if err := m.proc.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = m.proc.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	defer resume()
+
+	ready := call(t, http.MethodGet, s.URL+"/readyz", nil)
+	expectError(t, "readyz while MinIO hangs", ready, http.StatusServiceUnavailable)
+	if !strings.Contains(string(ready.Body), `"storage":"unavailable"`) {
+		t.Errorf("readyz does not name storage: %s", ready.Body)
+	}
+	if r := call(t, http.MethodGet, s.URL+"/api/apps", nil); r.Status != http.StatusOK {
+		t.Errorf("a read that needs no storage, while MinIO hangs: %s", r)
+	}
+	resume()
+
+	r, err := st.wait(t)
+	switch {
+	case err != nil:
+		t.Fatalf("the upload across the hang got no answer: %v", err)
+	case r.Status == http.StatusCreated:
+		t.Logf("the upload across the hang finished once MinIO resumed")
+	default:
+		expectError(t, "upload across the hang", r, http.StatusServiceUnavailable)
+	}
+	waitFor(t, time.Minute, "readyz to recover", func() bool {
+		r, err := request(http.MethodGet, s.URL+"/readyz", nil)
+		return err == nil && r.Status == http.StatusOK
+	})
+	decodeRelease(t, mustUpload(t, s, e.upload, ipa("com.example.hang", "2", 6<<20)))
 	noServerErrors(t, s)
 	checkConsistent(t, e)
 }
