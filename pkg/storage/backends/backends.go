@@ -3,7 +3,7 @@
 //
 //	file:///var/lib/slipway/objects          a local folder (absolute path)
 //	file://./data/objects                    a folder relative to the working directory
-//	s3://BUCKET[/PREFIX]?region=R&endpoint=URL&path_style=true&part_size_mib=8&concurrency=2
+//	s3://BUCKET[/PREFIX]?region=R&endpoint=URL&path_style=true&part_size_mib=8&concurrency=2&request_timeout=2m
 //
 // S3 credentials never appear in the URL: they come from the AWS default chain (environment,
 // web identity on Kubernetes, instance roles) or from WithS3Credentials. Errors name the part of
@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/storage/fs"
@@ -106,7 +107,7 @@ func filePath(u *url.URL) (string, error) {
 	return filepath.Clean(filepath.FromSlash(p)), nil
 }
 
-// s3Config reads s3://bucket/prefix?region=&endpoint=&path_style=&part_size_mib=&concurrency=.
+// s3Config reads s3://bucket/prefix?region=&endpoint=&path_style=&part_size_mib=&concurrency=&request_timeout=.
 func s3Config(u *url.URL) (s3.Config, error) {
 	cfg := s3.Config{Bucket: u.Host, Prefix: strings.Trim(u.Path, "/")}
 	if cfg.Bucket == "" {
@@ -145,6 +146,12 @@ func s3Config(u *url.URL) (s3.Config, error) {
 				return cfg, fmt.Errorf("%s: part_size_mib=%q is not a whole number from %d to 5120", Setting, v, s3.MinPartSize>>20)
 			}
 			cfg.PartSize = n << 20
+		case "request_timeout":
+			d, err := time.ParseDuration(v)
+			if err != nil || d < time.Second || d > time.Hour {
+				return cfg, fmt.Errorf("%s: request_timeout=%q is not a duration from 1s to 1h", Setting, v)
+			}
+			cfg.RequestTimeout = d
 		case "concurrency":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > 64 {
@@ -152,7 +159,7 @@ func s3Config(u *url.URL) (s3.Config, error) {
 			}
 			cfg.Concurrency = n
 		default:
-			return cfg, fmt.Errorf("%s: unknown s3 parameter %q (known: region, endpoint, path_style, part_size_mib, concurrency; credentials come from the environment)", Setting, name)
+			return cfg, fmt.Errorf("%s: unknown s3 parameter %q (known: region, endpoint, path_style, part_size_mib, concurrency, request_timeout; credentials come from the environment)", Setting, name)
 		}
 	}
 	return cfg, nil

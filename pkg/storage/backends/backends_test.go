@@ -32,6 +32,8 @@ func TestOpenErrors(t *testing.T) {
 		{"s3://bucket?path_style=maybe", `path_style="maybe"`},
 		{"s3://bucket?region=x&part_size_mib=1", "part_size_mib"},
 		{"s3://bucket?region=x&concurrency=0", "concurrency"},
+		{"s3://bucket?region=x&request_timeout=0s", "request_timeout"},
+		{"s3://bucket?region=x&request_timeout=soon", "request_timeout"},
 		{"s3://bucket/../up?region=x", "prefix"},
 		{"s3://bucket?region=%zz", "malformed query"},
 		{"http://[::1:topsecret", "not a valid URL"},
@@ -74,7 +76,7 @@ func TestOpenFile(t *testing.T) {
 }
 
 func TestOpenS3(t *testing.T) {
-	b, err := backends.Open(t.Context(), "s3://bucket/some/prefix?region=eu-west-3&part_size_mib=16&concurrency=4")
+	b, err := backends.Open(t.Context(), "s3://bucket/some/prefix?region=eu-west-3&part_size_mib=16&concurrency=4&request_timeout=30s")
 	if err != nil {
 		t.Fatal(err)
 	}

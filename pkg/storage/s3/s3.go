@@ -101,6 +101,8 @@ type Config struct {
 	Concurrency int
 	// AccessKey and SecretKey, when both set, are static credentials; empty uses the default chain.
 	AccessKey, SecretKey string
+	// RequestTimeout bounds each HTTP request to S3 (default DefaultRequestTimeout).
+	RequestTimeout time.Duration
 }
 
 // Store is a storage.Backend and storage.Presigner over one bucket (and prefix). It is safe for
@@ -166,6 +168,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		}
 	}
 
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
 	opts := []func(*config.LoadOptions) error{
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
 		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
@@ -184,6 +189,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("s3 storage: load AWS configuration: %w", err)
 	}
+	// Wrap the client the SDK built (with AWS_CA_BUNDLE and the like applied) in per-request deadlines.
+	awsCfg.HTTPClient = deadlineClient{next: awsCfg.HTTPClient, timeout: cfg.RequestTimeout}
 	if awsCfg.Region == "" {
 		if cfg.Endpoint == "" {
 			return nil, errors.New("s3 storage: no region given (set it in the storage URL or AWS_REGION)")
