@@ -189,8 +189,13 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("s3 storage: load AWS configuration: %w", err)
 	}
-	// Wrap the client the SDK built (with AWS_CA_BUNDLE and the like applied) in per-request deadlines.
-	awsCfg.HTTPClient = deadlineClient{next: awsCfg.HTTPClient, timeout: cfg.RequestTimeout}
+	// Wrap the client the SDK built (with AWS_CA_BUNDLE and the like applied), or its default one
+	// when it built none, in per-request deadlines.
+	next := awsCfg.HTTPClient
+	if next == nil {
+		next = awshttp.NewBuildableClient()
+	}
+	awsCfg.HTTPClient = deadlineClient{next: next, timeout: cfg.RequestTimeout}
 	if awsCfg.Region == "" {
 		if cfg.Endpoint == "" {
 			return nil, errors.New("s3 storage: no region given (set it in the storage URL or AWS_REGION)")

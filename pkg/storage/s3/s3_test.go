@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -306,5 +307,27 @@ func benchZip(b *testing.B, backend storage.Backend, key string, zipData []byte)
 			b.ReportMetric(float64(st.GETs), "GETs/op")
 			b.ReportMetric(float64(st.Bytes)/float64(1<<10), "KiB-fetched/op")
 		})
+	}
+}
+
+// New works with and without a CA bundle in the environment (the SDK builds its own HTTP client
+// only in the first case; the per-request deadline wraps either).
+func TestNewWithAndWithoutCABundle(t *testing.T) {
+	for _, bundle := range []string{"", "/etc/ssl/certs/ca-certificates.crt"} {
+		if bundle != "" {
+			if _, err := os.Stat(bundle); err != nil {
+				continue
+			}
+		}
+		t.Setenv("AWS_CA_BUNDLE", bundle)
+		s, err := New(t.Context(), Config{Bucket: "b", Region: "us-east-1", Endpoint: "http://127.0.0.1:1", PathStyle: true,
+			AccessKey: "a", SecretKey: "s", RequestTimeout: time.Second})
+		if err != nil {
+			t.Fatalf("AWS_CA_BUNDLE=%q: %v", bundle, err)
+		}
+		// Nothing listens on port 1: the request fails, without a panic, within its deadline.
+		if err := s.Ping(t.Context()); err == nil {
+			t.Fatalf("AWS_CA_BUNDLE=%q: ping of a closed port succeeded", bundle)
+		}
 	}
 }
