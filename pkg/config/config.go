@@ -85,7 +85,7 @@ var Vars = []Var{
 	{"SLIPWAY_GC_INTERVAL", "10m", "how often serve collects orphaned objects (0 disables)"},
 	{"SLIPWAY_GC_GRACE", "24h", "age after which an unfinished upload's object is collected"},
 	{"SLIPWAY_DRAIN_TIMEOUT", "30s", "how long shutdown waits for in-flight requests"},
-	{"SLIPWAY_UPLOAD_IDLE_TIMEOUT", "60s", "an upload whose client sends nothing for this long is dropped"},
+	{"SLIPWAY_UPLOAD_IDLE_TIMEOUT", "60s", "an upload whose client sends nothing for this long is dropped; other bodies must arrive within it"},
 	{"SLIPWAY_TRUSTED_PROXIES", "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7", "networks whose X-Forwarded-For is trusted"},
 }
 

@@ -51,7 +51,7 @@ func New(d Deps) *Server {
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true
 	_ = e.SetTrustedProxies(d.Config.TrustedProxies)
-	e.Use(requestIDs, s.accessLog, s.recovery, apiHeaders)
+	e.Use(requestIDs, s.accessLog, s.recovery, s.bodyDeadline, apiHeaders)
 	e.NoRoute(s.notFound)
 	e.NoMethod(s.methodNotAllowed)
 

@@ -41,3 +41,22 @@ func TestStalledUploadIsDropped(t *testing.T) {
 		t.Fatalf("objects kept: %v", objs)
 	}
 }
+
+// A client trickling a JSON body to a non-upload endpoint is dropped after the idle timeout too.
+func TestStalledJSONBodyIsDropped(t *testing.T) {
+	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) { c.UploadIdleTimeout = time.Second }})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /api/apps HTTP/1.1\r\nHost: x\r\nAuthorization: Token %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"name\": ", e.AdminToken)
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, _ := io.ReadAll(conn)
+	if !strings.HasPrefix(string(resp), "HTTP/1.1 422") {
+		t.Fatalf("response to a stalled JSON body: %q", resp)
+	}
+	if r := e.Get(t, "/api/apps"); string(r.Body) != "[]" {
+		t.Fatalf("apps after the stalled request: %s", r.Body)
+	}
+}
