@@ -102,6 +102,21 @@ func (u *uploadFlags) reporter(stderr io.Writer, getenv func(string) string, pat
 	return r
 }
 
+// send runs one upload of path (do) against the server the flags name, showing progress as they ask.
+func (u *uploadFlags) send(getenv func(string) string, stderr io.Writer, path string, do func(*uploader.Client, uploader.ProgressFunc) error) error {
+	c, err := u.client(getenv)
+	if err != nil {
+		return err
+	}
+	if err := announce(stderr, u.progress, path, c.BaseURL); err != nil {
+		return err
+	}
+	r := u.reporter(stderr, getenv, path)
+	err = do(c, start(r))
+	stop(r)
+	return err
+}
+
 // uploadCmd: slipway upload FILE [flags].
 func uploadCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("upload", flag.ContinueOnError)
@@ -147,17 +162,11 @@ func uploadCmd(ctx context.Context, args []string, getenv func(string) string, s
 			return err
 		}
 	}
-	c, err := common.client(getenv)
-	if err != nil {
+	var rel *uploader.Release
+	err = common.send(getenv, stderr, pos[0], func(c *uploader.Client, progress uploader.ProgressFunc) (err error) {
+		rel, err = c.UploadApp(ctx, pos[0], form, progress)
 		return err
-	}
-	path := pos[0]
-	if err := announce(stderr, common.progress, path, c.BaseURL); err != nil {
-		return err
-	}
-	r := common.reporter(stderr, getenv, path)
-	rel, err := c.UploadApp(ctx, path, form, start(r))
-	stop(r)
+	})
 	if err != nil {
 		return err
 	}
@@ -198,17 +207,11 @@ func debugFileCmd(ctx context.Context, args []string, getenv func(string) string
 	if form.ChannelKey == "" {
 		return usageError("--channel-key is required")
 	}
-	c, err := common.client(getenv)
-	if err != nil {
+	var df *uploader.DebugFile
+	err = common.send(getenv, stderr, pos[0], func(c *uploader.Client, progress uploader.ProgressFunc) (err error) {
+		df, err = c.UploadDebugFile(ctx, pos[0], form, progress)
 		return err
-	}
-	path := pos[0]
-	if err := announce(stderr, common.progress, path, c.BaseURL); err != nil {
-		return err
-	}
-	r := common.reporter(stderr, getenv, path)
-	df, err := c.UploadDebugFile(ctx, path, form, start(r))
-	stop(r)
+	})
 	if err != nil {
 		return err
 	}
