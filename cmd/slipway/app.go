@@ -50,19 +50,29 @@ func openApp(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	if err != nil {
 		return nil, err
 	}
-	st, err := backends.Open(ctx, cfg.StorageURL)
+	st, err := backends.Open(ctx, cfg.StorageURL, backends.WithMemoryBudget(cfg.UploadMemory))
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("SLIPWAY_STORAGE_URL: %w", err)
+		return nil, err // backends.Open names SLIPWAY_STORAGE_URL itself
 	}
 	m := metrics.New()
-	m.RegisterPool(db.Pool)
+	m.Registry.MustRegister(db.PoolCollector())
 	a := &app{cfg: cfg, log: log, db: db, storage: st, metrics: m}
-	a.svc = &distribution.Service{DB: db, Storage: st, Metrics: m, Log: log, Signer: signing.New(cfg.Secret), MaxUploadBytes: cfg.MaxUploadBytes}
+	a.svc = newService(cfg, db, st, m, log)
 	return a, nil
 }
 
 func (a *app) close() { a.db.Close() }
+
+// newService wires the domain to its database, object storage and configuration.
+func newService(cfg *config.Config, db *store.DB, st storage.Backend, m *metrics.Metrics, log *slog.Logger) *distribution.Service {
+	svc := &distribution.Service{Store: db, Storage: st, Metrics: m, Log: log, Signer: signing.New(cfg.Secret),
+		MaxUploadBytes: cfg.MaxUploadBytes,
+		Downloads:      distribution.DownloadConfig{PublicURL: cfg.PublicURL, CDNURL: cfg.CDNURL, TTL: cfg.PresignTTL},
+		Sessions:       distribution.SessionConfig{TTL: cfg.UploadSessionTTL}}
+	svc.EnableReadCache(distribution.ReadCacheConfig{MaxBytes: cfg.ReadCacheBytes, TTL: cfg.ReadCacheTTL})
+	return svc
+}
 
 // openDB connects to the database only (migrate, token).
 func openDB(ctx context.Context, getenv func(string) string, stderr io.Writer) (*store.DB, *slog.Logger, error) {

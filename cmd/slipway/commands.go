@@ -5,10 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/slipwayhq/slipway/pkg/buildinfo"
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/uploader"
 )
 
 func migrateUp(db *store.DB) error {
@@ -59,77 +63,173 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 	return nil
 }
 
-// tokenCmd: slipway token create|list|revoke.
+// tokenCmd: slipway token create|list|revoke, against the database (on the server, for the
+// first admin token) or, with --url, against a running server's API with an admin token.
 func tokenCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usageError("want one of: create, list, revoke")
 	}
-	switch args[0] {
-	case "create":
-		fs := flag.NewFlagSet("token create", flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		name := fs.String("name", "", "a name for the token (unique among active tokens)")
-		scope := fs.String("scope", store.ScopeUpload, "upload (apps and debug files) or admin (everything)")
-		if err := fs.Parse(args[1:]); err != nil {
-			return usageError(err.Error())
+	action := args[0]
+	fs := flag.NewFlagSet("token "+action, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	name := fs.String("name", "", "a name for the token (unique among active tokens)")
+	scope := fs.String("scope", distribution.ScopeUpload, "upload (upload builds and debug files, edit own releases, sync devices) or admin (everything)")
+	serverURL := fs.String("url", "", "manage tokens of the server at this URL over its API (needs an admin token) instead of in the database")
+	adminToken := fs.String("token", "", "with --url: an admin token (default $SLIPWAY_TOKEN)")
+	rest := args[1:]
+	if action == "revoke" && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		*name, rest = rest[0], rest[1:] // revoke NAME [flags]: the name may come before the flags
+	}
+	if err := fs.Parse(rest); err != nil {
+		return usageError(err.Error())
+	}
+	if action == "revoke" && *name == "" && fs.NArg() == 1 {
+		*name = fs.Arg(0)
+	} else if fs.NArg() != 0 {
+		return usageError(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+	}
+	if action == "revoke" && *name == "" {
+		return usageError("usage: slipway token revoke NAME [--url URL --token ADMIN_TOKEN]")
+	}
+	var tokens tokenManager
+	if *serverURL != "" {
+		if *adminToken == "" {
+			*adminToken = getenv("SLIPWAY_TOKEN")
 		}
+		if *adminToken == "" {
+			return usageError("--url needs an admin token: --token or SLIPWAY_TOKEN")
+		}
+		tokens = remoteTokens{&uploader.Client{BaseURL: *serverURL, Token: *adminToken, UserAgent: "slipway-cli/" + buildinfo.Version}}
+	} else {
+		db, err := openMigrated(ctx, getenv, stderr)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		tokens = localTokens{&distribution.Service{Store: db}}
+	}
+	switch action {
+	case "create":
 		if *name == "" {
 			return usageError("--name is required")
 		}
-		if *scope != store.ScopeUpload && *scope != store.ScopeAdmin {
-			return usageError("--scope must be upload or admin")
-		}
-		db, err := openMigrated(ctx, getenv, stderr)
+		secret, tok, err := tokens.create(ctx, *name, *scope)
 		if err != nil {
 			return err
 		}
-		defer db.Close()
-		secret, tok, err := db.CreateToken(ctx, *name, *scope)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "Created token %q with scope %s. It is shown only now; store it safely:\n", tok.Name, tok.Scope)
+		fmt.Fprintf(stdout, "Created token %q with scope %s. It is shown only now; store it safely:\n", tok.name, tok.scope)
 		fmt.Fprintln(stdout, secret)
 		return nil
 	case "list":
-		db, err := openMigrated(ctx, getenv, stderr)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		toks, err := db.ListTokens(ctx)
+		toks, err := tokens.list(ctx)
 		if err != nil {
 			return err
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tSCOPE\tCREATED\tLAST USED\tSTATE")
+		fmt.Fprintln(tw, "ID\tNAME\tSCOPE\tCREATED\tLAST USED\tSTATE")
 		for _, t := range toks {
-			state, used := "active", "never"
-			if t.RevokedAt != nil {
-				state = "revoked " + t.RevokedAt.UTC().Format(time.RFC3339)
-			}
-			if t.LastUsedAt != nil {
-				used = t.LastUsedAt.UTC().Format(time.RFC3339)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.Scope, t.CreatedAt.UTC().Format(time.RFC3339), used, state)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", t.id, t.name, t.scope, t.created, t.lastUsed, t.state)
 		}
 		return tw.Flush()
 	case "revoke":
-		if len(args) != 2 {
-			return usageError("usage: slipway token revoke NAME")
-		}
-		db, err := openMigrated(ctx, getenv, stderr)
-		if err != nil {
+		if err := tokens.revoke(ctx, *name); err != nil {
 			return err
 		}
-		defer db.Close()
-		if err := db.RevokeToken(ctx, args[1]); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "Revoked token %q.\n", args[1])
+		fmt.Fprintf(stdout, "Revoked token %q.\n", *name)
 		return nil
 	}
-	return usageError(fmt.Sprintf("unknown token action %q; want create, list or revoke", args[0]))
+	return usageError(fmt.Sprintf("unknown token action %q; want create, list or revoke", action))
+}
+
+// tokenManager is where token commands act: the database, or a server's API.
+type tokenManager interface {
+	create(ctx context.Context, name, scope string) (secret string, t tokenRow, err error)
+	list(ctx context.Context) ([]tokenRow, error)
+	revoke(ctx context.Context, name string) error
+}
+
+// tokenRow is a token as `token list` prints it.
+type tokenRow struct {
+	id                                    int64
+	name, scope, created, lastUsed, state string
+}
+
+type localTokens struct{ svc *distribution.Service }
+
+func localRow(t *distribution.Token) tokenRow {
+	r := tokenRow{id: t.ID, name: t.Name, scope: t.Scope, created: t.CreatedAt.UTC().Format(time.RFC3339), lastUsed: "never", state: "active"}
+	if t.LastUsedAt != nil {
+		r.lastUsed = t.LastUsedAt.UTC().Format(time.RFC3339)
+	}
+	if t.RevokedAt != nil {
+		r.state = "revoked " + t.RevokedAt.UTC().Format(time.RFC3339)
+	}
+	return r
+}
+
+func (l localTokens) create(ctx context.Context, name, scope string) (string, tokenRow, error) {
+	secret, t, err := l.svc.CreateToken(ctx, name, scope)
+	if err != nil {
+		return "", tokenRow{}, err
+	}
+	return secret, localRow(t), nil
+}
+
+func (l localTokens) list(ctx context.Context) ([]tokenRow, error) {
+	toks, err := l.svc.Tokens(ctx)
+	rows := make([]tokenRow, len(toks))
+	for i := range toks {
+		rows[i] = localRow(&toks[i])
+	}
+	return rows, err
+}
+
+func (l localTokens) revoke(ctx context.Context, name string) error {
+	return l.svc.RevokeToken(ctx, name)
+}
+
+type remoteTokens struct{ c *uploader.Client }
+
+func remoteRow(t *uploader.Token) tokenRow {
+	r := tokenRow{id: t.ID, name: t.Name, scope: t.Scope, created: t.CreatedAt, lastUsed: "never", state: "active"}
+	if t.LastUsedAt != nil {
+		r.lastUsed = *t.LastUsedAt
+	}
+	if t.RevokedAt != nil {
+		r.state = "revoked " + *t.RevokedAt
+	}
+	return r
+}
+
+func (r remoteTokens) create(ctx context.Context, name, scope string) (string, tokenRow, error) {
+	t, err := r.c.CreateToken(ctx, name, scope)
+	if err != nil {
+		return "", tokenRow{}, err
+	}
+	return t.Secret, remoteRow(t), nil
+}
+
+func (r remoteTokens) list(ctx context.Context) ([]tokenRow, error) {
+	toks, err := r.c.ListTokens(ctx)
+	rows := make([]tokenRow, len(toks))
+	for i := range toks {
+		rows[i] = remoteRow(&toks[i])
+	}
+	return rows, err
+}
+
+// revoke finds the active token with this name and revokes it by id.
+func (r remoteTokens) revoke(ctx context.Context, name string) error {
+	toks, err := r.c.ListTokens(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range toks {
+		if t.Name == name && t.RevokedAt == nil {
+			return r.c.RevokeToken(ctx, t.ID)
+		}
+	}
+	return fmt.Errorf("no active token named %q", name)
 }
 
 // openMigrated opens the database and applies migrations, so token commands work on a fresh one.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -30,12 +31,17 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		return err
 	}
 	warnings(a, log)
+	if getenv("GOMEMLIMIT") == "" {
+		limit := a.cfg.MemorySoftLimit()
+		debug.SetMemoryLimit(limit)
+		log.Debug("memory limit set from the upload settings (GOMEMLIMIT overrides it)", slog.Int64("bytes", limit))
+	}
 
 	// Requests get a base context that outlives the signal, so draining requests keep running; it
 	// is cancelled only when the drain timeout is over.
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
-	api := httpapi.New(httpapi.Deps{Config: a.cfg, DB: a.db, Storage: a.storage, Service: a.svc, Metrics: a.metrics, Log: log})
+	api := httpapi.New(httpapi.Deps{Config: a.cfg, Service: a.svc, Metrics: a.metrics, Log: log})
 	// srv.Close does not wait for handlers, and a handler cut by it is still cleaning up then
 	// (aborting a multipart upload, forgetting its pending object): count them, so the process
 	// does not exit under them.
@@ -61,6 +67,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 
 	gcDone := make(chan struct{})
 	go func() { defer close(gcDone); a.gcLoop(reqCtx) }()
+	// Other replicas' changes (and anyone's SQL) reach the read cache through Postgres NOTIFY.
+	watchDone := make(chan struct{})
+	go func() { defer close(watchDone); _ = a.svc.WatchChanges(reqCtx) }()
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -86,6 +95,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 			slog.Int64("handlers", handlers.Load()), slog.Duration("waited", handlerCleanupTimeout))
 	}
 	<-gcDone
+	<-watchDone
 	log.Info("stopped")
 	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

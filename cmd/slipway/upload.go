@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/term"
 
@@ -26,6 +27,12 @@ const uploadUsage = `Usage: slipway upload FILE --url URL --token TOKEN [flags]
 Uploads an app package (.ipa, .apk, .aab, zipped .app, .pkg, .dmg) to a Slipway or Zealot server,
 streaming it from disk. On success the release page URL is the last line on stdout (with --json, the
 server's whole answer instead). On failure the exit status is 1 and stderr has the server's message.
+
+Files of 64 MiB or more go through a resumable upload session (--session): their parts go straight
+to the server's object storage, three at a time, and if the upload is cut (a network failure, a
+killed job), running the same command again resumes it; the session is remembered in
+FILE.slipway-upload. A busy server (429, 503) is retried with backoff, every attempt with the same
+Idempotency-Key, so a retry never makes two releases. Servers without sessions get one request.
 The token is never printed; prefer SLIPWAY_TOKEN to --token, which other users may see in ps.
 
 Custom fields: --custom-field NAME=VALUE (split at the first "=", so the value may hold "="), or a
@@ -49,6 +56,7 @@ Flags:
 type uploadFlags struct {
 	url, token, progress string
 	json                 bool
+	session              string
 }
 
 func (u *uploadFlags) register(fs *flag.FlagSet) {
@@ -56,6 +64,21 @@ func (u *uploadFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&u.token, "token", "", "API token with upload scope (default $SLIPWAY_TOKEN)")
 	fs.StringVar(&u.progress, "progress", "auto", "progress on stderr: auto (a bar on a terminal, else lines), bar, lines or none")
 	fs.BoolVar(&u.json, "json", false, "print the server's JSON answer on stdout instead of the URL")
+	fs.StringVar(&u.session, "session", "auto", "resumable upload session (parts straight to storage, resumed after a failure): auto (files of 64 MiB or more), always or never")
+}
+
+// useSession reports whether the upload of path goes through an upload session.
+func (u *uploadFlags) useSession(path string) (bool, error) {
+	switch u.session {
+	case "always":
+		return true, nil
+	case "never":
+		return false, nil
+	case "auto":
+		st, err := os.Stat(path)
+		return err == nil && st.Size() >= uploader.DefaultSessionThreshold, nil
+	}
+	return false, usageError("--session must be auto, always or never")
 }
 
 // client validates the shared flags, filling them from the environment, and builds the client.
@@ -78,6 +101,13 @@ func (u *uploadFlags) client(getenv func(string) string) (*uploader.Client, erro
 		return nil, usageError("--progress must be auto, bar, lines or none")
 	}
 	return &uploader.Client{BaseURL: u.url, Token: u.token, UserAgent: "slipway-cli/" + buildinfo.Version}, nil
+}
+
+// retryNotice tells, on stderr, that an upload is sent again and why.
+func retryNotice(stderr io.Writer) func(attempt int, wait time.Duration, cause error) {
+	return func(attempt int, wait time.Duration, cause error) {
+		fmt.Fprintf(stderr, "%v; sending again in %s (attempt %d of %d)\n", cause, wait.Round(time.Second), attempt, uploader.DefaultMaxAttempts)
+	}
 }
 
 // reporter returns the progress reporter for the --progress mode, or nil for none.
@@ -108,6 +138,7 @@ func (u *uploadFlags) send(getenv func(string) string, stderr io.Writer, path st
 	if err != nil {
 		return err
 	}
+	c.OnRetry = retryNotice(stderr)
 	if err := announce(stderr, u.progress, path, c.BaseURL); err != nil {
 		return err
 	}
@@ -162,8 +193,18 @@ func uploadCmd(ctx context.Context, args []string, getenv func(string) string, s
 			return err
 		}
 	}
+	session, err := common.useSession(pos[0])
+	if err != nil {
+		return err
+	}
 	var rel *uploader.Release
 	err = common.send(getenv, stderr, pos[0], func(c *uploader.Client, progress uploader.ProgressFunc) (err error) {
+		if session {
+			if rel, err = c.UploadAppSession(ctx, pos[0], form, progress); !errors.Is(err, uploader.ErrNoSessions) {
+				return err
+			}
+			fmt.Fprintln(stderr, "The server has no upload sessions: sending the file in one request.")
+		}
 		rel, err = c.UploadApp(ctx, pos[0], form, progress)
 		return err
 	})

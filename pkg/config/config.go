@@ -28,9 +28,18 @@ type Config struct {
 	StorageURL string
 	// MaxUploadBytes is the largest accepted upload (SLIPWAY_MAX_UPLOAD_BYTES).
 	MaxUploadBytes int64
-	// MaxConcurrentUploads caps uploads in flight per replica, bounding memory
-	// (SLIPWAY_MAX_CONCURRENT_UPLOADS); beyond it uploads get 429 with Retry-After.
+	// MaxConcurrentUploads caps uploads being received per replica
+	// (SLIPWAY_MAX_CONCURRENT_UPLOADS); beyond it uploads wait in a queue.
 	MaxConcurrentUploads int
+	// UploadQueueLength is how many uploads may wait for a slot (SLIPWAY_UPLOAD_QUEUE_LENGTH); an
+	// upload that finds the queue full gets 429 with Retry-After.
+	UploadQueueLength int
+	// UploadQueueTimeout is how long an upload waits for a slot before 429
+	// (SLIPWAY_UPLOAD_QUEUE_TIMEOUT).
+	UploadQueueTimeout time.Duration
+	// UploadMemory bounds the bytes all uploads' storage buffers hold at once
+	// (SLIPWAY_UPLOAD_MEMORY): beyond it uploads slow down instead of failing.
+	UploadMemory int64
 	// PresignTTL is the lifetime of presigned and signed download URLs (SLIPWAY_PRESIGN_TTL).
 	PresignTTL time.Duration
 	// CDNURL, when set, makes downloads redirect to CDNURL/<object key> (SLIPWAY_CDN_URL).
@@ -59,6 +68,14 @@ type Config struct {
 	// DrainTimeout bounds how long serve waits for in-flight requests on SIGTERM
 	// (SLIPWAY_DRAIN_TIMEOUT).
 	DrainTimeout time.Duration
+	// UploadSessionTTL is how long an upload session may stay open (SLIPWAY_UPLOAD_SESSION_TTL).
+	UploadSessionTTL time.Duration
+	// ReadCacheBytes bounds the per-replica cache of channel views behind latest, versions and
+	// version_exist (SLIPWAY_READ_CACHE_BYTES; 0 turns it off).
+	ReadCacheBytes int64
+	// ReadCacheTTL bounds how old a cached view may be (SLIPWAY_READ_CACHE_TTL): what a lost
+	// change notification can cost.
+	ReadCacheTTL time.Duration
 }
 
 // Var describes one environment variable, for validation and documentation.
@@ -75,7 +92,10 @@ var Vars = []Var{
 	{"SLIPWAY_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/slipway?sslmode=disable", "Postgres; serve creates the database if it is missing and it may"},
 	{"SLIPWAY_STORAGE_URL", "file://./data/objects", "file:///abs/path or s3://BUCKET[/PREFIX]?region=R&endpoint=URL&path_style=true"},
 	{"SLIPWAY_MAX_UPLOAD_BYTES", "4294967296", "larger uploads get 413"},
-	{"SLIPWAY_MAX_CONCURRENT_UPLOADS", "16", "uploads in flight per replica; more get 429 with Retry-After"},
+	{"SLIPWAY_MAX_CONCURRENT_UPLOADS", "16", "uploads received at once per replica; more wait in a queue"},
+	{"SLIPWAY_UPLOAD_QUEUE_LENGTH", "256", "uploads that may wait for a slot; beyond it 429 with Retry-After"},
+	{"SLIPWAY_UPLOAD_QUEUE_TIMEOUT", "2m", "how long an upload waits for a slot before 429"},
+	{"SLIPWAY_UPLOAD_MEMORY", "134217728", "bytes of storage buffers all uploads hold at once (128 MiB); beyond it uploads slow down"},
 	{"SLIPWAY_PRESIGN_TTL", "15m", "lifetime of presigned download URLs"},
 	{"SLIPWAY_CDN_URL", "", "when set, downloads redirect to CDN_URL/<object key>"},
 	{"SLIPWAY_SECRET", "(generated per process)", "HMAC key for signed URLs and cookies; share it across replicas"},
@@ -86,6 +106,9 @@ var Vars = []Var{
 	{"SLIPWAY_GC_GRACE", "24h", "age after which an unfinished upload's object is collected"},
 	{"SLIPWAY_DRAIN_TIMEOUT", "30s", "how long shutdown waits for in-flight requests"},
 	{"SLIPWAY_UPLOAD_IDLE_TIMEOUT", "60s", "an upload whose client sends nothing for this long is dropped; other bodies must arrive within it"},
+	{"SLIPWAY_UPLOAD_SESSION_TTL", "24h", "how long a resumable upload session (POST /api/uploads) may stay open before it expires and its parts are deleted"},
+	{"SLIPWAY_READ_CACHE_BYTES", "67108864", "bytes of channel views and encoded answers each replica caches for latest, versions and version_exist (64 MiB; 0 turns the cache off)"},
+	{"SLIPWAY_READ_CACHE_TTL", "5s", "the oldest a cached view may be, should a change notification be lost"},
 	{"SLIPWAY_TRUSTED_PROXIES", "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7", "networks whose X-Forwarded-For is trusted"},
 }
 
@@ -122,6 +145,19 @@ func Load(getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	c.MaxConcurrentUploads = int(n)
+	if n, err = positiveInt("SLIPWAY_UPLOAD_QUEUE_LENGTH", get("SLIPWAY_UPLOAD_QUEUE_LENGTH")); err != nil {
+		return nil, err
+	}
+	c.UploadQueueLength = int(n)
+	if c.UploadQueueTimeout, err = duration("SLIPWAY_UPLOAD_QUEUE_TIMEOUT", get("SLIPWAY_UPLOAD_QUEUE_TIMEOUT"), 0, time.Hour); err != nil {
+		return nil, err
+	}
+	if c.UploadMemory, err = positiveInt("SLIPWAY_UPLOAD_MEMORY", get("SLIPWAY_UPLOAD_MEMORY")); err != nil {
+		return nil, err
+	}
+	if c.UploadMemory < 8<<20 {
+		return nil, fmt.Errorf("SLIPWAY_UPLOAD_MEMORY: must be at least 8388608 (one 8 MiB part), got %d", c.UploadMemory)
+	}
 	if c.PresignTTL, err = duration("SLIPWAY_PRESIGN_TTL", get("SLIPWAY_PRESIGN_TTL"), time.Second, 7*24*time.Hour); err != nil {
 		return nil, err
 	}
@@ -161,6 +197,17 @@ func Load(getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	if c.UploadIdleTimeout, err = duration("SLIPWAY_UPLOAD_IDLE_TIMEOUT", get("SLIPWAY_UPLOAD_IDLE_TIMEOUT"), time.Second, 24*time.Hour); err != nil {
+		return nil, err
+	}
+	if c.UploadSessionTTL, err = duration("SLIPWAY_UPLOAD_SESSION_TTL", get("SLIPWAY_UPLOAD_SESSION_TTL"), time.Second, 7*24*time.Hour); err != nil {
+		return nil, err
+	}
+	if v := get("SLIPWAY_READ_CACHE_BYTES"); v != "0" {
+		if c.ReadCacheBytes, err = positiveInt("SLIPWAY_READ_CACHE_BYTES", v); err != nil {
+			return nil, err
+		}
+	}
+	if c.ReadCacheTTL, err = duration("SLIPWAY_READ_CACHE_TTL", get("SLIPWAY_READ_CACHE_TTL"), 100*time.Millisecond, time.Hour); err != nil {
 		return nil, err
 	}
 	for _, cidr := range strings.Split(get("SLIPWAY_TRUSTED_PROXIES"), ",") {
@@ -204,4 +251,14 @@ func duration(name, v string, minD, maxD time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("%s: must be a non-negative duration such as 30s or 10m, got %q", name, v)
 	}
 	return d, nil
+}
+
+// MemorySoftLimit is the Go runtime's memory limit serve sets when GOMEMLIMIT is not: a quarter
+// over what a replica holds live at most (about 40 MiB for the process, the read cache,
+// UploadMemory for part buffers, 3 MiB for each upload being received; docs/deploy.md). Without it the garbage
+// collector lets the heap grow to twice the live data, and the long-lived buffer pool would
+// double with it.
+func (c *Config) MemorySoftLimit() int64 {
+	live := 40<<20 + c.ReadCacheBytes + c.UploadMemory + int64(c.MaxConcurrentUploads)*3<<20
+	return live + live/4
 }

@@ -3,12 +3,12 @@ package distribution
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/slipwayhq/slipway/pkg/debuginfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/store"
 )
 
 // DebugFileForm holds a debug-file upload's form fields.
@@ -21,13 +21,13 @@ type DebugFileForm struct {
 // debugContent is what a parsed debug archive contributes to its row.
 type debugContent struct {
 	releaseVersion, buildVersion string
-	meta                         []store.DebugFileMetadata
+	meta                         []DebugFileMetadata
 }
 
 // parseDebugFile reads the stored archive and checks it fits the channel: dSYMs for iOS and macOS,
 // mapping/R.txt/manifest for Android. Versions come from the dSYM (iOS, macOS) or from the form,
 // else the text manifest (Android).
-func (s *Service) parseDebugFile(ctx context.Context, obj *StoredObject, cc *store.ChannelContext, f DebugFileForm) (*debugContent, error) {
+func (s *Service) parseDebugFile(ctx context.Context, obj *StoredObject, cc *ChannelContext, f DebugFileForm) (*debugContent, error) {
 	ra := s.ReaderAt(ctx, obj)
 	a, err := debuginfo.Parse(ra, obj.Size)
 	if err != nil {
@@ -42,7 +42,7 @@ func (s *Service) parseDebugFile(ctx context.Context, obj *StoredObject, cc *sto
 		if len(a.DSYMs) == 0 {
 			return nil, errs.Invalidf("this is an %s channel, but the archive holds no .dSYM bundle with a Mach-O file", cc.Channel.DeviceType)
 		}
-		ids, err := s.DB.ReleaseBundleIDs(ctx, cc.App.ID, cc.Channel.DeviceType)
+		ids, err := s.Store.ReleaseBundleIDs(ctx, cc.App.ID, cc.Channel.DeviceType)
 		if err != nil {
 			return nil, err
 		}
@@ -54,7 +54,7 @@ func (s *Service) parseDebugFile(ctx context.Context, obj *StoredObject, cc *sto
 		for i, d := range a.DSYMs {
 			data, _ := json.Marshal(map[string]any{"main": i == main || d.Identifier == a.DSYMs[main].Identifier, "identifier": d.Identifier})
 			for _, sl := range d.Slices {
-				out.meta = append(out.meta, store.DebugFileMetadata{UUID: sl.UUID, Type: sl.Arch, Object: sl.Object, Data: data, Size: sl.Size})
+				out.meta = append(out.meta, DebugFileMetadata{UUID: sl.UUID, Type: sl.Arch, Object: sl.Object, Data: data, Size: sl.Size})
 			}
 		}
 	case "android":
@@ -78,7 +78,7 @@ func (s *Service) parseDebugFile(ctx context.Context, obj *StoredObject, cc *sto
 			}
 		}
 		data, _ := json.Marshal(map[string]any{"files": files})
-		out.meta = []store.DebugFileMetadata{{UUID: p.UUID, Type: "proguard", Object: p.PackageName, Data: data, Size: size}}
+		out.meta = []DebugFileMetadata{{UUID: p.UUID, Type: "proguard", Object: p.PackageName, Data: data, Size: size}}
 	default:
 		return nil, errs.Invalidf("debug files are not supported for %s channels", cc.Channel.DeviceType)
 	}
@@ -92,7 +92,7 @@ func (s *Service) parseDebugFile(ctx context.Context, obj *StoredObject, cc *sto
 
 // UploadDebugFile records a stored debug archive for the channel's app. The object is discarded on
 // any error; the same content uploaded twice for one app is errs.Conflict.
-func (s *Service) UploadDebugFile(ctx context.Context, obj *StoredObject, f DebugFileForm) (df *store.DebugFile, err error) {
+func (s *Service) UploadDebugFile(ctx context.Context, obj *StoredObject, f DebugFileForm) (df *DebugFile, err error) {
 	defer func() {
 		if err != nil {
 			s.Discard(ctx, obj.Key)
@@ -106,16 +106,16 @@ func (s *Service) UploadDebugFile(ctx context.Context, obj *StoredObject, f Debu
 	if err != nil {
 		return nil, err
 	}
-	return s.DB.CreateDebugFile(ctx, &store.DebugFile{
+	return s.Store.CreateDebugFile(ctx, &DebugFile{
 		AppID: cc.App.ID, ChannelID: cc.Channel.ID, DeviceType: cc.Channel.DeviceType,
 		ReleaseVersion: content.releaseVersion, BuildVersion: content.buildVersion,
-		SHA256: obj.SHA256, Size: obj.Size, ObjectKey: obj.Key, Filename: firstNonEmpty(obj.Filename, "debug-file.zip"),
+		SHA256: obj.SHA256, MD5: obj.MD5, Size: obj.Size, ObjectKey: obj.Key, Filename: firstNonEmpty(obj.Filename, "debug-file.zip"),
 	}, content.meta)
 }
 
 // ReplaceDebugFile replaces a debug file's archive and metadata (PUT). The old object is deleted
 // after the commit; the new one is discarded on any error.
-func (s *Service) ReplaceDebugFile(ctx context.Context, id int64, obj *StoredObject, f DebugFileForm) (df *store.DebugFile, err error) {
+func (s *Service) ReplaceDebugFile(ctx context.Context, id int64, obj *StoredObject, f DebugFileForm) (df *DebugFile, err error) {
 	defer func() {
 		if err != nil {
 			s.Discard(ctx, obj.Key)
@@ -131,8 +131,8 @@ func (s *Service) ReplaceDebugFile(ctx context.Context, id int64, obj *StoredObj
 	}
 	upd := *existing
 	upd.ReleaseVersion, upd.BuildVersion = content.releaseVersion, content.buildVersion
-	upd.SHA256, upd.Size, upd.ObjectKey, upd.Filename = obj.SHA256, obj.Size, obj.Key, firstNonEmpty(obj.Filename, existing.Filename)
-	oldKey, df, err := s.DB.ReplaceDebugFile(ctx, &upd, content.meta)
+	upd.SHA256, upd.MD5, upd.Size, upd.ObjectKey, upd.Filename = obj.SHA256, obj.MD5, obj.Size, obj.Key, firstNonEmpty(obj.Filename, existing.Filename)
+	oldKey, df, err := s.Store.ReplaceDebugFile(ctx, &upd, content.meta)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func (s *Service) DeleteDebugFile(ctx context.Context, id int64, channelKey stri
 	if _, _, err := s.DebugFileInChannel(ctx, id, channelKey); err != nil {
 		return err
 	}
-	key, err := s.DB.DeleteDebugFile(ctx, id)
+	key, err := s.Store.DeleteDebugFile(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -155,12 +155,12 @@ func (s *Service) DeleteDebugFile(ctx context.Context, id int64, channelKey stri
 
 // DebugFileInChannel returns a debug file that belongs to the app of the channel channelKey names,
 // or errs.NotFound.
-func (s *Service) DebugFileInChannel(ctx context.Context, id int64, channelKey string) (*store.ChannelContext, *store.DebugFile, error) {
+func (s *Service) DebugFileInChannel(ctx context.Context, id int64, channelKey string) (*ChannelContext, *DebugFile, error) {
 	cc, err := s.channelForDebugFile(ctx, channelKey)
 	if err != nil {
 		return nil, nil, err
 	}
-	df, err := s.DB.GetDebugFile(ctx, id)
+	df, err := s.Store.GetDebugFile(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -170,12 +170,8 @@ func (s *Service) DebugFileInChannel(ctx context.Context, id int64, channelKey s
 	return cc, df, nil
 }
 
-func (s *Service) channelForDebugFile(ctx context.Context, channelKey string) (*store.ChannelContext, error) {
-	channelKey = strings.TrimSpace(channelKey)
-	if channelKey == "" {
-		return nil, errs.Field("channel_key", "is required")
-	}
-	return s.DB.ChannelContextBySlug(ctx, channelKey)
+func (s *Service) channelForDebugFile(ctx context.Context, channelKey string) (*ChannelContext, error) {
+	return s.Channel(ctx, channelKey)
 }
 
 // Debug-file download orders for release_version=latest.
@@ -188,7 +184,7 @@ const (
 // release_version "latest", the highest version (order "version", the default) or the newest
 // upload (order "upload_date"); otherwise the exact release_version (and build_version when
 // given), newest upload first.
-func (s *Service) FindDebugFileForDownload(ctx context.Context, cc *store.ChannelContext, releaseVersion, buildVersion, order string) (*store.DebugFile, error) {
+func (s *Service) FindDebugFileForDownload(ctx context.Context, cc *ChannelContext, releaseVersion, buildVersion, order string) (*DebugFile, error) {
 	latest := strings.EqualFold(releaseVersion, "latest")
 	switch order {
 	case "", OrderVersion:
@@ -205,7 +201,7 @@ func (s *Service) FindDebugFileForDownload(ctx context.Context, cc *store.Channe
 	} else {
 		releaseVersion, buildVersion = "", ""
 	}
-	versions, err := s.DB.DebugFileVersions(ctx, cc.App.ID, cc.Channel.DeviceType, releaseVersion, buildVersion)
+	versions, err := s.Store.DebugFileVersions(ctx, cc.App.ID, cc.Channel.DeviceType, releaseVersion, buildVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -220,5 +216,60 @@ func (s *Service) FindDebugFileForDownload(ctx context.Context, cc *store.Channe
 			}
 		}
 	}
-	return s.DB.GetDebugFile(ctx, best.ID)
+	return s.Store.GetDebugFile(ctx, best.ID)
+}
+
+// DebugFiles returns a page of the debug files of a channel's app and device type, newest first.
+func (s *Service) DebugFiles(ctx context.Context, cc *ChannelContext, p Page) ([]DebugFile, error) {
+	return s.Store.ListDebugFiles(ctx, cc.App.ID, cc.Channel.DeviceType, p)
+}
+
+// DebugFile returns a debug file with its metadata.
+func (s *Service) DebugFile(ctx context.Context, id int64) (*DebugFile, error) {
+	return s.Store.GetDebugFile(ctx, id)
+}
+
+// DebugFileByVersion returns the newest debug file of a channel's app with these versions (both
+// required, as in Zealot's exists/version), or errs.NotFound.
+func (s *Service) DebugFileByVersion(ctx context.Context, cc *ChannelContext, releaseVersion, buildVersion string) (*DebugFile, error) {
+	releaseVersion, buildVersion = strings.TrimSpace(releaseVersion), strings.TrimSpace(buildVersion)
+	if releaseVersion == "" || buildVersion == "" {
+		return nil, errs.Invalidf("give release_version and build_version")
+	}
+	return s.Store.FindDebugFile(ctx, DebugFileQuery{AppID: cc.App.ID, DeviceType: cc.Channel.DeviceType,
+		ReleaseVersion: releaseVersion, BuildVersion: buildVersion})
+}
+
+var (
+	md5Re    = regexp.MustCompile(`^[0-9a-fA-F]{32}$`)
+	sha256Re = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+	uuidRe   = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+)
+
+// DebugFileByChecksum returns the newest debug file whose archive has this checksum: an MD5 (as
+// Zealot computes it) or a SHA-256, in hex; errs.NotFound when none.
+func (s *Service) DebugFileByChecksum(ctx context.Context, checksum string) (*DebugFile, error) {
+	checksum = strings.ToLower(strings.TrimSpace(checksum))
+	switch {
+	case md5Re.MatchString(checksum):
+		return s.Store.FindDebugFile(ctx, DebugFileQuery{MD5: checksum})
+	case sha256Re.MatchString(checksum):
+		return s.Store.FindDebugFile(ctx, DebugFileQuery{SHA256: checksum})
+	}
+	return nil, errs.Field("checksum", "must be the archive's MD5 (32 hex digits) or SHA-256 (64 hex digits)")
+}
+
+// DebugFileByUUID returns the newest debug file holding a Mach-O slice or mapping file with this
+// UUID, or errs.NotFound.
+func (s *Service) DebugFileByUUID(ctx context.Context, uuid string) (*DebugFile, error) {
+	uuid = strings.TrimSpace(uuid)
+	if !uuidRe.MatchString(uuid) {
+		return nil, errs.Field("uuid", "must be a UUID such as 0A1B2C3D-4E5F-6071-8293-A4B5C6D7E8F9")
+	}
+	// dSYM UUIDs are stored upper case, mapping UUIDs lower case (decisions.md): try both.
+	df, err := s.Store.FindDebugFile(ctx, DebugFileQuery{UUID: strings.ToUpper(uuid)})
+	if errs.Is(err, errs.NotFound) {
+		df, err = s.Store.FindDebugFile(ctx, DebugFileQuery{UUID: strings.ToLower(uuid)})
+	}
+	return df, err
 }

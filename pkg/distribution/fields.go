@@ -6,21 +6,20 @@ import (
 	"strings"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/store"
 )
 
 // ParseChangelog reads the changelog field (decisions.md): text that parses as a JSON array is the
 // JSON form, an array of objects with a string message and optional string author, email and
 // date; any other JSON array is an error. Anything else is plain text: one entry per non-blank
 // line, a leading "- " or "* " stripped.
-func ParseChangelog(text string) ([]store.ChangelogEntry, error) {
+func ParseChangelog(text string) ([]ChangelogEntry, error) {
 	trimmed := strings.TrimSpace(text)
 	if strings.HasPrefix(trimmed, "[") {
 		var raw []json.RawMessage
 		if json.Unmarshal([]byte(trimmed), &raw) == nil {
-			out := make([]store.ChangelogEntry, 0, len(raw))
+			out := make([]ChangelogEntry, 0, len(raw))
 			for i, item := range raw {
-				var e store.ChangelogEntry
+				var e ChangelogEntry
 				if err := strictObject(item, &e); err != nil || strings.TrimSpace(e.Message) == "" {
 					return nil, errs.Field("changelog", "entry %d must be an object with a string message and optional string author, email and date", i+1)
 				}
@@ -29,21 +28,21 @@ func ParseChangelog(text string) ([]store.ChangelogEntry, error) {
 			return out, nil
 		}
 	}
-	out := []store.ChangelogEntry{}
+	out := []ChangelogEntry{}
 	for _, line := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
 		line = strings.TrimSpace(line)
 		for _, bullet := range []string{"- ", "* "} {
 			line = strings.TrimSpace(strings.TrimPrefix(line, bullet))
 		}
 		if line != "" && line != "-" && line != "*" {
-			out = append(out, store.ChangelogEntry{Message: line})
+			out = append(out, ChangelogEntry{Message: line})
 		}
 	}
 	return out, nil
 }
 
 // TextChangelog renders a changelog as "- <message>" lines.
-func TextChangelog(entries []store.ChangelogEntry) string {
+func TextChangelog(entries []ChangelogEntry) string {
 	var b strings.Builder
 	for i, e := range entries {
 		if i > 0 {
@@ -57,18 +56,18 @@ func TextChangelog(entries []store.ChangelogEntry) string {
 
 // ParseCustomFields reads the custom_fields field: a JSON array of {name, value, icon} strings.
 // Empty, "[]" and the fastlane plugin's default ["[]"] mean none.
-func ParseCustomFields(text string) ([]store.CustomField, error) {
+func ParseCustomFields(text string) ([]CustomField, error) {
 	text = strings.TrimSpace(text)
 	if text == "" || text == "[]" || text == `["[]"]` {
-		return []store.CustomField{}, nil
+		return []CustomField{}, nil
 	}
 	var raw []json.RawMessage
 	if err := json.Unmarshal([]byte(text), &raw); err != nil {
 		return nil, errs.Field("custom_fields", "must be a JSON array of {\"name\", \"value\", \"icon\"} objects")
 	}
-	out := make([]store.CustomField, 0, len(raw))
+	out := make([]CustomField, 0, len(raw))
 	for i, item := range raw {
-		var f store.CustomField
+		var f CustomField
 		if err := strictObject(item, &f); err != nil || strings.TrimSpace(f.Name) == "" {
 			return nil, errs.Field("custom_fields", "entry %d must be an object with string name, value and icon", i+1)
 		}

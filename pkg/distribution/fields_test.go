@@ -5,20 +5,19 @@ import (
 	"testing"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/store"
 )
 
 func TestParseChangelog(t *testing.T) {
 	cases := []struct {
 		in   string
-		want []store.ChangelogEntry
+		want []ChangelogEntry
 	}{
-		{"", []store.ChangelogEntry{}},
-		{"fix crash\n\n- add login\r\n* tidy up\n   \n", []store.ChangelogEntry{{Message: "fix crash"}, {Message: "add login"}, {Message: "tidy up"}}},
-		{"[FIX] crash on start", []store.ChangelogEntry{{Message: "[FIX] crash on start"}}},
+		{"", []ChangelogEntry{}},
+		{"fix crash\n\n- add login\r\n* tidy up\n   \n", []ChangelogEntry{{Message: "fix crash"}, {Message: "add login"}, {Message: "tidy up"}}},
+		{"[FIX] crash on start", []ChangelogEntry{{Message: "[FIX] crash on start"}}},
 		{`[{"message":"a","author":"Ann","email":"a@x","date":"2026-11-21 10:00:00"},{"message":"b"}]`,
-			[]store.ChangelogEntry{{Message: "a", Author: "Ann", Email: "a@x", Date: "2026-11-21 10:00:00"}, {Message: "b"}}},
-		{"[]", []store.ChangelogEntry{}},
+			[]ChangelogEntry{{Message: "a", Author: "Ann", Email: "a@x", Date: "2026-11-21 10:00:00"}, {Message: "b"}}},
+		{"[]", []ChangelogEntry{}},
 	}
 	for _, c := range cases {
 		got, err := ParseChangelog(c.in)
@@ -31,7 +30,7 @@ func TestParseChangelog(t *testing.T) {
 			t.Errorf("ParseChangelog(%q) error = %v, want Invalid", bad, err)
 		}
 	}
-	if got := TextChangelog([]store.ChangelogEntry{{Message: "a"}, {Message: "b"}}); got != "- a\n- b" {
+	if got := TextChangelog([]ChangelogEntry{{Message: "a"}, {Message: "b"}}); got != "- a\n- b" {
 		t.Errorf("TextChangelog = %q", got)
 	}
 }
@@ -44,7 +43,7 @@ func TestParseCustomFields(t *testing.T) {
 		}
 	}
 	got, err := ParseCustomFields(`[{"name":"QA","value":"passed","icon":"fa fa-check"}]`)
-	if err != nil || !reflect.DeepEqual(got, []store.CustomField{{Name: "QA", Value: "passed", Icon: "fa fa-check"}}) {
+	if err != nil || !reflect.DeepEqual(got, []CustomField{{Name: "QA", Value: "passed", Icon: "fa fa-check"}}) {
 		t.Errorf("got %+v %v", got, err)
 	}
 	for _, bad := range []string{`{"name":"x"}`, `[1]`, `[{"name":1}]`, `not json`, `[{"value":"no name"}]`} {

@@ -2,11 +2,13 @@ package distribution
 
 import (
 	"context"
+	"crypto/md5"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
 	"net"
@@ -27,6 +29,8 @@ type StoredObject struct {
 	Key    string
 	Size   int64
 	SHA256 string
+	// MD5 is computed for debug files only, which Zealot's clients look up by MD5.
+	MD5 string
 	// Filename is the client's file name, kept for Content-Disposition; never part of the key.
 	Filename string
 	tail     []byte
@@ -40,19 +44,38 @@ func newObjectKey(prefix string) string {
 	return fmt.Sprintf("%s/%s/%x%s", prefix, time.Now().UTC().Format("2006/01/02"), time.Now().UnixMilli(), hex.EncodeToString(b))
 }
 
+// Object key prefixes of uploads.
+const (
+	PackagePrefix   = "packages"
+	DebugFilePrefix = "debug_files"
+)
+
 // StoreUpload streams r, an upload's file part, into a new pending object under prefix
-// ("packages", "debug_files"), hashing and counting it on the way and keeping its tail. More than
+// (PackagePrefix, DebugFilePrefix), hashing and counting it on the way and keeping its tail. More than
 // MaxUploadBytes is an errs.TooLarge error; on any error nothing is kept.
 func (s *Service) StoreUpload(ctx context.Context, prefix string, r io.Reader, filename string) (*StoredObject, error) {
 	obj := &StoredObject{Key: newObjectKey(prefix), Filename: cleanFilename(filename)}
-	if err := s.DB.MarkPending(ctx, obj.Key); err != nil {
+	if err := s.Store.MarkPending(ctx, obj.Key); err != nil {
 		return nil, err
 	}
+	// The stream is hashed and its tail kept as the backend hands it on (PutOptions.Observe), in
+	// large chunks and, on S3, off the goroutine that reads the client.
 	h := sha256.New()
 	tail := storage.NewTail(tailSize)
+	var md hash.Hash
+	if prefix == DebugFilePrefix {
+		md = md5.New()
+	}
+	observe := func(p []byte) {
+		h.Write(p)
+		tail.Write(p)
+		if md != nil {
+			md.Write(p)
+		}
+	}
 	lr := &limitReader{r: r, left: s.MaxUploadBytes}
 	start := time.Now()
-	n, err := s.Storage.Put(ctx, obj.Key, io.TeeReader(lr, io.MultiWriter(h, tail)), storage.PutOptions{ContentType: "application/octet-stream"})
+	n, err := s.Storage.Put(ctx, obj.Key, lr, storage.PutOptions{ContentType: "application/octet-stream", Observe: observe})
 	if s.Metrics != nil {
 		s.Metrics.UploadBytes.WithLabelValues(prefix).Add(float64(tail.Total()))
 	}
@@ -77,6 +100,9 @@ func (s *Service) StoreUpload(ctx context.Context, prefix string, r io.Reader, f
 		return nil, errs.Field("file", "is empty")
 	}
 	obj.Size, obj.SHA256, obj.tail = n, hex.EncodeToString(h.Sum(nil)), tail.Bytes()
+	if md != nil {
+		obj.MD5 = hex.EncodeToString(md.Sum(nil))
+	}
 	s.Log.DebugContext(ctx, "upload stored", slog.Int64("bytes", n), slog.Duration("took", time.Since(start)))
 	return obj, nil
 }
@@ -93,7 +119,7 @@ func (s *Service) ReaderAt(ctx context.Context, obj *StoredObject) *storage.Read
 // storeBytes stores a small derived object (an icon) as pending.
 func (s *Service) storeBytes(ctx context.Context, prefix string, data []byte, contentType string) (string, error) {
 	key := newObjectKey(prefix)
-	if err := s.DB.MarkPending(ctx, key); err != nil {
+	if err := s.Store.MarkPending(ctx, key); err != nil {
 		return "", err
 	}
 	if _, err := s.Storage.Put(ctx, key, bytesReader(data), storage.PutOptions{ContentType: contentType}); err != nil {
@@ -116,7 +142,7 @@ func (s *Service) Discard(ctx context.Context, keys ...string) {
 	if len(keys) == 0 {
 		return
 	}
-	doomed, err := s.DB.Abandon(ctx, keys...)
+	doomed, err := s.Store.Abandon(ctx, keys...)
 	if err != nil {
 		s.Log.WarnContext(ctx, "discarded objects left pending for the collector", slog.String("error", err.Error()))
 		return
@@ -126,7 +152,7 @@ func (s *Service) Discard(ctx context.Context, keys ...string) {
 			s.storageErr("delete", err)
 			continue // marked deleted: the collector retries
 		}
-		if err := s.DB.Forget(ctx, key); err != nil {
+		if err := s.Store.Forget(ctx, key); err != nil {
 			s.Log.WarnContext(ctx, "forgetting a discarded object failed", slog.String("error", err.Error()))
 		}
 	}

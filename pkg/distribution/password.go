@@ -9,26 +9,28 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/store"
 )
 
 // freePasswordAttempts is how many wrong passwords a client may give for a channel before each
 // further attempt must wait, doubling from one second (shared by all replicas through Postgres).
 const freePasswordAttempts = 5
 
+// passwordFailureWindow is how long wrong channel passwords are remembered per client.
+const passwordFailureWindow = 15 * time.Minute
+
 // CheckChannelPassword verifies a channel password given by client (an IP address). Wrong
 // passwords are counted; past freePasswordAttempts, attempts that come too soon are refused with
 // errs.TooManyRequests before the password is even compared.
-func (s *Service) CheckChannelPassword(ctx context.Context, c *store.Channel, password, client string) error {
+func (s *Service) CheckChannelPassword(ctx context.Context, c *Channel, password, client string) error {
 	if !c.HasPassword() {
 		return nil
 	}
-	n, last, err := s.DB.PasswordFailures(ctx, c.ID, client)
+	n, last, err := s.Store.PasswordFailures(ctx, c.ID, client, passwordFailureWindow)
 	if err != nil {
 		return err
 	}
 	if n >= freePasswordAttempts {
-		wait := time.Duration(math.Min(math.Pow(2, float64(n-freePasswordAttempts)), store.PasswordFailureWindow.Seconds())) * time.Second
+		wait := time.Duration(math.Min(math.Pow(2, float64(n-freePasswordAttempts)), passwordFailureWindow.Seconds())) * time.Second
 		if left := time.Until(last.Add(wait)); left > 0 {
 			e := errs.New(errs.TooManyRequests, "too many wrong passwords; try again in %d seconds", int(math.Ceil(left.Seconds())))
 			e.RetryAfter = left
@@ -39,13 +41,13 @@ func (s *Service) CheckChannelPassword(ctx context.Context, c *store.Channel, pa
 		return errs.New(errs.Unauthenticated, "this channel is password protected: give its password")
 	}
 	if bcrypt.CompareHashAndPassword([]byte(*c.PasswordHash), []byte(password)) != nil {
-		if err := s.DB.RecordPasswordFailure(ctx, c.ID, client); err != nil {
+		if err := s.Store.RecordPasswordFailure(ctx, c.ID, client, passwordFailureWindow); err != nil {
 			return err
 		}
 		return errs.New(errs.Forbidden, "wrong password for this channel")
 	}
 	if n > 0 {
-		return s.DB.ClearPasswordFailures(ctx, c.ID, client)
+		return s.Store.ClearPasswordFailures(ctx, c.ID, client)
 	}
 	return nil
 }
@@ -71,7 +73,7 @@ const cookieTTL = 30 * 24 * time.Hour
 // Authorize lets a request into a channel: any channel without a password; a protected one with
 // a valid password cookie, a valid release token, or the right password. Cookies and tokens are
 // bound to the password hash, so changing the password revokes them.
-func (s *Service) Authorize(ctx context.Context, c *store.Channel, req AccessRequest) error {
+func (s *Service) Authorize(ctx context.Context, c *Channel, req AccessRequest) error {
 	if !c.HasPassword() {
 		return nil
 	}
@@ -85,13 +87,13 @@ func (s *Service) Authorize(ctx context.Context, c *store.Channel, req AccessReq
 }
 
 // ChannelCookie returns the value of the password cookie for a protected channel, and its lifetime.
-func (s *Service) ChannelCookie(c *store.Channel) (string, time.Duration) {
+func (s *Service) ChannelCookie(c *Channel) (string, time.Duration) {
 	return s.Signer.Token("channel-cookie", cookieTTL, c.Slug, *c.PasswordHash), cookieTTL
 }
 
 // ReleaseAccessToken returns a short-lived token opening one release of a protected channel, for
 // links followed without cookies (iOS fetches the install manifest and package by itself).
-func (s *Service) ReleaseAccessToken(c *store.Channel, releaseID int64) string {
+func (s *Service) ReleaseAccessToken(c *Channel, releaseID int64) string {
 	if !c.HasPassword() {
 		return ""
 	}

@@ -9,11 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/crypto/bcrypt"
-
 	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/store"
 )
 
 // ReleaseForm holds an upload's form fields (api.md, "Upload an app").
@@ -37,54 +34,88 @@ type ReleaseForm struct {
 var releaseTypeRe = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
 
 // validate checks the fields that do not depend on the package and normalises them.
-func (f *ReleaseForm) validate() error {
+func (f *ReleaseForm) validate() (err error) {
 	for name, v := range map[string]*string{"name": &f.Name, "source": &f.Source, "branch": &f.Branch, "git_commit": &f.GitCommit,
 		"channel_key": &f.ChannelKey, "release_version": &f.ReleaseVersion, "build_version": &f.BuildVersion, "bundle_id": &f.BundleID} {
-		*v = strings.TrimSpace(*v)
-		if utf8.RuneCountInString(*v) > 255 || !utf8.ValidString(*v) {
-			return errs.Field(name, "must be valid text of at most 255 characters")
+		if *v, err = shortText(name, *v); err != nil {
+			return err
 		}
 	}
-	f.ReleaseType = strings.ToLower(strings.TrimSpace(f.ReleaseType))
-	if f.ReleaseType != "" && !releaseTypeRe.MatchString(f.ReleaseType) {
-		return errs.Field("release_type", "must be a word such as debug, beta, adhoc, release or enterprise")
+	if f.ReleaseType, err = normReleaseType(f.ReleaseType); err != nil {
+		return err
 	}
 	if f.Source == "" {
 		f.Source = "api"
 	}
 	f.Branch = CleanBranch(f.Branch)
-	f.CIURL = strings.TrimSpace(f.CIURL)
-	if f.CIURL != "" {
-		u, err := url.Parse(f.CIURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(f.CIURL) > 2048 {
-			return errs.Field("ci_url", "must be an http or https URL of at most 2048 characters")
-		}
+	f.CIURL, err = webURL("ci_url", f.CIURL)
+	return err
+}
+
+// check validates and normalises the fields that do not depend on the package, and parses the
+// changelog and custom fields: everything an upload can refuse before reading its file.
+func (f *ReleaseForm) check() ([]ChangelogEntry, []CustomField, error) {
+	if err := f.validate(); err != nil {
+		return nil, nil, err
 	}
-	if len(f.Password) > 128 {
-		return errs.Field("password", "must be at most 128 characters")
+	if len(f.Password) > maxPasswordBytes {
+		return nil, nil, errs.Field("password", "must be at most %d bytes", maxPasswordBytes)
 	}
-	return nil
+	changelog, err := ParseChangelog(f.Changelog)
+	if err != nil {
+		return nil, nil, err
+	}
+	custom, err := ParseCustomFields(f.CustomFields)
+	return changelog, custom, err
+}
+
+// shortText trims v and checks it is valid text of at most 255 characters.
+func shortText(field, v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if utf8.RuneCountInString(v) > 255 || !utf8.ValidString(v) {
+		return "", errs.Field(field, "must be valid text of at most 255 characters")
+	}
+	return v, nil
+}
+
+// normReleaseType lower-cases a release type and checks it is one short word ("" for none).
+func normReleaseType(v string) (string, error) {
+	v = strings.ToLower(strings.TrimSpace(v))
+	if v != "" && !releaseTypeRe.MatchString(v) {
+		return "", errs.Field("release_type", "must be a word such as debug, beta, adhoc, release or enterprise")
+	}
+	return v, nil
+}
+
+// webURL trims v and checks it is an http or https URL of at most 2048 characters ("" for none).
+func webURL(field, v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(v) > 2048 {
+		return "", errs.Field(field, "must be an http or https URL of at most 2048 characters")
+	}
+	return v, nil
 }
 
 // CreateRelease parses the stored package and records it as a release: in the channel named by
 // ChannelKey (which must take this platform and bundle id), or in the app, scheme and channel it
 // finds or creates. The package object is discarded on any error. idemKey, when set, makes a
 // retry by the same token return the first release. Objects of a replayed upload are discarded.
-func (s *Service) CreateRelease(ctx context.Context, obj *StoredObject, f ReleaseForm, tokenID int64, idemKey string) (rc *store.ReleaseContext, err error) {
+func (s *Service) CreateRelease(ctx context.Context, obj *StoredObject, f ReleaseForm, tokenID int64, idemKey string) (rc *ReleaseContext, err error) {
 	keys := []string{obj.Key}
 	defer func() {
 		if err != nil {
 			s.Discard(ctx, keys...)
 		}
 	}()
-	if err := f.validate(); err != nil {
-		return nil, err
-	}
-	changelog, err := ParseChangelog(f.Changelog)
+	changelog, custom, err := f.check()
 	if err != nil {
 		return nil, err
 	}
-	custom, err := ParseCustomFields(f.CustomFields)
+	passwordHash, err := hashPassword(f.Password)
 	if err != nil {
 		return nil, err
 	}
@@ -103,23 +134,20 @@ func (s *Service) CreateRelease(ctx context.Context, obj *StoredObject, f Releas
 	}
 	releaseType := firstNonEmpty(f.ReleaseType, info.ReleaseType)
 
-	nr := &store.NewRelease{
-		Release: store.Release{
+	nr := &NewRelease{
+		Release: Release{
 			Name: info.Name, BundleID: info.BundleID, ReleaseVersion: info.ReleaseVersion, BuildVersion: info.BuildVersion,
 			ReleaseType: releaseType, Source: f.Source, Branch: f.Branch, GitCommit: f.GitCommit, CIURL: f.CIURL,
 			Changelog: changelog, CustomFields: custom, Platform: string(info.Platform), Format: string(info.Format),
 			Device: info.Device, MinOS: info.MinOS, TargetSDK: info.TargetSDK, Profile: profileSummary(info.Profile),
 			Size: obj.Size, SHA256: obj.SHA256, ObjectKey: obj.Key, Filename: downloadName(obj.Filename, name, info),
+			UploadedBy: tokenID,
 		},
 		ChannelSlug: f.ChannelKey, AppName: name, SchemeName: SchemeName(releaseType),
-		Check: func(c *store.Channel) error { return checkChannel(c, info) }, TokenID: tokenID, IdempotencyKey: idemKey,
+		Check: func(c *Channel) error { return checkChannel(c, info) }, IdempotencyKey: idemKey,
 	}
-	if f.Password != "" {
-		h, err := bcrypt.GenerateFromPassword([]byte(f.Password), bcrypt.DefaultCost)
-		if err != nil {
-			return nil, err
-		}
-		nr.PasswordHash = string(h)
+	if passwordHash != nil {
+		nr.PasswordHash = *passwordHash
 	}
 	if info.Icon != nil {
 		iconKey, err := s.storeBytes(ctx, "icons", info.Icon.Data, info.Icon.ContentType)
@@ -129,11 +157,14 @@ func (s *Service) CreateRelease(ctx context.Context, obj *StoredObject, f Releas
 		keys = append(keys, iconKey)
 		nr.IconKey, nr.IconType = &iconKey, &info.Icon.ContentType
 	}
-	rc, err = s.DB.CreateRelease(ctx, nr, keys)
-	var replay *store.ErrIdempotentReplay
+	rc, err = s.Store.CreateRelease(ctx, nr, keys)
+	if err == nil {
+		s.changed(Change{ChannelID: rc.Channel.ID})
+	}
+	var replay *ErrIdempotentReplay
 	if errors.As(err, &replay) {
 		s.Discard(ctx, keys...)
-		return s.DB.GetRelease(ctx, replay.ReleaseID)
+		return s.Store.GetRelease(ctx, replay.ReleaseID)
 	}
 	return rc, err
 }
@@ -183,7 +214,7 @@ func (f *ReleaseForm) fillDMG(info *appinfo.Info) error {
 }
 
 // checkChannel refuses a package whose platform or bundle id the channel does not take.
-func checkChannel(c *store.Channel, info *appinfo.Info) error {
+func checkChannel(c *Channel, info *appinfo.Info) error {
 	if c.DeviceType != string(info.Platform) {
 		return errs.Invalidf("this channel takes %s builds, but the file is a %s build (%s)", c.DeviceType, info.Platform, info.Format)
 	}
@@ -193,11 +224,11 @@ func checkChannel(c *store.Channel, info *appinfo.Info) error {
 	return nil
 }
 
-func profileSummary(p *appinfo.Profile) *store.ProfileSummary {
+func profileSummary(p *appinfo.Profile) *ProfileSummary {
 	if p == nil {
 		return nil
 	}
-	return &store.ProfileSummary{Name: p.Name, TeamID: p.TeamID, TeamName: p.TeamName, ExpiresAt: p.ExpiresAt,
+	return &ProfileSummary{Name: p.Name, TeamID: p.TeamID, TeamName: p.TeamName, ExpiresAt: p.ExpiresAt,
 		DeviceCount: len(p.Devices), AllDevices: p.AllDevices, Development: p.GetTaskAllow}
 }
 

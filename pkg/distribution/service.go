@@ -16,12 +16,12 @@ import (
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/signing"
 	"github.com/slipwayhq/slipway/pkg/storage"
-	"github.com/slipwayhq/slipway/pkg/store"
 )
 
-// Service runs the use cases against one database and one object store.
+// Service runs the use cases against one database and one object store. It is the one door the
+// HTTP handlers and pages use to reach data.
 type Service struct {
-	DB      *store.DB
+	Store   Store
 	Storage storage.Backend
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
@@ -29,6 +29,13 @@ type Service struct {
 	Signer *signing.Signer
 	// MaxUploadBytes caps an upload's file part.
 	MaxUploadBytes int64
+	// Downloads says where clients fetch objects from (see ObjectURL).
+	Downloads DownloadConfig
+	// Sessions shapes resumable upload sessions (sessions.go).
+	Sessions SessionConfig
+
+	// reads is the read cache (readcache.go), nil when off.
+	reads *readCache
 }
 
 // storageErr wraps a failed storage operation as Unavailable (503 with Retry-After): whatever the
@@ -54,12 +61,20 @@ func (s *Service) storageErr(op string, err error) error {
 // their objects as deleted; the objects are deleted after the commit, and any that fail stay
 // recorded for the collector.
 func (s *Service) DestroyApp(ctx context.Context, id int64) error {
-	keys, err := s.DB.DestroyApp(ctx, id)
-	if err != nil {
-		return err
+	defer s.changed(Change{AppID: id})
+	return s.deleted(ctx)(s.Store.DestroyApp(ctx, id))
+}
+
+// deleted returns a function that takes what a store deletion returned (the keys of the objects
+// it recorded as deleted, or an error) and deletes those objects after the commit.
+func (s *Service) deleted(ctx context.Context) func(keys []string, err error) error {
+	return func(keys []string, err error) error {
+		if err != nil {
+			return err
+		}
+		s.deleteObjects(context.WithoutCancel(ctx), keys)
+		return nil
 	}
-	s.deleteObjects(context.WithoutCancel(ctx), keys)
-	return nil
 }
 
 // deleteObjects deletes objects already recorded as deleted, a few at a time, and forgets each
@@ -79,7 +94,7 @@ func (s *Service) deleteObjects(ctx context.Context, keys []string) {
 				s.Log.WarnContext(ctx, "object deletion failed; the collector will retry", slog.String("error", err.Error()))
 				return
 			}
-			if err := s.DB.Forget(ctx, key); err != nil {
+			if err := s.Store.Forget(ctx, key); err != nil {
 				s.Log.WarnContext(ctx, "forgetting a deleted object failed", slog.String("error", err.Error()))
 			}
 		}(k)
@@ -97,11 +112,17 @@ type GCResult struct {
 // whose process died), in batches until none is left or only failing ones remain.
 func (s *Service) CollectGarbage(ctx context.Context, grace time.Duration) (GCResult, error) {
 	var res GCResult
+	// Sessions past their expiry end first, so their objects are collected in this run.
+	if n, err := s.Store.ExpireSessions(ctx); err != nil {
+		return res, err
+	} else if n > 0 {
+		s.Log.InfoContext(ctx, "collector: upload sessions expired", slog.Int("sessions", n))
+	}
 	const batch = 100
 	// seen holds keys tried in this run: failed ones, and ones another collector holds.
 	seen := map[string]bool{}
 	for {
-		keys, err := s.DB.Collectable(ctx, grace, batch+len(seen))
+		keys, err := s.Store.Collectable(ctx, grace, batch+len(seen))
 		if err != nil {
 			return res, err
 		}
@@ -111,7 +132,7 @@ func (s *Service) CollectGarbage(ctx context.Context, grace time.Duration) (GCRe
 				continue
 			}
 			seen[k], progressed = true, true
-			ok, err := s.DB.Collect(ctx, k, grace, s.Storage.Delete)
+			ok, err := s.Store.Collect(ctx, k, grace, s.Storage.Delete)
 			switch {
 			case err != nil:
 				res.Failed++

@@ -85,3 +85,10 @@ func KindOf(err error) Kind {
 
 // Is reports whether err carries the given kind.
 func Is(err error, kind Kind) bool { return err != nil && KindOf(err) == kind }
+
+// AsError returns the first *Error in err's chain.
+func AsError(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e)
+	return e, ok
+}

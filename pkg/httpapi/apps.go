@@ -2,116 +2,288 @@ package httpapi
 
 import (
 	"net/http"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/distribution"
 )
 
 // listApps: GET /api/apps, paginated by id.
-func (s *Server) listApps(c *gin.Context) {
+func (s *Server) listApps(c *gin.Context) error {
 	p, err := page(c)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
-	apps, err := s.db.ListApps(c, p)
+	apps, err := s.svc.ListApps(c, p)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
 	out := make([]appView, 0, len(apps))
 	for i := range apps {
 		out = append(out, newAppView(&apps[i]))
 	}
 	c.JSON(http.StatusOK, out)
+	return nil
 }
 
 // getApp: GET /api/apps/:id.
-func (s *Server) getApp(c *gin.Context) {
+func (s *Server) getApp(c *gin.Context) error {
 	id, err := pathID(c)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
-	app, err := s.db.GetApp(c, id)
+	app, err := s.svc.App(c, id)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, newAppView(app))
+	return nil
 }
 
-// nameParam reads and validates the name parameter: trimmed, required, at most 255 characters.
+// nameParam reads the name parameter (the domain trims and validates it).
 func nameParam(c *gin.Context) (string, error) {
 	p, err := readParams(c)
 	if err != nil {
 		return "", err
 	}
-	name, err := p.str("name")
-	if err != nil {
-		return "", err
-	}
-	name = strings.TrimSpace(name)
-	switch {
-	case name == "":
-		return "", errs.Field("name", "can't be blank")
-	case utf8.RuneCountInString(name) > 255 || !utf8.ValidString(name):
-		return "", errs.Field("name", "must be valid text of at most 255 characters")
-	}
-	return name, nil
+	return p.str("name")
 }
 
 // createApp: POST /api/apps → 201 with the bare App (schemes: []).
-func (s *Server) createApp(c *gin.Context) {
+func (s *Server) createApp(c *gin.Context) error {
 	name, err := nameParam(c)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
-	app, err := s.db.CreateApp(c, name)
+	app, err := s.svc.CreateApp(c, name)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusCreated, newAppView(app))
+	return nil
 }
 
 // updateApp: PUT /api/apps/:id renames the app.
-func (s *Server) updateApp(c *gin.Context) {
+func (s *Server) updateApp(c *gin.Context) error {
 	id, err := pathID(c)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
 	name, err := nameParam(c)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
-	app, err := s.db.RenameApp(c, id, name)
+	app, err := s.svc.RenameApp(c, id, name)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, newAppView(app))
+	return nil
 }
 
 // destroyApp: DELETE /api/apps/:id removes the app and everything in it, objects included.
-func (s *Server) destroyApp(c *gin.Context) {
+func (s *Server) destroyApp(c *gin.Context) error {
 	id, err := pathID(c)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
 	if err := s.svc.DestroyApp(c, id); err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, deleted)
+	return nil
 }
 
-// deleted is the body of successful deletions, spelled as the specification spells it.
-var deleted = gin.H{"mesage": "OK"}
+// listSchemes: GET /api/apps/:id/schemes, an app's schemes with their channels.
+func (s *Server) listSchemes(c *gin.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	schemes, err := s.svc.Schemes(c, id)
+	if err != nil {
+		return err
+	}
+	out := make([]schemeView, 0, len(schemes))
+	for i := range schemes {
+		out = append(out, newSchemeView(&schemes[i]))
+	}
+	c.JSON(http.StatusOK, out)
+	return nil
+}
+
+// schemeChanges reads the scheme fields a client sent.
+func schemeChanges(c *gin.Context) (ch distribution.SchemeChanges, err error) {
+	p, err := readParams(c)
+	if err != nil {
+		return ch, err
+	}
+	if ch.Name, err = p.optStr("name"); err != nil {
+		return ch, err
+	}
+	if ch.NewBuildCallout, err = p.optBool("new_build_callout"); err != nil {
+		return ch, err
+	}
+	ch.RetainedBuilds, err = p.optInt("retained_builds")
+	return ch, err
+}
+
+// createScheme: POST /api/apps/:id/schemes → 201 Scheme.
+func (s *Server) createScheme(c *gin.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	ch, err := schemeChanges(c)
+	if err != nil {
+		return err
+	}
+	sc, err := s.svc.CreateScheme(c, id, ch)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusCreated, newSchemeView(sc))
+	return nil
+}
+
+// getScheme: GET /api/schemes/:id.
+func (s *Server) getScheme(c *gin.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	sc, err := s.svc.Scheme(c, id)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, newSchemeView(sc))
+	return nil
+}
+
+// updateScheme: PUT or PATCH /api/schemes/:id changes the fields sent.
+func (s *Server) updateScheme(c *gin.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	ch, err := schemeChanges(c)
+	if err != nil {
+		return err
+	}
+	sc, err := s.svc.UpdateScheme(c, id, ch)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, newSchemeView(sc))
+	return nil
+}
+
+// deleteScheme: DELETE /api/schemes/:id, with its channels, releases and their objects.
+func (s *Server) deleteScheme(c *gin.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	if err := s.svc.DeleteScheme(c, id); err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, deleted)
+	return nil
+}
+
+// listChannels: GET /api/schemes/:id/channels.
+func (s *Server) listChannels(c *gin.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	channels, err := s.svc.Channels(c, id)
+	if err != nil {
+		return err
+	}
+	out := make([]channelView, 0, len(channels))
+	for i := range channels {
+		out = append(out, newChannelView(&channels[i]))
+	}
+	c.JSON(http.StatusOK, out)
+	return nil
+}
+
+// channelChanges reads the channel fields a client sent.
+func channelChanges(c *gin.Context) (ch distribution.ChannelChanges, err error) {
+	p, err := readParams(c)
+	if err != nil {
+		return ch, err
+	}
+	for name, dst := range map[string]**string{"name": &ch.Name, "slug": &ch.Slug, "device_type": &ch.DeviceType,
+		"bundle_id": &ch.BundleID, "password": &ch.Password, "git_url": &ch.GitURL, "download_filename_type": &ch.DownloadFilenameType} {
+		if *dst, err = p.optStr(name); err != nil {
+			return ch, err
+		}
+	}
+	return ch, nil
+}
+
+// createChannel: POST /api/schemes/:id/channels → 201 Channel.
+func (s *Server) createChannel(c *gin.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	ch, err := channelChanges(c)
+	if err != nil {
+		return err
+	}
+	channel, err := s.svc.CreateChannel(c, id, ch)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusCreated, newChannelView(channel))
+	return nil
+}
+
+// getChannel: GET /api/channels/:id.
+func (s *Server) getChannel(c *gin.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	cc, err := s.svc.ChannelByID(c, id)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, newChannelView(&cc.Channel))
+	return nil
+}
+
+// updateChannel: PUT or PATCH /api/channels/:id changes the fields sent (an empty password
+// clears it).
+func (s *Server) updateChannel(c *gin.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	ch, err := channelChanges(c)
+	if err != nil {
+		return err
+	}
+	channel, err := s.svc.UpdateChannel(c, id, ch)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, newChannelView(channel))
+	return nil
+}
+
+// deleteChannel: DELETE /api/channels/:id, with its releases, debug files and their objects.
+func (s *Server) deleteChannel(c *gin.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	if err := s.svc.DeleteChannel(c, id); err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, deleted)
+	return nil
+}

@@ -5,8 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/distribution"
 )
 
 const tokenKey = "slipway.token"
@@ -24,42 +23,31 @@ func headerOrQueryToken(c *gin.Context) string {
 }
 
 // requireToken authenticates the request with a token of the given scope, read from the header,
-// the query, then the form or JSON body (decisions.md). Missing or wrong: 401; scope too narrow: 403.
-func (s *Server) requireToken(scope string) gin.HandlerFunc {
-	return func(c *gin.Context) {
+// the query, then the form or JSON body (decisions.md). Missing or wrong: 401; scope too narrow:
+// 403. The token is kept on the context for the handler (tokenOf).
+func (s *Server) requireToken(scope string) func(c *gin.Context) error {
+	return func(c *gin.Context) error {
 		secret := headerOrQueryToken(c)
 		if secret == "" {
 			p, err := readParams(c)
 			if err != nil {
-				s.fail(c, err)
-				return
+				return err
 			}
 			if secret, err = p.str("token"); err != nil {
-				s.fail(c, err)
-				return
+				return err
 			}
 		}
-		tok, err := s.authenticate(c, secret, scope)
+		tok, err := s.svc.Authenticate(c, secret, scope)
 		if err != nil {
-			s.fail(c, err)
-			return
+			return err
 		}
 		c.Set(tokenKey, tok)
-		c.Next()
+		return nil
 	}
 }
 
-// authenticate checks a token secret against scope.
-func (s *Server) authenticate(c *gin.Context, secret, scope string) (*store.Token, error) {
-	if secret == "" {
-		return nil, errs.New(errs.Unauthenticated, "an API token is required: send it as \"Authorization: Token <token>\" or a token parameter")
-	}
-	tok, err := s.db.Authenticate(c, secret)
-	if err != nil {
-		return nil, err
-	}
-	if !tok.Allows(scope) {
-		return nil, errs.New(errs.Forbidden, "this token's scope (%s) does not allow this operation; it needs %s", tok.Scope, scope)
-	}
-	return tok, nil
+// tokenOf returns the token requireToken let in.
+func tokenOf(c *gin.Context) *distribution.Token {
+	t, _ := c.Get(tokenKey)
+	return t.(*distribution.Token)
 }

@@ -293,61 +293,123 @@ func gaugeValue(g prometheus.Gauge) float64 {
 	return m.GetGauge().GetValue()
 }
 
-// TestUploadSlots: beyond SLIPWAY_MAX_CONCURRENT_UPLOADS, an upload gets 429 with Retry-After;
-// the held one completes, and the slot is free again afterwards.
-func TestUploadSlots(t *testing.T) {
-	e := newEnv(t, apptest.Options{Configure: func(c *config.Config) { c.MaxConcurrentUploads = 1 }})
-	data := apk("com.example.slots", "1.0", 1)
+// heldUpload starts an upload and sends only its first bytes, so that it holds a slot until
+// finish sends the rest; it answers on done.
+type heldUpload struct {
+	pw   *io.PipeWriter
+	raw  []byte
+	done chan heldResult
+}
+
+type heldResult struct {
+	status int
+	body   []byte
+	err    error
+}
+
+func holdUpload(t *testing.T, e *testEnv, data []byte) *heldUpload {
+	t.Helper()
 	body, ctype := apptest.Multipart(apptest.File("s.apk", data))
-	raw := body.Bytes()
+	h := &heldUpload{raw: body.Bytes(), done: make(chan heldResult, 1)}
 	pr, pw := io.Pipe()
+	h.pw = pw
 	req, err := http.NewRequest(http.MethodPost, e.URL+"/api/apps/upload", pr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", ctype)
 	req.Header.Set("Authorization", "Token "+e.UploadToken)
-	type result struct {
-		status int
-		body   []byte
-		err    error
-	}
-	done := make(chan result, 1)
 	go func() {
 		resp, err := e.Client.Do(req)
 		if err != nil {
-			done <- result{err: err}
+			h.done <- heldResult{err: err}
 			return
 		}
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
-		done <- result{resp.StatusCode, b, err}
+		h.done <- heldResult{resp.StatusCode, b, err}
 	}()
-	if _, err := pw.Write(raw[:100]); err != nil {
+	if _, err := pw.Write(h.raw[:100]); err != nil {
 		t.Fatal(err)
 	}
-	// Wait (bounded) until the server holds the slot.
-	for deadline := time.Now().Add(time.Minute); gaugeValue(e.Metrics.UploadsActive) < 1; time.Sleep(10 * time.Millisecond) {
+	return h
+}
+
+func (h *heldUpload) finish(t *testing.T) heldResult {
+	t.Helper()
+	if _, err := h.pw.Write(h.raw[100:]); err != nil {
+		t.Fatal(err)
+	}
+	h.pw.Close()
+	return <-h.done
+}
+
+func waitGauge(t *testing.T, g prometheus.Gauge, want float64, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); gaugeValue(g) != want; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("the held upload never took its slot")
+			t.Fatalf("%s never happened (gauge %v, want %v)", what, gaugeValue(g), want)
 		}
 	}
-	r := e.upload(t, apptest.Field("token", e.UploadToken), apptest.File("t.apk", data))
-	wantError(t, r, http.StatusTooManyRequests)
-	if r.Header.Get("Retry-After") == "" {
-		t.Error("429 without Retry-After")
-	}
-	if _, err := pw.Write(raw[100:]); err != nil {
-		t.Fatal(err)
-	}
-	pw.Close()
-	res := <-done
-	if res.err != nil || res.status != http.StatusCreated {
-		t.Fatalf("held upload: %v %d %s", res.err, res.status, res.body)
-	}
-	if rel := e.uploadOK(t, "after.apk", data); rel.Version != 2 {
-		t.Fatalf("upload after the slot was freed: %+v", rel)
-	}
+}
+
+// TestUploadQueue: beyond SLIPWAY_MAX_CONCURRENT_UPLOADS an upload waits in line for a slot
+// instead of being refused, and completes once one frees up; only an upload that finds the line
+// full (SLIPWAY_UPLOAD_QUEUE_LENGTH), or waits longer than SLIPWAY_UPLOAD_QUEUE_TIMEOUT, gets 429
+// with Retry-After, and keeps nothing.
+func TestUploadQueue(t *testing.T) {
+	t.Run("waits, then completes", func(t *testing.T) {
+		e := newEnv(t, apptest.Options{Configure: func(c *config.Config) {
+			c.MaxConcurrentUploads, c.UploadQueueLength, c.UploadQueueTimeout = 1, 1, time.Minute
+		}})
+		data := apk("com.example.queue", "1.0", 1)
+		held := holdUpload(t, e, data)
+		waitGauge(t, e.Metrics.UploadsActive, 1, "the held upload taking the slot")
+
+		queued := make(chan *apptest.Response, 1)
+		go func() { queued <- e.upload(t, apptest.Field("token", e.UploadToken), apptest.File("q.apk", data)) }()
+		waitGauge(t, e.Metrics.UploadsWaiting, 1, "the second upload waiting in line")
+
+		// The line holds one: a third upload is refused at once.
+		r := e.upload(t, apptest.Field("token", e.UploadToken), apptest.File("t.apk", data))
+		wantError(t, r, http.StatusTooManyRequests)
+		if r.Header.Get("Retry-After") == "" {
+			t.Error("429 without Retry-After")
+		}
+
+		if res := held.finish(t); res.err != nil || res.status != http.StatusCreated {
+			t.Fatalf("held upload: %v %d %s", res.err, res.status, res.body)
+		}
+		if r := <-queued; r.Status != http.StatusCreated {
+			t.Fatalf("queued upload: %d %s", r.Status, r.Body)
+		}
+		if n := e.rows(t, "releases"); n != 2 {
+			t.Fatalf("%d releases, want the held and the queued one", n)
+		}
+		if rel := e.uploadOK(t, "after.apk", data); rel.Version != 3 {
+			t.Fatalf("upload after the line emptied: %+v", rel)
+		}
+	})
+
+	t.Run("waits too long", func(t *testing.T) {
+		e := newEnv(t, apptest.Options{Configure: func(c *config.Config) {
+			c.MaxConcurrentUploads, c.UploadQueueTimeout = 1, 200*time.Millisecond
+		}})
+		data := apk("com.example.queue", "1.0", 1)
+		held := holdUpload(t, e, data)
+		waitGauge(t, e.Metrics.UploadsActive, 1, "the held upload taking the slot")
+		r := e.upload(t, apptest.Field("token", e.UploadToken), apptest.File("t.apk", data))
+		wantError(t, r, http.StatusTooManyRequests)
+		if r.Header.Get("Retry-After") == "" {
+			t.Error("429 without Retry-After")
+		}
+		if res := held.finish(t); res.status != http.StatusCreated {
+			t.Fatalf("held upload: %v %d %s", res.err, res.status, res.body)
+		}
+		if n := e.rows(t, "releases"); n != 1 {
+			t.Fatalf("%d releases, want only the held one", n)
+		}
+	})
 }
 
 // TestConcurrentIdempotentRetries: retries with one Idempotency-Key that race each other record

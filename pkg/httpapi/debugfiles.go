@@ -7,8 +7,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
-	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/store"
 )
 
 // debugFileView is a Debug file (api.md).
@@ -34,7 +32,7 @@ type debugMetadataView struct {
 	UpdatedAt   string `json:"updated_at"`
 }
 
-func (s *Server) debugFileView(d *store.DebugFile) debugFileView {
+func (s *Server) debugFileView(d *distribution.DebugFile) debugFileView {
 	v := debugFileView{ID: d.ID, AppName: d.AppName, DeviceType: d.DeviceType, ReleaseVersion: d.ReleaseVersion,
 		BuildVersion: d.BuildVersion, FileURL: s.links.DebugFile(d.ID),
 		Metadata: make([]debugMetadataView, 0, len(d.Metadata))}
@@ -62,7 +60,7 @@ func (s *Server) updateDebugFile(c *gin.Context) error {
 // receiveDebugFile streams a debug archive and records it: a new debug file (id 0) or a
 // replacement of debug file id.
 func (s *Server) receiveDebugFile(c *gin.Context, id int64) error {
-	up, err := s.readUpload(c, "file", "debug_files", store.ScopeUpload)
+	up, err := s.readUpload(c, distribution.DebugFilePrefix)
 	if err != nil {
 		return err
 	}
@@ -70,7 +68,7 @@ func (s *Server) receiveDebugFile(c *gin.Context, id int64) error {
 	if form.ChannelKey == "" {
 		form.ChannelKey = c.Query("channel_key")
 	}
-	var df *store.DebugFile
+	var df *distribution.DebugFile
 	status := http.StatusCreated
 	if id == 0 {
 		df, err = s.svc.UploadDebugFile(c, up.file, form)
@@ -85,29 +83,31 @@ func (s *Server) receiveDebugFile(c *gin.Context, id int64) error {
 	return nil
 }
 
-// listDebugFiles: GET /api/debug_files, the channel's app's debug files of its device type,
-// newest first, paginated.
-func (s *Server) listDebugFiles(c *gin.Context) {
-	cc, err := s.channelFromQuery(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	p, err := page(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	files, err := s.db.ListDebugFiles(c, cc.App.ID, cc.Channel.DeviceType, p)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
+func (s *Server) debugFileList(c *gin.Context, files []distribution.DebugFile) {
 	out := make([]debugFileView, 0, len(files))
 	for i := range files {
 		out = append(out, s.debugFileView(&files[i]))
 	}
 	c.JSON(http.StatusOK, out)
+}
+
+// listDebugFiles: GET /api/debug_files, the channel's app's debug files of its device type,
+// newest first, paginated.
+func (s *Server) listDebugFiles(c *gin.Context) error {
+	cc, err := s.channelFromQuery(c)
+	if err != nil {
+		return err
+	}
+	p, err := page(c)
+	if err != nil {
+		return err
+	}
+	files, err := s.svc.DebugFiles(c, cc, p)
+	if err != nil {
+		return err
+	}
+	s.debugFileList(c, files)
+	return nil
 }
 
 // debugFileParams reads the path id and the channel_key of get and delete.
@@ -121,71 +121,96 @@ func (s *Server) debugFileParams(c *gin.Context) (int64, string, error) {
 		return 0, "", err
 	}
 	key, err := p.str("channel_key")
-	if err != nil {
-		return 0, "", err
-	}
-	if strings.TrimSpace(key) == "" {
-		return 0, "", errs.Field("channel_key", "is required")
-	}
-	return id, key, nil
+	return id, key, err
 }
 
 // getDebugFile: GET /api/debug_files/:id (token, channel_key).
-func (s *Server) getDebugFile(c *gin.Context) {
+func (s *Server) getDebugFile(c *gin.Context) error {
 	id, key, err := s.debugFileParams(c)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
 	_, df, err := s.svc.DebugFileInChannel(c, id, key)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, s.debugFileView(df))
+	return nil
 }
 
 // deleteDebugFile: DELETE /api/debug_files/:id → {"mesage": "OK"}; the object is deleted too.
-func (s *Server) deleteDebugFile(c *gin.Context) {
+func (s *Server) deleteDebugFile(c *gin.Context) error {
 	id, key, err := s.debugFileParams(c)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
 	if err := s.svc.DeleteDebugFile(c, id, key); err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, deleted)
+	return nil
 }
 
 // downloadDebugFileByVersion: GET /api/debug_files/download → 302 to the archive, 404 when none.
-func (s *Server) downloadDebugFileByVersion(c *gin.Context) {
+func (s *Server) downloadDebugFileByVersion(c *gin.Context) error {
 	cc, err := s.channelFromQuery(c)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
 	df, err := s.svc.FindDebugFileForDownload(c, cc, strings.TrimSpace(c.Query("release_version")),
 		strings.TrimSpace(c.Query("build_version")), strings.TrimSpace(c.Query("order")))
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
-	s.redirectToObject(c, df.ObjectKey, df.Filename, "application/zip")
+	return s.redirectToObject(c, df.ObjectKey, df.Filename, "application/zip")
 }
 
 // downloadDebugFile: GET /download/debug_files/:id (a debug file's file_url) → 302 to the archive.
-func (s *Server) downloadDebugFile(c *gin.Context) {
+func (s *Server) downloadDebugFile(c *gin.Context) error {
 	id, err := pathID(c)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
-	df, err := s.db.GetDebugFile(c, id)
+	df, err := s.svc.DebugFile(c, id)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
-	s.redirectToObject(c, df.ObjectKey, df.Filename, "application/zip")
+	return s.redirectToObject(c, df.ObjectKey, df.Filename, "application/zip")
+}
+
+// debugFileExistsVersion: GET /api/debug_files/exists/version (channel_key, release_version,
+// build_version) → the Debug file of that version, 404 when none.
+func (s *Server) debugFileExistsVersion(c *gin.Context) error {
+	cc, err := s.channelFromQuery(c)
+	if err != nil {
+		return err
+	}
+	df, err := s.svc.DebugFileByVersion(c, cc, c.Query("release_version"), c.Query("build_version"))
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, s.debugFileView(df))
+	return nil
+}
+
+// debugFileExistsBinary: GET /api/debug_files/exists/binary (checksum: the archive's MD5, as
+// Zealot computes it, or its SHA-256) → the Debug file, 404 when none.
+func (s *Server) debugFileExistsBinary(c *gin.Context) error {
+	df, err := s.svc.DebugFileByChecksum(c, c.Query("checksum"))
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, s.debugFileView(df))
+	return nil
+}
+
+// debugFileExistsUUID: GET /api/debug_files/exists/uuid (uuid: a Mach-O UUID or a ProGuard
+// mapping's UUID) → the Debug file holding it, 404 when none.
+func (s *Server) debugFileExistsUUID(c *gin.Context) error {
+	df, err := s.svc.DebugFileByUUID(c, c.Query("uuid"))
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, s.debugFileView(df))
+	return nil
 }

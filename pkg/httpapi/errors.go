@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"log/slog"
 	"strconv"
 
@@ -9,7 +8,6 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/httperr"
-	"github.com/slipwayhq/slipway/pkg/storage"
 )
 
 // fail renders err as {"error": ...} with the status of its kind (httperr) and aborts the
@@ -39,5 +37,3 @@ func (s *Server) fail(c *gin.Context, err error) {
 	c.Header("Cache-Control", "no-store")
 	c.AbortWithStatusJSON(p.Status, body)
 }
-
-func isNotFound(err error) bool { return errors.Is(err, storage.ErrNotFound) }

@@ -23,10 +23,11 @@ func (s *Server) readyz(c *gin.Context) {
 	defer cancel()
 	checks := gin.H{"database": "ok", "storage": "ok"}
 	status := http.StatusOK
-	if err := s.db.Ping(ctx); err != nil {
+	dbErr, storageErr := s.svc.ReadinessCheck(ctx)
+	if dbErr != nil {
 		checks["database"], status = "unavailable", http.StatusServiceUnavailable
 	}
-	if err := s.storage.Ping(ctx); err != nil {
+	if storageErr != nil {
 		checks["storage"], status = "unavailable", http.StatusServiceUnavailable
 	}
 	if status != http.StatusOK {
@@ -43,14 +44,14 @@ func (s *Server) version(c *gin.Context) {
 }
 
 // health: GET /api/health, Zealot's health check: 200 while the database answers.
-func (s *Server) health(c *gin.Context) {
+func (s *Server) health(c *gin.Context) error {
 	ctx, cancel := context.WithTimeout(c, 3*time.Second)
 	defer cancel()
-	if err := s.db.Ping(ctx); err != nil {
-		s.fail(c, err)
-		return
+	if err := s.svc.DatabaseReady(ctx); err != nil {
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"healthy": true})
+	return nil
 }
 
 func (s *Server) metricsHandler() gin.HandlerFunc {

@@ -14,12 +14,12 @@ import (
 var openAPIJSON, openAPIErr = yaml.YAMLToJSON(docs.OpenAPIYAML)
 
 // openAPI: GET /api/openapi.json, the OpenAPI 3.1 document of every route (docs/openapi.yaml).
-func (s *Server) openAPI(c *gin.Context) {
+func (s *Server) openAPI(c *gin.Context) error {
 	if openAPIErr != nil {
-		s.fail(c, fmt.Errorf("docs/openapi.yaml does not convert to JSON: %w", openAPIErr))
-		return
+		return fmt.Errorf("docs/openapi.yaml does not convert to JSON: %w", openAPIErr)
 	}
 	c.Data(http.StatusOK, "application/json; charset=utf-8", openAPIJSON)
+	return nil
 }
 
 // Route is one method and path the router answers, in gin's syntax (/api/apps/:id, /objects/*key).

@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -191,12 +193,19 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	get(fmt.Sprintf("/api/apps/%d", appID), 200)
 	get("/api/apps/versions?channel_key="+slug, 200)
 	get("/api/apps/versions?channel_key=nope", 404)
-	get("/api/apps/latest?channel_key="+slug, 200)
+	get("/api/apps/latest?channel_key="+slug+"&release_version=0.9&build_version=1", 200)
 	get("/api/apps/latest?channel_key="+slug+"&sdk=ios&release_version=0.9&build_version=1", 200)
 	get("/api/apps/version_exist?channel_key="+slug+"&bundle_id=com.example.demo&release_version=1.0&build_version=1", 200)
 	get("/api/apps/version_exist?channel_key="+slug+"&bundle_id=com.example.demo&git_commit=abc123", 200)
 	get("/api/apps/version_exist?channel_key="+slug+"&bundle_id=com.example.demo&git_commit=zzz", 404)
 	get("/api/apps/version_exist?channel_key="+slug+"&bundle_id=com.example.demo", 422)
+	// The update check and its neighbours answer HEAD, and 304 to the ETag they gave.
+	for _, path := range []string{"/api/apps/versions?channel_key=" + slug, "/api/apps/latest?channel_key=" + slug + "&release_version=0.9&build_version=1",
+		"/api/apps/version_exist?channel_key=" + slug + "&bundle_id=com.example.demo&git_commit=abc123"} {
+		etag := expect(e.Do(t, "HEAD", path, nil, nil), 200, "HEAD "+path).Header.Get("ETag")
+		expect(e.Do(t, "GET", path, nil, http.Header{"If-None-Match": {etag}}), 304, "If-None-Match "+path)
+		expect(e.Do(t, "HEAD", path, nil, http.Header{"If-None-Match": {etag}}), 304, "HEAD If-None-Match "+path)
+	}
 
 	// Downloads: 302 to the signed /objects URL, which serves the bytes (and ranges).
 	loc := get(fmt.Sprintf("/download/releases/%d", relID), 302).Header.Get("Location")
@@ -245,6 +254,66 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	get(fmt.Sprintf("/download/debug_files/%d", dfID), 302)
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/debug_files/%d?channel_key=%s", dfID, slug), nil, upload), 403, "delete debug file with upload scope")
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/debug_files/%d?channel_key=%s", dfID, slug), nil, admin), 200, "delete debug file")
+
+	// Management.
+	dfJSON := func(method, path, body, tok string, status int) *apptest.Response {
+		t.Helper()
+		return expect(e.Do(t, method, path, strings.NewReader(body), jsonBody(tok)), status, method+" "+path)
+	}
+	dfID = int64(expect(e.Upload(t, "/api/debug_files/upload", e.UploadToken, apptest.Field("channel_key", slug), apptest.File("d.zip", dsym("3"))), 201, "debug upload").Map(t)["id"].(float64))
+	get("/api/debug_files/exists/version?channel_key="+slug+"&release_version=1.0&build_version=3", 200)
+	get("/api/debug_files/exists/version?channel_key="+slug+"&release_version=1.0", 422)
+	get("/api/debug_files/exists/uuid?uuid=12345678-1234-1234-1234-123456789003", 200)
+	get("/api/debug_files/exists/uuid?uuid=12345678-1234-1234-1234-123456789009", 404)
+	get("/api/debug_files/exists/binary?checksum="+strings.Repeat("0", 32), 404)
+	sc := dfJSON("POST", fmt.Sprintf("/api/apps/%d/schemes", appID), `{"name":"Beta","retained_builds":5}`, e.AdminToken, 201).Map(t)
+	scID := int64(sc["id"].(float64))
+	dfJSON("POST", fmt.Sprintf("/api/apps/%d/schemes", appID), `{"name":"Beta"}`, e.AdminToken, 409)
+	dfJSON("POST", fmt.Sprintf("/api/apps/%d/schemes", appID), `{"name":" "}`, e.AdminToken, 422)
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/apps/%d/schemes", appID), nil, upload), 200, "list schemes")
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/schemes/%d", scID), nil, upload), 200, "get scheme")
+	get(fmt.Sprintf("/api/schemes/%d", scID), 401)
+	dfJSON("PUT", fmt.Sprintf("/api/schemes/%d", scID), `{"new_build_callout":false}`, e.AdminToken, 200)
+	dfJSON("PATCH", fmt.Sprintf("/api/schemes/%d", scID), `{"retained_builds":-1}`, e.AdminToken, 422)
+	dfJSON("PATCH", fmt.Sprintf("/api/schemes/%d", scID), `{"name":"Beta 2"}`, e.UploadToken, 403)
+	ch := dfJSON("POST", fmt.Sprintf("/api/schemes/%d/channels", scID), `{"name":"Beta iOS","slug":"beta-ios","device_type":"ios","password":"pw"}`, e.AdminToken, 201).Map(t)
+	chID := int64(ch["id"].(float64))
+	dfJSON("POST", fmt.Sprintf("/api/schemes/%d/channels", scID), `{"name":"Twin","slug":"beta-ios","device_type":"ios"}`, e.AdminToken, 409)
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/schemes/%d/channels", scID), nil, upload), 200, "list channels")
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/channels/%d", chID), nil, upload), 200, "get channel")
+	dfJSON("PUT", fmt.Sprintf("/api/channels/%d", chID), `{"password":""}`, e.AdminToken, 200)
+	dfJSON("PATCH", fmt.Sprintf("/api/channels/%d", chID), `{"device_type":"symbian"}`, e.AdminToken, 422)
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/releases/%d", relID), nil, upload), 200, "get release")
+	dfJSON("PUT", fmt.Sprintf("/api/releases/%d", relID), `{"changelog":[{"message":"Edited"}]}`, e.UploadToken, 200)
+	dfJSON("PATCH", fmt.Sprintf("/api/releases/%d", relID), `{"ci_url":"javascript:alert(1)"}`, e.AdminToken, 422)
+	dfJSON("PUT", "/api/devices/00008030-001A2B3C4D5E6F70", `{"name":"QA iPhone","model":"iPhone 15"}`, e.UploadToken, 201)
+	dfJSON("PATCH", "/api/devices/00008030-001A2B3C4D5E6F70", `{"name":"QA iPhone 15"}`, e.UploadToken, 200)
+	dfJSON("PUT", "/api/devices/not-a-udid", `{"name":"x"}`, e.UploadToken, 422)
+	expect(e.Do(t, "GET", "/api/devices", nil, upload), 200, "list devices")
+	tok := dfJSON("POST", "/api/tokens", `{"name":"ci-2","scope":"upload"}`, e.AdminToken, 201).Map(t)
+	dfJSON("POST", "/api/tokens", `{"name":"ci-2"}`, e.AdminToken, 409)
+	expect(e.Do(t, "GET", "/api/tokens", nil, admin), 200, "list tokens")
+	expect(e.Do(t, "GET", "/api/tokens", nil, upload), 403, "list tokens with upload scope")
+	expect(e.Do(t, "GET", "/api/users/me", nil, upload), 200, "me")
+	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/tokens/%d", int64(tok["id"].(float64))), nil, admin), 200, "revoke token")
+	// Upload sessions.
+	small := appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Sess", BundleID: "com.example.sess", Version: "1.0", Build: "1"})
+	sum := sha256.Sum256(small)
+	sess := dfJSON("POST", "/api/uploads", fmt.Sprintf(`{"filename":"s.ipa","size":%d,"sha256":"%x"}`, len(small), sum), e.UploadToken, 201).Map(t)
+	sessID := sess["id"].(string)
+	partURL := sess["parts"].([]any)[0].(map[string]any)["url"].(string)
+	expect(e.Do(t, "GET", "/api/uploads/"+sessID, nil, upload), 200, "get session")
+	expect(e.Do(t, "PUT", partURL, bytes.NewReader(small), http.Header{"Content-Type": {"application/octet-stream"}}), 200, "put part")
+	expect(e.Do(t, "PUT", partURL+"x", bytes.NewReader(small), http.Header{"Content-Type": {"application/octet-stream"}}), 403, "put part, bad signature")
+	expect(e.Do(t, "POST", "/api/uploads/"+sessID+"/complete", nil, upload), 201, "complete session")
+	expect(e.Do(t, "DELETE", "/api/uploads/"+sessID, nil, upload), 409, "abort a completed session")
+	other := dfJSON("POST", "/api/uploads", `{"filename":"o.ipa","size":10}`, e.UploadToken, 201).Map(t)
+	expect(e.Do(t, "DELETE", "/api/uploads/"+other["id"].(string), nil, upload), 200, "abort session")
+
+	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/releases/%d", apkID), nil, upload), 403, "delete release with upload scope")
+	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/releases/%d", apkID), nil, admin), 200, "delete release")
+	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/channels/%d", chID), nil, admin), 200, "delete channel")
+	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/schemes/%d", scID), nil, admin), 200, "delete scheme")
 
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/apps/%d", appID), nil, admin), 200, "destroy")
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/apps/%d", emptyID), nil, admin), 200, "destroy empty")

@@ -10,8 +10,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/httperr"
 )
 
 // maxParamBodyBytes bounds JSON and form bodies of the non-upload endpoints.
@@ -77,8 +78,39 @@ func readParams(c *gin.Context) (*params, error) {
 			return nil, errs.Invalidf("Content-Type %q is not accepted here; send application/json or a form", truncate(mediaType, 60))
 		}
 	}
+	for k, v := range p.values {
+		if err := cleanValue(k, v); err != nil {
+			return nil, err
+		}
+	}
 	c.Set(paramsKey, p)
 	return p, nil
+}
+
+// cleanValue checks a body parameter (and, in a JSON body, every string inside it) for NUL bytes
+// and invalid UTF-8.
+func cleanValue(name string, v any) error {
+	ok := true
+	switch v := v.(type) {
+	case string:
+		ok = httperr.CleanText(name) && httperr.CleanText(v)
+	case []any:
+		for _, item := range v {
+			if err := cleanValue(name, item); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		for k, item := range v {
+			if err := cleanValue(k, item); err != nil {
+				return errs.Field(name, "holds a NUL byte or invalid UTF-8")
+			}
+		}
+	}
+	if !ok {
+		return errs.Field(httperr.SafeName(name), "holds a NUL byte or invalid UTF-8")
+	}
+	return nil
 }
 
 func bodyErr(err error, msg string) error {
@@ -117,19 +149,19 @@ func positiveInt(name, raw string, def int) (int, error) {
 
 // page reads page and per_page (decisions.md: defaults 1 and 25, per_page clamped to 100,
 // non-integer, zero or negative values are a 422).
-func page(c *gin.Context) (store.Page, error) {
+func page(c *gin.Context) (distribution.Page, error) {
 	pg, err := positiveInt("page", c.Query("page"), 1)
 	if err != nil {
-		return store.Page{}, err
+		return distribution.Page{}, err
 	}
 	per, err := positiveInt("per_page", c.Query("per_page"), 25)
 	if err != nil {
-		return store.Page{}, err
+		return distribution.Page{}, err
 	}
 	if pg > 1_000_000 {
-		return store.Page{}, errs.Field("page", "must be at most 1000000")
+		return distribution.Page{}, errs.Field("page", "must be at most 1000000")
 	}
-	return store.Page{Page: pg, PerPage: min(per, 100)}, nil
+	return distribution.Page{Page: pg, PerPage: min(per, 100)}, nil
 }
 
 // pathID parses an integer id from the path.
@@ -151,4 +183,76 @@ func requireQuery(c *gin.Context, name string) (string, error) {
 		return "", errs.Field(name, "is too long")
 	}
 	return v, nil
+}
+
+// optStr returns the named parameter when it was sent (nil when absent), as for PUT and PATCH,
+// which change only what a client sends. A JSON null counts as "" (clear the field).
+func (p *params) optStr(name string) (*string, error) {
+	v, ok := p.values[name]
+	if !ok {
+		return nil, nil
+	}
+	if v == nil {
+		empty := ""
+		return &empty, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil, errs.Field(name, "must be a string")
+	}
+	return &s, nil
+}
+
+// optJSONText returns a parameter that holds JSON text in a form (changelog, custom_fields): a
+// string is taken as is, and a JSON array or object in a JSON body is re-encoded as text.
+func (p *params) optJSONText(name string) (*string, error) {
+	switch v := p.values[name].(type) {
+	case []any, map[string]any:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, errs.Field(name, "cannot be encoded")
+		}
+		s := string(b)
+		return &s, nil
+	}
+	return p.optStr(name)
+}
+
+// optBool returns a boolean parameter: JSON true/false, or the form values true/false/1/0.
+func (p *params) optBool(name string) (*bool, error) {
+	v, ok := p.values[name]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	switch v := v.(type) {
+	case bool:
+		return &v, nil
+	case string:
+		if b, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil {
+			return &b, nil
+		}
+	}
+	return nil, errs.Field(name, "must be true or false")
+}
+
+// optInt returns an integer parameter: a JSON number or a form value.
+func (p *params) optInt(name string) (*int, error) {
+	v, ok := p.values[name]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	var raw string
+	switch v := v.(type) {
+	case json.Number:
+		raw = v.String()
+	case string:
+		raw = strings.TrimSpace(v)
+	default:
+		return nil, errs.Field(name, "must be an integer")
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil {
+		return nil, errs.Field(name, "must be an integer")
+	}
+	return &n, nil
 }

@@ -1,201 +1,187 @@
 package httpapi
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
-	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/web"
 )
 
-// shortReleaseView is the short Release form (versions, latest, version_exist).
-type shortReleaseView struct {
-	Version        int                    `json:"version"`
-	AppName        string                 `json:"app_name"`
-	BundleID       string                 `json:"bundle_id"`
-	ReleaseVersion string                 `json:"release_version"`
-	BuildVersion   string                 `json:"build_version"`
-	Source         string                 `json:"source"`
-	Branch         string                 `json:"branch"`
-	GitCommit      string                 `json:"git_commit"`
-	CIURL          string                 `json:"ci_url"`
-	Size           int64                  `json:"size"`
-	IconURL        string                 `json:"icon_url"`
-	InstallURL     string                 `json:"install_url"`
-	Changelog      []store.ChangelogEntry `json:"changelog"`
-	CreatedAt      string                 `json:"created_at"`
-}
-
-// releaseView is the full Release form (upload response).
-type releaseView struct {
-	ID int64 `json:"id"`
-	shortReleaseView
-	ReleaseURL    string              `json:"release_url"`
-	QRCodeURL     string              `json:"qrcode_url"`
-	TextChangelog string              `json:"text_changelog"`
-	CustomFields  []store.CustomField `json:"custom_fields"`
-	App           refView             `json:"app"`
-	Scheme        refView             `json:"scheme"`
-	Channel       channelView         `json:"channel"`
-}
-
-// channelListingView is the envelope of versions and latest: the channel with its app and scheme.
-type channelListingView struct {
-	AppName  string  `json:"app_name"`
-	BundleID string  `json:"bundle_id"`
-	GitURL   *string `json:"git_url"`
-	App      refView `json:"app"`
-	Scheme   refView `json:"scheme"`
-	Releases any     `json:"releases"`
-}
-
-func (s *Server) iconURL(r *store.Release) string { return s.links.Icon(r.ID, r.IconKey != nil) }
-
-// appName renders "<app> <scheme> <channel>", as Zealot does.
-func appName(app, scheme, channel string) string {
-	return strings.TrimSpace(app + " " + scheme + " " + channel)
-}
-
-func (s *Server) shortRelease(r *store.Release, cc *store.ChannelContext) shortReleaseView {
-	changelog := r.Changelog
-	if changelog == nil {
-		changelog = []store.ChangelogEntry{}
-	}
-	return shortReleaseView{
-		Version: r.Version, AppName: appName(cc.App.Name, cc.Scheme.Name, cc.Channel.Name), BundleID: r.BundleID,
-		ReleaseVersion: r.ReleaseVersion, BuildVersion: r.BuildVersion, Source: r.Source, Branch: r.Branch,
-		GitCommit: r.GitCommit, CIURL: r.CIURL, Size: r.Size, IconURL: s.iconURL(r),
-		InstallURL: s.links.Install(r.Platform, cc.Channel.Slug, r.ID, ""), Changelog: changelog, CreatedAt: s.timestamp(r.CreatedAt),
-	}
-}
-
-func (s *Server) fullRelease(rc *store.ReleaseContext) releaseView {
-	cc := &store.ChannelContext{Channel: rc.Channel, App: rc.App, Scheme: rc.Scheme}
-	custom := rc.CustomFields
-	if custom == nil {
-		custom = []store.CustomField{}
-	}
-	return releaseView{
-		ID: rc.ID, shortReleaseView: s.shortRelease(&rc.Release, cc), ReleaseURL: s.links.Release(rc.Channel.Slug, rc.ID),
-		QRCodeURL:     s.links.QRCode(rc.Channel.Slug, rc.ID, "thumb"),
-		TextChangelog: distribution.TextChangelog(rc.Changelog), CustomFields: custom,
-		App: refView{ID: rc.App.ID, Name: rc.App.Name}, Scheme: refView{ID: rc.Scheme.ID, Name: rc.Scheme.Name},
-		Channel: newChannelView(&rc.Channel),
-	}
-}
-
-func (s *Server) listing(cc *store.ChannelContext, releases any) channelListingView {
-	return channelListingView{
-		AppName: appName(cc.App.Name, cc.Scheme.Name, cc.Channel.Name), BundleID: cc.Channel.BundleID, GitURL: cc.Channel.GitURL,
-		App: refView{ID: cc.App.ID, Name: cc.App.Name}, Scheme: refView{ID: cc.Scheme.ID, Name: cc.Scheme.Name}, Releases: releases,
-	}
-}
-
 // channelFromQuery resolves the required channel_key parameter.
-func (s *Server) channelFromQuery(c *gin.Context) (*store.ChannelContext, error) {
+func (s *Server) channelFromQuery(c *gin.Context) (*distribution.ChannelContext, error) {
 	key, err := requireQuery(c, "channel_key")
 	if err != nil {
 		return nil, err
 	}
-	return s.db.ChannelContextBySlug(c, key)
+	return s.svc.Channel(c, key)
+}
+
+// viewFromQuery resolves the required channel_key parameter to the channel's read model, which
+// the read cache may hold (distribution/readcache.go).
+func (s *Server) viewFromQuery(c *gin.Context) (*distribution.ChannelView, error) {
+	key, err := requireQuery(c, "channel_key")
+	if err != nil {
+		return nil, err
+	}
+	return s.svc.ChannelView(c, key)
+}
+
+// encode renders an answer once, with a strong ETag (the hash of its bytes).
+func encode(v any) (*distribution.Encoded, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(b)
+	return &distribution.Encoded{Body: b, ETag: `"` + hex.EncodeToString(sum[:16]) + `"`}, nil
+}
+
+// writeEncoded answers 200 with an encoded answer, or 304 when the client holds it already
+// (If-None-Match). HEAD gets the same headers without the body.
+func writeEncoded(c *gin.Context, e *distribution.Encoded) {
+	c.Header("ETag", e.ETag)
+	if web.ETagMatch(c.GetHeader("If-None-Match"), e.ETag) {
+		c.Status(http.StatusNotModified)
+		return
+	}
+	c.Data(http.StatusOK, "application/json; charset=utf-8", e.Body)
 }
 
 // versions: GET /api/apps/versions, a channel's releases newest first, paginated.
-func (s *Server) versions(c *gin.Context) {
-	cc, err := s.channelFromQuery(c)
+func (s *Server) versions(c *gin.Context) error {
+	v, err := s.viewFromQuery(c)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
 	p, err := page(c)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
-	rels, err := s.db.ListReleases(c, cc.Channel.ID, p)
+	e, err := v.Memo(fmt.Sprintf("versions\x00%d\x00%d", p.Page, p.PerPage), func() (*distribution.Encoded, error) {
+		rels, err := s.svc.Versions(c, v, p)
+		if err != nil {
+			return nil, err
+		}
+		return encode(s.listing(&v.ChannelContext, s.shortReleases(rels, &v.ChannelContext)))
+	})
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
-	out := make([]shortReleaseView, 0, len(rels))
-	for i := range rels {
-		out = append(out, s.shortRelease(&rels[i], cc))
-	}
-	c.JSON(http.StatusOK, s.listing(cc, out))
+	writeEncoded(c, e)
+	return nil
 }
-
-// sdkScanLimit bounds how many recent releases the SDK form of latest compares.
-const sdkScanLimit = 200
 
 // latest: GET /api/apps/latest. Without sdk, releases is the channel's newest release (with
 // bundle_id when given) as one object. With sdk (the Zealot iOS and Android SDKs), releases is the
 // array of releases newer than release_version/build_version, newest first, empty when up to date.
-func (s *Server) latest(c *gin.Context) {
-	cc, err := s.channelFromQuery(c)
+func (s *Server) latest(c *gin.Context) error {
+	v, err := s.viewFromQuery(c)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
-	bundleID := strings.TrimSpace(c.Query("bundle_id"))
-	if _, sdk := c.GetQuery("sdk"); sdk {
-		relVersion, bldVersion := strings.TrimSpace(c.Query("release_version")), strings.TrimSpace(c.Query("build_version"))
-		if relVersion == "" && bldVersion == "" {
-			s.fail(c, errs.Field("release_version", "or build_version is required with sdk"))
-			return
-		}
-		rels, err := s.db.RecentReleases(c, cc.Channel.ID, bundleID, sdkScanLimit)
+	_, sdk := c.GetQuery("sdk")
+	q := distribution.LatestQuery{BundleID: c.Query("bundle_id"), ReleaseVersion: c.Query("release_version"),
+		BuildVersion: c.Query("build_version"), SDK: sdk}
+	e, err := v.Memo(q.Key(), func() (*distribution.Encoded, error) {
+		rels, err := s.svc.Latest(c, v, q)
 		if err != nil {
-			s.fail(c, err)
-			return
+			return nil, err
 		}
-		out := []shortReleaseView{}
-		for i := range rels {
-			if distribution.Newer(rels[i].ReleaseVersion, rels[i].BuildVersion, relVersion, bldVersion) {
-				out = append(out, s.shortRelease(&rels[i], cc))
-			}
+		if sdk {
+			return encode(s.listing(&v.ChannelContext, s.shortReleases(rels, &v.ChannelContext)))
 		}
-		c.JSON(http.StatusOK, s.listing(cc, out))
-		return
-	}
-	rels, err := s.db.RecentReleases(c, cc.Channel.ID, bundleID, 1)
+		return encode(s.listing(&v.ChannelContext, s.shortRelease(&rels[0], &v.ChannelContext)))
+	})
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
-	if len(rels) == 0 {
-		s.fail(c, errs.New(errs.NotFound, "this channel has no release yet"))
-		return
-	}
-	c.JSON(http.StatusOK, s.listing(cc, s.shortRelease(&rels[0], cc)))
+	writeEncoded(c, e)
+	return nil
 }
 
 // versionExist: GET /api/apps/version_exist, by bundle_id with both versions or with git_commit.
-func (s *Server) versionExist(c *gin.Context) {
-	cc, err := s.channelFromQuery(c)
+func (s *Server) versionExist(c *gin.Context) error {
+	v, err := s.viewFromQuery(c)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
-	bundleID, err := requireQuery(c, "bundle_id")
+	q := distribution.VersionQuery{BundleID: c.Query("bundle_id"), ReleaseVersion: c.Query("release_version"),
+		BuildVersion: c.Query("build_version"), GitCommit: c.Query("git_commit")}
+	e, err := v.Memo(q.Key(), func() (*distribution.Encoded, error) {
+		r, err := s.svc.FindVersion(c, v, q)
+		if err != nil {
+			return nil, err
+		}
+		return encode(s.shortRelease(r, &v.ChannelContext))
+	})
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
-	rel, bld, commit := strings.TrimSpace(c.Query("release_version")), strings.TrimSpace(c.Query("build_version")), strings.TrimSpace(c.Query("git_commit"))
-	if commit == "" && (rel == "" || bld == "") {
-		s.fail(c, errs.Invalidf("give release_version and build_version, or git_commit, with bundle_id"))
-		return
-	}
-	if commit != "" {
-		rel, bld = "", ""
-	}
-	r, err := s.db.FindRelease(c, cc.Channel.ID, bundleID, rel, bld, commit)
+	writeEncoded(c, e)
+	return nil
+}
+
+// getRelease: GET /api/releases/:id, the full Release.
+func (s *Server) getRelease(c *gin.Context) error {
+	id, err := pathID(c)
 	if err != nil {
-		s.fail(c, err)
-		return
+		return err
 	}
-	c.JSON(http.StatusOK, s.shortRelease(r, cc))
+	rc, err := s.svc.Release(c, id)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, s.fullRelease(rc))
+	return nil
+}
+
+// updateRelease: PUT or PATCH /api/releases/:id edits a release's metadata: an admin token any
+// release, an upload token those it uploaded.
+func (s *Server) updateRelease(c *gin.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	p, err := readParams(c)
+	if err != nil {
+		return err
+	}
+	var ch distribution.ReleaseChanges
+	for name, dst := range map[string]**string{"release_version": &ch.ReleaseVersion, "build_version": &ch.BuildVersion,
+		"release_type": &ch.ReleaseType, "source": &ch.Source, "branch": &ch.Branch, "git_commit": &ch.GitCommit, "ci_url": &ch.CIURL} {
+		if *dst, err = p.optStr(name); err != nil {
+			return err
+		}
+	}
+	if ch.Changelog, err = p.optJSONText("changelog"); err != nil {
+		return err
+	}
+	if ch.CustomFields, err = p.optJSONText("custom_fields"); err != nil {
+		return err
+	}
+	rc, err := s.svc.UpdateRelease(c, tokenOf(c), id, ch)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, s.fullRelease(rc))
+	return nil
+}
+
+// deleteRelease: DELETE /api/releases/:id; its package and icon are deleted from storage.
+func (s *Server) deleteRelease(c *gin.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	if err := s.svc.DeleteRelease(c, id); err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, deleted)
+	return nil
 }

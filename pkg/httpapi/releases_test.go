@@ -210,15 +210,19 @@ func TestReleaseQueries(t *testing.T) {
 		if one.BundleID != "com.example.other" || l.AppName != "Query Debug ios" {
 			t.Fatalf("latest %+v", one)
 		}
-		if _, vs = getListing(t, e, q("/api/apps/latest", "channel_key", slug, "bundle_id", "com.example.q")); !slices.Equal(vs, []int{4}) {
+		if _, vs = getListing(t, e, q("/api/apps/latest", "channel_key", slug, "bundle_id", "com.example.q", "release_version", "1.0", "build_version", "1")); !slices.Equal(vs, []int{4}) {
 			t.Fatalf("latest of com.example.q %v", vs)
 		}
-		wantError(t, e.Get(t, q("/api/apps/latest", "channel_key", slug, "bundle_id", "com.example.none")), http.StatusNotFound)
-		wantError(t, e.Get(t, q("/api/apps/latest", "channel_key", "0123456789abcdef0123456789abcdef")), http.StatusNotFound)
+		wantError(t, e.Get(t, q("/api/apps/latest", "channel_key", slug, "bundle_id", "com.example.none", "release_version", "1.0", "build_version", "1")), http.StatusNotFound)
+		wantError(t, e.Get(t, q("/api/apps/latest", "channel_key", "0123456789abcdef0123456789abcdef", "release_version", "1.0", "build_version", "1")), http.StatusNotFound)
+		// The specification marks both versions required, and the SDKs always send them.
+		wantError(t, e.Get(t, q("/api/apps/latest", "channel_key", slug)), http.StatusUnprocessableEntity)
+		wantError(t, e.Get(t, q("/api/apps/latest", "channel_key", slug, "release_version", "1.0")), http.StatusUnprocessableEntity)
+		wantError(t, e.Get(t, q("/api/apps/latest", "channel_key", slug, "build_version", "1")), http.StatusUnprocessableEntity)
 		wantError(t, e.Get(t, "/api/apps/latest?release_version=1.0&build_version=1"), http.StatusUnprocessableEntity)
 		// A channel without releases.
 		e.exec(t, `INSERT INTO channels (scheme_id, name, slug, device_type) VALUES ($1, 'empty', 'e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0', 'ios')`, rels[0].Scheme.ID)
-		wantError(t, e.Get(t, q("/api/apps/latest", "channel_key", "e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0")), http.StatusNotFound)
+		wantError(t, e.Get(t, q("/api/apps/latest", "channel_key", "e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0", "release_version", "1.0", "build_version", "1")), http.StatusNotFound)
 		if _, vs = getListing(t, e, q("/api/apps/versions", "channel_key", "e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0")); len(vs) != 0 {
 			t.Fatalf("versions of an empty channel %v", vs)
 		}

@@ -1,6 +1,7 @@
 // Package httpapi is Slipway's HTTP interface: the gin router, middleware (request ids, access
-// logs, recovery, metrics, auth), one file per resource, and the JSON views. Errors are rendered in
-// one place (errors.go) from their errs.Kind.
+// logs, recovery, metrics, auth), one file per resource, and the JSON views. Handlers reach data
+// only through the domain (pkg/distribution); they return an error, which one wrapper renders
+// (errors.go) with the status httperr gives its kind.
 package httpapi
 
 import (
@@ -11,18 +12,15 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/httperr"
 	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/metrics"
-	"github.com/slipwayhq/slipway/pkg/storage"
-	"github.com/slipwayhq/slipway/pkg/store"
 	"github.com/slipwayhq/slipway/pkg/web"
 )
 
 // Deps are what the HTTP layer needs.
 type Deps struct {
 	Config  *config.Config
-	DB      *store.DB
-	Storage storage.Backend
 	Service *distribution.Service
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
@@ -31,21 +29,21 @@ type Deps struct {
 // Server answers Slipway's HTTP API.
 type Server struct {
 	cfg     *config.Config
-	db      *store.DB
-	storage storage.Backend
 	svc     *distribution.Service
 	metrics *metrics.Metrics
 	log     *slog.Logger
 	links   links.Links
 	engine  *gin.Engine
-	// uploadSlots bounds concurrent uploads on this replica (SLIPWAY_MAX_CONCURRENT_UPLOADS).
-	uploadSlots chan struct{}
+	// gate admits uploads: a few at once, the others in line (SLIPWAY_MAX_CONCURRENT_UPLOADS,
+	// SLIPWAY_UPLOAD_QUEUE_LENGTH, SLIPWAY_UPLOAD_QUEUE_TIMEOUT).
+	gate *uploadGate
 }
 
 // New builds the router.
 func New(d Deps) *Server {
-	s := &Server{cfg: d.Config, db: d.DB, storage: d.Storage, svc: d.Service, metrics: d.Metrics, log: d.Log,
-		links: links.Links{Base: d.Config.PublicURL}, uploadSlots: make(chan struct{}, d.Config.MaxConcurrentUploads)}
+	s := &Server{cfg: d.Config, svc: d.Service, metrics: d.Metrics, log: d.Log,
+		links: links.Links{Base: d.Config.PublicURL},
+		gate:  newUploadGate(d.Config.MaxConcurrentUploads, d.Config.UploadQueueLength, d.Config.UploadQueueTimeout, d.Metrics)}
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
@@ -55,42 +53,100 @@ func New(d Deps) *Server {
 	e.NoRoute(s.notFound)
 	e.NoMethod(s.methodNotAllowed)
 
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
+	h := s.handle
+	// token lets in any valid token (scope upload or admin); admin only admin tokens.
+	token, admin := h(s.requireToken(distribution.ScopeUpload)), h(s.requireToken(distribution.ScopeAdmin))
+
+	// Every route but the pages refuses a NUL byte or invalid UTF-8 in its path or query with a
+	// JSON 422; the pages check the same and answer with an HTML page.
+	r := e.Group("", h(func(c *gin.Context) error { return httperr.CheckRequestText(c.Request) }))
+	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
 	if s.metrics != nil {
-		e.GET("/metrics", s.metricsHandler())
+		r.GET("/metrics", s.metricsHandler())
 	}
 
-	api := e.Group("/api")
+	api := r.Group("/api")
 	api.GET("/version", s.version)
-	api.GET("/health", s.health)
-	api.GET("/openapi.json", s.openAPI)
-	api.GET("/apps", s.listApps)
-	api.POST("/apps", s.requireToken(store.ScopeAdmin), s.createApp)
-	api.GET("/apps/:id", s.getApp)
-	api.PUT("/apps/:id", s.requireToken(store.ScopeAdmin), s.updateApp)
-	api.DELETE("/apps/:id", s.requireToken(store.ScopeAdmin), s.destroyApp)
-	api.POST("/apps/upload", s.upload("app", s.uploadApp))
-	api.GET("/apps/versions", s.versions)
-	api.GET("/apps/latest", s.latest)
-	api.GET("/apps/version_exist", s.versionExist)
-	api.POST("/debug_files/upload", s.upload("debug_file", s.uploadDebugFile))
-	api.GET("/debug_files", s.listDebugFiles)
-	api.GET("/debug_files/download", s.downloadDebugFileByVersion)
-	api.GET("/debug_files/:id", s.requireToken(store.ScopeUpload), s.getDebugFile)
-	api.PUT("/debug_files/:id", s.upload("debug_file", s.updateDebugFile))
-	api.DELETE("/debug_files/:id", s.requireToken(store.ScopeAdmin), s.deleteDebugFile)
+	api.GET("/health", h(s.health))
+	api.GET("/openapi.json", h(s.openAPI))
 
-	e.GET("/download/releases/:id", s.downloadRelease)
-	e.GET("/download/debug_files/:id", s.downloadDebugFile)
-	e.GET("/releases/:id/icon", s.releaseIcon)
-	e.GET("/channels/:slug/releases/:id/install", s.installManifest)
-	e.GET("/objects/*key", s.serveObject)
-	e.StaticFS("/static", http.FS(web.Static))
-	web.New(web.Deps{Config: d.Config, DB: d.DB, Service: d.Service, Links: s.links, Log: d.Log}).Register(e)
+	// The specification's endpoints.
+	api.GET("/apps", h(s.listApps))
+	api.POST("/apps", admin, h(s.createApp))
+	api.GET("/apps/:id", h(s.getApp))
+	api.PUT("/apps/:id", admin, h(s.updateApp))
+	api.DELETE("/apps/:id", admin, h(s.destroyApp))
+	api.POST("/apps/upload", s.upload("app", s.uploadApp))
+	// The update check and its neighbours: from the read cache, with ETags, HEAD answered too.
+	for path, handler := range map[string]func(*gin.Context) error{"/apps/versions": s.versions, "/apps/latest": s.latest,
+		"/apps/version_exist": s.versionExist} {
+		api.GET(path, h(handler))
+		api.HEAD(path, h(handler))
+	}
+	api.POST("/debug_files/upload", s.upload("debug_file", s.uploadDebugFile))
+	api.GET("/debug_files", h(s.listDebugFiles))
+	api.GET("/debug_files/download", h(s.downloadDebugFileByVersion))
+	api.GET("/debug_files/:id", token, h(s.getDebugFile))
+	api.PUT("/debug_files/:id", s.upload("debug_file", s.updateDebugFile))
+	api.DELETE("/debug_files/:id", admin, h(s.deleteDebugFile))
+
+	// Zealot 6's management API: reads need a token, changes an admin token, except that an
+	// upload token may edit its own releases and sync devices.
+	api.GET("/apps/:id/schemes", token, h(s.listSchemes))
+	api.POST("/apps/:id/schemes", admin, h(s.createScheme))
+	api.GET("/schemes/:id", token, h(s.getScheme))
+	api.PUT("/schemes/:id", admin, h(s.updateScheme))
+	api.PATCH("/schemes/:id", admin, h(s.updateScheme))
+	api.DELETE("/schemes/:id", admin, h(s.deleteScheme))
+	api.GET("/schemes/:id/channels", token, h(s.listChannels))
+	api.POST("/schemes/:id/channels", admin, h(s.createChannel))
+	api.GET("/channels/:id", token, h(s.getChannel))
+	api.PUT("/channels/:id", admin, h(s.updateChannel))
+	api.PATCH("/channels/:id", admin, h(s.updateChannel))
+	api.DELETE("/channels/:id", admin, h(s.deleteChannel))
+	api.GET("/releases/:id", token, h(s.getRelease))
+	api.PUT("/releases/:id", token, h(s.updateRelease))
+	api.PATCH("/releases/:id", token, h(s.updateRelease))
+	api.DELETE("/releases/:id", admin, h(s.deleteRelease))
+	api.GET("/devices", token, h(s.listDevices))
+	api.PUT("/devices/:udid", token, h(s.syncDevice))
+	api.PATCH("/devices/:udid", token, h(s.syncDevice))
+	api.GET("/debug_files/exists/version", h(s.debugFileExistsVersion))
+	api.GET("/debug_files/exists/binary", h(s.debugFileExistsBinary))
+	api.GET("/debug_files/exists/uuid", h(s.debugFileExistsUUID))
+	api.GET("/tokens", admin, h(s.listTokens))
+	api.POST("/tokens", admin, h(s.createToken))
+	api.DELETE("/tokens/:id", admin, h(s.revokeToken))
+	api.GET("/users/me", token, h(s.me))
+
+	// Resumable upload sessions for large builds.
+	api.POST("/uploads", token, h(s.startSession))
+	api.GET("/uploads/:session", token, h(s.getSession))
+	api.PUT("/uploads/:session/parts/:part", h(s.putPart))
+	api.POST("/uploads/:session/complete", token, h(s.completeSession))
+	api.DELETE("/uploads/:session", token, h(s.abortSession))
+
+	r.GET("/download/releases/:id", h(s.downloadRelease))
+	r.GET("/download/debug_files/:id", h(s.downloadDebugFile))
+	r.GET("/releases/:id/icon", h(s.releaseIcon))
+	r.GET("/channels/:slug/releases/:id/install", h(s.installManifest))
+	r.GET("/objects/*key", h(s.serveObject))
+	r.StaticFS("/static", http.FS(web.Static))
+	web.New(web.Deps{Config: d.Config, Service: d.Service, Links: s.links, Log: d.Log}).Register(e)
 
 	s.engine = e
 	return s
+}
+
+// handle adapts a handler that returns an error: a non-nil error is rendered (fail) and ends the
+// request; nil lets the next handler of the route run.
+func (s *Server) handle(fn func(c *gin.Context) error) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := fn(c); err != nil {
+			s.fail(c, err)
+		}
+	}
 }
 
 // ServeHTTP makes Server an http.Handler.

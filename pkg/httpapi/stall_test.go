@@ -18,6 +18,7 @@ func TestStalledUploadIsDropped(t *testing.T) {
 	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) {
 		c.UploadIdleTimeout = time.Second
 		c.MaxConcurrentUploads = 1
+		c.UploadQueueTimeout = 0
 	}})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(e.URL, "http://"))
 	if err != nil {

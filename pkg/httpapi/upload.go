@@ -14,7 +14,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/httperr"
 )
 
 // Bounds on the non-file fields of an upload form.
@@ -27,7 +27,7 @@ const (
 type multipartUpload struct {
 	fields map[string]string
 	file   *distribution.StoredObject
-	token  *store.Token
+	token  *distribution.Token
 }
 
 // idleBody moves the connection's read deadline forward before every read of an upload body, so
@@ -45,52 +45,55 @@ func (b *idleBody) Read(p []byte) (int, error) {
 
 func (b *idleBody) Close() error { return b.rc.Close() }
 
-// acquireUploadSlot bounds concurrent uploads per replica, so memory stays bounded: beyond the
-// cap the client gets 429 with Retry-After. It returns the release function.
-func (s *Server) acquireUploadSlot() (func(), error) {
-	select {
-	case s.uploadSlots <- struct{}{}:
-		if s.metrics != nil {
-			s.metrics.UploadsActive.Inc()
-		}
-		return func() {
-			<-s.uploadSlots
-			if s.metrics != nil {
-				s.metrics.UploadsActive.Dec()
-			}
-		}, nil
-	default:
-		return nil, errs.New(errs.TooManyRequests, "this server is receiving its maximum of %d uploads; retry shortly", cap(s.uploadSlots))
-	}
+// uploadHeaders is what an upload's headers tell, checked before it waits for a slot: a request
+// that is not a multipart form, is over the limit, or carries a wrong token in its header is
+// refused at once rather than after waiting in line.
+type uploadHeaders struct {
+	boundary string
+	limit    int64
+	// token is the token from the header or query, nil when the form carries it.
+	token *distribution.Token
 }
 
-// readUpload streams a multipart upload: fields are read (bounded) in whatever order they come,
-// and the one file part (fileField) goes straight into storage as it arrives, under prefix. A
-// token in the header or query is checked before the body is read; one in the form is checked
-// when the form has been read, and the file is discarded if it is wrong.
-func (s *Server) readUpload(c *gin.Context, fileField, prefix, scope string) (*multipartUpload, error) {
+const uploadHeadersKey = "slipway.upload_headers"
+
+func (s *Server) checkUploadHeaders(c *gin.Context) (*uploadHeaders, error) {
 	r := c.Request
 	mediaType, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mediaType != "multipart/form-data" || params["boundary"] == "" {
-		return nil, errs.Invalidf("send the upload as multipart/form-data with the file in a %q field", fileField)
+		return nil, errs.Invalidf("send the upload as multipart/form-data with the file in a \"file\" field")
 	}
-	limit := s.cfg.MaxUploadBytes + maxFormFieldBytes
-	if r.ContentLength > limit {
+	h := &uploadHeaders{boundary: params["boundary"], limit: s.cfg.MaxUploadBytes + maxFormFieldBytes}
+	if r.ContentLength > h.limit {
 		return nil, errs.New(errs.TooLarge, "the upload is larger than the %d-byte limit", s.cfg.MaxUploadBytes)
 	}
-	up := &multipartUpload{fields: map[string]string{}}
 	if secret := headerOrQueryToken(c); secret != "" {
-		if up.token, err = s.authenticate(c, secret, scope); err != nil {
+		if h.token, err = s.svc.Authenticate(c, secret, distribution.ScopeUpload); err != nil {
 			return nil, err
 		}
 	}
+	c.Set(uploadHeadersKey, h)
+	return h, nil
+}
+
+// readUpload streams a multipart upload: fields are read (bounded) in whatever order they come,
+// and the one file part ("file") goes straight into storage as it arrives, under prefix. A token
+// in the header or query was checked before the body is read (checkUploadHeaders); one in the
+// form is checked when the form has been read, and the file is discarded if it is wrong.
+func (s *Server) readUpload(c *gin.Context, prefix string) (*multipartUpload, error) {
+	const fileField = "file"
+	r := c.Request
+	v, _ := c.Get(uploadHeadersKey)
+	h := v.(*uploadHeaders)
+	up := &multipartUpload{fields: map[string]string{}, token: h.token}
+	var err error
 	// r.Body itself is left as the server gave it: when the answer comes before the whole body
 	// (413, 503), net/http recognises its own body type, reads a little more and half-closes the
 	// connection before closing it, so the client reads the answer instead of a reset.
-	body := http.MaxBytesReader(c.Writer, &idleBody{rc: r.Body, ctl: http.NewResponseController(c.Writer), idle: s.cfg.UploadIdleTimeout}, limit)
+	body := http.MaxBytesReader(c.Writer, &idleBody{rc: r.Body, ctl: http.NewResponseController(c.Writer), idle: s.cfg.UploadIdleTimeout}, h.limit)
 	// mime/multipart reads through a 4 KiB buffer unless handed a larger bufio.Reader: 256 KiB
 	// cuts the read syscalls (and read-deadline moves) of a 256 MiB upload from ~65,000 to ~1,000.
-	mr := multipart.NewReader(bufio.NewReaderSize(body, 256<<10), params["boundary"])
+	mr := multipart.NewReader(bufio.NewReaderSize(body, 256<<10), h.boundary)
 	fieldBytes := 0
 	fail := func(err error) (*multipartUpload, error) {
 		if up.file != nil {
@@ -133,6 +136,9 @@ func (s *Server) readUpload(c *gin.Context, fileField, prefix, scope string) (*m
 			if fieldBytes += len(v); fieldBytes > maxFormFieldBytes {
 				return fail(errs.New(errs.TooLarge, "the form fields are larger than %d bytes in all", maxFormFieldBytes))
 			}
+			if !httperr.CleanText(name) || !httperr.CleanText(string(v)) {
+				return fail(errs.Field(httperr.SafeName(name), "holds a NUL byte or invalid UTF-8"))
+			}
 			if _, seen := up.fields[name]; !seen {
 				up.fields[name] = string(v)
 			}
@@ -140,7 +146,7 @@ func (s *Server) readUpload(c *gin.Context, fileField, prefix, scope string) (*m
 		part.Close()
 	}
 	if up.token == nil {
-		if up.token, err = s.authenticate(c, up.fields["token"], scope); err != nil {
+		if up.token, err = s.svc.Authenticate(c, up.fields["token"], distribution.ScopeUpload); err != nil {
 			return fail(err)
 		}
 	}
@@ -150,25 +156,31 @@ func (s *Server) readUpload(c *gin.Context, fileField, prefix, scope string) (*m
 	return up, nil
 }
 
-// upload wraps an upload endpoint: it takes one of the replica's upload slots (429 beyond the
-// cap), times the upload by outcome, and renders the error handle returns.
+// upload wraps an upload endpoint: it checks the headers, waits for one of the replica's upload
+// slots (uploadGate: 429 only when the line is full or the wait too long), times the upload by
+// outcome, and renders the error handle returns.
 func (s *Server) upload(kind string, handle func(c *gin.Context) error) gin.HandlerFunc {
-	return func(c *gin.Context) {
+	return s.handle(func(c *gin.Context) (err error) {
 		start := time.Now()
-		release, err := s.acquireUploadSlot()
-		if err == nil {
-			err = handle(c)
-			release()
+		defer func() {
+			if s.metrics != nil {
+				outcome := "ok"
+				if err != nil {
+					outcome = rejectedOrFailed(err)
+				}
+				s.metrics.UploadDuration.WithLabelValues(kind, outcome).Observe(time.Since(start).Seconds())
+			}
+		}()
+		if _, err := s.checkUploadHeaders(c); err != nil {
+			return err
 		}
-		outcome := "ok"
+		release, err := s.gate.enter(c)
 		if err != nil {
-			outcome = rejectedOrFailed(err)
-			s.fail(c, err)
+			return err
 		}
-		if s.metrics != nil {
-			s.metrics.UploadDuration.WithLabelValues(kind, outcome).Observe(time.Since(start).Seconds())
-		}
-	}
+		defer release()
+		return handle(c)
+	})
 }
 
 // uploadApp: POST /api/apps/upload → 201 with the full Release.
@@ -177,17 +189,11 @@ func (s *Server) uploadApp(c *gin.Context) error {
 	if len(idem) > 255 {
 		return errs.Field("Idempotency-Key", "must be at most 255 characters")
 	}
-	up, err := s.readUpload(c, "file", "packages", store.ScopeUpload)
+	up, err := s.readUpload(c, distribution.PackagePrefix)
 	if err != nil {
 		return err
 	}
-	f := up.fields
-	form := distribution.ReleaseForm{
-		ChannelKey: f["channel_key"], Name: f["name"], ReleaseType: f["release_type"], Source: f["source"],
-		Changelog: f["changelog"], Branch: f["branch"], GitCommit: f["git_commit"], CIURL: f["ci_url"],
-		CustomFields: f["custom_fields"], Password: f["password"],
-		ReleaseVersion: f["release_version"], BuildVersion: f["build_version"], BundleID: f["bundle_id"],
-	}
+	form := distribution.ReleaseFormOf(up.fields)
 	rc, err := s.svc.CreateRelease(c, up.file, form, up.token.ID, idem)
 	if err != nil {
 		return err

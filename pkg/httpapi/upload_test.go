@@ -241,8 +241,9 @@ var fullReleaseFields = func() map[string]string {
 	return m
 }()
 
-var channelFields = map[string]string{"slug": tString, "name": tString, "device_type": tString, "bundle_id": tString,
-	"git_url": tStringNil, "has_password": tBool}
+// channelFields are api.md's Channel plus the id and download_filename_type Zealot 6 renders.
+var channelFields = map[string]string{"id": tInt, "slug": tString, "name": tString, "device_type": tString, "bundle_id": tString,
+	"git_url": tStringNil, "has_password": tBool, "download_filename_type": tString}
 
 var refFields = map[string]string{"id": tInt, "name": tString}
 

@@ -2,12 +2,15 @@ package httpapi
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
-	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/distribution"
 )
 
-// The JSON views: exactly the fields of api.md, snake_case, no root key.
+// The JSON views own the wire names: the fields of api.md, snake_case, no root key, plus the
+// fields Zealot 6's serializers add (a channel's id and download_filename_type, a scheme's
+// new_build_callout and retained_builds) so that its management clients find them.
 
 type appView struct {
 	ID      int64        `json:"id"`
@@ -16,9 +19,11 @@ type appView struct {
 }
 
 type schemeView struct {
-	ID       int64         `json:"id"`
-	Name     string        `json:"name"`
-	Channels []channelView `json:"channels"`
+	ID              int64         `json:"id"`
+	Name            string        `json:"name"`
+	NewBuildCallout bool          `json:"new_build_callout"`
+	RetainedBuilds  int           `json:"retained_builds"`
+	Channels        []channelView `json:"channels"`
 }
 
 type refView struct {
@@ -27,34 +32,190 @@ type refView struct {
 }
 
 type channelView struct {
-	Slug        string  `json:"slug"`
-	Name        string  `json:"name"`
-	DeviceType  string  `json:"device_type"`
-	BundleID    string  `json:"bundle_id"`
-	GitURL      *string `json:"git_url"`
-	HasPassword bool    `json:"has_password"`
+	ID                   int64   `json:"id"`
+	Slug                 string  `json:"slug"`
+	Name                 string  `json:"name"`
+	DeviceType           string  `json:"device_type"`
+	BundleID             string  `json:"bundle_id"`
+	GitURL               *string `json:"git_url"`
+	HasPassword          bool    `json:"has_password"`
+	DownloadFilenameType string  `json:"download_filename_type"`
 }
 
-func newAppView(a *store.App) appView {
+func newAppView(a *distribution.App) appView {
 	v := appView{ID: a.ID, Name: a.Name, Schemes: make([]schemeView, 0, len(a.Schemes))}
-	for _, s := range a.Schemes {
-		sv := schemeView{ID: s.ID, Name: s.Name, Channels: make([]channelView, 0, len(s.Channels))}
-		for i := range s.Channels {
-			sv.Channels = append(sv.Channels, newChannelView(&s.Channels[i]))
-		}
-		v.Schemes = append(v.Schemes, sv)
+	for i := range a.Schemes {
+		v.Schemes = append(v.Schemes, newSchemeView(&a.Schemes[i]))
 	}
 	return v
 }
 
-func newChannelView(c *store.Channel) channelView {
-	return channelView{Slug: c.Slug, Name: c.Name, DeviceType: c.DeviceType, BundleID: c.BundleID, GitURL: c.GitURL, HasPassword: c.HasPassword()}
+func newSchemeView(s *distribution.Scheme) schemeView {
+	v := schemeView{ID: s.ID, Name: s.Name, NewBuildCallout: s.NewBuildCallout, RetainedBuilds: s.RetainedBuilds,
+		Channels: make([]channelView, 0, len(s.Channels))}
+	for i := range s.Channels {
+		v.Channels = append(v.Channels, newChannelView(&s.Channels[i]))
+	}
+	return v
+}
+
+func newChannelView(c *distribution.Channel) channelView {
+	return channelView{ID: c.ID, Slug: c.Slug, Name: c.Name, DeviceType: c.DeviceType, BundleID: c.BundleID, GitURL: c.GitURL,
+		HasPassword: c.HasPassword(), DownloadFilenameType: c.DownloadFilenameType}
+}
+
+// shortReleaseView is the short Release form (versions, latest, version_exist).
+type shortReleaseView struct {
+	Version        int                  `json:"version"`
+	AppName        string               `json:"app_name"`
+	BundleID       string               `json:"bundle_id"`
+	ReleaseVersion string               `json:"release_version"`
+	BuildVersion   string               `json:"build_version"`
+	Source         string               `json:"source"`
+	Branch         string               `json:"branch"`
+	GitCommit      string               `json:"git_commit"`
+	CIURL          string               `json:"ci_url"`
+	Size           int64                `json:"size"`
+	IconURL        string               `json:"icon_url"`
+	InstallURL     string               `json:"install_url"`
+	Changelog      []changelogEntryView `json:"changelog"`
+	CreatedAt      string               `json:"created_at"`
+}
+
+type changelogEntryView struct {
+	Message string `json:"message"`
+	Author  string `json:"author,omitempty"`
+	Email   string `json:"email,omitempty"`
+	Date    string `json:"date,omitempty"`
+}
+
+type customFieldView struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	Icon  string `json:"icon"`
+}
+
+// releaseView is the full Release form (upload response, and the release endpoints).
+type releaseView struct {
+	ID int64 `json:"id"`
+	shortReleaseView
+	ReleaseURL    string            `json:"release_url"`
+	QRCodeURL     string            `json:"qrcode_url"`
+	TextChangelog string            `json:"text_changelog"`
+	CustomFields  []customFieldView `json:"custom_fields"`
+	App           refView           `json:"app"`
+	Scheme        refView           `json:"scheme"`
+	Channel       channelView       `json:"channel"`
+}
+
+// channelListingView is the envelope of versions and latest: the channel with its app and scheme.
+type channelListingView struct {
+	AppName  string  `json:"app_name"`
+	BundleID string  `json:"bundle_id"`
+	GitURL   *string `json:"git_url"`
+	App      refView `json:"app"`
+	Scheme   refView `json:"scheme"`
+	Releases any     `json:"releases"`
+}
+
+// appName renders "<app> <scheme> <channel>", as Zealot does.
+func appName(app, scheme, channel string) string {
+	return strings.TrimSpace(app + " " + scheme + " " + channel)
+}
+
+func (s *Server) shortRelease(r *distribution.Release, cc *distribution.ChannelContext) shortReleaseView {
+	changelog := make([]changelogEntryView, len(r.Changelog))
+	for i, e := range r.Changelog {
+		changelog[i] = changelogEntryView(e)
+	}
+	return shortReleaseView{
+		Version: r.Version, AppName: appName(cc.App.Name, cc.Scheme.Name, cc.Channel.Name), BundleID: r.BundleID,
+		ReleaseVersion: r.ReleaseVersion, BuildVersion: r.BuildVersion, Source: r.Source, Branch: r.Branch,
+		GitCommit: r.GitCommit, CIURL: r.CIURL, Size: r.Size, IconURL: s.links.Icon(r.ID, r.IconKey != nil),
+		InstallURL: s.links.Install(r.Platform, cc.Channel.Slug, r.ID, ""), Changelog: changelog, CreatedAt: s.timestamp(r.CreatedAt),
+	}
+}
+
+func (s *Server) shortReleases(rels []distribution.Release, cc *distribution.ChannelContext) []shortReleaseView {
+	out := make([]shortReleaseView, 0, len(rels))
+	for i := range rels {
+		out = append(out, s.shortRelease(&rels[i], cc))
+	}
+	return out
+}
+
+func (s *Server) fullRelease(rc *distribution.ReleaseContext) releaseView {
+	custom := make([]customFieldView, len(rc.CustomFields))
+	for i, f := range rc.CustomFields {
+		custom[i] = customFieldView(f)
+	}
+	return releaseView{
+		ID: rc.ID, shortReleaseView: s.shortRelease(&rc.Release, rc.ChannelContext()), ReleaseURL: s.links.Release(rc.Channel.Slug, rc.ID),
+		QRCodeURL:     s.links.QRCode(rc.Channel.Slug, rc.ID, "thumb"),
+		TextChangelog: distribution.TextChangelog(rc.Changelog), CustomFields: custom,
+		App: refView{ID: rc.App.ID, Name: rc.App.Name}, Scheme: refView{ID: rc.Scheme.ID, Name: rc.Scheme.Name},
+		Channel: newChannelView(&rc.Channel),
+	}
+}
+
+func (s *Server) listing(cc *distribution.ChannelContext, releases any) channelListingView {
+	return channelListingView{
+		AppName: appName(cc.App.Name, cc.Scheme.Name, cc.Channel.Name), BundleID: cc.Channel.BundleID, GitURL: cc.Channel.GitURL,
+		App: refView{ID: cc.App.ID, Name: cc.App.Name}, Scheme: refView{ID: cc.Scheme.ID, Name: cc.Scheme.Name}, Releases: releases,
+	}
+}
+
+// deviceView is a device, with the columns Zealot renders for one.
+type deviceView struct {
+	ID        int64  `json:"id"`
+	UDID      string `json:"udid"`
+	Name      string `json:"name"`
+	Model     string `json:"model"`
+	Platform  string `json:"platform"`
+	DeviceID  string `json:"device_id"`
+	Status    string `json:"status"`
+	Product   string `json:"product"`
+	OSVersion string `json:"os_version"`
+	Serial    string `json:"serial"`
+	Source    string `json:"source"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+func (s *Server) deviceView(d *distribution.Device) deviceView {
+	return deviceView{ID: d.ID, UDID: d.UDID, Name: d.Name, Model: d.Model, Platform: d.Platform, DeviceID: d.DeviceID,
+		Status: d.Status, Product: d.Product, OSVersion: d.OSVersion, Serial: d.Serial, Source: d.Source,
+		CreatedAt: s.timestamp(d.CreatedAt), UpdatedAt: s.timestamp(d.UpdatedAt)}
+}
+
+// tokenView is a token's record; Token (the secret) is set only in the answer that created it.
+type tokenView struct {
+	ID         int64   `json:"id"`
+	Name       string  `json:"name"`
+	Scope      string  `json:"scope"`
+	CreatedAt  string  `json:"created_at"`
+	LastUsedAt *string `json:"last_used_at"`
+	RevokedAt  *string `json:"revoked_at"`
+	Token      string  `json:"token,omitempty"`
+}
+
+func (s *Server) tokenView(t *distribution.Token) tokenView {
+	return tokenView{ID: t.ID, Name: t.Name, Scope: t.Scope, CreatedAt: s.timestamp(t.CreatedAt),
+		LastUsedAt: s.optTimestamp(t.LastUsedAt), RevokedAt: s.optTimestamp(t.RevokedAt)}
 }
 
 // timestampLayout is RFC 3339 with milliseconds and a numeric offset (+00:00, never Z).
 const timestampLayout = "2006-01-02T15:04:05.000-07:00"
 
 func (s *Server) timestamp(t time.Time) string { return t.In(s.cfg.Location).Format(timestampLayout) }
+
+func (s *Server) optTimestamp(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	v := s.timestamp(*t)
+	return &v
+}
 
 // rawJSON embeds stored JSON as is; an empty value renders as {}.
 func rawJSON(b []byte) any {
@@ -63,3 +224,6 @@ func rawJSON(b []byte) any {
 	}
 	return json.RawMessage(b)
 }
+
+// deleted is the body of successful deletions, spelled as the specification spells it.
+var deleted = map[string]string{"mesage": "OK"}

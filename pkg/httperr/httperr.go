@@ -9,9 +9,10 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/store"
 )
 
 // Problem is the client-facing view of an error.
@@ -29,16 +30,16 @@ type Problem struct {
 // Internal reports whether the error is a bug or unexpected failure, to be logged.
 func (p Problem) Internal() bool { return p.Kind == errs.Internal }
 
-// Describe classifies err. Unreachable dependencies that were not wrapped as such (a dropped
-// database connection, a refused storage connection, a timeout) and cancelled requests count as
-// Unavailable.
+// Describe classifies err. Errors get their kind where they arise (the store, the storage
+// backends, the domain's rules); what is left unclassified and still means "could not reach it"
+// (a network error, a timeout) or a cancelled request counts as Unavailable.
 func Describe(err error) Problem {
 	p := Problem{Kind: errs.KindOf(err)}
 	cancelled := false
 	if p.Kind == errs.Internal {
 		var netErr net.Error
 		cancelled = errors.Is(err, context.Canceled)
-		if cancelled || store.IsUnavailable(err) || errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) {
+		if cancelled || errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) {
 			p.Kind = errs.Unavailable
 		}
 	}
@@ -94,4 +95,37 @@ func Status(kind errs.Kind) int {
 	default:
 		return http.StatusInternalServerError
 	}
+}
+
+// CheckRequestText refuses a request whose path or query holds a NUL byte or invalid UTF-8
+// (errs.Invalid, so 422): such a value could only ever reach the database as an error. The API
+// and the pages both call it before their handlers, and render its error their own way.
+func CheckRequestText(r *http.Request) error {
+	if !CleanText(r.URL.Path) {
+		return errs.Invalidf("the path holds a NUL byte or invalid UTF-8")
+	}
+	for k, vs := range r.URL.Query() {
+		for _, v := range vs {
+			if !CleanText(k) || !CleanText(v) {
+				return errs.Field(SafeName(k), "holds a NUL byte or invalid UTF-8")
+			}
+		}
+	}
+	return nil
+}
+
+// CleanText reports whether s is valid UTF-8 without NUL bytes.
+func CleanText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
+
+// SafeName is a parameter name fit to echo in an error: no NUL, valid UTF-8, at most 60 bytes,
+// "query" when nothing is left.
+func SafeName(name string) string {
+	name = strings.ReplaceAll(name, "\x00", "")
+	if len(name) > 60 {
+		name = name[:60]
+	}
+	if name = strings.ToValidUTF8(name, ""); name == "" {
+		return "query"
+	}
+	return name
 }

@@ -27,7 +27,8 @@ func TestDescribe(t *testing.T) {
 		{errs.New(errs.TooManyRequests, "busy"), 429, "busy", 2},
 		{errs.Wrap(errs.Unavailable, fmt.Errorf("dial tcp: refused"), "the database is unavailable; retry later"), 503, "the database is unavailable; retry later", 5},
 		{&net.OpError{Op: "dial", Err: fmt.Errorf("refused")}, 503, "a dependency is unavailable; retry later", 5},
-		{&pgconn.PgError{Code: "57P01"}, 503, "a dependency is unavailable; retry later", 5},
+		// The store classifies database errors where they arise; one that escaped it is a bug.
+		{&pgconn.PgError{Code: "57P01"}, 500, "internal error", 0},
 		{fmt.Errorf("put: %w", context.Canceled), 503, "the request was cancelled (the server may be shutting down); retry", 5},
 		{fmt.Errorf("SELECT * FROM secret_table failed at s3://bucket/key"), 500, "internal error", 0},
 	}

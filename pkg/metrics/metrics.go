@@ -19,6 +19,18 @@ type Metrics struct {
 	UploadBytes    *prometheus.CounterVec   // kind: app, debug_file
 	UploadDuration *prometheus.HistogramVec // kind, outcome: ok, rejected, failed
 	UploadsActive  prometheus.Gauge
+	// The upload queue (backpressure): uploads waiting for a slot, how long they waited, and those
+	// refused with 429 (reason: queue_full, timeout, cancelled).
+	UploadsWaiting  prometheus.Gauge
+	UploadQueueWait prometheus.Histogram
+	UploadsRefused  *prometheus.CounterVec
+
+	// The read cache of channel views (distribution/readcache.go)
+	ReadCacheLookups       *prometheus.CounterVec // result: hit, miss, expired
+	ReadCacheInvalidations *prometheus.CounterVec // source: local, notify, reconnect
+	ReadCacheEvictions     prometheus.Counter
+	ReadCacheBytes         prometheus.Gauge
+	ReadCacheViews         prometheus.Gauge
 
 	// Parsing from storage through the cached ReaderAt
 	ParseDuration *prometheus.HistogramVec // format
@@ -50,6 +62,22 @@ func New() *Metrics {
 		Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}, []string{"kind", "outcome"})
 	m.UploadsActive = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slipway_uploads_in_flight",
 		Help: "Uploads being received by this replica."})
+	m.UploadsWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slipway_uploads_waiting",
+		Help: "Uploads waiting in this replica's queue for a slot."})
+	m.UploadQueueWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "slipway_upload_queue_wait_seconds",
+		Help: "How long admitted uploads waited for a slot.", Buckets: []float64{0, .01, .1, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}})
+	m.UploadsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slipway_uploads_refused_total",
+		Help: "Uploads answered 429 by the queue, by reason (queue_full, timeout) or given up by the client (cancelled)."}, []string{"reason"})
+	m.ReadCacheLookups = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slipway_read_cache_lookups_total",
+		Help: "Channel view lookups in the read cache, by result (hit, miss, expired)."}, []string{"result"})
+	m.ReadCacheInvalidations = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slipway_read_cache_invalidations_total",
+		Help: "Changes that removed views from the read cache, by source (local write, notify from Postgres, reconnect of the listener: everything)."}, []string{"source"})
+	m.ReadCacheEvictions = prometheus.NewCounter(prometheus.CounterOpts{Name: "slipway_read_cache_evictions_total",
+		Help: "Views dropped from the read cache to stay within SLIPWAY_READ_CACHE_BYTES."})
+	m.ReadCacheBytes = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slipway_read_cache_bytes",
+		Help: "Estimated bytes held by the read cache."})
+	m.ReadCacheViews = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slipway_read_cache_views",
+		Help: "Channel views held by the read cache."})
 	m.ParseDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "slipway_parse_duration_seconds",
 		Help: "Time to read a package's metadata from storage.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}, []string{"format"})
 	m.ParseGETs = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "slipway_parse_storage_gets",
@@ -65,7 +93,8 @@ func New() *Metrics {
 	m.GCFailed = prometheus.NewCounter(prometheus.CounterOpts{Name: "slipway_gc_failed_deletions_total",
 		Help: "Object deletions by the collector that failed and will be retried."})
 	for _, c := range []prometheus.Collector{m.Requests, m.RequestDuration, m.UploadBytes, m.UploadDuration, m.UploadsActive,
-		m.ParseDuration, m.ParseGETs, m.ParseBytes, m.StorageErrors, m.Unavailable, m.GCDeleted, m.GCFailed} {
+		m.UploadsWaiting, m.UploadQueueWait, m.UploadsRefused,
+		m.ReadCacheLookups, m.ReadCacheInvalidations, m.ReadCacheEvictions, m.ReadCacheBytes, m.ReadCacheViews, m.ParseDuration, m.ParseGETs, m.ParseBytes, m.StorageErrors, m.Unavailable, m.GCDeleted, m.GCFailed} {
 		f(c)
 	}
 	return m

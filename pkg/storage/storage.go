@@ -45,6 +45,12 @@ type Backend interface {
 // PutOptions describe the stored object.
 type PutOptions struct {
 	ContentType string
+	// Observe, when set, is given every byte of the stream, in order, in chunks as large as the
+	// backend handles them (S3: whole parts), before Put returns. The upload path hashes the
+	// stream and keeps its tail with it, so the bytes are not copied through a TeeReader on the
+	// reading goroutine: the S3 backend calls it on a goroutine of its own, beside sending the
+	// part and reading the next. It must not keep p after it returns.
+	Observe func(p []byte)
 }
 
 // Info describes a stored object.
@@ -71,6 +77,39 @@ type Presigner interface {
 // handler can answer Range requests with http.ServeContent.
 type FileOpener interface {
 	OpenFile(ctx context.Context, key string) (*os.File, error)
+}
+
+// Part is one part of a multipart upload, as storage holds it.
+type Part struct {
+	Number int
+	Size   int64
+	ETag   string
+}
+
+// Multipart is implemented by backends that assemble an object from parts uploaded separately,
+// in any order, possibly by another process: resumable upload sessions (pkg/distribution). A part
+// may be uploaded again to replace it. Parts are numbered from 1.
+type Multipart interface {
+	// CreateMultipart starts an upload to key and returns its id.
+	CreateMultipart(ctx context.Context, key, contentType string) (uploadID string, err error)
+	// ListParts lists the parts uploaded so far, by number.
+	ListParts(ctx context.Context, key, uploadID string) ([]Part, error)
+	// CompleteMultipart makes the object of parts (all of them, in order); the upload ends.
+	CompleteMultipart(ctx context.Context, key, uploadID string, parts []Part) error
+	// AbortMultipart ends the upload and removes its parts.
+	AbortMultipart(ctx context.Context, key, uploadID string) error
+}
+
+// PartPresigner is implemented by backends to which clients upload parts directly (S3): a
+// short-lived URL for one PUT of exactly size bytes.
+type PartPresigner interface {
+	PresignPart(ctx context.Context, key, uploadID string, number int, size int64, ttl time.Duration) (string, error)
+}
+
+// PartWriter is implemented by backends whose parts Slipway receives itself (filesystem).
+type PartWriter interface {
+	// PutPart stores part number of the upload from r, which must hold exactly size bytes.
+	PutPart(ctx context.Context, key, uploadID string, number int, r io.Reader, size int64) (Part, error)
 }
 
 // ContextReader returns a reader that fails once ctx is done, so a cancelled upload stops between

@@ -5,70 +5,51 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"time"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
-// App is an application; it nests its schemes, each scheme its channels.
-type App struct {
-	ID        int64
-	Name      string
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	Schemes   []Scheme
+const appColumns = `a.id, a.name, a.created_at, a.updated_at`
+
+func appDest(a *distribution.App) []any { return []any{&a.ID, &a.Name, &a.CreatedAt, &a.UpdatedAt} }
+
+const schemeColumns = `s.id, s.app_id, s.name, s.new_build_callout, s.retained_builds, s.created_at, s.updated_at`
+
+func schemeDest(s *distribution.Scheme) []any {
+	return []any{&s.ID, &s.AppID, &s.Name, &s.NewBuildCallout, &s.RetainedBuilds, &s.CreatedAt, &s.UpdatedAt}
 }
 
-// Scheme groups an app's channels (for instance "Adhoc" or "AppStore").
-type Scheme struct {
-	ID       int64
-	AppID    int64
-	Name     string
-	Channels []Channel
+const channelColumns = `c.id, c.scheme_id, c.name, c.slug, c.device_type, c.bundle_id, c.git_url, c.password_hash,
+	c.download_filename_type, c.created_at, c.updated_at`
+
+func channelDest(c *distribution.Channel) []any {
+	return []any{&c.ID, &c.SchemeID, &c.Name, &c.Slug, &c.DeviceType, &c.BundleID, &c.GitURL, &c.PasswordHash,
+		&c.DownloadFilenameType, &c.CreatedAt, &c.UpdatedAt}
 }
 
-// Channel is where releases of one platform land; its Slug is the channel key.
-type Channel struct {
-	ID           int64
-	SchemeID     int64
-	Name         string
-	Slug         string
-	DeviceType   string
-	BundleID     string
-	GitURL       *string
-	PasswordHash *string
-	CreatedAt    time.Time
-}
+func scanChannel(row pgx.Row, c *distribution.Channel) error { return row.Scan(channelDest(c)...) }
 
-// HasPassword reports whether downloads from the channel need a password.
-func (c *Channel) HasPassword() bool { return c.PasswordHash != nil && *c.PasswordHash != "" }
+// channelContextColumns and channelContextFrom select a channel with its scheme and app.
+const channelContextColumns = channelColumns + `, ` + schemeColumns + `, ` + appColumns
+const channelContextFrom = ` FROM channels c JOIN schemes s ON s.id = c.scheme_id JOIN apps a ON a.id = s.app_id`
 
-// Page selects a page of a listing: Page is 1-based.
-type Page struct {
-	Page    int
-	PerPage int
-}
-
-// Offset is the number of rows before the page.
-func (p Page) Offset() int { return (p.Page - 1) * p.PerPage }
-
-const channelColumns = `c.id, c.scheme_id, c.name, c.slug, c.device_type, c.bundle_id, c.git_url, c.password_hash, c.created_at`
-
-func scanChannel(row pgx.Row, c *Channel) error {
-	return row.Scan(&c.ID, &c.SchemeID, &c.Name, &c.Slug, &c.DeviceType, &c.BundleID, &c.GitURL, &c.PasswordHash, &c.CreatedAt)
+func channelContextDest(cc *distribution.ChannelContext) []any {
+	return append(append(channelDest(&cc.Channel), schemeDest(&cc.Scheme)...), appDest(&cc.App)...)
 }
 
 // ListApps returns a page of apps ordered by id, each with its schemes and channels.
-func (db *DB) ListApps(ctx context.Context, p Page) ([]App, error) {
-	rows, err := db.Pool.Query(ctx, `SELECT id, name, created_at, updated_at FROM apps ORDER BY id LIMIT $1 OFFSET $2`, p.PerPage, p.Offset())
+func (db *DB) ListApps(ctx context.Context, p distribution.Page) ([]distribution.App, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT `+appColumns+` FROM apps a ORDER BY a.id LIMIT $1 OFFSET $2`, p.PerPage, p.Offset())
 	if err != nil {
 		return nil, dbErr(err)
 	}
-	apps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (App, error) {
-		var a App
-		return a, r.Scan(&a.ID, &a.Name, &a.CreatedAt, &a.UpdatedAt)
+	apps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.App, error) {
+		var a distribution.App
+		return a, r.Scan(appDest(&a)...)
 	})
 	if err != nil {
 		return nil, dbErr(err)
@@ -77,17 +58,16 @@ func (db *DB) ListApps(ctx context.Context, p Page) ([]App, error) {
 }
 
 // GetApp returns one app with its schemes and channels, or errs.NotFound.
-func (db *DB) GetApp(ctx context.Context, id int64) (*App, error) {
-	var a App
-	err := db.Pool.QueryRow(ctx, `SELECT id, name, created_at, updated_at FROM apps WHERE id = $1`, id).
-		Scan(&a.ID, &a.Name, &a.CreatedAt, &a.UpdatedAt)
+func (db *DB) GetApp(ctx context.Context, id int64) (*distribution.App, error) {
+	var a distribution.App
+	err := db.Pool.QueryRow(ctx, `SELECT `+appColumns+` FROM apps a WHERE a.id = $1`, id).Scan(appDest(&a)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errs.New(errs.NotFound, "app %d not found", id)
 	}
 	if err != nil {
 		return nil, dbErr(err)
 	}
-	apps := []App{a}
+	apps := []distribution.App{a}
 	if err := db.nest(ctx, apps); err != nil {
 		return nil, err
 	}
@@ -95,51 +75,37 @@ func (db *DB) GetApp(ctx context.Context, id int64) (*App, error) {
 }
 
 // nest fills the schemes and channels of apps with two queries, whatever the number of apps.
-func (db *DB) nest(ctx context.Context, apps []App) error {
+func (db *DB) nest(ctx context.Context, apps []distribution.App) error {
 	if len(apps) == 0 {
 		return nil
 	}
 	ids := make([]int64, len(apps))
-	byApp := make(map[int64]*App, len(apps))
+	byApp := make(map[int64]*distribution.App, len(apps))
 	for i := range apps {
 		ids[i] = apps[i].ID
-		apps[i].Schemes = []Scheme{}
+		apps[i].Schemes = []distribution.Scheme{}
 		byApp[apps[i].ID] = &apps[i]
 	}
-	rows, err := db.Pool.Query(ctx, `SELECT id, app_id, name FROM schemes WHERE app_id = ANY($1) ORDER BY id`, ids)
+	schemes, err := db.schemesWhere(ctx, `s.app_id = ANY($1)`, ids)
 	if err != nil {
-		return dbErr(err)
-	}
-	schemes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Scheme, error) {
-		var s Scheme
-		return s, r.Scan(&s.ID, &s.AppID, &s.Name)
-	})
-	if err != nil {
-		return dbErr(err)
+		return err
 	}
 	schemeIDs := make([]int64, len(schemes))
 	for i := range schemes {
 		schemeIDs[i] = schemes[i].ID
 	}
-	rows, err = db.Pool.Query(ctx, `SELECT `+channelColumns+` FROM channels c WHERE c.scheme_id = ANY($1) ORDER BY c.id`, schemeIDs)
+	channels, err := db.channelsWhere(ctx, `c.scheme_id = ANY($1)`, schemeIDs)
 	if err != nil {
-		return dbErr(err)
+		return err
 	}
-	channels, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Channel, error) {
-		var c Channel
-		return c, scanChannel(r, &c)
-	})
-	if err != nil {
-		return dbErr(err)
-	}
-	bySchemeID := map[int64][]Channel{}
+	bySchemeID := map[int64][]distribution.Channel{}
 	for _, c := range channels {
 		bySchemeID[c.SchemeID] = append(bySchemeID[c.SchemeID], c)
 	}
 	for _, s := range schemes {
 		s.Channels = bySchemeID[s.ID]
 		if s.Channels == nil {
-			s.Channels = []Channel{}
+			s.Channels = []distribution.Channel{}
 		}
 		a := byApp[s.AppID]
 		a.Schemes = append(a.Schemes, s)
@@ -147,16 +113,49 @@ func (db *DB) nest(ctx context.Context, apps []App) error {
 	return nil
 }
 
+func (db *DB) schemesWhere(ctx context.Context, where string, args ...any) ([]distribution.Scheme, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT `+schemeColumns+` FROM schemes s WHERE `+where+` ORDER BY s.id`, args...)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.Scheme, error) {
+		var s distribution.Scheme
+		return s, r.Scan(schemeDest(&s)...)
+	})
+	if out == nil {
+		out = []distribution.Scheme{}
+	}
+	return out, dbErr(err)
+}
+
+func (db *DB) channelsWhere(ctx context.Context, where string, args ...any) ([]distribution.Channel, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT `+channelColumns+` FROM channels c WHERE `+where+` ORDER BY c.id`, args...)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.Channel, error) {
+		var c distribution.Channel
+		return c, scanChannel(r, &c)
+	})
+	if out == nil {
+		out = []distribution.Channel{}
+	}
+	return out, dbErr(err)
+}
+
 // CreateApp inserts an app with no schemes.
-func (db *DB) CreateApp(ctx context.Context, name string) (*App, error) {
-	a := App{Name: name, Schemes: []Scheme{}}
+func (db *DB) CreateApp(ctx context.Context, name string) (*distribution.App, error) {
+	a := distribution.App{Name: name, Schemes: []distribution.Scheme{}}
 	err := db.Pool.QueryRow(ctx, `INSERT INTO apps (name) VALUES ($1) RETURNING id, created_at, updated_at`, name).
 		Scan(&a.ID, &a.CreatedAt, &a.UpdatedAt)
-	return &a, dbErr(err)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	return &a, nil
 }
 
 // RenameApp changes an app's name and returns the app, or errs.NotFound.
-func (db *DB) RenameApp(ctx context.Context, id int64, name string) (*App, error) {
+func (db *DB) RenameApp(ctx context.Context, id int64, name string) (*distribution.App, error) {
 	tag, err := db.Pool.Exec(ctx, `UPDATE apps SET name = $2, updated_at = now() WHERE id = $1`, id, name)
 	if err != nil {
 		return nil, dbErr(err)
@@ -167,29 +166,53 @@ func (db *DB) RenameApp(ctx context.Context, id int64, name string) (*App, error
 	return db.GetApp(ctx, id)
 }
 
+// ownedObjects selects every object key owned by the releases and debug files that the condition
+// (on apps a, schemes s, channels c) covers.
+const ownedObjects = `
+	SELECT r.object_key FROM releases r JOIN channels c ON c.id = r.channel_id JOIN schemes s ON s.id = c.scheme_id WHERE %[1]s
+	UNION ALL
+	SELECT r.icon_key FROM releases r JOIN channels c ON c.id = r.channel_id JOIN schemes s ON s.id = c.scheme_id WHERE %[1]s AND r.icon_key IS NOT NULL
+	UNION ALL
+	SELECT d.object_key FROM debug_files d JOIN channels c ON c.id = d.channel_id JOIN schemes s ON s.id = c.scheme_id WHERE %[1]s`
+
 // DestroyApp deletes an app with its schemes, channels, releases and debug files in one
 // transaction, and records every object they owned as 'deleted' in the same transaction. It
 // returns those object keys so the caller can delete them after commit; whatever it fails to
 // delete, the collector deletes later.
 func (db *DB) DestroyApp(ctx context.Context, id int64) ([]string, error) {
+	return db.deleteOwner(ctx, `SELECT 1 FROM apps WHERE id = $1 FOR UPDATE`, "s.app_id = $1", `DELETE FROM apps WHERE id = $1`,
+		id, errs.New(errs.NotFound, "app %d not found", id))
+}
+
+// DeleteScheme deletes a scheme with its channels, releases and debug files (as DestroyApp).
+func (db *DB) DeleteScheme(ctx context.Context, id int64) ([]string, error) {
+	return db.deleteOwner(ctx, `SELECT 1 FROM apps a JOIN schemes s ON s.app_id = a.id WHERE s.id = $1 FOR UPDATE OF a`,
+		"s.id = $1", `DELETE FROM schemes WHERE id = $1`, id, errs.New(errs.NotFound, "scheme %d not found", id))
+}
+
+// DeleteChannel deletes a channel with its releases and debug files (as DestroyApp).
+func (db *DB) DeleteChannel(ctx context.Context, id int64) ([]string, error) {
+	return db.deleteOwner(ctx, `SELECT 1 FROM apps a JOIN schemes s ON s.app_id = a.id JOIN channels c ON c.scheme_id = s.id
+		WHERE c.id = $1 FOR UPDATE OF a`, "c.id = $1", `DELETE FROM channels WHERE id = $1`, id,
+		errs.New(errs.NotFound, "channel %d not found", id))
+}
+
+// deleteOwner deletes a row that owns releases and debug files, in one transaction: it locks the
+// app row first (uploads into its channels lock the same row FOR KEY SHARE, so no release can be
+// recorded into something being deleted), records the owned objects as deleted, and deletes the
+// row (foreign keys cascade). It returns the object keys.
+func (db *DB) deleteOwner(ctx context.Context, lock, cond, del string, id int64, notFound error) ([]string, error) {
 	var keys []string
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
-		// Lock the app row first: uploads into its channels lock the same row (KEY SHARE) so a
-		// release cannot be recorded into an app being destroyed.
 		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM apps WHERE id = $1 FOR UPDATE`, id).Scan(&one)
+		err := tx.QueryRow(ctx, lock, id).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.New(errs.NotFound, "app %d not found", id)
+			return notFound
 		}
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `
-			SELECT r.object_key FROM releases r JOIN channels c ON c.id = r.channel_id JOIN schemes s ON s.id = c.scheme_id WHERE s.app_id = $1
-			UNION ALL
-			SELECT r.icon_key FROM releases r JOIN channels c ON c.id = r.channel_id JOIN schemes s ON s.id = c.scheme_id WHERE s.app_id = $1 AND r.icon_key IS NOT NULL
-			UNION ALL
-			SELECT object_key FROM debug_files WHERE app_id = $1`, id)
+		rows, err := tx.Query(ctx, fmt.Sprintf(ownedObjects, cond), id)
 		if err != nil {
 			return err
 		}
@@ -199,10 +222,87 @@ func (db *DB) DestroyApp(ctx context.Context, id int64) ([]string, error) {
 		if err := markDeleted(ctx, tx, keys); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM apps WHERE id = $1`, id)
+		_, err = tx.Exec(ctx, del, id)
 		return err
 	})
 	return keys, err
+}
+
+// ListSchemes returns an app's schemes with their channels, or errs.NotFound for an unknown app.
+func (db *DB) ListSchemes(ctx context.Context, appID int64) ([]distribution.Scheme, error) {
+	app, err := db.GetApp(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	return app.Schemes, nil
+}
+
+// GetScheme returns a scheme with its channels, or errs.NotFound.
+func (db *DB) GetScheme(ctx context.Context, id int64) (*distribution.Scheme, error) {
+	schemes, err := db.schemesWhere(ctx, `s.id = $1`, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(schemes) == 0 {
+		return nil, errs.New(errs.NotFound, "scheme %d not found", id)
+	}
+	s := &schemes[0]
+	if s.Channels, err = db.channelsWhere(ctx, `c.scheme_id = $1`, id); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// CreateScheme inserts a scheme into its app: errs.NotFound for an unknown app, errs.Conflict for
+// a name the app already uses.
+func (db *DB) CreateScheme(ctx context.Context, s *distribution.Scheme) (*distribution.Scheme, error) {
+	var id int64
+	err := db.Pool.QueryRow(ctx, `INSERT INTO schemes (app_id, name, new_build_callout, retained_builds)
+		VALUES ($1, $2, $3, $4) RETURNING id`, s.AppID, s.Name, s.NewBuildCallout, s.RetainedBuilds).Scan(&id)
+	if err := schemeWriteErr(err, s); err != nil {
+		return nil, err
+	}
+	return db.GetScheme(ctx, id)
+}
+
+// UpdateScheme saves a scheme's name, callout and retention if the row is still as read (its
+// updated_at is s.UpdatedAt; distribution.ErrStale otherwise): errs.NotFound or errs.Conflict.
+func (db *DB) UpdateScheme(ctx context.Context, s *distribution.Scheme) (*distribution.Scheme, error) {
+	tag, err := db.Pool.Exec(ctx, `UPDATE schemes SET name = $2, new_build_callout = $3, retained_builds = $4,
+		updated_at = clock_timestamp() WHERE id = $1 AND updated_at = $5`, s.ID, s.Name, s.NewBuildCallout, s.RetainedBuilds, s.UpdatedAt)
+	if err := schemeWriteErr(err, s); err != nil {
+		return nil, err
+	}
+	if tag.RowsAffected() == 0 {
+		return nil, db.staleOrMissing(ctx, "schemes", s.ID, errs.New(errs.NotFound, "scheme %d not found", s.ID))
+	}
+	return db.GetScheme(ctx, s.ID)
+}
+
+// staleOrMissing tells why an update guarded by updated_at changed no row: the row changed since
+// it was read (distribution.ErrStale), or it is gone (notFound).
+func (db *DB) staleOrMissing(ctx context.Context, table string, id int64, notFound error) error {
+	var exists bool
+	if err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE id = $1)`, id).Scan(&exists); err != nil {
+		return dbErr(err)
+	}
+	if !exists {
+		return notFound
+	}
+	return fmt.Errorf("%s %d: %w", table, id, distribution.ErrStale)
+}
+
+func schemeWriteErr(err error, s *distribution.Scheme) error {
+	switch {
+	case err == nil:
+		return nil
+	case isUniqueViolation(err, "schemes_app_id_name_key"):
+		return &errs.Error{Kind: errs.Conflict, Msg: "name is already the name of another scheme of this app",
+			Entry: map[string][]string{"name": {"is already the name of another scheme of this app"}}}
+	case isCode(err, "23503"): // foreign_key_violation: the app is gone
+		return errs.New(errs.NotFound, "app %d not found", s.AppID)
+	}
+	return dbErr(err)
 }
 
 // NewSlug returns a random channel key: 32 lowercase hex characters (128 bits), unguessable.
@@ -212,40 +312,19 @@ func NewSlug() string {
 	return hex.EncodeToString(b)
 }
 
-// ChannelBySlug returns the channel with this key, or errs.NotFound.
-func (db *DB) ChannelBySlug(ctx context.Context, slug string) (*Channel, error) {
-	return channelBySlug(ctx, db.Pool, slug)
-}
-
-func channelBySlug(ctx context.Context, q querier, slug string) (*Channel, error) {
-	var c Channel
-	err := scanChannel(q.QueryRow(ctx, `SELECT `+channelColumns+` FROM channels c WHERE c.slug = $1`, slug), &c)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errs.New(errs.NotFound, "channel not found")
-	}
-	if err != nil {
-		return nil, dbErr(err)
-	}
-	return &c, nil
-}
-
-// ChannelContext is a channel with the app and scheme it belongs to, as listings render them.
-type ChannelContext struct {
-	Channel Channel
-	App     App // without schemes
-	Scheme  Scheme
-}
-
 // ChannelContextBySlug returns the channel with its app and scheme, or errs.NotFound.
-func (db *DB) ChannelContextBySlug(ctx context.Context, slug string) (*ChannelContext, error) {
-	var cc ChannelContext
-	c := &cc.Channel
-	err := db.Pool.QueryRow(ctx, `
-		SELECT `+channelColumns+`, s.id, s.app_id, s.name, a.id, a.name, a.created_at, a.updated_at
-		FROM channels c JOIN schemes s ON s.id = c.scheme_id JOIN apps a ON a.id = s.app_id
-		WHERE c.slug = $1`, slug).
-		Scan(&c.ID, &c.SchemeID, &c.Name, &c.Slug, &c.DeviceType, &c.BundleID, &c.GitURL, &c.PasswordHash, &c.CreatedAt,
-			&cc.Scheme.ID, &cc.Scheme.AppID, &cc.Scheme.Name, &cc.App.ID, &cc.App.Name, &cc.App.CreatedAt, &cc.App.UpdatedAt)
+func (db *DB) ChannelContextBySlug(ctx context.Context, slug string) (*distribution.ChannelContext, error) {
+	return db.channelContext(ctx, `c.slug = $1`, slug)
+}
+
+// ChannelContextByID returns the channel with its app and scheme, or errs.NotFound.
+func (db *DB) ChannelContextByID(ctx context.Context, id int64) (*distribution.ChannelContext, error) {
+	return db.channelContext(ctx, `c.id = $1`, id)
+}
+
+func (db *DB) channelContext(ctx context.Context, where string, arg any) (*distribution.ChannelContext, error) {
+	var cc distribution.ChannelContext
+	err := db.Pool.QueryRow(ctx, `SELECT `+channelContextColumns+channelContextFrom+` WHERE `+where, arg).Scan(channelContextDest(&cc)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errs.New(errs.NotFound, "channel not found")
 	}
@@ -253,4 +332,61 @@ func (db *DB) ChannelContextBySlug(ctx context.Context, slug string) (*ChannelCo
 		return nil, dbErr(err)
 	}
 	return &cc, nil
+}
+
+// ListChannels returns a scheme's channels, or errs.NotFound for an unknown scheme.
+func (db *DB) ListChannels(ctx context.Context, schemeID int64) ([]distribution.Channel, error) {
+	s, err := db.GetScheme(ctx, schemeID)
+	if err != nil {
+		return nil, err
+	}
+	return s.Channels, nil
+}
+
+// CreateChannel inserts a channel into its scheme (a random slug when none is given):
+// errs.NotFound for an unknown scheme, errs.Conflict for a slug in use.
+func (db *DB) CreateChannel(ctx context.Context, c *distribution.Channel) (*distribution.Channel, error) {
+	slug := c.Slug
+	if slug == "" {
+		slug = NewSlug()
+	}
+	var out distribution.Channel
+	err := scanChannel(db.Pool.QueryRow(ctx, `INSERT INTO channels AS c (scheme_id, name, slug, device_type, bundle_id, git_url,
+		password_hash, download_filename_type) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+channelColumns,
+		c.SchemeID, c.Name, slug, c.DeviceType, c.BundleID, c.GitURL, c.PasswordHash, c.DownloadFilenameType), &out)
+	if err := channelWriteErr(err, c); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// UpdateChannel saves a channel's settings (not its scheme) if the row is still as read (its
+// updated_at is c.UpdatedAt; distribution.ErrStale otherwise): errs.NotFound or errs.Conflict.
+// Changing the password hash revokes the cookies and links made with the old one.
+func (db *DB) UpdateChannel(ctx context.Context, c *distribution.Channel) (*distribution.Channel, error) {
+	var out distribution.Channel
+	err := scanChannel(db.Pool.QueryRow(ctx, `UPDATE channels AS c SET name = $2, slug = $3, device_type = $4, bundle_id = $5,
+		git_url = $6, password_hash = $7, download_filename_type = $8, updated_at = clock_timestamp()
+		WHERE c.id = $1 AND c.updated_at = $9 RETURNING `+channelColumns,
+		c.ID, c.Name, c.Slug, c.DeviceType, c.BundleID, c.GitURL, c.PasswordHash, c.DownloadFilenameType, c.UpdatedAt), &out)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, db.staleOrMissing(ctx, "channels", c.ID, errs.New(errs.NotFound, "channel %d not found", c.ID))
+	}
+	if err := channelWriteErr(err, c); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func channelWriteErr(err error, c *distribution.Channel) error {
+	switch {
+	case err == nil:
+		return nil
+	case isUniqueViolation(err, "channels_slug_key"):
+		return &errs.Error{Kind: errs.Conflict, Msg: "slug is already the key of another channel",
+			Entry: map[string][]string{"slug": {"is already the key of another channel"}}}
+	case isCode(err, "23503"):
+		return errs.New(errs.NotFound, "scheme %d not found", c.SchemeID)
+	}
+	return dbErr(err)
 }

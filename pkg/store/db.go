@@ -111,8 +111,10 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// dbErr turns failures to reach the database into errs.Unavailable (503 with Retry-After) and
-// leaves the rest as they are. Errors that are already *errs.Error pass through.
+// dbErr classifies a database error once, where it arises: failures to reach the database become
+// errs.Unavailable (503 with Retry-After), values the database refuses (NUL bytes, invalid UTF-8,
+// check constraints) errs.Invalid; the rest are left as they are (internal). Errors that are
+// already *errs.Error pass through.
 func dbErr(err error) error {
 	if err == nil {
 		return nil
@@ -123,6 +125,17 @@ func dbErr(err error) error {
 	}
 	if IsUnavailable(err) {
 		return errs.Wrap(errs.Unavailable, err, "the database is unavailable; retry later")
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "22021", "22P05": // character_not_in_repertoire, untranslatable_character: NUL or bad UTF-8
+			return errs.Wrap(errs.Invalid, err, "a parameter holds a NUL byte or invalid UTF-8")
+		case "22001", "22003": // string_data_right_truncation, numeric_value_out_of_range
+			return errs.Wrap(errs.Invalid, err, "a parameter is too long or out of range")
+		case "23514": // check_violation: a value the schema refuses (the domain checks first)
+			return errs.Wrap(errs.Invalid, err, "a parameter has a value that is not allowed")
+		}
 	}
 	return err
 }

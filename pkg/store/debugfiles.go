@@ -4,56 +4,24 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
-// DebugFile is an uploaded debug archive (dSYMs or an Android mapping archive) of an app.
-type DebugFile struct {
-	ID             int64
-	AppID          int64
-	AppName        string
-	ChannelID      int64
-	DeviceType     string
-	ReleaseVersion string
-	BuildVersion   string
-	SHA256         string
-	Size           int64
-	ObjectKey      string
-	Filename       string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	Metadata       []DebugFileMetadata
-}
-
-// DebugFileMetadata is one record of what a debug file holds: a Mach-O slice of a dSYM, or the
-// file list of an Android archive.
-type DebugFileMetadata struct {
-	ID          int64
-	DebugFileID int64
-	UUID        string
-	Type        string
-	Object      string
-	Data        json.RawMessage
-	Size        int64
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-}
-
-const debugFileColumns = `d.id, d.app_id, a.name, d.channel_id, d.device_type, d.release_version, d.build_version, d.sha256, d.size,
+const debugFileColumns = `d.id, d.app_id, a.name, d.channel_id, d.device_type, d.release_version, d.build_version, d.sha256, coalesce(d.md5, ''), d.size,
 	d.object_key, d.filename, d.created_at, d.updated_at`
 
-func scanDebugFile(row pgx.Row, d *DebugFile) error {
-	return row.Scan(&d.ID, &d.AppID, &d.AppName, &d.ChannelID, &d.DeviceType, &d.ReleaseVersion, &d.BuildVersion, &d.SHA256,
+func scanDebugFile(row pgx.Row, d *distribution.DebugFile) error {
+	return row.Scan(&d.ID, &d.AppID, &d.AppName, &d.ChannelID, &d.DeviceType, &d.ReleaseVersion, &d.BuildVersion, &d.SHA256, &d.MD5,
 		&d.Size, &d.ObjectKey, &d.Filename, &d.CreatedAt, &d.UpdatedAt)
 }
 
 // GetDebugFile returns a debug file with its metadata, or errs.NotFound.
-func (db *DB) GetDebugFile(ctx context.Context, id int64) (*DebugFile, error) {
-	var d DebugFile
+func (db *DB) GetDebugFile(ctx context.Context, id int64) (*distribution.DebugFile, error) {
+	var d distribution.DebugFile
 	err := scanDebugFile(db.Pool.QueryRow(ctx, `SELECT `+debugFileColumns+` FROM debug_files d JOIN apps a ON a.id = d.app_id WHERE d.id = $1`, id), &d)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errs.New(errs.NotFound, "debug file %d not found", id)
@@ -61,7 +29,7 @@ func (db *DB) GetDebugFile(ctx context.Context, id int64) (*DebugFile, error) {
 	if err != nil {
 		return nil, dbErr(err)
 	}
-	files := []DebugFile{d}
+	files := []distribution.DebugFile{d}
 	if err := db.loadMetadata(ctx, files); err != nil {
 		return nil, err
 	}
@@ -69,50 +37,42 @@ func (db *DB) GetDebugFile(ctx context.Context, id int64) (*DebugFile, error) {
 }
 
 // ListDebugFiles returns a page of an app's debug files of one device type, newest first.
-func (db *DB) ListDebugFiles(ctx context.Context, appID int64, deviceType string, p Page) ([]DebugFile, error) {
+func (db *DB) ListDebugFiles(ctx context.Context, appID int64, deviceType string, p distribution.Page) ([]distribution.DebugFile, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT `+debugFileColumns+` FROM debug_files d JOIN apps a ON a.id = d.app_id
 		WHERE d.app_id = $1 AND d.device_type = $2 ORDER BY d.id DESC LIMIT $3 OFFSET $4`, appID, deviceType, p.PerPage, p.Offset())
 	if err != nil {
 		return nil, dbErr(err)
 	}
-	files, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DebugFile, error) {
-		var d DebugFile
+	files, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.DebugFile, error) {
+		var d distribution.DebugFile
 		return d, scanDebugFile(r, &d)
 	})
 	if err != nil {
 		return nil, dbErr(err)
 	}
 	if files == nil {
-		files = []DebugFile{}
+		files = []distribution.DebugFile{}
 	}
 	return files, db.loadMetadata(ctx, files)
 }
 
-// DebugFileVersion is a debug file's id, versions and upload time, for picking the one to download.
-type DebugFileVersion struct {
-	ID             int64
-	ReleaseVersion string
-	BuildVersion   string
-	CreatedAt      time.Time
-}
-
 // DebugFileVersions lists the versions of an app's debug files of one device type, optionally
 // only those with releaseVersion (and buildVersion), newest upload first.
-func (db *DB) DebugFileVersions(ctx context.Context, appID int64, deviceType, releaseVersion, buildVersion string) ([]DebugFileVersion, error) {
+func (db *DB) DebugFileVersions(ctx context.Context, appID int64, deviceType, releaseVersion, buildVersion string) ([]distribution.DebugFileVersion, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT id, release_version, build_version, created_at FROM debug_files
 		WHERE app_id = $1 AND device_type = $2 AND ($3 = '' OR release_version = $3) AND ($4 = '' OR build_version = $4)
 		ORDER BY id DESC LIMIT 10000`, appID, deviceType, releaseVersion, buildVersion)
 	if err != nil {
 		return nil, dbErr(err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DebugFileVersion, error) {
-		var v DebugFileVersion
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.DebugFileVersion, error) {
+		var v distribution.DebugFileVersion
 		return v, r.Scan(&v.ID, &v.ReleaseVersion, &v.BuildVersion, &v.CreatedAt)
 	})
 	return out, dbErr(err)
 }
 
-func (db *DB) loadMetadata(ctx context.Context, files []DebugFile) error {
+func (db *DB) loadMetadata(ctx context.Context, files []distribution.DebugFile) error {
 	if len(files) == 0 {
 		return nil
 	}
@@ -120,15 +80,15 @@ func (db *DB) loadMetadata(ctx context.Context, files []DebugFile) error {
 	idx := map[int64]int{}
 	for i := range files {
 		ids[i], idx[files[i].ID] = files[i].ID, i
-		files[i].Metadata = []DebugFileMetadata{}
+		files[i].Metadata = []distribution.DebugFileMetadata{}
 	}
 	rows, err := db.Pool.Query(ctx, `SELECT id, debug_file_id, uuid, type, object, data, size, created_at, updated_at
 		FROM debug_file_metadata WHERE debug_file_id = ANY($1) ORDER BY id`, ids)
 	if err != nil {
 		return dbErr(err)
 	}
-	metas, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DebugFileMetadata, error) {
-		var m DebugFileMetadata
+	metas, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.DebugFileMetadata, error) {
+		var m distribution.DebugFileMetadata
 		return m, r.Scan(&m.ID, &m.DebugFileID, &m.UUID, &m.Type, &m.Object, &m.Data, &m.Size, &m.CreatedAt, &m.UpdatedAt)
 	})
 	if err != nil {
@@ -158,7 +118,7 @@ func lockApp(ctx context.Context, tx pgx.Tx, appID int64) error {
 	return err
 }
 
-func insertMetadata(ctx context.Context, tx pgx.Tx, fileID int64, meta []DebugFileMetadata) error {
+func insertMetadata(ctx context.Context, tx pgx.Tx, fileID int64, meta []distribution.DebugFileMetadata) error {
 	for _, m := range meta {
 		data := m.Data
 		if len(data) == 0 {
@@ -174,15 +134,15 @@ func insertMetadata(ctx context.Context, tx pgx.Tx, fileID int64, meta []DebugFi
 
 // CreateDebugFile records a debug file and its metadata and claims its pending object, in one
 // transaction. The same content already uploaded for the app is errs.Conflict.
-func (db *DB) CreateDebugFile(ctx context.Context, d *DebugFile, meta []DebugFileMetadata) (*DebugFile, error) {
+func (db *DB) CreateDebugFile(ctx context.Context, d *distribution.DebugFile, meta []distribution.DebugFileMetadata) (*distribution.DebugFile, error) {
 	var id int64
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		if err := lockApp(ctx, tx, d.AppID); err != nil {
 			return err
 		}
-		err := tx.QueryRow(ctx, `INSERT INTO debug_files (app_id, channel_id, device_type, release_version, build_version, sha256, size, object_key, filename)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9) ON CONFLICT (app_id, sha256) DO NOTHING RETURNING id`,
-			d.AppID, d.ChannelID, d.DeviceType, d.ReleaseVersion, d.BuildVersion, d.SHA256, d.Size, d.ObjectKey, d.Filename).Scan(&id)
+		err := tx.QueryRow(ctx, `INSERT INTO debug_files (app_id, channel_id, device_type, release_version, build_version, sha256, md5, size, object_key, filename)
+			VALUES ($1,$2,$3,$4,$5,$6,nullif($7, ''),$8,$9,$10) ON CONFLICT (app_id, sha256) DO NOTHING RETURNING id`,
+			d.AppID, d.ChannelID, d.DeviceType, d.ReleaseVersion, d.BuildVersion, d.SHA256, d.MD5, d.Size, d.ObjectKey, d.Filename).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return duplicateDebugFile(ctx, tx, d.AppID, d.SHA256)
 		}
@@ -202,7 +162,7 @@ func (db *DB) CreateDebugFile(ctx context.Context, d *DebugFile, meta []DebugFil
 
 // ReplaceDebugFile points a debug file at a new object with new versions and metadata, records
 // the old object as deleted and claims the new one, in one transaction. It returns the old key.
-func (db *DB) ReplaceDebugFile(ctx context.Context, d *DebugFile, meta []DebugFileMetadata) (string, *DebugFile, error) {
+func (db *DB) ReplaceDebugFile(ctx context.Context, d *distribution.DebugFile, meta []distribution.DebugFileMetadata) (string, *distribution.DebugFile, error) {
 	var oldKey string
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		if err := lockApp(ctx, tx, d.AppID); err != nil {
@@ -216,8 +176,8 @@ func (db *DB) ReplaceDebugFile(ctx context.Context, d *DebugFile, meta []DebugFi
 			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE debug_files SET release_version = $2, build_version = $3, sha256 = $4, size = $5,
-			object_key = $6, filename = $7, updated_at = now() WHERE id = $1`,
-			d.ID, d.ReleaseVersion, d.BuildVersion, d.SHA256, d.Size, d.ObjectKey, d.Filename)
+			object_key = $6, filename = $7, md5 = nullif($8, ''), updated_at = now() WHERE id = $1`,
+			d.ID, d.ReleaseVersion, d.BuildVersion, d.SHA256, d.Size, d.ObjectKey, d.Filename, d.MD5)
 		if isUniqueViolation(err, "") {
 			return duplicateDebugFile(ctx, db.Pool, d.AppID, d.SHA256)
 		}
@@ -268,4 +228,23 @@ func (db *DB) ReleaseBundleIDs(ctx context.Context, appID int64, platform string
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return ids, dbErr(err)
+}
+
+// FindDebugFile returns the newest debug file matching the non-zero fields of q, or
+// errs.NotFound.
+func (db *DB) FindDebugFile(ctx context.Context, q distribution.DebugFileQuery) (*distribution.DebugFile, error) {
+	var id int64
+	err := db.Pool.QueryRow(ctx, `SELECT d.id FROM debug_files d
+		WHERE ($1 = 0 OR d.app_id = $1) AND ($2 = '' OR d.device_type = $2)
+		  AND ($3 = '' OR d.release_version = $3) AND ($4 = '' OR d.build_version = $4)
+		  AND ($5 = '' OR EXISTS (SELECT 1 FROM debug_file_metadata m WHERE m.debug_file_id = d.id AND m.uuid = $5))
+		  AND ($6 = '' OR d.sha256 = $6) AND ($7 = '' OR d.md5 = $7)
+		ORDER BY d.id DESC LIMIT 1`, q.AppID, q.DeviceType, q.ReleaseVersion, q.BuildVersion, q.UUID, q.SHA256, q.MD5).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errs.New(errs.NotFound, "no debug file matches")
+	}
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	return db.GetDebugFile(ctx, id)
 }

@@ -38,12 +38,6 @@ func (db *DB) Abandon(ctx context.Context, keys ...string) ([]string, error) {
 	return out, dbErr(err)
 }
 
-// MarkDeleted records objects for the collector, outside any other transaction: used when an
-// upload fails and the object could not be deleted at once.
-func (db *DB) MarkDeleted(ctx context.Context, keys ...string) error {
-	return dbErr(markDeleted(ctx, db.Pool, keys))
-}
-
 func markDeleted(ctx context.Context, q querier, keys []string) error {
 	if len(keys) == 0 {
 		return nil
@@ -79,7 +73,11 @@ func (db *DB) Collectable(ctx context.Context, grace time.Duration, limit int) (
 	return keys, dbErr(err)
 }
 
-const collectableWhere = `(state = 'deleted' OR (state = 'pending' AND created_at < now() - make_interval(secs => $1)))`
+// collectableWhere: deleted objects, and pending ones older than the grace period, except the
+// objects of upload sessions still open, which may take as long as their expiry allows.
+const collectableWhere = `(state = 'deleted' OR (state = 'pending' AND created_at < now() - make_interval(secs => $1)
+	AND NOT EXISTS (SELECT 1 FROM upload_sessions u WHERE u.object_key = storage_objects.key
+		AND u.state IN ('open', 'completing') AND u.expires_at > now())))`
 
 // Collect deletes one collectable object with del while holding its bookkeeping row locked, then
 // removes the row. The lock orders it against claim: an upload committing at the same moment

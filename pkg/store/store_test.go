@@ -2,9 +2,14 @@ package store_test
 
 import (
 	"context"
+	"io/fs"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/slipwayhq/slipway/migrations"
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/store"
 	"github.com/slipwayhq/slipway/test/testenv"
@@ -18,14 +23,23 @@ func TestMigrateDownAndUp(t *testing.T) {
 	}
 	defer m.Close()
 	v, dirty, err := m.Version()
-	if err != nil || dirty || v != 1 {
-		t.Fatalf("version = %d dirty=%v err=%v, want 1 clean", v, dirty, err)
+	newest := uint(0)
+	files, _ := fs.Glob(migrations.FS, "*.up.sql")
+	for _, f := range files {
+		n, _ := strconv.Atoi(strings.SplitN(f, "_", 2)[0])
+		newest = max(newest, uint(n))
 	}
-	if err := m.Down(); err != nil {
-		t.Fatal(err)
+	if err != nil || dirty || v != newest {
+		t.Fatalf("version = %d dirty=%v err=%v, want %d clean", v, dirty, err, newest)
 	}
-	if v, _, _ := m.Version(); v != 0 {
-		t.Fatalf("after down: version %d", v)
+	// Every migration reverts cleanly, one step at a time, down to an empty database.
+	for want := newest; want > 0; want-- {
+		if err := m.Down(); err != nil {
+			t.Fatalf("down from %d: %v", want, err)
+		}
+		if v, dirty, _ := m.Version(); v != want-1 || dirty {
+			t.Fatalf("after down from %d: version %d dirty %v", want, v, dirty)
+		}
 	}
 	if err := m.Up(); err != nil {
 		t.Fatal(err)
@@ -35,18 +49,18 @@ func TestMigrateDownAndUp(t *testing.T) {
 func TestTokens(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.DB(t)
-	secret, tok, err := db.CreateToken(ctx, "ci", store.ScopeUpload)
+	secret, tok, err := db.CreateToken(ctx, "ci", distribution.ScopeUpload)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(secret) < 30 || tok.Scope != "upload" {
 		t.Fatalf("token %q scope %q", secret, tok.Scope)
 	}
-	if _, _, err := db.CreateToken(ctx, "ci", store.ScopeAdmin); errs.KindOf(err) != errs.Conflict {
+	if _, _, err := db.CreateToken(ctx, "ci", distribution.ScopeAdmin); errs.KindOf(err) != errs.Conflict {
 		t.Fatalf("duplicate name: %v", err)
 	}
 	got, err := db.Authenticate(ctx, secret)
-	if err != nil || got.ID != tok.ID || !got.Allows(store.ScopeUpload) || got.Allows(store.ScopeAdmin) {
+	if err != nil || got.ID != tok.ID || !got.Allows(distribution.ScopeUpload) || got.Allows(distribution.ScopeAdmin) {
 		t.Fatalf("authenticate: %+v %v", got, err)
 	}
 	if _, err := db.Authenticate(ctx, secret+"x"); errs.KindOf(err) != errs.Unauthenticated {
@@ -62,7 +76,7 @@ func TestTokens(t *testing.T) {
 		t.Fatalf("revoke twice: %v", err)
 	}
 	// A revoked name may be reused.
-	if _, _, err := db.CreateToken(ctx, "ci", store.ScopeAdmin); err != nil {
+	if _, _, err := db.CreateToken(ctx, "ci", distribution.ScopeAdmin); err != nil {
 		t.Fatal(err)
 	}
 	toks, err := db.ListTokens(ctx)
@@ -102,8 +116,11 @@ func TestCollectorAndClaimAreOrdered(t *testing.T) {
 	if ok, err := db.Collect(ctx, "packages/a", 0, del); ok || err != nil {
 		t.Fatalf("collect twice: %v %v", ok, err)
 	}
-	if err := db.MarkDeleted(ctx, "icons/b"); err != nil {
+	if err := db.MarkPending(ctx, "icons/b"); err != nil {
 		t.Fatal(err)
+	}
+	if doomed, err := db.Abandon(ctx, "icons/b"); err != nil || len(doomed) != 1 {
+		t.Fatalf("abandon: %v %v", doomed, err)
 	}
 	keys, _ = db.Collectable(ctx, 3600e9, 10)
 	if len(keys) != 1 || keys[0] != "icons/b" {

@@ -1,7 +1,8 @@
 // Package uploader is the client side of Slipway's (and Zealot's) upload API: it sends an app
 // package to POST /api/apps/upload or a debug archive to POST /api/debug_files/upload, streaming
 // the file from disk. `slipway upload` and `slipway debug-file upload` are thin flag parsers over
-// it. It uses net/http only, so it carries none of the server's dependencies.
+// it. The same Client manages API tokens over HTTP (tokens.go) for `slipway token --url`. It uses
+// net/http only, so it carries none of the server's dependencies.
 //
 // # Streaming
 //
@@ -58,7 +59,7 @@ import (
 const (
 	DefaultDialTimeout           = 30 * time.Second
 	DefaultResponseHeaderTimeout = 10 * time.Minute
-	DefaultStallTimeout          = 2 * time.Minute
+	DefaultStallTimeout          = 5 * time.Minute // longer than a server's upload queue timeout (2m)
 	// expectContinueTimeout is how long to wait for "100 Continue" before sending the body anyway
 	// (some proxies never answer it).
 	expectContinueTimeout = 3 * time.Second
@@ -86,6 +87,13 @@ type Client struct {
 	// StallTimeout fails an upload whose connection takes no byte of the body for that long
 	// (default DefaultStallTimeout).
 	StallTimeout time.Duration
+	// MaxAttempts is how many times an upload is sent when the server is busy or unreachable
+	// (default DefaultMaxAttempts; 1 disables retries). See retry.go.
+	MaxAttempts int
+	// OnRetry, when set, is told of each retry before its wait (for a progress line).
+	OnRetry func(attempt int, wait time.Duration, cause error)
+	// sleep waits between attempts (tests replace it).
+	sleep func(ctx context.Context, d time.Duration) error
 
 	once   sync.Once
 	client *http.Client
@@ -179,6 +187,8 @@ type APIError struct {
 	Entry map[string][]string
 	// RequestID identifies an internal error in the server's logs.
 	RequestID string
+	// RetryAfter is the server's Retry-After (429, 503), 0 when it sent none.
+	RetryAfter time.Duration
 }
 
 func (e *APIError) Error() string {
@@ -195,21 +205,16 @@ var ErrStalled = errors.New("the connection took no data")
 // UploadApp uploads the package at path to POST /api/apps/upload and returns the new release.
 // A non-2xx answer is an *APIError. progress may be nil.
 func (c *Client) UploadApp(ctx context.Context, path string, form AppForm, progress ProgressFunc) (*Release, error) {
-	fields := []field{
-		{"channel_key", form.ChannelKey}, {"name", form.Name}, {"release_type", form.ReleaseType},
-		{"source", form.Source}, {"changelog", form.Changelog}, {"branch", form.Branch},
-		{"git_commit", form.GitCommit}, {"ci_url", form.CIURL}, {"password", form.Password},
-		{"release_version", form.ReleaseVersion}, {"build_version", form.BuildVersion}, {"bundle_id", form.BundleID},
-	}
-	if len(form.CustomFields) > 0 {
-		b, err := json.Marshal(form.CustomFields)
-		if err != nil {
-			return nil, err
-		}
-		fields = append(fields, field{"custom_fields", string(b)})
-	}
+	fields := appFields(form)
 	var rel Release
-	raw, err := c.send(ctx, "/api/apps/upload", path, fields, progress, []string{form.Password})
+	// One key for every attempt: a retry of an upload the server did record returns that release
+	// instead of making a second one.
+	idem := newIdempotencyKey()
+	var raw []byte
+	err := c.retry(ctx, true, func() (err error) {
+		raw, err = c.send(ctx, "/api/apps/upload", path, fields, progress, []string{form.Password}, idem)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +230,12 @@ func (c *Client) UploadApp(ctx context.Context, path string, form AppForm, progr
 func (c *Client) UploadDebugFile(ctx context.Context, path string, form DebugFileForm, progress ProgressFunc) (*DebugFile, error) {
 	fields := []field{{"channel_key", form.ChannelKey}, {"release_version", form.ReleaseVersion}, {"build_version", form.BuildVersion}}
 	var df DebugFile
-	raw, err := c.send(ctx, "/api/debug_files/upload", path, fields, progress, nil)
+	// Debug files have no idempotency key: retry only answers that say nothing was recorded.
+	var raw []byte
+	err := c.retry(ctx, false, func() (err error) {
+		raw, err = c.send(ctx, "/api/debug_files/upload", path, fields, progress, nil, "")
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -238,9 +248,25 @@ func (c *Client) UploadDebugFile(ctx context.Context, path string, form DebugFil
 
 type field struct{ name, value string }
 
+// appFields are an app upload's form fields, empty ones included (envelope skips them).
+func appFields(form AppForm) []field {
+	fields := []field{
+		{"channel_key", form.ChannelKey}, {"name", form.Name}, {"release_type", form.ReleaseType},
+		{"source", form.Source}, {"changelog", form.Changelog}, {"branch", form.Branch},
+		{"git_commit", form.GitCommit}, {"ci_url", form.CIURL}, {"password", form.Password},
+		{"release_version", form.ReleaseVersion}, {"build_version", form.BuildVersion}, {"bundle_id", form.BundleID},
+	}
+	if len(form.CustomFields) > 0 {
+		b, _ := json.Marshal(form.CustomFields) // strings only: cannot fail
+		fields = append(fields, field{"custom_fields", string(b)})
+	}
+	return fields
+}
+
 // send posts fields and the file at path (as the "file" part, last) to apiPath and returns the
 // body of a 2xx answer. secrets are redacted from every error, with the token.
-func (c *Client) send(ctx context.Context, apiPath, path string, fields []field, progress ProgressFunc, secrets []string) (_ []byte, err error) {
+// idem, when set, is sent as the Idempotency-Key header.
+func (c *Client) send(ctx context.Context, apiPath, path string, fields []field, progress ProgressFunc, secrets []string, idem string) (_ []byte, err error) {
 	secrets = append(secrets, c.Token)
 	defer func() {
 		if err != nil {
@@ -291,6 +317,9 @@ func (c *Client) send(ctx context.Context, apiPath, path string, fields []field,
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Expect", "100-continue")
+	if idem != "" {
+		req.Header.Set("Idempotency-Key", idem)
+	}
 	req.Header.Set("User-Agent", or(c.UserAgent, "slipway-uploader"))
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Token "+c.Token)
@@ -486,8 +515,9 @@ func apiError(resp *http.Response, raw []byte) *APIError {
 		e.Message = http.StatusText(resp.StatusCode)
 	}
 	if ra := resp.Header.Get("Retry-After"); ra != "" && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-		if s, err := strconv.Atoi(ra); err == nil {
+		if s, err := strconv.Atoi(ra); err == nil && s >= 0 {
 			e.Message += fmt.Sprintf(" (retry after %ds)", s)
+			e.RetryAfter = time.Duration(s) * time.Second
 		}
 	}
 	return e

@@ -249,7 +249,7 @@ func TestUploadErrors(t *testing.T) {
 		{srv.URL + "/busy", "server answered 429 Too Many Requests: too many uploads (retry after 7s)"},
 		{"ftp://example.com", "must be an absolute http:// or https:// URL"},
 	} {
-		_, err := (&Client{BaseURL: c.base, Token: testToken}).UploadApp(ctx, path, AppForm{}, nil)
+		_, err := (&Client{BaseURL: c.base, Token: testToken, MaxAttempts: 1}).UploadApp(ctx, path, AppForm{}, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "leak") {
 			t.Errorf("%s: error %v, want %q", c.base, err, c.want)
 		}
@@ -277,7 +277,7 @@ func TestUploadStalled(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	path := sparseFile(t, 512<<20)
-	c := &Client{BaseURL: srv.URL, Token: testToken, StallTimeout: 500 * time.Millisecond}
+	c := &Client{BaseURL: srv.URL, Token: testToken, StallTimeout: 500 * time.Millisecond, MaxAttempts: 1}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	_, err := c.UploadApp(ctx, path, AppForm{}, nil)
@@ -310,5 +310,82 @@ func TestEnvelope(t *testing.T) {
 	want := "a=1|,b=x\r\ny|,file=FILE|we\"ird.ipa"
 	if strings.Join(parts, ",") != want {
 		t.Errorf("parts %q, want %q", strings.Join(parts, ","), want)
+	}
+}
+
+// A busy server (429, 503) is retried with backoff, honouring Retry-After, and every attempt of one
+// upload carries the same Idempotency-Key, so a retry never makes a second release; an answer that
+// is not about being busy is not retried.
+func TestRetriesBusyServer(t *testing.T) {
+	var attempts atomic.Int32
+	keys := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		keys <- r.Header.Get("Idempotency-Key")
+		w.Header().Set("Content-Type", "application/json")
+		switch attempts.Add(1) {
+		case 1:
+			w.Header().Set("Retry-After", "30")
+			w.WriteHeader(429)
+			io.WriteString(w, `{"error":"queue full"}`)
+		case 2:
+			w.WriteHeader(503)
+			io.WriteString(w, `{"error":"database unavailable"}`)
+		default:
+			w.WriteHeader(201)
+			io.WriteString(w, `{"id":1,"release_url":"https://example.com/channels/k/releases/1"}`)
+		}
+	}))
+	defer srv.Close()
+	var waits []time.Duration
+	var announced []int
+	c := &Client{BaseURL: srv.URL, Token: testToken,
+		sleep:   func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil },
+		OnRetry: func(attempt int, _ time.Duration, _ error) { announced = append(announced, attempt) }}
+	rel, err := c.UploadApp(context.Background(), sparseFile(t, 1<<20), AppForm{}, nil)
+	if err != nil || rel.ID != 1 {
+		t.Fatalf("upload: %v %+v", err, rel)
+	}
+	if attempts.Load() != 3 || fmt.Sprint(waits) != "[30s 4s]" || fmt.Sprint(announced) != "[2 3]" {
+		t.Fatalf("%d attempts, waits %v, announced %v", attempts.Load(), waits, announced)
+	}
+	close(keys)
+	first := <-keys
+	if !strings.HasPrefix(first, "slipway-cli-") {
+		t.Fatalf("Idempotency-Key %q", first)
+	}
+	for k := range keys {
+		if k != first {
+			t.Fatalf("attempts sent different keys: %q, %q", first, k)
+		}
+	}
+
+	// A refused upload (422) is not retried; a busy server is given up after MaxAttempts.
+	attempts.Store(0)
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		attempts.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/api/apps/upload" && r.Header.Get("X-Test") == "" {
+			w.WriteHeader(422)
+			io.WriteString(w, `{"error":"not a package"}`)
+			return
+		}
+	}))
+	defer bad.Close()
+	c = &Client{BaseURL: bad.URL, Token: testToken, sleep: func(context.Context, time.Duration) error { return nil }}
+	if _, err := c.UploadApp(context.Background(), sparseFile(t, 1<<10), AppForm{}, nil); err == nil || attempts.Load() != 1 {
+		t.Fatalf("422: %v after %d attempts", err, attempts.Load())
+	}
+	attempts.Store(0)
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		attempts.Add(1)
+		w.WriteHeader(429)
+	}))
+	defer busy.Close()
+	c = &Client{BaseURL: busy.URL, Token: testToken, MaxAttempts: 4, sleep: func(context.Context, time.Duration) error { return nil }}
+	if _, err := c.UploadDebugFile(context.Background(), sparseFile(t, 1<<10), DebugFileForm{ChannelKey: "k"}, nil); err == nil || attempts.Load() != 4 {
+		t.Fatalf("busy: %v after %d attempts", err, attempts.Load())
 	}
 }

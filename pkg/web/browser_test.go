@@ -263,7 +263,7 @@ func TestBrowserTesterPath(t *testing.T) {
 
 	// versions reads the app name and versions the page must show from the API.
 	versions := func(slug string) (app, releaseVersion, buildVersion string) {
-		r := e.Get(t, "/api/apps/latest?channel_key="+slug).Map(t)
+		r := e.Get(t, "/api/apps/latest?release_version=0&build_version=0&channel_key="+slug).Map(t)
 		rs := r["releases"].(map[string]any)
 		return r["app"].(map[string]any)["name"].(string), rs["release_version"].(string), rs["build_version"].(string)
 	}

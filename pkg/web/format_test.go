@@ -44,8 +44,8 @@ func TestInstallURL(t *testing.T) {
 func TestEtagMatch(t *testing.T) {
 	const tag = `"abc"`
 	for h, want := range map[string]bool{`"abc"`: true, `W/"abc"`: true, `"x", "abc"`: true, "*": true, `"abd"`: false, "": false} {
-		if etagMatch(h, tag) != want {
-			t.Errorf("etagMatch(%q) != %v", h, want)
+		if ETagMatch(h, tag) != want {
+			t.Errorf("ETagMatch(%q) != %v", h, want)
 		}
 	}
 }

@@ -9,9 +9,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/links"
-	"github.com/slipwayhq/slipway/pkg/store"
 )
 
 // otherReleases is how many of the channel's other recent releases a release page lists.
@@ -35,8 +35,8 @@ type releaseView struct {
 	Insecure, Expired                        bool
 	ProfileExpires                           string
 	Profile                                  *profileView
-	Changelog                                []store.ChangelogEntry
-	CustomFields                             []store.CustomField
+	Changelog                                []distribution.ChangelogEntry
+	CustomFields                             []distribution.CustomField
 	Others                                   []summaryView
 }
 
@@ -70,31 +70,25 @@ type channelView struct {
 }
 
 // releasePage: GET /channels/:slug/releases/:id, the page a tester opens to install a build.
-func (h *Handler) releasePage(c *gin.Context) {
+func (h *Handler) releasePage(c *gin.Context) error {
 	slug := c.Param("slug")
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
-		h.failPage(c, errs.New(errs.NotFound, "there is no such release"), "")
-		return
+		return errs.New(errs.NotFound, "there is no such release")
 	}
-	rc, err := h.db.GetRelease(c, id)
-	if err == nil && rc.Channel.Slug != slug {
-		err = errs.New(errs.NotFound, "release %d not found in this channel", id)
-	}
+	view, err := h.svc.ChannelView(c, slug)
 	if err != nil {
-		h.failPage(c, err, "")
-		return
+		return err
 	}
-	cc := &store.ChannelContext{Channel: rc.Channel, App: rc.App, Scheme: rc.Scheme}
+	rc, err := h.svc.ReleaseInView(c, view, id)
+	if err != nil {
+		return err
+	}
+	cc := &view.ChannelContext
 	if !h.gate(c, cc, h.links.Release(slug, id)) {
-		return
+		return nil
 	}
-	recent, err := h.db.RecentReleases(c, rc.Channel.ID, "", otherReleases+1)
-	if err != nil {
-		h.failPage(c, err, "")
-		return
-	}
-	v := h.releaseView(rc, recent)
+	v := h.releaseView(rc, view.Releases[:min(len(view.Releases), otherReleases+1)])
 	og := &openGraph{
 		Title:       rc.App.Name + " " + versionText(&rc.Release),
 		Description: strings.Join(nonEmpty(v.Platform, v.Device, v.ReleaseType, v.Size, "uploaded "+v.Uploaded), " · "),
@@ -105,9 +99,10 @@ func (h *Handler) releasePage(c *gin.Context) {
 	h.render(c, http.StatusOK, "release", page{
 		Title: og.Title + " · Slipway", OG: og, Crumb: h.channelCrumb(cc), Body: v,
 	}, rc.Channel.HasPassword())
+	return nil
 }
 
-func (h *Handler) releaseView(rc *store.ReleaseContext, recent []store.Release) releaseView {
+func (h *Handler) releaseView(rc *distribution.ReleaseContext, recent []distribution.Release) releaseView {
 	r, ch := &rc.Release, &rc.Channel
 	v := releaseView{
 		ID: r.ID, AppName: rc.App.Name, Platform: name(platformNames, r.Platform), PlatformIcon: iconClass(r.Platform),
@@ -137,33 +132,28 @@ func (h *Handler) releaseView(rc *store.ReleaseContext, recent []store.Release) 
 }
 
 // channelPage: GET /channels/:slug, the channel's newest release and the list of its releases.
-func (h *Handler) channelPage(c *gin.Context) {
+func (h *Handler) channelPage(c *gin.Context) error {
 	slug := c.Param("slug")
-	cc, err := h.db.ChannelContextBySlug(c, slug)
+	view, err := h.svc.ChannelView(c, slug)
 	if err != nil {
-		h.failPage(c, err, "")
-		return
+		return err
 	}
+	cc := &view.ChannelContext
 	if !h.gate(c, cc, h.links.Channel(slug)) {
-		return
+		return nil
 	}
 	pageNo := 1
 	if raw := c.Query("page"); raw != "" {
 		if pageNo, err = strconv.Atoi(raw); err != nil || pageNo <= 0 || pageNo > 1_000_000 {
-			h.failPage(c, errs.Field("page", "must be a positive integer"), h.links.Channel(slug))
-			return
+			c.Set(backURLKey, h.links.Channel(slug))
+			return errs.Field("page", "must be a positive integer")
 		}
 	}
 	ch := &cc.Channel
-	total, err := h.db.CountReleases(c, ch.ID)
+	total := view.Total
+	list, err := h.svc.Versions(c, view, distribution.Page{Page: pageNo, PerPage: channelPerPage})
 	if err != nil {
-		h.failPage(c, err, "")
-		return
-	}
-	list, err := h.db.ListReleases(c, ch.ID, store.Page{Page: pageNo, PerPage: channelPerPage})
-	if err != nil {
-		h.failPage(c, err, "")
-		return
+		return err
 	}
 	v := channelView{AppName: cc.App.Name, ChannelLabel: channelLabel(cc), Total: total, Page: pageNo,
 		Pages: max(1, (total+channelPerPage-1)/channelPerPage), Insecure: ch.DeviceType == "ios" && !h.https()}
@@ -177,23 +167,18 @@ func (h *Handler) channelPage(c *gin.Context) {
 		v.Releases = append(v.Releases, h.summary(&list[i], ch))
 	}
 	og := &openGraph{Title: cc.App.Name + " · " + v.ChannelLabel, URL: h.links.Channel(slug), Image: h.links.Icon(0, false)}
-	if total > 0 {
-		newest, err := h.db.RecentReleases(c, ch.ID, "", 1)
-		if err != nil {
-			h.failPage(c, err, "")
-			return
-		}
-		if len(newest) == 1 {
-			s := h.summary(&newest[0], ch)
-			v.Latest = &s
-			og.Description = "Newest: " + versionText(&newest[0]) + ", uploaded " + s.Uploaded
-			og.Image = h.links.Icon(newest[0].ID, newest[0].IconKey != nil && !ch.HasPassword())
-		}
+	if len(view.Releases) > 0 {
+		newest := &view.Releases[0]
+		s := h.summary(newest, ch)
+		v.Latest = &s
+		og.Description = "Newest: " + versionText(newest) + ", uploaded " + s.Uploaded
+		og.Image = h.links.Icon(newest.ID, newest.IconKey != nil && !ch.HasPassword())
 	}
 	h.render(c, http.StatusOK, "channel", page{Title: og.Title + " · Slipway", OG: og, Body: v}, ch.HasPassword())
+	return nil
 }
 
-func (h *Handler) summary(r *store.Release, ch *store.Channel) summaryView {
+func (h *Handler) summary(r *distribution.Release, ch *distribution.Channel) summaryView {
 	s := summaryView{
 		URL: h.links.Release(ch.Slug, r.ID), ReleaseVersion: r.ReleaseVersion, BuildVersion: r.BuildVersion,
 		Size: humanSize(r.Size), Uploaded: h.when(r.CreatedAt), Version: r.Version, IconURL: h.links.Icon(r.ID, r.IconKey != nil),
@@ -209,7 +194,7 @@ func (h *Handler) summary(r *store.Release, ch *store.Channel) summaryView {
 // otherwise. On a protected channel the link carries a short-lived access token, since iOS
 // fetches the manifest and the package without the browser's cookies (and so may an Android
 // download manager).
-func (h *Handler) installButton(r *store.Release, ch *store.Channel) install {
+func (h *Handler) installButton(r *distribution.Release, ch *distribution.Channel) install {
 	in := install{InstallURL: installURL(h.links.Install(r.Platform, ch.Slug, r.ID, h.svc.ReleaseAccessToken(ch, r.ID))), Installable: true}
 	switch {
 	case r.Platform == "ios":
@@ -243,22 +228,22 @@ func installURL(u string) template.URL {
 	return "#"
 }
 
-func profileExpired(r *store.Release) bool {
+func profileExpired(r *distribution.Release) bool {
 	return r.Profile != nil && !r.Profile.ExpiresAt.IsZero() && r.Profile.ExpiresAt.Before(time.Now())
 }
 
 func (h *Handler) https() bool { return strings.HasPrefix(h.cfg.PublicURL, "https://") }
 
-func (h *Handler) channelCrumb(cc *store.ChannelContext) *crumb {
+func (h *Handler) channelCrumb(cc *distribution.ChannelContext) *crumb {
 	return &crumb{Text: cc.App.Name + " · " + channelLabel(cc), URL: h.links.Channel(cc.Channel.Slug)}
 }
 
 // channelLabel names a channel within its app: "Adhoc · iOS".
-func channelLabel(cc *store.ChannelContext) string {
+func channelLabel(cc *distribution.ChannelContext) string {
 	return strings.Join(nonEmpty(cc.Scheme.Name, name(platformNames, cc.Channel.Name)), " · ")
 }
 
-func versionText(r *store.Release) string {
+func versionText(r *distribution.Release) string {
 	return r.ReleaseVersion + " (" + r.BuildVersion + ")"
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/store"
 )
 
 // maxFormBytes bounds the password form's body.
@@ -28,7 +27,7 @@ type passwordView struct {
 // The form needs no CSRF token: all a forged cross-site POST can do is give a password the forger
 // already knows, letting the victim's browser into that one channel, and the cookie it sets is
 // SameSite=Lax and HttpOnly, so other sites can neither send it in their own POSTs nor read it.
-func (h *Handler) gate(c *gin.Context, cc *store.ChannelContext, pageURL string) bool {
+func (h *Handler) gate(c *gin.Context, cc *distribution.ChannelContext, pageURL string) bool {
 	ch := &cc.Channel
 	if c.Request.Method == http.MethodPost {
 		if !ch.HasPassword() {
@@ -61,7 +60,7 @@ func (h *Handler) gate(c *gin.Context, cc *store.ChannelContext, pageURL string)
 }
 
 // passwordForm answers with the password form, saying what was wrong with the last attempt.
-func (h *Handler) passwordForm(c *gin.Context, cc *store.ChannelContext, action string, err error) {
+func (h *Handler) passwordForm(c *gin.Context, cc *distribution.ChannelContext, action string, err error) {
 	v := passwordView{AppName: cc.App.Name, ChannelLabel: channelLabel(cc), IconURL: h.links.Icon(0, false), Action: action}
 	status := http.StatusOK
 	switch kind := errs.KindOf(err); {
@@ -86,7 +85,7 @@ func (h *Handler) passwordForm(c *gin.Context, cc *store.ChannelContext, action 
 // signed and bound to the password hash (distribution.Service.ChannelCookie), HttpOnly,
 // SameSite=Lax, Secure when the service is on https, and covers the whole site (Path=/) so the
 // channel's icons and downloads see it too.
-func (h *Handler) setChannelCookie(c *gin.Context, ch *store.Channel) {
+func (h *Handler) setChannelCookie(c *gin.Context, ch *distribution.Channel) {
 	v, ttl := h.svc.ChannelCookie(ch)
 	http.SetCookie(c.Writer, &http.Cookie{
 		Name: distribution.PasswordCookieName(ch.Slug), Value: v, Path: "/", MaxAge: int(ttl.Seconds()),

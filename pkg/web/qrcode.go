@@ -41,24 +41,18 @@ func qrSize(s string) (int, error) {
 // It needs no password: it holds only the URL, which whoever asks already has. The image
 // depends on nothing but the URL and the size, so its ETag is their hash and it may be cached
 // for a day (privately for a protected channel). Errors are the API's JSON.
-func (h *Handler) qrcode(c *gin.Context) {
+func (h *Handler) qrcode(c *gin.Context) error {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
-		h.failJSON(c, errs.Field("id", "must be a positive integer"))
-		return
+		return errs.Field("id", "must be a positive integer")
 	}
 	size, err := qrSize(c.Query("size"))
 	if err != nil {
-		h.failJSON(c, err)
-		return
+		return err
 	}
-	rc, err := h.db.GetRelease(c, id)
-	if err == nil && rc.Channel.Slug != c.Param("slug") {
-		err = errs.New(errs.NotFound, "release %d not found in this channel", id)
-	}
+	rc, err := h.svc.ReleaseInChannel(c, c.Param("slug"), id)
 	if err != nil {
-		h.failJSON(c, err)
-		return
+		return err
 	}
 	target := h.links.Release(rc.Channel.Slug, rc.ID)
 	sum := sha256.Sum256([]byte("qr-v1\x00" + target + "\x00" + strconv.Itoa(size)))
@@ -69,20 +63,21 @@ func (h *Handler) qrcode(c *gin.Context) {
 	}
 	c.Header("ETag", etag)
 	c.Header("Cache-Control", cache)
-	if etagMatch(c.GetHeader("If-None-Match"), etag) {
+	if ETagMatch(c.GetHeader("If-None-Match"), etag) {
 		c.Status(http.StatusNotModified)
-		return
+		return nil
 	}
 	img, err := qrcode.Encode(target, qrcode.Medium, size)
 	if err != nil {
-		h.failJSON(c, err)
-		return
+		return err
 	}
 	c.Data(http.StatusOK, "image/png", img)
+	return nil
 }
 
-// etagMatch implements If-None-Match's weak comparison against one strong tag.
-func etagMatch(header, etag string) bool {
+// ETagMatch implements If-None-Match's weak comparison against one strong tag (shared with the
+// API's cached answers).
+func ETagMatch(header, etag string) bool {
 	for _, t := range strings.Split(header, ",") {
 		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
 		if t == etag || t == "*" {

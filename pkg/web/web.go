@@ -14,13 +14,11 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/httperr"
 	"github.com/slipwayhq/slipway/pkg/links"
-	"github.com/slipwayhq/slipway/pkg/store"
 )
 
 // Deps are what the pages need.
 type Deps struct {
 	Config  *config.Config
-	DB      *store.DB
 	Service *distribution.Service
 	Links   links.Links
 	Log     *slog.Logger
@@ -29,7 +27,6 @@ type Deps struct {
 // Handler serves the pages.
 type Handler struct {
 	cfg   *config.Config
-	db    *store.DB
 	svc   *distribution.Service
 	links links.Links
 	log   *slog.Logger
@@ -45,7 +42,7 @@ var pageNames = []string{"release", "channel", "password", "error"}
 // New returns the pages' handler. The templates are parsed once here; a broken template is a
 // programming error caught by every test, so it panics.
 func New(d Deps) *Handler {
-	h := &Handler{cfg: d.Config, db: d.DB, svc: d.Service, links: d.Links, log: d.Log, pages: map[string]*template.Template{}}
+	h := &Handler{cfg: d.Config, svc: d.Service, links: d.Links, log: d.Log, pages: map[string]*template.Template{}}
 	for _, name := range pageNames {
 		h.pages[name] = template.Must(template.ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 	}
@@ -55,11 +52,40 @@ func New(d Deps) *Handler {
 // Register adds the pages' routes to the router (httpapi owns the router and its middleware).
 // The pages answer POST too: that is the password form of a protected channel (see gate).
 func (h *Handler) Register(e *gin.Engine) {
-	e.GET("/channels/:slug", h.channelPage)
-	e.POST("/channels/:slug", h.channelPage)
-	e.GET("/channels/:slug/releases/:id", h.releasePage)
-	e.POST("/channels/:slug/releases/:id", h.releasePage)
-	e.GET("/channels/:slug/releases/:id/qrcode", h.qrcode)
+	e.GET("/channels/:slug", h.page(h.channelPage))
+	e.POST("/channels/:slug", h.page(h.channelPage))
+	e.GET("/channels/:slug/releases/:id", h.page(h.releasePage))
+	e.POST("/channels/:slug/releases/:id", h.page(h.releasePage))
+	e.GET("/channels/:slug/releases/:id/qrcode", h.json(h.qrcode))
+}
+
+// backURLKey names the context value a page handler sets to give its error page a "back" link.
+const backURLKey = "slipway.back_url"
+
+// page adapts a page handler that returns an error: the error is answered as an HTML page. A
+// NUL byte or invalid UTF-8 in the path or query is refused first (422), as the API does.
+func (h *Handler) page(fn func(c *gin.Context) error) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := checked(c, fn); err != nil {
+			h.failPage(c, err, c.GetString(backURLKey))
+		}
+	}
+}
+
+// json adapts a handler fetched by programs (the QR code): its error is the API's JSON body.
+func (h *Handler) json(fn func(c *gin.Context) error) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := checked(c, fn); err != nil {
+			h.failJSON(c, err)
+		}
+	}
+}
+
+func checked(c *gin.Context, fn func(c *gin.Context) error) error {
+	if err := httperr.CheckRequestText(c.Request); err != nil {
+		return err
+	}
+	return fn(c)
 }
 
 // page is what layout.html renders; Body is the page template's own data.

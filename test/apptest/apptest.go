@@ -49,6 +49,17 @@ type Options struct {
 	// NoOpenAPICheck turns off checking requests and responses against docs/openapi.yaml
 	// (openapi.go), which is on by default.
 	NoOpenAPICheck bool
+	// SessionPartSize is the part size of upload sessions (default 5 MiB).
+	SessionPartSize int64
+}
+
+// sessionPartSize is the part size of upload sessions in tests: 5 MiB (S3's smallest), so that
+// tests make several parts out of small files, unless the options ask for another.
+func sessionPartSize(opts Options) int64 {
+	if opts.SessionPartSize > 0 {
+		return opts.SessionPartSize
+	}
+	return 5 << 20
 }
 
 // Env is a running Slipway for one test.
@@ -75,7 +86,7 @@ func New(t testing.TB, opts Options) *Env {
 	db := testenv.DB(t)
 	storageURL := "file://" + t.TempDir()
 	var s3ref *testenv.S3Env
-	var bopts []backends.Option
+	bopts := []backends.Option{backends.WithMemoryBudget(128 << 20)}
 	if opts.Storage == S3 {
 		s3env := testenv.S3(t)
 		s3ref = &s3env
@@ -103,7 +114,7 @@ func New(t testing.TB, opts Options) *Env {
 	logs := &lockedWriter{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	m := metrics.New()
-	svc := &distribution.Service{DB: db, Storage: st, Metrics: m, Log: log, Signer: signing.New(cfg.Secret), MaxUploadBytes: cfg.MaxUploadBytes}
+	svc := &distribution.Service{Store: db, Storage: st, Metrics: m, Log: log, Signer: signing.New(cfg.Secret)}
 	e := &Env{Config: cfg, DB: db, Storage: st, Service: svc, Metrics: m, logs: logs, s3: s3ref,
 		Client: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, Timeout: 5 * time.Minute}}
 	ts := httptest.NewUnstartedServer(nil)
@@ -112,15 +123,22 @@ func New(t testing.TB, opts Options) *Env {
 		opts.Configure(cfg)
 	}
 	svc.MaxUploadBytes = cfg.MaxUploadBytes
-	ts.Config.Handler = httpapi.New(httpapi.Deps{Config: cfg, DB: db, Storage: st, Service: svc, Metrics: m, Log: log})
+	svc.Downloads = distribution.DownloadConfig{PublicURL: cfg.PublicURL, CDNURL: cfg.CDNURL, TTL: cfg.PresignTTL}
+	svc.Sessions = distribution.SessionConfig{TTL: cfg.UploadSessionTTL, PartSize: sessionPartSize(opts)}
+	svc.EnableReadCache(distribution.ReadCacheConfig{MaxBytes: cfg.ReadCacheBytes, TTL: cfg.ReadCacheTTL})
+	watchCtx, stopWatching := context.WithCancel(context.Background())
+	watchDone := make(chan struct{})
+	go func() { defer close(watchDone); _ = svc.WatchChanges(watchCtx) }()
+	t.Cleanup(func() { stopWatching(); <-watchDone })
+	ts.Config.Handler = httpapi.New(httpapi.Deps{Config: cfg, Service: svc, Metrics: m, Log: log})
 	ts.Start()
 	t.Cleanup(ts.Close)
 	e.Server, e.URL = ts, ts.URL
 	e.checkOpenAPI(t, opts)
-	if e.AdminToken, _, err = db.CreateToken(ctx, "admin", store.ScopeAdmin); err != nil {
+	if e.AdminToken, _, err = db.CreateToken(ctx, "admin", distribution.ScopeAdmin); err != nil {
 		t.Fatal(err)
 	}
-	if e.UploadToken, _, err = db.CreateToken(ctx, "ci", store.ScopeUpload); err != nil {
+	if e.UploadToken, _, err = db.CreateToken(ctx, "ci", distribution.ScopeUpload); err != nil {
 		t.Fatal(err)
 	}
 	return e

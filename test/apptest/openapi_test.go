@@ -24,8 +24,9 @@ func (c cannedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 var (
 	jsonHeader  = http.Header{"Content-Type": {"application/json; charset=utf-8"}}
+	etagHeader  = http.Header{"Content-Type": {"application/json; charset=utf-8"}, "Etag": {`"0123456789abcdef0123456789abcdef"`}}
 	errorHeader = http.Header{"Content-Type": {"application/json; charset=utf-8"}, "Cache-Control": {"no-store"}, "X-Request-Id": {"abc"}}
-	appJSON     = `{"id":1,"name":"Demo","schemes":[{"id":2,"name":"Adhoc","channels":[{"slug":"k","name":"ios","device_type":"ios","bundle_id":"*","git_url":null,"has_password":false}]}]}`
+	appJSON     = `{"id":1,"name":"Demo","schemes":[{"id":2,"name":"Adhoc","new_build_callout":true,"retained_builds":0,"channels":[{"id":3,"slug":"k","name":"ios","device_type":"ios","bundle_id":"*","git_url":null,"has_password":false,"download_filename_type":"original"}]}]}`
 	release     = `{"version":1,"app_name":"Demo Adhoc ios","bundle_id":"com.example","release_version":"1.0","build_version":"1","source":"api","branch":"","git_commit":"","ci_url":"","size":10,"icon_url":"http://x/static/default-icon.png","install_url":"itms-services://?action=download-manifest&url=http://x/channels/k/releases/1/install","changelog":[{"message":"m"}],"created_at":"2026-11-21T05:18:00.123+00:00"}`
 )
 
@@ -53,10 +54,11 @@ func TestOpenAPICheck(t *testing.T) {
 		{"503 without Retry-After", "GET", "/api/apps", "", "", cannedTransport{503, errorHeader, `{"error":"x"}`}, "Retry-After"},
 		{"302 without Location", "GET", "/download/releases/1", "", "", cannedTransport{302, http.Header{"Cache-Control": {"no-store"}}, ""}, "Location"},
 		{"302", "GET", "/download/releases/1", "", "", cannedTransport{302, http.Header{"Cache-Control": {"no-store"}, "Location": {"http://s3/x?sig"}}, ""}, ""},
-		{"timestamp without milliseconds", "GET", "/api/apps/version_exist?channel_key=k&bundle_id=b&git_commit=c", "", "", cannedTransport{200, jsonHeader, strings.Replace(release, ".123+00:00", "+00:00", 1)}, "created_at"},
-		{"short release", "GET", "/api/apps/version_exist?channel_key=k&bundle_id=b&git_commit=c", "", "", cannedTransport{200, jsonHeader, release}, ""},
-		{"latest as object", "GET", "/api/apps/latest?channel_key=k", "", "", cannedTransport{200, jsonHeader, `{"app_name":"a","bundle_id":"*","git_url":null,"app":{"id":1,"name":"a"},"scheme":{"id":1,"name":"s"},"releases":` + release + `}`}, ""},
-		{"latest as array (sdk)", "GET", "/api/apps/latest?channel_key=k&sdk=1&release_version=1", "", "", cannedTransport{200, jsonHeader, `{"app_name":"a","bundle_id":"*","git_url":null,"app":{"id":1,"name":"a"},"scheme":{"id":1,"name":"s"},"releases":[` + release + `]}`}, ""},
+		{"timestamp without milliseconds", "GET", "/api/apps/version_exist?channel_key=k&bundle_id=b&git_commit=c", "", "", cannedTransport{200, etagHeader, strings.Replace(release, ".123+00:00", "+00:00", 1)}, "created_at"},
+		{"short release", "GET", "/api/apps/version_exist?channel_key=k&bundle_id=b&git_commit=c", "", "", cannedTransport{200, etagHeader, release}, ""},
+		{"no ETag", "GET", "/api/apps/version_exist?channel_key=k&bundle_id=b&git_commit=c", "", "", cannedTransport{200, jsonHeader, release}, "ETag"},
+		{"latest as object", "GET", "/api/apps/latest?channel_key=k&release_version=1&build_version=1", "", "", cannedTransport{200, etagHeader, `{"app_name":"a","bundle_id":"*","git_url":null,"app":{"id":1,"name":"a"},"scheme":{"id":1,"name":"s"},"releases":` + release + `}`}, ""},
+		{"latest as array (sdk)", "GET", "/api/apps/latest?channel_key=k&sdk=1&release_version=1&build_version=1", "", "", cannedTransport{200, etagHeader, `{"app_name":"a","bundle_id":"*","git_url":null,"app":{"id":1,"name":"a"},"scheme":{"id":1,"name":"s"},"releases":[` + release + `]}`}, ""},
 		{"invalid request accepted", "GET", "/api/apps?page=0", "", "", cannedTransport{200, jsonHeader, `[]`}, "accepted"},
 		{"invalid request rejected", "GET", "/api/apps?page=0", "", "", cannedTransport{422, errorHeader, `{"error":"page"}`}, ""},
 		{"missing required parameter accepted", "GET", "/api/apps/versions", "", "", cannedTransport{200, jsonHeader, `{}`}, "channel_key"},

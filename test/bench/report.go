@@ -20,6 +20,25 @@ const (
 	targetParseShare = 0.005 // of the package
 )
 
+// Target of issue 11: the upload-session path against a direct PUT of the same bytes.
+const targetSessionRatio = 0.97
+
+// Targets of issue 12: the update check and its neighbours against /healthz, in requests per
+// second at the same concurrency.
+const (
+	targetLatestShare   = 0.6
+	targetVersionsShare = 0.4
+)
+
+// Names of the read-API load tests.
+const (
+	loadHealthz      = "/healthz"
+	loadLatest       = "latest"
+	loadLatestSDK    = "latest (sdk)"
+	loadVersions     = "versions (25 per page)"
+	loadVersionExist = "version_exist"
+)
+
 // Markers of the hand-written notes kept when the report is regenerated.
 const (
 	notesBegin = "<!-- notes:begin (kept by make bench) -->"
@@ -253,6 +272,34 @@ func (rep *report) targets() []targetRow {
 		if b.Kind != backendS3 {
 			continue
 		}
+		share := func(name string) float64 {
+			var healthz, rps float64
+			for _, l := range b.Load {
+				switch l.Name {
+				case loadHealthz:
+					healthz = l.RPS
+				case name:
+					rps = l.RPS
+				}
+			}
+			if healthz == 0 {
+				return 0
+			}
+			return rps / healthz
+		}
+		for _, t := range []struct {
+			name   string
+			target float64
+		}{{loadLatest, targetLatestShare}, {loadLatestSDK, targetLatestShare}, {loadVersions, targetVersionsShare}} {
+			v := share(t.name)
+			rows = append(rows, targetRow{fmt.Sprintf("`%s` req/s ≥ %.1f of `/healthz`", t.name, t.target), fmt.Sprintf("%.2f", v),
+				verdict(v, t.target, true, func(v float64) string { return fmt.Sprintf("%.2f", v) })})
+		}
+		if len(b.Session) > 0 {
+			v := b.throughput(b.Session) / b.throughput(b.Direct)
+			rows = append(rows, targetRow{"Upload session / direct PUT ≥ 0.97", fmt.Sprintf("%.3f", v),
+				verdict(v, targetSessionRatio, true, func(v float64) string { return fmt.Sprintf("%.3f", v) })})
+		}
 		rows = append(rows,
 			targetRow{"Upload throughput, Slipway / direct PUT ≥ 0.90", fmt.Sprintf("%.3f", b.ratio()),
 				verdict(b.ratio(), targetRatio, true, func(v float64) string { return fmt.Sprintf("%.3f", v) })},
@@ -347,7 +394,7 @@ func (rep *report) writeMarkdown(path string) error {
 		rep.Options.sizeMiB, rep.Options.runs, rep.Options.concurrency, rep.Options.conns, rep.Options.duration, rep.Options.releases)
 
 	if rows := rep.targets(); len(rows) > 0 {
-		p("## Targets (issue 3, S3 backend)\n\n| Target | Measured | Verdict |\n|---|---|---|\n")
+		p("## Targets (issues 3, 11 and 12, S3 backend)\n\n| Target | Measured | Verdict |\n|---|---|---|\n")
 		for _, r := range rows {
 			p("| %s | %s | %s |\n", r.name, r.measured, r.verdict)
 		}
@@ -386,6 +433,10 @@ func (rep *report) writeMarkdown(path string) error {
 		row(b.DirectName, b.Direct, false)
 		if len(b.DirectStore) > 0 {
 			row(b.DirectStoreName, b.DirectStore, false)
+		}
+		if len(b.Session) > 0 {
+			row("**Upload session** (POST /api/uploads, 3 parts at a time straight to MinIO by presigned URL, complete: parse, DB)", b.Session, true)
+			row("Upload session through `slipway upload` (adds the file's SHA-256, computed beside the sending)", b.SessionCLI, true)
 		}
 		if len(b.Compare) > 0 {
 			row("Slipway built from `-compare-bin` (A/B, same rounds)", b.Compare, true)
@@ -449,10 +500,16 @@ func (rep *report) writeMarkdown(path string) error {
 	p("## Read API\n\n")
 	p("%d keep-alive connections, each sending one request at a time for %s after a 1 s warm-up, against the server that took the concurrent uploads, on a channel holding %d releases. The load generator runs on the same 2 cores as the server and Postgres, so these are lower bounds.\n\n",
 		rep.Options.conns, rep.Options.duration, rep.Options.releases)
-	p("| Backend | Endpoint | Requests | Req/s | p50 | p99 | Max |\n|---|---|---|---|---|---|---|\n")
+	p("| Backend | Endpoint | Requests | Req/s | of `/healthz` | p50 | p99 | Max |\n|---|---|---|---|---|---|---|---|\n")
 	for _, b := range rep.Backends {
+		var healthz float64
 		for _, l := range b.Load {
-			p("| %s | `%s` | %d | %.0f | %s | %s | %s |\n", b.Name, l.Name, l.Requests, l.RPS, fmtLat(l.P50), fmtLat(l.P99), fmtLat(l.Max))
+			if l.Name == loadHealthz {
+				healthz = l.RPS
+			}
+		}
+		for _, l := range b.Load {
+			p("| %s | `%s` | %d | %.0f | %.2f | %s | %s | %s |\n", b.Name, l.Name, l.Requests, l.RPS, l.RPS/max(healthz, 1), fmtLat(l.P50), fmtLat(l.P99), fmtLat(l.Max))
 		}
 	}
 	p("\n")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
 	"github.com/slipwayhq/slipway/pkg/storage"
+	"github.com/slipwayhq/slipway/pkg/uploader"
 )
 
 type backendKind int
@@ -48,8 +49,11 @@ type backendResult struct {
 	// Upload throughput: Slipway, the direct baseline, (S3) Slipway's storage code alone, and
 	// the -compare-bin server. First is the untimed first upload on a fresh server.
 	Slipway, Direct, DirectStore, Compare []timedRun
-	First                                 timedRun
-	DirectName, DirectStoreName           string
+	// Session is the resumable-session path (S3): parts straight to the bucket, then complete;
+	// SessionCLI the same through pkg/uploader, which also hashes the file and each part.
+	Session, SessionCLI         []timedRun
+	First                       timedRun
+	DirectName, DirectStoreName string
 
 	// Server memory: at rest after start, after one upload, and after N concurrent uploads (each
 	// scenario on a fresh process, since VmHWM is a lifetime peak).
@@ -229,6 +233,22 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 		}
 		r.Direct = append(r.Direct, run)
 		if kind == backendS3 {
+			log.Printf("round %d/%d: upload session (parts straight to MinIO)", i+1, e.opts.runs)
+			run, err = measure(srv, func() error { return client.sessionUpload(ctx, e.ipa, e.pkg.Size) })
+			if err != nil {
+				return nil, err
+			}
+			r.Session = append(r.Session, run)
+			log.Printf("round %d/%d: upload session through the CLI's client", i+1, e.opts.runs)
+			cli := &uploader.Client{BaseURL: srv.url, Token: token}
+			run, err = measure(srv, func() error {
+				_, err := cli.UploadAppSession(ctx, e.ipa, uploader.AppForm{Changelog: "session upload (CLI)"}, nil)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			r.SessionCLI = append(r.SessionCLI, run)
 			_ = store.Delete(ctx, key)
 			log.Printf("round %d/%d: %s", i+1, e.opts.runs, r.DirectStoreName)
 			run, err = measure(nil, func() error { _, err := directStore(ctx, store, e.ipa, key); return err })
@@ -304,10 +324,17 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 		return nil, err
 	}
 	q := url.Values{"channel_key": {slug}}
+	latest := url.Values{"channel_key": {slug}, "release_version": {"1.0.0"}, "build_version": {"1"}}
+	// As the Zealot iOS SDK asks, from a build a few releases old.
+	sdk := url.Values{"channel_key": {slug}, "release_version": {fmt.Sprintf("1.%d.0", max(e.opts.releases-5, 0))},
+		"build_version": {strconv.Itoa(max(e.opts.releases-4, 1))}, "bundle_id": {"com.example.reader"}, "sdk": {"ios-0.2.1"}}
+	exist := url.Values{"channel_key": {slug}, "bundle_id": {"com.example.reader"}, "release_version": {"1.0.0"}, "build_version": {"1"}}
 	for _, ep := range []struct{ name, path string }{
 		{"/healthz", "/healthz"},
-		{"latest", "/api/apps/latest?" + q.Encode()},
-		{"versions (25 per page)", "/api/apps/versions?" + q.Encode() + "&per_page=25"},
+		{loadLatest, "/api/apps/latest?" + latest.Encode()},
+		{loadLatestSDK, "/api/apps/latest?" + sdk.Encode()},
+		{loadVersions, "/api/apps/versions?" + q.Encode() + "&per_page=25"},
+		{loadVersionExist, "/api/apps/version_exist?" + exist.Encode()},
 	} {
 		log.Printf("load test %s: %d connections for %s", ep.name, e.opts.conns, e.opts.duration)
 		lr := loadTest(ctx, ep.name, srv4.url, ep.path, e.opts.conns, e.opts.duration)

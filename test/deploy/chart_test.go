@@ -6,7 +6,6 @@ package deploy
 
 import (
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -265,13 +264,14 @@ func portNamed(t *testing.T, c corev1.Container, name string) int32 {
 	return 0
 }
 
-// checkMemory: about 40 MiB base plus (concurrency+1) x part size per concurrent S3 upload
-// (pkg/storage/s3), SLIPWAY_MAX_CONCURRENT_UPLOADS uploads per pod, must fit the memory limit.
+// checkMemory: about 40 MiB base, plus SLIPWAY_READ_CACHE_BYTES, plus SLIPWAY_UPLOAD_MEMORY (the part buffers all S3 uploads of
+// a pod share, pkg/storage/s3), plus about 3 MiB per upload being received
+// (SLIPWAY_MAX_CONCURRENT_UPLOADS of them), must fit the memory limit.
 func checkMemory(t *testing.T, s server) {
 	t.Helper()
 	limit, ok := s.container.Resources.Limits[corev1.ResourceMemory]
 	if !ok {
-		t.Error("no memory limit: the pod's memory is bounded by SLIPWAY_MAX_CONCURRENT_UPLOADS and should be declared")
+		t.Error("no memory limit: the pod's memory is bounded by SLIPWAY_UPLOAD_MEMORY and should be declared")
 		return
 	}
 	var gomemlimit bool
@@ -284,28 +284,22 @@ func checkMemory(t *testing.T, s server) {
 	if !gomemlimit {
 		t.Error("GOMEMLIMIT is not taken from the container's memory limit")
 	}
-	storage := s.configMap.Data["SLIPWAY_STORAGE_URL"]
-	if !strings.HasPrefix(storage, "s3://") {
-		return
-	}
-	u, err := url.Parse(storage)
-	if err != nil {
-		t.Fatalf("SLIPWAY_STORAGE_URL: %v", err)
-	}
-	partMiB, inFlight := int64(8), int64(2)
-	if v := u.Query().Get("part_size_mib"); v != "" {
-		partMiB, _ = strconv.ParseInt(v, 10, 64)
-	}
-	if v := u.Query().Get("concurrency"); v != "" {
-		inFlight, _ = strconv.ParseInt(v, 10, 64)
-	}
 	uploads, err := strconv.ParseInt(s.configMap.Data["SLIPWAY_MAX_CONCURRENT_UPLOADS"], 10, 64)
 	if err != nil {
 		t.Fatalf("SLIPWAY_MAX_CONCURRENT_UPLOADS: %v", err)
 	}
-	need := resource.MustParse(fmt.Sprintf("%dMi", 40+uploads*(inFlight+1)*partMiB))
+	buffers, err := strconv.ParseInt(s.configMap.Data["SLIPWAY_UPLOAD_MEMORY"], 10, 64)
+	if err != nil {
+		t.Fatalf("SLIPWAY_UPLOAD_MEMORY: %v", err)
+	}
+	cache, err := strconv.ParseInt(s.configMap.Data["SLIPWAY_READ_CACHE_BYTES"], 10, 64)
+	if err != nil {
+		t.Fatalf("SLIPWAY_READ_CACHE_BYTES: %v", err)
+	}
+	need := resource.MustParse(fmt.Sprintf("%dMi", 40+cache>>20+buffers>>20+uploads*3))
 	if limit.Cmp(need) < 0 {
-		t.Errorf("memory limit %s is below 40Mi + %d uploads x %d x %d MiB = %s", limit.String(), uploads, inFlight+1, partMiB, need.String())
+		t.Errorf("memory limit %s is below 40Mi + %d MiB of read cache + %d MiB of buffers + %d uploads x 3 MiB = %s",
+			limit.String(), cache>>20, buffers>>20, uploads, need.String())
 	}
 }
 

@@ -11,8 +11,9 @@ import (
 	"time"
 )
 
-// build is the slipway binary of this test process, built at most once.
-var build struct {
+// binaries are the slipway binaries of this test process, built at most once each: index 0 as
+// this test binary is built (with -race when it has it), index 1 without -race.
+var binaries [2]struct {
 	once sync.Once
 	dir  string // temporary folder to remove, "" for SLIPWAY_E2E_BINARY
 	path string
@@ -23,8 +24,16 @@ var build struct {
 // Binary returns the path of the slipway binary, building it the first time: `go build` of
 // ./cmd/slipway into a temporary folder, with -race when this test binary has it. Set
 // SLIPWAY_E2E_BINARY to use a prebuilt binary instead (e.g. `make build`'s bin/slipway).
-func Binary(t testing.TB) string {
+func Binary(t testing.TB) string { return binary(t, raceEnabled) }
+
+// binary returns the slipway binary built with or without -race.
+func binary(t testing.TB, race bool) string {
 	t.Helper()
+	i := 0
+	if !race && raceEnabled {
+		i = 1 // a plain build beside the race one, for figures the race detector would distort
+	}
+	build := &binaries[i]
 	build.once.Do(func() {
 		if p := os.Getenv("SLIPWAY_E2E_BINARY"); p != "" {
 			build.path, build.err = filepath.Abs(p)
@@ -36,7 +45,7 @@ func Binary(t testing.TB) string {
 		}
 		build.path = filepath.Join(build.dir, "slipway")
 		args := []string{"build", "-o", build.path}
-		if raceEnabled {
+		if race {
 			args = append(args, "-race")
 		}
 		args = append(args, "github.com/slipwayhq/slipway/cmd/slipway")
@@ -58,8 +67,10 @@ func Binary(t testing.TB) string {
 //	func TestMain(m *testing.M) { e2e.Main(m) }
 func Main(m *testing.M) {
 	code := m.Run()
-	if build.dir != "" {
-		_ = os.RemoveAll(build.dir)
+	for i := range binaries {
+		if dir := binaries[i].dir; dir != "" {
+			_ = os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
 }

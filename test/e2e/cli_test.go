@@ -43,7 +43,7 @@ func TestTokenRoundTrip(t *testing.T) {
 
 	list := h.MustRun(t, "token", "list")
 	for _, name := range []string{"ci-bot", "ops"} {
-		if !regexp.MustCompile(`(?m)^` + name + `\s+\S+\s+.*\bactive\b`).MatchString(list.Stdout) {
+		if !regexp.MustCompile(`(?m)^\d+\s+` + name + `\s+\S+\s+.*\bactive\b`).MatchString(list.Stdout) {
 			t.Errorf("token list does not show %s as active:\n%s", name, list.Stdout)
 		}
 	}
@@ -52,7 +52,7 @@ func TestTokenRoundTrip(t *testing.T) {
 	revoke := h.MustRun(t, "token", "revoke", "ci-bot")
 	assertNoSecret(t, revoke, secret, admin)
 	list = h.MustRun(t, "token", "list")
-	if !regexp.MustCompile(`(?m)^ci-bot\s+upload\s+.*\brevoked\b`).MatchString(list.Stdout) {
+	if !regexp.MustCompile(`(?m)^\d+\s+ci-bot\s+upload\s+.*\brevoked\b`).MatchString(list.Stdout) {
 		t.Errorf("token list does not show ci-bot as revoked:\n%s", list.Stdout)
 	}
 	assertNoSecret(t, list, secret, admin)

@@ -82,6 +82,9 @@ type Options struct {
 	// MinIO: for tests that run a MinIO of their own (to kill and restart it). The caller creates
 	// the bucket and removes it.
 	S3 *testenv.S3Env
+	// NoRace runs a binary built without -race even when the tests have it: for tests that
+	// measure memory, which the race detector multiplies.
+	NoRace bool
 }
 
 // Harness is one environment (database, storage, secret) shared by the servers and commands of a
@@ -97,6 +100,7 @@ type Harness struct {
 	S3 *testenv.S3Env
 
 	env []string
+	bin string
 
 	dbOnce sync.Once
 	db     *pgxpool.Pool
@@ -106,8 +110,7 @@ type Harness struct {
 // New prepares a fresh database and storage for the test. It builds the binary the first time.
 func New(t testing.TB, opts Options) *Harness {
 	t.Helper()
-	Binary(t)
-	h := &Harness{DatabaseURL: opts.DatabaseURL}
+	h := &Harness{DatabaseURL: opts.DatabaseURL, bin: binary(t, raceEnabled && !opts.NoRace)}
 	if h.DatabaseURL == "" {
 		h.DatabaseURL = testenv.DatabaseURL(t)
 	}
@@ -218,7 +221,7 @@ func (h *Harness) start(t testing.TB, extraEnv []string) (*Server, error) {
 	}
 	s := &Server{URL: "http://" + addr, Addr: addr, logs: &logBuffer{}, done: make(chan struct{})}
 	env := h.Environ(append([]string{"SLIPWAY_ADDR=" + addr, "SLIPWAY_PUBLIC_URL=" + s.URL}, extraEnv...)...)
-	s.cmd = exec.Command(Binary(t), "serve")
+	s.cmd = exec.Command(h.bin, "serve")
 	s.cmd.Env = env
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	s.cmd.WaitDelay = 10 * time.Second
@@ -432,7 +435,7 @@ func (h *Harness) RunEnv(t testing.TB, extraEnv []string, args ...string) Result
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), RunTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, Binary(t), args...)
+	cmd := exec.CommandContext(ctx, h.bin, args...)
 	cmd.Env = h.Environ(extraEnv...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -28,7 +28,7 @@ func TestDiscardKeepsClaimedObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	svc := &distribution.Service{DB: db, Storage: st, Log: slog.New(slog.DiscardHandler), MaxUploadBytes: 1 << 20}
+	svc := &distribution.Service{Store: db, Storage: st, Log: slog.New(slog.DiscardHandler), MaxUploadBytes: 1 << 20}
 
 	claimed, err := svc.StoreUpload(ctx, "packages", strings.NewReader("claimed by a committed transaction"), "a.ipa")
 	if err != nil {

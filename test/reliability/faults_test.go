@@ -152,7 +152,7 @@ func (e *env) trafficOps(slug string, releaseID int64) []trafficOp {
 			return request(http.MethodGet, s.URL+"/api/apps/versions?channel_key="+slug, nil)
 		}},
 		{"latest", http.StatusOK, func(s *e2e.Server, _ int) (*response, error) {
-			return request(http.MethodGet, s.URL+"/api/apps/latest?channel_key="+slug, nil)
+			return request(http.MethodGet, s.URL+"/api/apps/latest?release_version=1.0&build_version=1&channel_key="+slug, nil)
 		}},
 		{"list apps", http.StatusOK, func(s *e2e.Server, _ int) (*response, error) {
 			return request(http.MethodGet, s.URL+"/api/apps", nil)

@@ -79,12 +79,13 @@ func TestUploadSizeLimit(t *testing.T) {
 }
 
 // TestUploadConcurrencyCap: beyond SLIPWAY_MAX_CONCURRENT_UPLOADS uploads in flight on a replica,
-// further uploads (apps and debug files alike) get 429 with Retry-After and {"error"}, and keep
-// nothing, so the memory a replica spends on uploads stays bounded; other requests are served;
-// the held uploads complete and the slots are reused.
+// with the waiting line turned off (SLIPWAY_UPLOAD_QUEUE_TIMEOUT=0), further uploads (apps and
+// debug files alike) get 429 with Retry-After and {"error"}, and keep nothing; other requests are
+// served; the held uploads complete and the slots are reused. (With the line on, the default,
+// they wait instead: TestUploadQueue in pkg/httpapi and TestUploadBurst.)
 func TestUploadConcurrencyCap(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, e2e.Options{Storage: e2e.S3}, 1, "SLIPWAY_MAX_CONCURRENT_UPLOADS=2")
+	e := newEnv(t, e2e.Options{Storage: e2e.S3}, 1, "SLIPWAY_MAX_CONCURRENT_UPLOADS=2", "SLIPWAY_UPLOAD_QUEUE_TIMEOUT=0s")
 	s := e.servers[0]
 	seed := decodeRelease(t, mustUpload(t, s, e.upload, ipa("com.example.cap", "0", 0)))
 	dsym := debuginfotest.BuildDSYMZip(debuginfotest.DSYM{Path: "Demo.app.dSYM", Identifier: "com.example.cap",

@@ -41,7 +41,8 @@ func TestSlowClients(t *testing.T) {
 	// The header timeout is serve's fixed 10 s, tested as shipped.
 	plain := e.h.Start(t)
 	// One upload slot and a 2 s idle timeout: a stalled upload holds the only slot until dropped.
-	oneSlot := e.h.Start(t, "SLIPWAY_UPLOAD_IDLE_TIMEOUT=2s", "SLIPWAY_MAX_CONCURRENT_UPLOADS=1")
+	// One slot and no waiting line (queue timeout 0): a second upload is refused at once.
+	oneSlot := e.h.Start(t, "SLIPWAY_UPLOAD_IDLE_TIMEOUT=2s", "SLIPWAY_MAX_CONCURRENT_UPLOADS=1", "SLIPWAY_UPLOAD_QUEUE_TIMEOUT=0s")
 	// A 2 s idle timeout: a trickle with a chunk every 100 ms is never idle that long.
 	patient := e.h.Start(t, "SLIPWAY_UPLOAD_IDLE_TIMEOUT=2s")
 	e.servers = []*e2e.Server{plain, oneSlot, patient}

@@ -182,6 +182,12 @@ SLIPWAY_PUBLIC_URL: {{ include "slipway.publicURL" . | quote }}
 SLIPWAY_STORAGE_URL: {{ .Values.storage.url | quote }}
 SLIPWAY_MAX_UPLOAD_BYTES: {{ int64 .Values.config.maxUploadBytes | toString | quote }}
 SLIPWAY_MAX_CONCURRENT_UPLOADS: {{ int64 .Values.config.maxConcurrentUploads | toString | quote }}
+SLIPWAY_UPLOAD_QUEUE_LENGTH: {{ int64 .Values.config.uploadQueueLength | toString | quote }}
+SLIPWAY_UPLOAD_QUEUE_TIMEOUT: {{ .Values.config.uploadQueueTimeout | quote }}
+SLIPWAY_UPLOAD_MEMORY: {{ int64 .Values.config.uploadMemory | toString | quote }}
+SLIPWAY_UPLOAD_SESSION_TTL: {{ .Values.config.uploadSessionTTL | quote }}
+SLIPWAY_READ_CACHE_BYTES: {{ int64 .Values.config.readCacheBytes | toString | quote }}
+SLIPWAY_READ_CACHE_TTL: {{ .Values.config.readCacheTTL | quote }}
 SLIPWAY_PRESIGN_TTL: {{ .Values.config.presignTTL | quote }}
 {{- with .Values.config.cdnURL }}
 SLIPWAY_CDN_URL: {{ . | quote }}

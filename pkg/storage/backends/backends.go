@@ -32,6 +32,13 @@ type Option func(*options)
 
 type options struct {
 	accessKey, secretKey string
+	memoryBudget         int64
+}
+
+// WithMemoryBudget bounds the bytes that upload buffers of the backend hold at once, all uploads
+// together (SLIPWAY_UPLOAD_MEMORY; S3 part buffers).
+func WithMemoryBudget(bytes int64) Option {
+	return func(o *options) { o.memoryBudget = bytes }
 }
 
 // WithS3Credentials gives static S3 credentials instead of the AWS default chain (tests, or
@@ -72,7 +79,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (storage.Backend, 
 		if err != nil {
 			return nil, err
 		}
-		cfg.AccessKey, cfg.SecretKey = o.accessKey, o.secretKey
+		cfg.AccessKey, cfg.SecretKey, cfg.MemoryBudget = o.accessKey, o.secretKey, o.memoryBudget
 		b, err := s3.New(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", Setting, err)

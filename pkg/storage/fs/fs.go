@@ -62,7 +62,7 @@ func (s *Store) Close() error { return s.root.Close() }
 // Put writes r to a temp file in the key's folder, fsyncs it and renames it to the key, so readers
 // see either the old object or the whole new one. On error or cancellation the temp file is
 // removed and an existing object under key is left as it was.
-func (s *Store) Put(ctx context.Context, key string, r io.Reader, _ storage.PutOptions) (n int64, err error) {
+func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts storage.PutOptions) (n int64, err error) {
 	if err := storage.CheckKey(key); err != nil {
 		return 0, err
 	}
@@ -82,7 +82,11 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, _ storage.PutO
 	}()
 	// Upload streams arrive in small reads; batch them into 256 KiB writes. (writerOnly hides
 	// *os.File's ReadFrom, which would otherwise write every small read through at once.)
-	bw := bufio.NewWriterSize(writerOnly{f}, 256<<10)
+	var w io.Writer = writerOnly{f}
+	if opts.Observe != nil {
+		w = observingWriter{w, opts.Observe}
+	}
+	bw := bufio.NewWriterSize(w, 256<<10)
 	if n, err = io.Copy(bw, storage.ContextReader(ctx, r)); err == nil {
 		err = bw.Flush()
 	}
@@ -225,7 +229,8 @@ func tempNamePrefix(key string) string {
 	return tempPrefix + hex.EncodeToString(h[:8]) + "-"
 }
 
-// removeTemps removes the temp files of writes to key and reports whether there were any.
+// removeTemps removes the temp files of writes to key, and the part folders of its multipart
+// uploads (multipart.go), and reports whether there were any.
 func (s *Store) removeTemps(key string) bool {
 	dir := path.Dir(key)
 	d, err := s.root.Open(dir)
@@ -236,7 +241,7 @@ func (s *Store) removeTemps(key string) bool {
 	d.Close()
 	prefix, removed := tempNamePrefix(key), false
 	for _, name := range names {
-		if strings.HasPrefix(name, prefix) && s.root.Remove(path.Join(dir, name)) == nil {
+		if strings.HasPrefix(name, prefix) && s.root.RemoveAll(path.Join(dir, name)) == nil {
 			removed = true
 		}
 	}
@@ -297,4 +302,15 @@ func randomHex() string {
 	var b [12]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// observingWriter shows each write to PutOptions.Observe before writing it.
+type observingWriter struct {
+	w       io.Writer
+	observe func([]byte)
+}
+
+func (o observingWriter) Write(p []byte) (int, error) {
+	o.observe(p)
+	return o.w.Write(p)
 }

@@ -11,14 +11,16 @@
 // # Uploads and memory
 //
 // Put streams a reader of unknown length. Up to PartSize bytes it sends one PutObject (a small
-// object costs one 64 KiB buffer, grown to PartSize only if the stream goes on). Beyond that it
+// object costs one 64 KiB buffer, and a part-sized one only if the stream goes on). Beyond that it
 // runs a multipart upload with at most Concurrency parts in flight and one more being filled from
 // the reader, so an upload holds at most (Concurrency+1)×PartSize bytes: 24 MiB with the defaults
 // (8 MiB parts, 2 in flight). Two parts in flight keep a link to S3 busy while the next part is
-// read from the client; larger values help only when S3 is slower than the client. Parts are
-// allocated per upload and left to the GC rather than pooled: after a failed request the HTTP
-// transport may still be reading a part's buffer, so reusing it in another upload would be unsafe.
-// The object limit is 10,000 parts: 80 GiB with 8 MiB parts.
+// read from the client; larger values help only when S3 is slower than the client. Part buffers
+// come from a storage.BufferPool shared by every upload of the process (Config.MemoryBudget), so
+// that however many uploads run, their parts never hold more than the budget: uploads beyond it
+// wait for a buffer and slow down instead of failing. A buffer goes back to the pool after its
+// part was sent; after a failed request it is dropped instead (the HTTP transport may still be
+// reading it). The object limit is 10,000 parts: 80 GiB with 8 MiB parts.
 //
 // A failed or cancelled multipart upload is aborted with a context detached from the caller's (a
 // cancelled request must still clean up). If even the abort fails (S3 unreachable), or the process
@@ -50,6 +52,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -71,6 +74,9 @@ const (
 	MinPartSize = 5 << 20
 	// DefaultConcurrency is the number of parts in flight per upload when Config.Concurrency is 0.
 	DefaultConcurrency = 2
+	// DefaultMemoryBudget bounds the part buffers of all uploads together when
+	// Config.MemoryBudget is 0: 16 parts of 8 MiB, five uploads at full speed.
+	DefaultMemoryBudget = 128 << 20
 	// maxParts is S3's limit on the parts of one upload.
 	maxParts = 10_000
 	// firstRead is the buffer a Put starts with, so small objects do not cost a whole part.
@@ -103,6 +109,9 @@ type Config struct {
 	AccessKey, SecretKey string
 	// RequestTimeout bounds each HTTP request to S3 (default DefaultRequestTimeout).
 	RequestTimeout time.Duration
+	// MemoryBudget bounds the bytes of part buffers all uploads hold at once (default
+	// DefaultMemoryBudget; at least one part).
+	MemoryBudget int64
 }
 
 // Store is a storage.Backend and storage.Presigner over one bucket (and prefix). It is safe for
@@ -114,6 +123,8 @@ type Store struct {
 	prefix      string
 	partSize    int64
 	concurrency int
+	// buffers are the part buffers of every upload through this Store.
+	buffers *storage.BufferPool
 	// signPayload restores SigV4 payload hashing over plain http; benchmarks use it to measure
 	// what UNSIGNED-PAYLOAD saves.
 	signPayload bool
@@ -158,6 +169,13 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if s.concurrency < 1 {
 		return nil, fmt.Errorf("s3 storage: concurrency %d is not positive", s.concurrency)
 	}
+	if cfg.MemoryBudget < 0 {
+		return nil, fmt.Errorf("s3 storage: memory budget %d is negative", cfg.MemoryBudget)
+	}
+	if cfg.MemoryBudget == 0 {
+		cfg.MemoryBudget = DefaultMemoryBudget
+	}
+	s.buffers = storage.NewBufferPool(int(s.partSize), cfg.MemoryBudget)
 	if cfg.Endpoint != "" {
 		u, err := url.Parse(cfg.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -218,23 +236,62 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts storage.P
 		return 0, err
 	}
 	r = storage.ContextReader(ctx, r)
-	buf := make([]byte, min(firstRead, s.partSize))
-	n, eof, err := readFull(r, buf)
-	if err == nil && !eof && len(buf) < int(s.partSize) {
-		// More to come: grow to a whole part.
-		part := make([]byte, s.partSize)
-		copy(part, buf)
-		var m int
-		m, eof, err = readFull(r, part[n:])
-		buf, n = part, n+m
-	}
+	small := make([]byte, min(firstRead, s.partSize))
+	n, eof, err := readFull(r, small)
 	if err != nil {
 		return 0, fmt.Errorf("s3 storage: put %q: %w", key, err)
 	}
 	if eof {
-		return s.putSingle(ctx, key, buf[:n], opts)
+		observe(opts, small[:n])
+		return s.putSingle(ctx, key, small[:n], opts)
+	}
+	// More to come: a whole part, from the shared pool.
+	buf, err := s.buffers.Get(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("s3 storage: put %q: waiting for a part buffer: %w", key, err)
+	}
+	copy(buf, small[:n])
+	m, eof, err := readFull(r, buf[n:])
+	if err != nil {
+		s.buffers.Put(buf)
+		return 0, fmt.Errorf("s3 storage: put %q: %w", key, err)
+	}
+	if eof {
+		observe(opts, buf[:n+m])
+		total, err := s.putSingle(ctx, key, buf[:n+m], opts)
+		if err != nil {
+			s.buffers.Drop() // the transport may still hold it
+		} else {
+			s.buffers.Put(buf)
+		}
+		return total, err
 	}
 	return s.putMultipart(ctx, key, buf, r, opts)
+}
+
+func observe(opts storage.PutOptions, p []byte) {
+	if opts.Observe != nil {
+		opts.Observe(p)
+	}
+}
+
+// part is a filled part buffer on its way to S3 and to PutOptions.Observe. It goes back to the
+// pool when both are done with it, or is dropped from it if its request failed.
+type part struct {
+	buf    []byte
+	refs   atomic.Int32
+	failed atomic.Bool
+}
+
+func (s *Store) release(p *part) {
+	if p.refs.Add(-1) > 0 {
+		return
+	}
+	if p.failed.Load() {
+		s.buffers.Drop() // the transport may still be reading it
+	} else {
+		s.buffers.Put(p.buf)
+	}
 }
 
 func (s *Store) putSingle(ctx context.Context, key string, data []byte, opts storage.PutOptions) (int64, error) {
@@ -280,17 +337,31 @@ func (s *Store) putMultipart(ctx context.Context, key string, first []byte, r io
 	defer cancel(nil)
 	r = storage.ContextReader(uctx, r) // stop reading the client once a part has failed
 	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		parts  []types.CompletedPart
-		slots  = make(chan struct{}, s.concurrency) // parts in flight
-		free   = make(chan []byte, s.concurrency+1) // buffers back from finished parts
-		allocs = 1
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		parts []types.CompletedPart
+		slots = make(chan struct{}, s.concurrency) // parts in flight
 	)
+	// Observe runs on a goroutine of its own, in part order, beside the uploads and the reading
+	// of the next part: the upload path's SHA-256 then costs no time on the reading goroutine.
+	var observed chan *part
+	if opts.Observe != nil {
+		observed = make(chan *part, s.concurrency+1)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for p := range observed {
+				opts.Observe(p.buf)
+				s.release(p)
+			}
+		}()
+		defer func() { close(observed); <-done }()
+	}
 	buf, n, eof := first, len(first), false
-	for num := int32(1); n > 0; num++ {
+	for num := int32(1); ; num++ {
 		if num > maxParts {
 			cancel(fmt.Errorf("object exceeds %d parts of %d bytes; raise the part size", maxParts, s.partSize))
+			s.buffers.Put(buf)
 			break
 		}
 		select {
@@ -298,52 +369,51 @@ func (s *Store) putMultipart(ctx context.Context, key string, first []byte, r io
 		case <-uctx.Done():
 		}
 		if uctx.Err() != nil {
+			s.buffers.Put(buf)
 			break
 		}
 		total += int64(n)
+		p := &part{buf: buf[:n]}
+		p.refs.Store(1)
+		if observed != nil {
+			p.refs.Add(1)
+			observed <- p
+		}
 		wg.Add(1)
-		go func(num int32, buf []byte, n int) {
+		go func(num int32, p *part) {
 			defer wg.Done()
+			defer s.release(p)
 			out, err := s.client.UploadPart(uctx, &awss3.UploadPartInput{
 				Bucket: &s.bucket, Key: k, UploadId: id, PartNumber: aws.Int32(num),
-				Body: bytes.NewReader(buf[:n]), ContentLength: aws.Int64(int64(n)),
+				Body: bytes.NewReader(p.buf), ContentLength: aws.Int64(int64(len(p.buf))),
 			}, s.payloadOpts()...)
 			if err != nil {
 				cancel(fmt.Errorf("upload part %d: %w", num, err))
-				return // the buffer is not reused: the transport may still hold it
+				p.failed.Store(true)
+				return
 			}
 			mu.Lock()
 			parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
 			mu.Unlock()
 			<-slots
-			free <- buf
-		}(num, buf, n)
+		}(num, p)
 		if eof {
 			break
 		}
-
-		// Next buffer: a returned one, a new one while fewer than Concurrency+1 exist, or wait.
-		buf = nil
-		select {
-		case buf = <-free:
-		default:
-			if allocs <= s.concurrency {
-				buf, allocs = make([]byte, s.partSize), allocs+1
-			}
-		}
-		if buf == nil {
-			select {
-			case buf = <-free:
-			case <-uctx.Done():
-			}
-		}
-		if uctx.Err() != nil {
+		// The next part: the pool may make this upload wait while others hold the budget.
+		var err error
+		if buf, err = s.buffers.Get(uctx); err != nil {
 			break
 		}
 		var rerr error
 		n, eof, rerr = readFull(r, buf)
 		if rerr != nil {
 			cancel(rerr)
+			s.buffers.Put(buf)
+			break
+		}
+		if n == 0 && eof {
+			s.buffers.Put(buf) // the stream ended exactly at a part boundary
 			break
 		}
 	}

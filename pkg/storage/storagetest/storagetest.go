@@ -36,6 +36,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) storage.Backend) {
 		fn   func(t *testing.T, b storage.Backend)
 	}{
 		{"RoundTrip", testRoundTrip},
+		{"Observe", testObserve},
+		{"Multipart", testMultipart},
 		{"Ranges", testRanges},
 		{"Stat", testStat},
 		{"NotFound", testNotFound},
@@ -70,6 +72,127 @@ func testRoundTrip(t *testing.T, b storage.Backend) {
 		if got := get(t, b, key, 0, -1); !bytes.Equal(got, data) {
 			t.Errorf("%s: read back %d bytes (sha256 %x), want %d bytes (sha256 %x)",
 				key, len(got), sha256.Sum256(got), len(data), sha256.Sum256(data))
+		}
+	}
+}
+
+// testObserve: PutOptions.Observe sees every byte of the stream once, in order, before Put
+// returns, whatever the size (one small write, one part, many parts), and the object is intact.
+func testObserve(t *testing.T, b storage.Backend) {
+	for _, size := range []int{1, 1000, 5<<20 - 1, 5 << 20, LargeSize} {
+		key := fmt.Sprintf("observe/%d.bin", size)
+		data := Random(size, uint64(size)+7)
+		var seen bytes.Buffer
+		n, err := b.Put(context.Background(), key, bytes.NewReader(data), storage.PutOptions{Observe: func(p []byte) { seen.Write(p) }})
+		if err != nil || n != int64(size) {
+			t.Fatalf("%s: put %d, %v", key, n, err)
+		}
+		if !bytes.Equal(seen.Bytes(), data) {
+			t.Errorf("%s: observed %d bytes (sha256 %x), want %d (sha256 %x)", key, seen.Len(), sha256.Sum256(seen.Bytes()), size, sha256.Sum256(data))
+		}
+		if got := get(t, b, key, 0, -1); !bytes.Equal(got, data) {
+			t.Errorf("%s: read back differs", key)
+		}
+	}
+}
+
+// PutPart uploads one part of a multipart upload the way a client of the backend does: through
+// the service (PartWriter) or with a PUT to a presigned URL (PartPresigner). It returns the HTTP
+// status of a presigned PUT (200 for PartWriter) and any error.
+func PutPart(t *testing.T, b storage.Backend, key, uploadID string, number int, data []byte, declared int64) (int, error) {
+	t.Helper()
+	switch p := b.(type) {
+	case storage.PartWriter:
+		_, err := p.PutPart(t.Context(), key, uploadID, number, bytes.NewReader(data), declared)
+		if err != nil {
+			return 0, err
+		}
+		return http.StatusOK, nil
+	case storage.PartPresigner:
+		u, err := p.PresignPart(t.Context(), key, uploadID, number, declared, time.Minute)
+		if err != nil {
+			return 0, err
+		}
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, u, bytes.NewReader(data))
+		if err != nil {
+			return 0, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	t.Fatalf("%T takes parts neither itself nor by presigned URL", b)
+	return 0, nil
+}
+
+// testMultipart: parts uploaded in any order (one replaced) are listed and assembled in order; a
+// part of another size than declared is refused; abort and deleting the key leave nothing.
+func testMultipart(t *testing.T, b storage.Backend) {
+	mp, ok := b.(storage.Multipart)
+	if !ok {
+		t.Skipf("%T has no multipart uploads", b)
+	}
+	ctx := t.Context()
+	const partSize = 5 << 20
+	data := Random(2*partSize+1234, 77)
+	chunks := [][]byte{data[:partSize], data[partSize : 2*partSize], data[2*partSize:]}
+	key := "multipart/whole.bin"
+	id, err := mp.CreateMultipart(ctx, key, "application/octet-stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Out of order, and part 1 first with the wrong bytes, then replaced.
+	uploads := []struct {
+		n    int
+		data []byte
+	}{{3, chunks[2]}, {1, Random(partSize, 9)}, {2, chunks[1]}, {1, chunks[0]}}
+	for _, u := range uploads {
+		if status, err := PutPart(t, b, key, id, u.n, u.data, int64(len(u.data))); err != nil || status/100 != 2 {
+			t.Fatalf("part %d: %d %v", u.n, status, err)
+		}
+	}
+	if status, err := PutPart(t, b, key, id, 2, chunks[1][:100], int64(len(chunks[1]))); err == nil && status/100 == 2 {
+		t.Fatal("a part shorter than declared was accepted")
+	}
+	parts, err := mp.ListParts(ctx, key, id)
+	if err != nil || len(parts) != 3 || parts[0].Number != 1 || parts[2].Size != 1234 {
+		t.Fatalf("list: %+v %v", parts, err)
+	}
+	if err := mp.CompleteMultipart(ctx, key, id, parts); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, b, key, 0, -1); !bytes.Equal(got, data) {
+		t.Fatalf("assembled object differs (%d bytes, want %d)", len(got), len(data))
+	}
+
+	// Abort, and Delete of the key (what the collector does for an expired session).
+	for i, end := range []func(key, id string) error{
+		func(key, id string) error { return mp.AbortMultipart(ctx, key, id) },
+		func(key, _ string) error { return b.Delete(ctx, key) },
+	} {
+		key := fmt.Sprintf("multipart/ended-%d.bin", i)
+		id, err := mp.CreateMultipart(ctx, key, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status, err := PutPart(t, b, key, id, 1, chunks[2], int64(len(chunks[2]))); err != nil || status/100 != 2 {
+			t.Fatalf("part: %d %v", status, err)
+		}
+		if err := end(key, id); err != nil {
+			t.Fatal(err)
+		}
+		if parts, err := mp.ListParts(ctx, key, id); err == nil && len(parts) > 0 {
+			t.Fatalf("ended upload %d still lists %d parts", i, len(parts))
+		}
+		if err := mp.AbortMultipart(ctx, key, id); err != nil {
+			t.Fatalf("aborting an ended upload: %v", err)
+		}
+		if _, err := b.Stat(ctx, key); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("an ended upload made an object: %v", err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package metrics
+package store
 
 import (
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -11,19 +11,20 @@ type poolCollector struct {
 	acquired, idle, total, max, acquires, waitNS *prometheus.Desc
 }
 
-// RegisterPool exposes the Postgres pool's statistics as slipway_db_pool_* metrics.
-func (m *Metrics) RegisterPool(pool *pgxpool.Pool) {
+// PoolCollector exposes the connection pool's statistics as slipway_db_pool_* metrics. It lives
+// here, beside the pool, so that nothing but the store depends on the Postgres driver.
+func (db *DB) PoolCollector() prometheus.Collector {
 	d := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc("slipway_db_pool_"+name, help, nil, nil)
 	}
-	m.Registry.MustRegister(&poolCollector{pool: pool,
+	return &poolCollector{pool: db.Pool,
 		acquired: d("acquired_connections", "Connections in use."),
 		idle:     d("idle_connections", "Idle connections."),
 		total:    d("total_connections", "Open connections."),
 		max:      d("max_connections", "The pool's size limit."),
 		acquires: d("acquires_total", "Connections acquired from the pool."),
 		waitNS:   d("acquire_wait_seconds_total", "Time spent waiting for a connection."),
-	})
+	}
 }
 
 func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS upload_sessions;

@@ -1,0 +1,263 @@
+package distribution
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The domain's types. They carry no JSON or SQL tags: the store maps them to rows and the HTTP
+// layer's views map them to wire names, so neither format leaks into the other.
+
+// App is an application; it nests its schemes, each scheme its channels.
+type App struct {
+	ID        int64
+	Name      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Schemes   []Scheme
+}
+
+// Scheme groups an app's channels (for instance "Adhoc" or "AppStore").
+type Scheme struct {
+	ID    int64
+	AppID int64
+	Name  string
+	// NewBuildCallout asks the release pages to point out a newer build (Zealot's field).
+	NewBuildCallout bool
+	// RetainedBuilds is how many builds each channel keeps (0: all); enforced by retention.
+	RetainedBuilds int
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	Channels       []Channel
+}
+
+// Channel is where releases of one platform land; its Slug is the channel key.
+type Channel struct {
+	ID           int64
+	SchemeID     int64
+	Name         string
+	Slug         string
+	DeviceType   string
+	BundleID     string
+	GitURL       *string
+	PasswordHash *string
+	// DownloadFilenameType names downloaded files (see DownloadFilenameTypes).
+	DownloadFilenameType string
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+}
+
+// HasPassword reports whether downloads from the channel need a password.
+func (c *Channel) HasPassword() bool { return c.PasswordHash != nil && *c.PasswordHash != "" }
+
+// ChannelContext is a channel with the app and scheme it belongs to, as listings render them.
+type ChannelContext struct {
+	Channel Channel
+	App     App // without schemes
+	Scheme  Scheme
+}
+
+// Release is one uploaded build in a channel.
+type Release struct {
+	ID             int64
+	ChannelID      int64
+	Version        int
+	Name           string // the app name parsed from the package
+	BundleID       string
+	ReleaseVersion string
+	BuildVersion   string
+	ReleaseType    string
+	Source         string
+	Branch         string
+	GitCommit      string
+	CIURL          string
+	Changelog      []ChangelogEntry
+	CustomFields   []CustomField
+	Platform       string
+	Format         string
+	Device         string
+	MinOS          string
+	TargetSDK      string
+	Profile        *ProfileSummary
+	Size           int64
+	SHA256         string
+	ObjectKey      string
+	Filename       string
+	IconKey        *string
+	IconType       *string
+	// UploadedBy is the id of the token that uploaded the build (0: unknown or since revoked and
+	// deleted); an upload token may edit its own uploads.
+	UploadedBy int64
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// ChangelogEntry is one changelog line; the JSON form may carry author, email and date.
+type ChangelogEntry struct {
+	Message string
+	Author  string
+	Email   string
+	Date    string
+}
+
+// CustomField is a title, value and icon-font class shown on the release page.
+type CustomField struct {
+	Name  string
+	Value string
+	Icon  string
+}
+
+// ProfileSummary is what Slipway keeps of an Apple provisioning profile.
+type ProfileSummary struct {
+	Name        string
+	TeamID      string
+	TeamName    string
+	ExpiresAt   time.Time
+	DeviceCount int
+	AllDevices  bool
+	Development bool
+}
+
+// ReleaseContext is a release with the channel, scheme and app it belongs to.
+type ReleaseContext struct {
+	Release
+	Channel Channel
+	Scheme  Scheme
+	App     App // without schemes
+}
+
+// ChannelContext returns the release's channel with its app and scheme.
+func (rc *ReleaseContext) ChannelContext() *ChannelContext {
+	return &ChannelContext{Channel: rc.Channel, App: rc.App, Scheme: rc.Scheme}
+}
+
+// DebugFile is an uploaded debug archive (dSYMs or an Android mapping archive) of an app.
+type DebugFile struct {
+	ID             int64
+	AppID          int64
+	AppName        string
+	ChannelID      int64
+	DeviceType     string
+	ReleaseVersion string
+	BuildVersion   string
+	SHA256         string
+	// MD5 is the archive's MD5, which Zealot's clients look debug files up by ("" when unknown).
+	MD5       string
+	Size      int64
+	ObjectKey string
+	Filename  string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Metadata  []DebugFileMetadata
+}
+
+// DebugFileMetadata is one record of what a debug file holds: a Mach-O slice of a dSYM, or the
+// file list of an Android archive. Data is a JSON object kept as given.
+type DebugFileMetadata struct {
+	ID          int64
+	DebugFileID int64
+	UUID        string
+	Type        string
+	Object      string
+	Data        json.RawMessage
+	Size        int64
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// DebugFileVersion is a debug file's id, versions and upload time, for picking the one to download.
+type DebugFileVersion struct {
+	ID             int64
+	ReleaseVersion string
+	BuildVersion   string
+	CreatedAt      time.Time
+}
+
+// Token scopes: upload may upload apps and debug files (and edit its own uploads, sync devices);
+// admin may do everything.
+const (
+	ScopeUpload = "upload"
+	ScopeAdmin  = "admin"
+)
+
+// Token is an API token's record. The token itself is shown once and never stored.
+type Token struct {
+	ID         int64
+	Name       string
+	Scope      string
+	CreatedAt  time.Time
+	LastUsedAt *time.Time
+	RevokedAt  *time.Time
+}
+
+// Allows reports whether the token's scope permits an operation needing scope.
+func (t *Token) Allows(scope string) bool { return t.Scope == ScopeAdmin || t.Scope == scope }
+
+// Device is an Apple device known by its UDID: synced from the developer portal (fastlane's
+// zealot_sync_devices), registered over the API, or collected by the UDID profile service.
+type Device struct {
+	ID       int64
+	UDID     string
+	Name     string
+	Model    string
+	Platform string
+	// DeviceID and Status are the Apple developer portal's, when synced from it.
+	DeviceID string
+	Status   string
+	// Product (e.g. iPhone15,2), OSVersion and Serial come from a profile-service answer.
+	Product   string
+	OSVersion string
+	Serial    string
+	// Source is how the device became known: "api" or "profile".
+	Source    string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Page selects a page of a listing: Page is 1-based.
+type Page struct {
+	Page    int
+	PerPage int
+}
+
+// Offset is the number of rows before the page.
+func (p Page) Offset() int { return (p.Page - 1) * p.PerPage }
+
+// UploadSession is a resumable upload (POST /api/uploads): its parts go straight into object
+// storage, and completing it records the release or debug file as an upload does.
+type UploadSession struct {
+	ID      string
+	TokenID int64
+	// Kind is SessionApp or SessionDebugFile.
+	Kind            string
+	ObjectKey       string
+	StorageUploadID string
+	Filename        string
+	Size            int64
+	// SHA256 is the client's checksum of the file ("" when it gave none): the service never reads
+	// the whole file on this path, so it records what the client declared.
+	SHA256   string
+	PartSize int64
+	// Fields are the upload's form fields (channel_key, changelog, ...), kept until completion.
+	Fields map[string]string
+	State  string
+	// ResultID is the release or debug file a completed session made.
+	ResultID int64
+	// Error says why a failed session's package was refused.
+	Error     string
+	ExpiresAt time.Time
+	CreatedAt time.Time
+}
+
+// Session kinds and states.
+const (
+	SessionApp       = "app"
+	SessionDebugFile = "debug_file"
+
+	SessionOpen       = "open"
+	SessionCompleting = "completing"
+	SessionCompleted  = "completed"
+	SessionAborted    = "aborted"
+	SessionExpired    = "expired"
+	SessionFailed     = "failed"
+)

@@ -1,0 +1,339 @@
+package distribution
+
+import (
+	"container/list"
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/metrics"
+)
+
+// The read cache: every installed test build asks GET /api/apps/latest on launch, so the update
+// check grows with devices, not with uploads. Each replica keeps a copy of the channels being
+// asked about (their ChannelView: the channel with its app and scheme and its newest releases),
+// and of the answers already encoded from them. It is a copy of the database and nothing more
+// (design.md, property 1): it is bounded in bytes (least recently used views go first), every view
+// expires after a short TTL, and every change that shows in a view removes it on every replica:
+//   - on the replica that made the change, at once, before the writer is answered;
+//   - on the others, through Postgres LISTEN/NOTIFY: triggers announce every change from the
+//     writing transaction (migration 3), whoever the writer is;
+//   - if a notification is lost (the listening connection broke), the listener forgets every view
+//     when it reconnects, and the TTL bounds what a lost notification can cost.
+
+// Change names what a write changed: a channel, a scheme or an app (the non-zero field).
+type Change struct {
+	ChannelID, SchemeID, AppID int64
+}
+
+// ChangeFeed announces changes made by any writer of the database.
+type ChangeFeed interface {
+	// ListenChanges calls onChange for every change until ctx ends, and onConnect whenever it
+	// (re)connects, since changes made while it was not listening are not announced.
+	ListenChanges(ctx context.Context, onConnect func(), onChange func(Change)) error
+}
+
+// ReadCacheConfig sizes the read cache.
+type ReadCacheConfig struct {
+	// MaxBytes bounds the views and encoded answers kept (0 turns the cache off).
+	MaxBytes int64
+	// TTL bounds how stale an answer can be when a change notification is lost.
+	TTL time.Duration
+}
+
+// viewReleases is how many of a channel's newest releases a view holds. It is also how many the
+// SDK form of latest compares (decisions.md), so that form is always answered from the view.
+const viewReleases = 200
+
+// maxMemos bounds the encoded answers kept per view (one per distinct query), so queries with
+// ever-new parameters cannot grow a view without bound.
+const maxMemos = 64
+
+// ChannelView is a channel's read model: the channel with its app and scheme, and its newest
+// releases. Views from the cache are shared: never modify one.
+type ChannelView struct {
+	ChannelContext
+	// Releases are the channel's newest releases, newest first: all of them when Complete.
+	Releases []Release
+	Complete bool
+	// Total is the number of releases in the channel.
+	Total int
+
+	loaded time.Time
+	size   int64
+	cache  *readCache // nil for a view that is not cached
+
+	mu    sync.Mutex
+	memos map[string]*Encoded
+}
+
+// Encoded is an answer encoded once from a view and served many times.
+type Encoded struct {
+	Body []byte
+	// ETag is a strong validator of Body.
+	ETag string
+}
+
+// Memo returns the answer stored under key, building and storing it on first use. The key must
+// name everything the answer depends on besides the view.
+func (v *ChannelView) Memo(key string, build func() (*Encoded, error)) (*Encoded, error) {
+	v.mu.Lock()
+	e, ok := v.memos[key]
+	v.mu.Unlock()
+	if ok {
+		return e, nil
+	}
+	e, err := build()
+	if err != nil || v.cache == nil {
+		return e, err
+	}
+	v.mu.Lock()
+	if len(v.memos) < maxMemos {
+		if v.memos == nil {
+			v.memos = map[string]*Encoded{}
+		}
+		if _, dup := v.memos[key]; !dup {
+			v.memos[key] = e
+			v.cache.grow(int64(len(key) + len(e.Body) + len(e.ETag) + 64))
+		}
+	}
+	v.mu.Unlock()
+	return e, nil
+}
+
+// readCache holds ChannelViews by channel key, least recently used first out.
+type readCache struct {
+	cfg     ReadCacheConfig
+	metrics *metrics.Metrics
+
+	mu    sync.Mutex
+	views map[string]*list.Element // of *ChannelView, by slug
+	lru   *list.List               // front: most recently used
+	bytes int64
+	// generation grows with every invalidation: a view loaded while one happened may hold what
+	// the change replaced, so it is not kept.
+	generation uint64
+
+	loads singleflight.Group
+}
+
+func newReadCache(cfg ReadCacheConfig, m *metrics.Metrics) *readCache {
+	return &readCache{cfg: cfg, metrics: m, views: map[string]*list.Element{}, lru: list.New()}
+}
+
+func (c *readCache) currentGeneration() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.generation
+}
+
+// get returns a fresh cached view, or nil and the generation a load must check against.
+func (c *readCache) get(slug string) (*ChannelView, uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.views[slug]
+	if ok {
+		v := el.Value.(*ChannelView)
+		if time.Since(v.loaded) < c.cfg.TTL {
+			c.lru.MoveToFront(el)
+			c.count("hit")
+			return v, c.generation
+		}
+		c.remove(el)
+		c.count("expired")
+		return nil, c.generation
+	}
+	c.count("miss")
+	return nil, c.generation
+}
+
+// put keeps a view loaded at generation gen, unless a change came in since.
+func (c *readCache) put(slug string, v *ChannelView, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.generation {
+		return
+	}
+	if el, ok := c.views[slug]; ok {
+		c.remove(el)
+	}
+	v.cache = c
+	c.views[slug] = c.lru.PushFront(v)
+	c.bytes += v.size
+	c.evict()
+	c.gauges()
+}
+
+// grow accounts for bytes added to a cached view (an encoded answer).
+func (c *readCache) grow(n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bytes += n
+	c.evict()
+	c.gauges()
+}
+
+func (c *readCache) evict() {
+	for c.bytes > c.cfg.MaxBytes && c.lru.Len() > 0 {
+		c.remove(c.lru.Back())
+		if c.metrics != nil {
+			c.metrics.ReadCacheEvictions.Inc()
+		}
+	}
+}
+
+func (c *readCache) remove(el *list.Element) {
+	v := el.Value.(*ChannelView)
+	c.lru.Remove(el)
+	delete(c.views, v.Channel.Slug)
+	v.mu.Lock()
+	memoBytes := int64(0)
+	for k, e := range v.memos {
+		memoBytes += int64(len(k) + len(e.Body) + len(e.ETag) + 64)
+	}
+	v.mu.Unlock()
+	c.bytes -= v.size + memoBytes
+}
+
+// invalidate removes the views a change touches; source labels the metric (local, notify).
+func (c *readCache) invalidate(ch Change, source string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.generation++
+	for el := c.lru.Front(); el != nil; {
+		next := el.Next()
+		v := el.Value.(*ChannelView)
+		if (ch.ChannelID != 0 && v.Channel.ID == ch.ChannelID) || (ch.SchemeID != 0 && v.Scheme.ID == ch.SchemeID) ||
+			(ch.AppID != 0 && v.App.ID == ch.AppID) {
+			c.remove(el)
+		}
+		el = next
+	}
+	if c.metrics != nil {
+		c.metrics.ReadCacheInvalidations.WithLabelValues(source).Inc()
+	}
+	c.gauges()
+}
+
+// flush forgets every view (the change listener reconnected: changes may have been missed).
+func (c *readCache) flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.generation++
+	c.views, c.bytes = map[string]*list.Element{}, 0
+	c.lru.Init()
+	if c.metrics != nil {
+		c.metrics.ReadCacheInvalidations.WithLabelValues("reconnect").Inc()
+	}
+	c.gauges()
+}
+
+func (c *readCache) count(result string) {
+	if c.metrics != nil {
+		c.metrics.ReadCacheLookups.WithLabelValues(result).Inc()
+	}
+}
+
+func (c *readCache) gauges() {
+	if c.metrics != nil {
+		c.metrics.ReadCacheBytes.Set(float64(c.bytes))
+		c.metrics.ReadCacheViews.Set(float64(c.lru.Len()))
+	}
+}
+
+// EnableReadCache turns the read cache on (ChannelView then serves from it). Call it once, before
+// serving; WatchChanges keeps it in step with other replicas.
+func (s *Service) EnableReadCache(cfg ReadCacheConfig) {
+	if cfg.MaxBytes > 0 && cfg.TTL > 0 {
+		s.reads = newReadCache(cfg, s.Metrics)
+	}
+}
+
+// WatchChanges listens to the database's change announcements until ctx ends, removing from the
+// read cache what other replicas (or anyone) changed.
+func (s *Service) WatchChanges(ctx context.Context) error {
+	if s.reads == nil {
+		return nil
+	}
+	return s.Store.ListenChanges(ctx, s.reads.flush, func(ch Change) { s.reads.invalidate(ch, "notify") })
+}
+
+// changed removes from this replica's read cache at once what a write changed, so the writer's
+// next read is fresh; other replicas learn it from the database's notification.
+func (s *Service) changed(ch Change) {
+	if s.reads != nil {
+		s.reads.invalidate(ch, "local")
+	}
+}
+
+// ChannelView returns the read model of the channel a key names, from the cache when it holds a
+// fresh one.
+func (s *Service) ChannelView(ctx context.Context, key string) (*ChannelView, error) {
+	key = strings.TrimSpace(key)
+	if key == "" {
+		return nil, errs.Field("channel_key", "is required")
+	}
+	if !slugRe.MatchString(key) {
+		return nil, errs.New(errs.NotFound, "channel not found")
+	}
+	if s.reads == nil {
+		return s.loadView(ctx, key)
+	}
+	if v, _ := s.reads.get(key); v != nil {
+		return v, nil
+	}
+	// One load per key at a time, however many requests miss together. It runs detached from
+	// the first caller's cancellation, since others may be waiting on it.
+	res, err, _ := s.reads.loads.Do(key, func() (any, error) {
+		gen := s.reads.currentGeneration()
+		v, err := s.loadView(context.WithoutCancel(ctx), key)
+		if err == nil {
+			s.reads.put(key, v, gen)
+		}
+		return v, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*ChannelView), nil
+}
+
+func (s *Service) loadView(ctx context.Context, key string) (*ChannelView, error) {
+	cc, err := s.Store.ChannelContextBySlug(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	rels, err := s.Store.RecentReleases(ctx, cc.Channel.ID, "", viewReleases)
+	if err != nil {
+		return nil, err
+	}
+	v := &ChannelView{ChannelContext: *cc, Releases: rels, Complete: len(rels) < viewReleases, Total: len(rels), loaded: time.Now()}
+	if !v.Complete {
+		if v.Total, err = s.Store.CountReleases(ctx, cc.Channel.ID); err != nil {
+			return nil, err
+		}
+	}
+	v.size = viewSize(v)
+	return v, nil
+}
+
+// viewSize estimates the memory a view holds.
+func viewSize(v *ChannelView) int64 {
+	n := int64(1024 + len(v.App.Name) + len(v.Scheme.Name) + len(v.Channel.Name) + len(v.Channel.BundleID))
+	for i := range v.Releases {
+		r := &v.Releases[i]
+		n += 512 + int64(len(r.Name)+len(r.BundleID)+len(r.ReleaseVersion)+len(r.BuildVersion)+len(r.Source)+len(r.Branch)+
+			len(r.GitCommit)+len(r.CIURL)+len(r.ObjectKey)+len(r.Filename)+len(r.SHA256))
+		for _, e := range r.Changelog {
+			n += int64(64 + len(e.Message) + len(e.Author) + len(e.Email) + len(e.Date))
+		}
+		for _, f := range r.CustomFields {
+			n += int64(48 + len(f.Name) + len(f.Value) + len(f.Icon))
+		}
+	}
+	return n
+}

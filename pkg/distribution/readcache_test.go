@@ -1,0 +1,257 @@
+package distribution
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+// viewStore is a database of channels for the read cache's tests: only the reads a view needs.
+type viewStore struct {
+	Store
+	mu       sync.Mutex
+	channels map[string]*ChannelContext
+	releases map[int64][]Release // newest first
+	loads    atomic.Int64
+	// during, when set, runs in the middle of a load (to change things while a view loads).
+	during func()
+}
+
+func newViewStore() *viewStore {
+	return &viewStore{channels: map[string]*ChannelContext{}, releases: map[int64][]Release{}}
+}
+
+func (s *viewStore) add(id, schemeID, appID int64, slug string, releases int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.channels[slug] = &ChannelContext{Channel: Channel{ID: id, Slug: slug, SchemeID: schemeID, Name: "ios"},
+		Scheme: Scheme{ID: schemeID, AppID: appID, Name: "Adhoc"}, App: App{ID: appID, Name: "App"}}
+	for v := releases; v >= 1; v-- {
+		s.releases[id] = append(s.releases[id], Release{ID: id*1000 + int64(v), ChannelID: id, Version: v, BundleID: "com.example.app",
+			ReleaseVersion: fmt.Sprintf("1.%d", v), BuildVersion: fmt.Sprint(v), Changelog: []ChangelogEntry{{Message: strings.Repeat("x", 100)}}})
+	}
+}
+
+func (s *viewStore) ChannelContextBySlug(_ context.Context, slug string) (*ChannelContext, error) {
+	s.loads.Add(1)
+	if s.during != nil {
+		s.during()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cc, ok := s.channels[slug]
+	if !ok {
+		return nil, errs.New(errs.NotFound, "channel not found")
+	}
+	c := *cc
+	return &c, nil
+}
+
+func (s *viewStore) RecentReleases(_ context.Context, channelID int64, _ string, limit int) ([]Release, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rels := s.releases[channelID]
+	return append([]Release(nil), rels[:min(limit, len(rels))]...), nil
+}
+
+func (s *viewStore) CountReleases(_ context.Context, channelID int64) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.releases[channelID]), nil
+}
+
+func cachedService(st *viewStore, maxBytes int64, ttl time.Duration) *Service {
+	s := &Service{Store: st}
+	s.EnableReadCache(ReadCacheConfig{MaxBytes: maxBytes, TTL: ttl})
+	return s
+}
+
+// A view is loaded once and served from the cache until a change touching it (its channel, its
+// scheme or its app) removes it; changes elsewhere leave it.
+func TestReadCacheServesAndInvalidates(t *testing.T) {
+	ctx := context.Background()
+	st := newViewStore()
+	st.add(1, 10, 100, "one", 3)
+	st.add(2, 20, 100, "two", 3)
+	st.add(3, 30, 300, "three", 3)
+	s := cachedService(st, 1<<20, time.Hour)
+	view := func(slug string) *ChannelView {
+		t.Helper()
+		v, err := s.ChannelView(ctx, slug)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, slug := range []string{"one", "two", "three", "one", "two", "three"} {
+		view(slug)
+	}
+	if n := st.loads.Load(); n != 3 {
+		t.Fatalf("%d loads for 3 channels asked twice", n)
+	}
+	for _, c := range []struct {
+		change Change
+		reload []string // views the change must drop
+	}{
+		{Change{ChannelID: 1}, []string{"one"}},
+		{Change{SchemeID: 20}, []string{"two"}},
+		{Change{AppID: 100}, []string{"one", "two"}},
+		{Change{ChannelID: 99}, nil},
+	} {
+		for _, slug := range []string{"one", "two", "three"} {
+			view(slug)
+		}
+		before := st.loads.Load()
+		s.reads.invalidate(c.change, "local")
+		for _, slug := range []string{"one", "two", "three"} {
+			view(slug)
+		}
+		if got := st.loads.Load() - before; got != int64(len(c.reload)) {
+			t.Errorf("%+v: %d views reloaded, want %v", c.change, got, c.reload)
+		}
+	}
+	// Unknown and malformed keys are not cached (a channel created later must be found).
+	if _, err := s.ChannelView(ctx, "nope"); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("unknown key: %v", err)
+	}
+	if _, err := s.ChannelView(ctx, "no pe"); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("malformed key: %v", err)
+	}
+	st.add(4, 40, 400, "nope", 1)
+	if _, err := s.ChannelView(ctx, "nope"); err != nil {
+		t.Fatalf("channel created after a miss: %v", err)
+	}
+}
+
+// A view loaded while a change came in may hold what the change replaced: it is answered but not
+// kept, so the next question loads again.
+func TestReadCacheDropsViewsLoadedDuringAChange(t *testing.T) {
+	ctx := context.Background()
+	st := newViewStore()
+	st.add(1, 10, 100, "one", 2)
+	s := cachedService(st, 1<<20, time.Hour)
+	st.during = func() { s.reads.invalidate(Change{ChannelID: 1}, "notify") }
+	if _, err := s.ChannelView(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	st.during = nil
+	if _, err := s.ChannelView(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.loads.Load(); n != 2 {
+		t.Fatalf("%d loads: the view loaded during a change was kept", n)
+	}
+}
+
+// Views expire after the TTL; a reconnect of the change listener forgets them all.
+func TestReadCacheExpiresAndFlushes(t *testing.T) {
+	ctx := context.Background()
+	st := newViewStore()
+	st.add(1, 10, 100, "one", 2)
+	s := cachedService(st, 1<<20, 50*time.Millisecond)
+	if _, err := s.ChannelView(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := s.ChannelView(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.loads.Load(); n != 2 {
+		t.Fatalf("%d loads: an expired view was served", n)
+	}
+	s.reads.cfg.TTL = time.Hour
+	if _, err := s.ChannelView(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	s.reads.flush()
+	if _, err := s.ChannelView(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.loads.Load(); n != 3 {
+		t.Fatalf("%d loads: a flush kept views", n)
+	}
+}
+
+// However many channels are asked about, the cache holds no more than its byte budget: the least
+// recently used views go first, and encoded answers count too.
+func TestReadCacheStaysWithinItsBudget(t *testing.T) {
+	ctx := context.Background()
+	st := newViewStore()
+	const channels = 2000
+	for i := range channels {
+		st.add(int64(i+1), int64(i+1), int64(i+1), fmt.Sprintf("ch%d", i), 20)
+	}
+	const budget = 1 << 20
+	s := cachedService(st, budget, time.Hour)
+	for i := range channels {
+		v, err := s.ChannelView(ctx, fmt.Sprintf("ch%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for q := range 3 {
+			if _, err := v.Memo(fmt.Sprint("q", q), func() (*Encoded, error) {
+				return &Encoded{Body: make([]byte, 2048), ETag: `"x"`}, nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if b := s.reads.bytes; b > budget {
+			t.Fatalf("after %d channels the cache holds %d bytes, over its %d", i+1, b, budget)
+		}
+	}
+	if n := s.reads.lru.Len(); n == 0 || n == channels {
+		t.Fatalf("%d views kept of %d: eviction did not work", n, channels)
+	}
+	// The most recently used view is still there.
+	before := st.loads.Load()
+	if _, err := s.ChannelView(ctx, fmt.Sprintf("ch%d", channels-1)); err != nil || st.loads.Load() != before {
+		t.Fatalf("the newest view was evicted (%v)", err)
+	}
+	// Many distinct questions do not grow one view without bound.
+	v, _ := s.ChannelView(ctx, "ch0")
+	for q := range 10 * maxMemos {
+		_, _ = v.Memo(fmt.Sprint("many", q), func() (*Encoded, error) { return &Encoded{Body: []byte("{}")}, nil })
+	}
+	if len(v.memos) > maxMemos {
+		t.Fatalf("%d memos in one view", len(v.memos))
+	}
+}
+
+// Latest, versions and version_exist answer from the view; only what a view of the 200 newest
+// releases cannot know goes to the database.
+func TestViewAnswers(t *testing.T) {
+	ctx := context.Background()
+	st := newViewStore()
+	st.add(1, 10, 100, "small", 5)
+	st.add(2, 20, 200, "big", viewReleases+50)
+	s := cachedService(st, 16<<20, time.Hour)
+	small, _ := s.ChannelView(ctx, "small")
+	if !small.Complete || small.Total != 5 {
+		t.Fatalf("small view: complete %v total %d", small.Complete, small.Total)
+	}
+	rels, err := s.Latest(ctx, small, LatestQuery{ReleaseVersion: "1.0", BuildVersion: "1"})
+	if err != nil || len(rels) != 1 || rels[0].Version != 5 {
+		t.Fatalf("latest: %v %+v", err, rels)
+	}
+	rels, err = s.Latest(ctx, small, LatestQuery{ReleaseVersion: "1.3", BuildVersion: "3", SDK: true})
+	if err != nil || len(rels) != 2 {
+		t.Fatalf("sdk latest: %v %+v", err, rels)
+	}
+	if _, err := s.FindVersion(ctx, small, VersionQuery{BundleID: "com.example.app", ReleaseVersion: "9.9", BuildVersion: "9"}); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("a version the complete view lacks: %v", err)
+	}
+	page, err := s.Versions(ctx, small, Page{Page: 2, PerPage: 3})
+	if err != nil || len(page) != 2 || page[0].Version != 2 {
+		t.Fatalf("page 2 of 3: %v %+v", err, page)
+	}
+	big, _ := s.ChannelView(ctx, "big")
+	if big.Complete || big.Total != viewReleases+50 || len(big.Releases) != viewReleases {
+		t.Fatalf("big view: complete %v total %d held %d", big.Complete, big.Total, len(big.Releases))
+	}
+}

@@ -1,0 +1,163 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+// Resumable upload sessions (distribution/sessions.go): POST /api/uploads starts one, the client
+// PUTs the parts where the answer says, GET shows what is done, POST .../complete records the
+// release, DELETE aborts.
+
+// sessionFields are the form fields a session keeps for its completion: the upload's.
+var sessionFields = []string{"channel_key", "name", "release_type", "source", "changelog", "branch", "git_commit", "ci_url",
+	"custom_fields", "password", "release_version", "build_version", "bundle_id"}
+
+type sessionPartView struct {
+	Number int    `json:"number"`
+	Size   int64  `json:"size"`
+	Done   bool   `json:"done"`
+	URL    string `json:"url,omitempty"`
+}
+
+type sessionView struct {
+	ID        string            `json:"id"`
+	Kind      string            `json:"kind"`
+	Filename  string            `json:"filename"`
+	Size      int64             `json:"size"`
+	SHA256    string            `json:"sha256"`
+	PartSize  int64             `json:"part_size"`
+	State     string            `json:"state"`
+	ExpiresAt string            `json:"expires_at"`
+	CreatedAt string            `json:"created_at"`
+	Parts     []sessionPartView `json:"parts"`
+	ResultID  *int64            `json:"result_id"`
+	Error     *string           `json:"error"`
+}
+
+func (s *Server) sessionView(sess *distribution.UploadSession, parts []distribution.SessionPart) sessionView {
+	v := sessionView{ID: sess.ID, Kind: sess.Kind, Filename: sess.Filename, Size: sess.Size, SHA256: sess.SHA256, PartSize: sess.PartSize,
+		State: sess.State, ExpiresAt: s.timestamp(sess.ExpiresAt), CreatedAt: s.timestamp(sess.CreatedAt), Parts: make([]sessionPartView, len(parts))}
+	for i, p := range parts {
+		v.Parts[i] = sessionPartView(p)
+	}
+	if sess.ResultID != 0 {
+		v.ResultID = &sess.ResultID
+	}
+	if sess.Error != "" {
+		v.Error = &sess.Error
+	}
+	return v
+}
+
+// startSession: POST /api/uploads (kind, filename, size, sha256 and the upload's fields) → 201.
+func (s *Server) startSession(c *gin.Context) error {
+	p, err := readParams(c)
+	if err != nil {
+		return err
+	}
+	in := distribution.NewSession{Fields: map[string]string{}}
+	if in.Kind, err = p.str("kind"); err != nil {
+		return err
+	}
+	if in.Filename, err = p.str("filename"); err != nil {
+		return err
+	}
+	if in.SHA256, err = p.str("sha256"); err != nil {
+		return err
+	}
+	size, err := p.optInt("size")
+	if err != nil {
+		return err
+	}
+	if size == nil {
+		return errs.Field("size", "is required: the file's size in bytes")
+	}
+	in.Size = int64(*size)
+	for _, name := range sessionFields {
+		v, err := p.optJSONText(name)
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			in.Fields[name] = *v
+		}
+	}
+	sess, parts, err := s.svc.StartSession(c, tokenOf(c), in)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusCreated, s.sessionView(sess, parts))
+	return nil
+}
+
+// getSession: GET /api/uploads/:id, with the parts done and where to put the others.
+func (s *Server) getSession(c *gin.Context) error {
+	sess, parts, err := s.svc.Session(c, tokenOf(c), c.Param("session"))
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, s.sessionView(sess, parts))
+	return nil
+}
+
+// putPart: PUT /api/uploads/:id/parts/:n?t=SIGNATURE, a part of a session on a backend that
+// takes parts itself (filesystem). The signature in the URL is the credential, as a presigned S3
+// URL's is. The body streams to storage; it waits for an upload slot like any upload.
+func (s *Server) putPart(c *gin.Context) error {
+	n, err := strconv.Atoi(c.Param("part"))
+	if err != nil {
+		return errs.Field("part", "must be a part number")
+	}
+	if c.Request.ContentLength < 0 {
+		return errs.New(errs.Invalid, "send the part with a Content-Length")
+	}
+	release, err := s.gate.enter(c)
+	if err != nil {
+		return err
+	}
+	defer release()
+	body := &idleBody{rc: c.Request.Body, ctl: http.NewResponseController(c.Writer), idle: s.cfg.UploadIdleTimeout}
+	if err := s.svc.PutPart(c, c.Param("session"), n, c.Query("t"), body, c.Request.ContentLength, c.GetHeader("Content-MD5")); err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, gin.H{"number": n, "size": c.Request.ContentLength})
+	return nil
+}
+
+// completeSession: POST /api/uploads/:id/complete (optionally with the file's sha256) → 201 with
+// the release (or debug file), as the upload answers; again for a completed session.
+func (s *Server) completeSession(c *gin.Context) error {
+	p, err := readParams(c)
+	if err != nil {
+		return err
+	}
+	sum, err := p.str("sha256")
+	if err != nil {
+		return err
+	}
+	res, err := s.svc.CompleteSession(c, tokenOf(c), c.Param("session"), sum)
+	if err != nil {
+		return err
+	}
+	if res.DebugFile != nil {
+		c.JSON(http.StatusCreated, s.debugFileView(res.DebugFile))
+	} else {
+		c.JSON(http.StatusCreated, s.fullRelease(res.Release))
+	}
+	return nil
+}
+
+// abortSession: DELETE /api/uploads/:id ends an open session and deletes what was put.
+func (s *Server) abortSession(c *gin.Context) error {
+	if err := s.svc.AbortSession(c, tokenOf(c), c.Param("session")); err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, deleted)
+	return nil
+}

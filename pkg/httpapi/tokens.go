@@ -1,0 +1,74 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+)
+
+// listTokens: GET /api/tokens, every token without its secret (admin).
+func (s *Server) listTokens(c *gin.Context) error {
+	toks, err := s.svc.Tokens(c)
+	if err != nil {
+		return err
+	}
+	out := make([]tokenView, 0, len(toks))
+	for i := range toks {
+		out = append(out, s.tokenView(&toks[i]))
+	}
+	c.JSON(http.StatusOK, out)
+	return nil
+}
+
+// createToken: POST /api/tokens (name, scope) → 201 with the secret in "token", shown only now.
+func (s *Server) createToken(c *gin.Context) error {
+	p, err := readParams(c)
+	if err != nil {
+		return err
+	}
+	name, err := p.str("name")
+	if err != nil {
+		return err
+	}
+	scope, err := p.str("scope")
+	if err != nil {
+		return err
+	}
+	secret, tok, err := s.svc.CreateToken(c, name, scope)
+	if err != nil {
+		return err
+	}
+	v := s.tokenView(tok)
+	v.Token = secret
+	c.JSON(http.StatusCreated, v)
+	return nil
+}
+
+// revokeToken: DELETE /api/tokens/:id revokes a token at once, on every replica.
+func (s *Server) revokeToken(c *gin.Context) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	if _, err := s.svc.RevokeTokenByID(c, id); err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, deleted)
+	return nil
+}
+
+// meView answers who a token is: Zealot's /api/users/me fields that a token can fill (username),
+// and the token's own name and scope.
+type meView struct {
+	ID       int64  `json:"id"`
+	Username string `json:"username"`
+	Name     string `json:"name"`
+	Scope    string `json:"scope"`
+}
+
+// me: GET /api/users/me, the token the request carries.
+func (s *Server) me(c *gin.Context) error {
+	t := tokenOf(c)
+	c.JSON(http.StatusOK, meView{ID: t.ID, Username: t.Name, Name: t.Name, Scope: t.Scope})
+	return nil
+}

@@ -1,0 +1,98 @@
+package uploader
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// Token is an API token as the server lists it; Secret is set only in the answer that created it.
+type Token struct {
+	ID         int64   `json:"id"`
+	Name       string  `json:"name"`
+	Scope      string  `json:"scope"`
+	CreatedAt  string  `json:"created_at"`
+	LastUsedAt *string `json:"last_used_at"`
+	RevokedAt  *string `json:"revoked_at"`
+	Secret     string  `json:"token"`
+}
+
+// CreateToken creates a token (POST /api/tokens, admin) and returns it with its secret, which
+// the server shows only this once.
+func (c *Client) CreateToken(ctx context.Context, name, scope string) (*Token, error) {
+	var t Token
+	err := c.doJSON(ctx, http.MethodPost, "/api/tokens", map[string]string{"name": name, "scope": scope}, &t)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// ListTokens lists every token (GET /api/tokens, admin), never their secrets.
+func (c *Client) ListTokens(ctx context.Context) ([]Token, error) {
+	var toks []Token
+	return toks, c.doJSON(ctx, http.MethodGet, "/api/tokens", nil, &toks)
+}
+
+// RevokeToken revokes a token by id (DELETE /api/tokens/:id, admin).
+func (c *Client) RevokeToken(ctx context.Context, id int64) error {
+	return c.doJSON(ctx, http.MethodDelete, "/api/tokens/"+url.PathEscape(strconv.FormatInt(id, 10)), nil, nil)
+}
+
+// doJSON sends a JSON request to the API and decodes a 2xx answer into out (when not nil). A
+// non-2xx answer is an *APIError; no error holds the token.
+func (c *Client) doJSON(ctx context.Context, method, apiPath string, in, out any) (err error) {
+	defer func() {
+		if err != nil {
+			err = redactErr(err, []string{c.Token})
+		}
+	}()
+	endpoint, err := c.endpoint(apiPath)
+	if err != nil {
+		return err
+	}
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, endpoint, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", or(c.UserAgent, "slipway-uploader"))
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Token "+c.Token)
+	}
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s failed: %w", method, endpoint, unwrapURLError(err))
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return fmt.Errorf("reading the server's answer (status %d): %w", resp.StatusCode, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return apiError(resp, raw)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("the server's answer is not the JSON expected (is the URL a Slipway server?): %s", summarize(raw))
+	}
+	return nil
+}

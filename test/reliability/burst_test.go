@@ -1,0 +1,97 @@
+package reliability
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/slipwayhq/slipway/pkg/config"
+	"github.com/slipwayhq/slipway/test/e2e"
+)
+
+// TestUploadBurst is a fleet of CI jobs finishing at once: 40 uploads at the same moment to one
+// replica with default settings (16 slots, the rest in line; one 128 MiB buffer pool). Zealot's
+// clients never retry, so every one must be a 201: none refused, distinct versions in the one
+// channel, and the replica's peak memory within what docs/deploy.md promises for the defaults.
+func TestUploadBurst(t *testing.T) {
+	t.Parallel()
+	// Built without -race even under -race: the race detector multiplies memory.
+	e := newEnv(t, e2e.Options{Storage: e2e.S3, NoRace: true}, 1)
+	s := e.servers[0]
+	seed := decodeRelease(t, mustUpload(t, s, e.upload, ipa("com.example.burst", "0", 0)))
+
+	// Big enough to go through S3 multipart (over one 8 MiB part), small enough for a shared CI box.
+	const uploads, filler = 40, 20 << 20
+	pkgs := make([][]byte, uploads)
+	for i := range pkgs {
+		pkgs[i] = ipa("com.example.burst", strconv.Itoa(i+1), filler)
+	}
+	var wg sync.WaitGroup
+	results := make([]*response, uploads)
+	errs := make([]error, uploads)
+	start := make(chan struct{})
+	for i := range uploads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			results[i], errs[i] = uploadApp(s, e.upload, pkgs[i], "channel_key", seed.Channel.Slug)
+		}()
+	}
+	close(start)
+	wg.Wait()
+
+	var versions []int
+	for i := range uploads {
+		if errs[i] != nil {
+			t.Fatalf("upload %d: %v", i, errs[i])
+		}
+		versions = append(versions, decodeRelease(t, results[i]).Version)
+	}
+	slices.Sort(versions)
+	for i, v := range versions {
+		if v != i+2 { // the seed is version 1
+			t.Fatalf("versions %v are not 2..%d, each once", versions, uploads+1)
+		}
+	}
+
+	// Peak memory: the default settings' memory limit (40 MiB for the process, the 128 MiB buffer
+	// budget, 3 MiB for each of the 16 uploads received at once, and a quarter more for the
+	// garbage collector: docs/deploy.md), plus the executable's own pages, which no Go limit covers.
+	cfg, err := config.Load(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := cfg.MemorySoftLimit() + 32<<20
+	peak := vmHWM(t, s.PID)
+	t.Logf("%d concurrent uploads of %d MiB: peak RSS %d MiB (bound %d MiB)", uploads, len(pkgs[0])>>20, peak>>20, bound>>20)
+	if peak > bound {
+		t.Errorf("peak RSS %d MiB exceeds %d MiB", peak>>20, bound>>20)
+	}
+	noServerErrors(t, s)
+	checkConsistent(t, e)
+}
+
+// vmHWM is a process's peak resident memory (VmHWM), in bytes.
+func vmHWM(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatalf("VmHWM %q: %v", v, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM in /proc/<pid>/status")
+	return 0
+}
