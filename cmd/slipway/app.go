@@ -9,6 +9,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/buildinfo"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/signing"
 	"github.com/slipwayhq/slipway/pkg/storage"
@@ -69,7 +70,13 @@ func newService(cfg *config.Config, db *store.DB, st storage.Backend, m *metrics
 	svc := &distribution.Service{Store: db, Storage: st, Metrics: m, Log: log, Signer: signing.New(cfg.Secret),
 		MaxUploadBytes: cfg.MaxUploadBytes,
 		Downloads:      distribution.DownloadConfig{PublicURL: cfg.PublicURL, CDNURL: cfg.CDNURL, TTL: cfg.PresignTTL},
-		Sessions:       distribution.SessionConfig{TTL: cfg.UploadSessionTTL}}
+		Sessions:       distribution.SessionConfig{TTL: cfg.UploadSessionTTL},
+		Links:          links.Links{Base: cfg.PublicURL},
+		Webhooks: distribution.WebhookConfig{AllowPrivate: cfg.WebhookAllowPrivate, RetryBase: cfg.WebhookRetryBase,
+			MaxAttempts: cfg.WebhookMaxAttempts, Poll: cfg.WebhookPoll, Timeout: cfg.WebhookTimeout},
+		Retention: distribution.RetentionConfig{Interval: cfg.RetentionInterval, Defaults: distribution.RetentionRules{
+			KeepBuilds: cfg.RetentionKeepBuilds, MaxAgeDays: cfg.RetentionMaxAgeDays, MaxBytes: cfg.RetentionMaxBytes,
+			ExpiredProfileDays: cfg.RetentionExpiredProfileDays}}}
 	svc.EnableReadCache(distribution.ReadCacheConfig{MaxBytes: cfg.ReadCacheBytes, TTL: cfg.ReadCacheTTL})
 	return svc
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +71,12 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	// Other replicas' changes (and anyone's SQL) reach the read cache through Postgres NOTIFY.
 	watchDone := make(chan struct{})
 	go func() { defer close(watchDone); _ = a.svc.WatchChanges(reqCtx) }()
+	// Retention, webhook delivery and download counts run on every replica; row locks and leases
+	// keep them from doing one piece of work twice.
+	var background sync.WaitGroup
+	background.Go(func() { a.svc.RunRetention(reqCtx) })
+	background.Go(func() { a.svc.RunWebhooks(reqCtx) })
+	background.Go(func() { a.svc.RunDownloadCounts(reqCtx, a.cfg.DownloadFlushInterval) })
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -96,6 +103,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	}
 	<-gcDone
 	<-watchDone
+	background.Wait()
 	log.Info("stopped")
 	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

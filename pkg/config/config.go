@@ -76,6 +76,20 @@ type Config struct {
 	// ReadCacheTTL bounds how old a cached view may be (SLIPWAY_READ_CACHE_TTL): what a lost
 	// change notification can cost.
 	ReadCacheTTL time.Duration
+	// RetentionInterval is how often a replica enforces retention (SLIPWAY_RETENTION_INTERVAL; 0
+	// turns enforcement off on this replica).
+	RetentionInterval time.Duration
+	// Retention defaults for schemes and channels that set nothing (SLIPWAY_RETENTION_*; 0 = off).
+	RetentionKeepBuilds, RetentionMaxAgeDays, RetentionExpiredProfileDays int
+	RetentionMaxBytes                                                   int64
+	// Webhook delivery (SLIPWAY_WEBHOOK_*).
+	WebhookAllowPrivate bool
+	WebhookRetryBase    time.Duration
+	WebhookMaxAttempts  int
+	WebhookPoll         time.Duration
+	WebhookTimeout      time.Duration
+	// DownloadFlushInterval is how often a replica writes its download counts.
+	DownloadFlushInterval time.Duration
 }
 
 // Var describes one environment variable, for validation and documentation.
@@ -109,6 +123,17 @@ var Vars = []Var{
 	{"SLIPWAY_UPLOAD_SESSION_TTL", "24h", "how long a resumable upload session (POST /api/uploads) may stay open before it expires and its parts are deleted"},
 	{"SLIPWAY_READ_CACHE_BYTES", "67108864", "bytes of channel views and encoded answers each replica caches for latest, versions and version_exist (64 MiB; 0 turns the cache off)"},
 	{"SLIPWAY_READ_CACHE_TTL", "5s", "the oldest a cached view may be, should a change notification be lost"},
+	{"SLIPWAY_RETENTION_INTERVAL", "10m", "how often each replica enforces retention policies (0 disables it on that replica)"},
+	{"SLIPWAY_RETENTION_KEEP_BUILDS", "0", "default for schemes and channels that set none: keep the newest N builds per channel (0 = all)"},
+	{"SLIPWAY_RETENTION_MAX_AGE_DAYS", "0", "default: delete builds older than this many days (0 = never)"},
+	{"SLIPWAY_RETENTION_MAX_BYTES", "0", "default: delete a channel's oldest builds while its packages total more (0 = no cap)"},
+	{"SLIPWAY_RETENTION_EXPIRED_PROFILE_DAYS", "0", "default: delete iOS builds whose provisioning profile expired this many days ago (0 = never)"},
+	{"SLIPWAY_WEBHOOK_ALLOW_PRIVATE", "false", "let webhooks target loopback, private and link-local addresses (off: SSRF protection)"},
+	{"SLIPWAY_WEBHOOK_RETRY_BASE", "10s", "delay before a failed webhook delivery's first retry; it doubles per attempt, up to an hour"},
+	{"SLIPWAY_WEBHOOK_MAX_ATTEMPTS", "15", "attempts before a delivery is marked failed (15 at the defaults: about 9 hours)"},
+	{"SLIPWAY_WEBHOOK_POLL_INTERVAL", "2s", "how often each replica looks for due webhook deliveries"},
+	{"SLIPWAY_WEBHOOK_TIMEOUT", "10s", "time limit of one webhook request"},
+	{"SLIPWAY_DOWNLOAD_FLUSH_INTERVAL", "2s", "how often each replica writes the downloads it counted"},
 	{"SLIPWAY_TRUSTED_PROXIES", "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7", "networks whose X-Forwarded-For is trusted"},
 }
 
@@ -210,6 +235,9 @@ func Load(getenv func(string) string) (*Config, error) {
 	if c.ReadCacheTTL, err = duration("SLIPWAY_READ_CACHE_TTL", get("SLIPWAY_READ_CACHE_TTL"), 100*time.Millisecond, time.Hour); err != nil {
 		return nil, err
 	}
+	if err := c.loadRetentionAndWebhooks(get); err != nil {
+		return nil, err
+	}
 	for _, cidr := range strings.Split(get("SLIPWAY_TRUSTED_PROXIES"), ",") {
 		if cidr = strings.TrimSpace(cidr); cidr == "" {
 			continue
@@ -261,4 +289,57 @@ func duration(name, v string, minD, maxD time.Duration) (time.Duration, error) {
 func (c *Config) MemorySoftLimit() int64 {
 	live := 40<<20 + c.ReadCacheBytes + c.UploadMemory + int64(c.MaxConcurrentUploads)*3<<20
 	return live + live/4
+}
+
+func (c *Config) loadRetentionAndWebhooks(get func(string) string) error {
+	var err error
+	if c.RetentionInterval, err = duration("SLIPWAY_RETENTION_INTERVAL", get("SLIPWAY_RETENTION_INTERVAL"), 0, 0); err != nil {
+		return err
+	}
+	for _, v := range []struct {
+		name string
+		dst  *int
+	}{{"SLIPWAY_RETENTION_KEEP_BUILDS", &c.RetentionKeepBuilds}, {"SLIPWAY_RETENTION_MAX_AGE_DAYS", &c.RetentionMaxAgeDays},
+		{"SLIPWAY_RETENTION_EXPIRED_PROFILE_DAYS", &c.RetentionExpiredProfileDays}, {"SLIPWAY_WEBHOOK_MAX_ATTEMPTS", &c.WebhookMaxAttempts}} {
+		n, err := nonNegativeInt(v.name, get(v.name))
+		if err != nil {
+			return err
+		}
+		if n > 1_000_000 {
+			return fmt.Errorf("%s: must be at most 1000000, got %d", v.name, n)
+		}
+		*v.dst = int(n)
+	}
+	if c.WebhookMaxAttempts < 1 {
+		return fmt.Errorf("SLIPWAY_WEBHOOK_MAX_ATTEMPTS: must be at least 1")
+	}
+	if c.RetentionMaxBytes, err = nonNegativeInt("SLIPWAY_RETENTION_MAX_BYTES", get("SLIPWAY_RETENTION_MAX_BYTES")); err != nil {
+		return err
+	}
+	switch v := strings.ToLower(get("SLIPWAY_WEBHOOK_ALLOW_PRIVATE")); v {
+	case "true", "1", "yes":
+		c.WebhookAllowPrivate = true
+	case "false", "0", "no":
+	default:
+		return fmt.Errorf("SLIPWAY_WEBHOOK_ALLOW_PRIVATE: must be true or false, got %q", v)
+	}
+	if c.WebhookRetryBase, err = duration("SLIPWAY_WEBHOOK_RETRY_BASE", get("SLIPWAY_WEBHOOK_RETRY_BASE"), 10*time.Millisecond, time.Hour); err != nil {
+		return err
+	}
+	if c.WebhookPoll, err = duration("SLIPWAY_WEBHOOK_POLL_INTERVAL", get("SLIPWAY_WEBHOOK_POLL_INTERVAL"), 10*time.Millisecond, time.Hour); err != nil {
+		return err
+	}
+	if c.WebhookTimeout, err = duration("SLIPWAY_WEBHOOK_TIMEOUT", get("SLIPWAY_WEBHOOK_TIMEOUT"), 100*time.Millisecond, 5*time.Minute); err != nil {
+		return err
+	}
+	c.DownloadFlushInterval, err = duration("SLIPWAY_DOWNLOAD_FLUSH_INTERVAL", get("SLIPWAY_DOWNLOAD_FLUSH_INTERVAL"), 10*time.Millisecond, time.Hour)
+	return err
+}
+
+func nonNegativeInt(name, v string) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s: must be a whole number, 0 or more, got %q", name, v)
+	}
+	return n, nil
 }

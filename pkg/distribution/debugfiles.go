@@ -106,11 +106,12 @@ func (s *Service) UploadDebugFile(ctx context.Context, obj *StoredObject, f Debu
 	if err != nil {
 		return nil, err
 	}
+	defer s.WakeWebhooks()
 	return s.Store.CreateDebugFile(ctx, &DebugFile{
-		AppID: cc.App.ID, ChannelID: cc.Channel.ID, DeviceType: cc.Channel.DeviceType,
+		AppID: cc.App.ID, AppName: cc.App.Name, ChannelID: cc.Channel.ID, DeviceType: cc.Channel.DeviceType,
 		ReleaseVersion: content.releaseVersion, BuildVersion: content.buildVersion,
 		SHA256: obj.SHA256, MD5: obj.MD5, Size: obj.Size, ObjectKey: obj.Key, Filename: firstNonEmpty(obj.Filename, "debug-file.zip"),
-	}, content.meta)
+	}, content.meta, debugFileEvents)
 }
 
 // ReplaceDebugFile replaces a debug file's archive and metadata (PUT). The old object is deleted

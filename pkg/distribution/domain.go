@@ -90,6 +90,11 @@ type Release struct {
 	UploadedBy int64
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+	// Pinned releases are never deleted by retention.
+	Pinned bool
+	// Downloads counts package downloads and iOS installs (see DownloadCounter); it lags the
+	// truth by up to one flush interval, and by the read cache's TTL where read from a view.
+	Downloads int64
 }
 
 // ChangelogEntry is one changelog line; the JSON form may carry author, email and date.

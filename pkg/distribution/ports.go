@@ -75,7 +75,8 @@ type ReleaseStore interface {
 	CreateRelease(ctx context.Context, nr *NewRelease, objectKeys []string) (*ReleaseContext, error)
 	UpdateRelease(ctx context.Context, r *Release) (*ReleaseContext, error)
 	// DeleteRelease deletes a release and returns its object keys (recorded as deleted).
-	DeleteRelease(ctx context.Context, id int64) ([]string, error)
+	// emit (nil: none) makes its events from the release as read before the delete.
+	DeleteRelease(ctx context.Context, id int64, emit EventFunc) ([]string, error)
 	// ReleaseBundleIDs lists the distinct bundle ids of an app's releases on a platform.
 	ReleaseBundleIDs(ctx context.Context, appID int64, platform string) ([]string, error)
 }
@@ -88,7 +89,8 @@ type DebugFileStore interface {
 	// FindDebugFile returns the newest debug file of a channel's app matching the query, or
 	// errs.NotFound.
 	FindDebugFile(ctx context.Context, q DebugFileQuery) (*DebugFile, error)
-	CreateDebugFile(ctx context.Context, d *DebugFile, meta []DebugFileMetadata) (*DebugFile, error)
+	// CreateDebugFile records a debug file; emit (nil: none) makes its events.
+	CreateDebugFile(ctx context.Context, d *DebugFile, meta []DebugFileMetadata, emit func(*DebugFile) ([]Event, error)) (*DebugFile, error)
 	// ReplaceDebugFile points a debug file at a new object and returns the old object's key.
 	ReplaceDebugFile(ctx context.Context, d *DebugFile, meta []DebugFileMetadata) (string, *DebugFile, error)
 	DeleteDebugFile(ctx context.Context, id int64) (string, error)
@@ -153,6 +155,9 @@ type Store interface {
 	ObjectLedger
 	PasswordGuard
 	ChangeFeed
+	WebhookStore
+	RetentionStore
+	DownloadStore
 }
 
 // NewRelease is what an upload records.
@@ -167,6 +172,8 @@ type NewRelease struct {
 	Check func(c *Channel) error
 	// PasswordHash, when non-empty, becomes the channel's download password.
 	PasswordHash string
+	// Events (nil: none) makes the upload's events from the release as recorded.
+	Events EventFunc
 	// IdempotencyKey makes a retried upload by the same token (Release.UploadedBy) return the
 	// first release.
 	IdempotencyKey string

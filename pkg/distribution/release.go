@@ -11,6 +11,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/webhook"
 )
 
 // ReleaseForm holds an upload's form fields (api.md, "Upload an app").
@@ -145,6 +146,7 @@ func (s *Service) CreateRelease(ctx context.Context, obj *StoredObject, f Releas
 		},
 		ChannelSlug: f.ChannelKey, AppName: name, SchemeName: SchemeName(releaseType),
 		Check: func(c *Channel) error { return checkChannel(c, info) }, IdempotencyKey: idemKey,
+		Events: s.releaseEvents(webhook.EventReleaseCreated, 0),
 	}
 	if passwordHash != nil {
 		nr.PasswordHash = *passwordHash
@@ -160,6 +162,7 @@ func (s *Service) CreateRelease(ctx context.Context, obj *StoredObject, f Releas
 	rc, err = s.Store.CreateRelease(ctx, nr, keys)
 	if err == nil {
 		s.changed(Change{ChannelID: rc.Channel.ID})
+		s.WakeWebhooks()
 	}
 	var replay *ErrIdempotentReplay
 	if errors.As(err, &replay) {

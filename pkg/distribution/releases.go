@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/webhook"
 )
 
 // Reading and managing releases.
@@ -144,6 +145,8 @@ type ReleaseChanges struct {
 	ReleaseVersion, BuildVersion, ReleaseType, Source *string
 	Branch, GitCommit, CIURL                          *string
 	Changelog, CustomFields                           *string
+	// Pinned keeps the release from retention; only an admin token may change it.
+	Pinned *bool
 }
 
 func (ch ReleaseChanges) apply(r *Release) (err error) {
@@ -196,6 +199,9 @@ func (ch ReleaseChanges) apply(r *Release) (err error) {
 			return err
 		}
 	}
+	if ch.Pinned != nil {
+		r.Pinned = *ch.Pinned
+	}
 	return nil
 }
 
@@ -215,6 +221,9 @@ func (s *Service) UpdateRelease(ctx context.Context, t *Token, id int64, ch Rele
 		if !CanEditRelease(t, &rc.Release) {
 			return nil, errs.New(errs.Forbidden, "an upload token may edit only the releases it uploaded; this needs an admin token")
 		}
+		if ch.Pinned != nil && t.Scope != ScopeAdmin {
+			return nil, errs.New(errs.Forbidden, "pinning a release (keeping it from retention) needs an admin token")
+		}
 		r := rc.Release
 		if err := ch.apply(&r); err != nil {
 			return nil, err
@@ -232,5 +241,6 @@ func (s *Service) DeleteRelease(ctx context.Context, id int64) error {
 		return err
 	}
 	defer s.changed(Change{ChannelID: rc.Channel.ID})
-	return s.deleted(ctx)(s.Store.DeleteRelease(ctx, id))
+	defer s.WakeWebhooks()
+	return s.deleted(ctx)(s.Store.DeleteRelease(ctx, id, s.releaseEvents(webhook.EventReleaseDeleted, 0)))
 }

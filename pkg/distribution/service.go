@@ -9,10 +9,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/signing"
 	"github.com/slipwayhq/slipway/pkg/storage"
@@ -33,6 +35,20 @@ type Service struct {
 	Downloads DownloadConfig
 	// Sessions shapes resumable upload sessions (sessions.go).
 	Sessions SessionConfig
+	// Links builds the URLs events carry.
+	Links links.Links
+	// Webhooks shapes webhook delivery (webhooks.go).
+	Webhooks WebhookConfig
+	// Retention holds the replica's default retention rules (retention.go).
+	Retention RetentionConfig
+
+	wakeOnce    sync.Once
+	webhookWake chan struct{}
+	webhookOnce sync.Once
+	webhookHTTP *http.Client
+	// downloads counts downloads between flushes (counts.go).
+	counterOnce sync.Once
+	downloads   *downloadCounter
 
 	// reads is the read cache (readcache.go), nil when off.
 	reads *readCache

@@ -71,7 +71,15 @@ func (s *Server) downloadRelease(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.redirectToObject(c, rc.ObjectKey, rc.Filename, contentTypes[rc.Format])
+	if err := s.redirectToObject(c, rc.ObjectKey, rc.Filename, contentTypes[rc.Format]); err != nil {
+		return err
+	}
+	// An iOS install was counted when its manifest was fetched; the device's fetch of the
+	// package that follows (marked via=install) is not counted again. HEAD is not a download.
+	if c.Request.Method == http.MethodGet && c.Query("via") != "install" {
+		s.svc.CountDownload(&rc.Release)
+	}
+	return nil
 }
 
 // releaseIcon: GET /releases/:id/icon → 302 to the icon (or the default icon).
@@ -120,12 +128,15 @@ func (s *Server) installManifest(c *gin.Context) error {
 	if rc.Platform != "ios" {
 		return errs.New(errs.NotFound, "release %d is not an iOS build; download it from %s", rc.ID, s.links.Download(rc.ID, ""))
 	}
-	pkgURL := s.links.Download(rc.ID, s.svc.ReleaseAccessToken(&rc.Channel, rc.ID))
+	pkgURL := s.links.InstallDownload(rc.ID, s.svc.ReleaseAccessToken(&rc.Channel, rc.ID))
 	body, err := web.InstallManifest(pkgURL, s.links.Icon(rc.ID, rc.IconKey != nil), rc.BundleID, rc.ReleaseVersion, rc.App.Name)
 	if err != nil {
 		return err
 	}
 	c.Header("Cache-Control", "no-store")
 	c.Data(http.StatusOK, "text/xml; charset=utf-8", body)
+	if c.Request.Method == http.MethodGet {
+		s.svc.CountDownload(&rc.Release)
+	}
 	return nil
 }

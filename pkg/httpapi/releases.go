@@ -165,6 +165,9 @@ func (s *Server) updateRelease(c *gin.Context) error {
 	if ch.CustomFields, err = p.optJSONText("custom_fields"); err != nil {
 		return err
 	}
+	if ch.Pinned, err = p.optBool("pinned"); err != nil {
+		return err
+	}
 	rc, err := s.svc.UpdateRelease(c, tokenOf(c), id, ch)
 	if err != nil {
 		return err

@@ -119,6 +119,26 @@ func New(d Deps) *Server {
 	api.POST("/tokens", admin, h(s.createToken))
 	api.DELETE("/tokens/:id", admin, h(s.revokeToken))
 	api.GET("/users/me", token, h(s.me))
+	// Retention (issue 13): policies of schemes and channels, and what they delete.
+	api.GET("/schemes/:id/retention", token, h(s.getSchemeRetention))
+	api.PUT("/schemes/:id/retention", admin, h(s.setSchemeRetention))
+	api.GET("/channels/:id/retention", token, h(s.getChannelRetention))
+	api.PUT("/channels/:id/retention", admin, h(s.setChannelRetention))
+	api.GET("/channels/:id/retention/plan", token, h(s.planChannelRetention))
+	api.POST("/channels/:id/retention/plan", token, h(s.planChannelRetention))
+	api.GET("/retention/plan", token, h(s.planAllRetention))
+	// Webhooks: their URLs carry chat services' access tokens, so reading them needs admin too.
+	api.GET("/apps/:id/webhooks", admin, h(s.listWebhooks("app")))
+	api.POST("/apps/:id/webhooks", admin, h(s.createWebhook("app")))
+	api.GET("/channels/:id/webhooks", admin, h(s.listWebhooks("channel")))
+	api.POST("/channels/:id/webhooks", admin, h(s.createWebhook("channel")))
+	api.GET("/webhooks", admin, h(s.listWebhooks("")))
+	api.GET("/webhooks/:id", admin, h(s.getWebhook))
+	api.PUT("/webhooks/:id", admin, h(s.updateWebhook))
+	api.PATCH("/webhooks/:id", admin, h(s.updateWebhook))
+	api.DELETE("/webhooks/:id", admin, h(s.deleteWebhook))
+	api.GET("/webhooks/:id/deliveries", admin, h(s.webhookDeliveries))
+	api.POST("/webhooks/:id/test", admin, h(s.testWebhook))
 
 	// Resumable upload sessions for large builds.
 	api.POST("/uploads", token, h(s.startSession))

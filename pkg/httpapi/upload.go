@@ -174,13 +174,36 @@ func (s *Server) upload(kind string, handle func(c *gin.Context) error) gin.Hand
 		if _, err := s.checkUploadHeaders(c); err != nil {
 			return err
 		}
-		release, err := s.gate.enter(c)
-		if err != nil {
-			return err
+		err = func() error {
+			release, err := s.gate.enter(c)
+			if err != nil {
+				return err
+			}
+			defer release()
+			return handle(c)
+		}()
+		if k := errs.KindOf(err); err != nil && (k == errs.Unavailable || k == errs.Internal) {
+			drainBody(c)
 		}
-		defer release()
-		return handle(c)
+		return err
 	})
+}
+
+// Bounds of drainBody: long enough for a client on a fair link to finish sending, short enough
+// that a client with gigabytes left cannot hold the connection.
+const (
+	drainTime  = 10 * time.Second
+	drainBytes = 1 << 30
+)
+
+// drainBody reads and drops what is left of an upload's body after a failure that is not the
+// client's (storage or database unavailable), outside the upload slot. Most clients (Ruby's
+// net/http in fastlane, Go's, curl) write the whole body before reading the answer: closing with
+// unread bytes makes the kernel reset the connection, and the reset can destroy the 503 before
+// the client reads it. Reading on (RFC 9112, section 9.6) lets the client see the answer.
+func drainBody(c *gin.Context) {
+	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(drainTime))
+	_, _ = io.CopyN(io.Discard, c.Request.Body, drainBytes)
 }
 
 // uploadApp: POST /api/apps/upload → 201 with the full Release.

@@ -106,6 +106,9 @@ type releaseView struct {
 	App           refView           `json:"app"`
 	Scheme        refView           `json:"scheme"`
 	Channel       channelView       `json:"channel"`
+	// Slipway's extra fields: retention's pin, and downloads and iOS installs counted so far.
+	Pinned        bool  `json:"pinned"`
+	DownloadCount int64 `json:"download_count"`
 }
 
 // channelListingView is the envelope of versions and latest: the channel with its app and scheme.
@@ -154,7 +157,7 @@ func (s *Server) fullRelease(rc *distribution.ReleaseContext) releaseView {
 		QRCodeURL:     s.links.QRCode(rc.Channel.Slug, rc.ID, "thumb"),
 		TextChangelog: distribution.TextChangelog(rc.Changelog), CustomFields: custom,
 		App: refView{ID: rc.App.ID, Name: rc.App.Name}, Scheme: refView{ID: rc.Scheme.ID, Name: rc.Scheme.Name},
-		Channel: newChannelView(&rc.Channel),
+		Channel: newChannelView(&rc.Channel), Pinned: rc.Pinned, DownloadCount: rc.Downloads,
 	}
 }
 

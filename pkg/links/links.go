@@ -58,6 +58,16 @@ func (l Links) Download(id int64, token string) string {
 	return u
 }
 
+// InstallDownload is the package URL an iOS install manifest hands the device: the download,
+// marked so that the install (counted when the manifest was fetched) is not counted twice.
+func (l Links) InstallDownload(id int64, token string) string {
+	u := fmt.Sprintf("%s/download/releases/%d?via=install", l.Base, id)
+	if token != "" {
+		u += "&access=" + url.QueryEscape(token)
+	}
+	return u
+}
+
 // Icon is a release's icon, or the default icon when hasIcon is false.
 func (l Links) Icon(id int64, hasIcon bool) string {
 	if !hasIcon {

@@ -32,6 +32,12 @@ type Metrics struct {
 	ReadCacheBytes         prometheus.Gauge
 	ReadCacheViews         prometheus.Gauge
 
+	// Retention, webhooks and install counts (issue 13)
+	RetentionDeleted      *prometheus.CounterVec // reason: keep_builds, max_age, max_bytes, expired_profile
+	RetentionDeletedBytes prometheus.Counter
+	WebhookDeliveries     *prometheus.CounterVec // outcome: delivered, retry, failed
+	Downloads             *prometheus.CounterVec // platform
+
 	// Parsing from storage through the cached ReaderAt
 	ParseDuration *prometheus.HistogramVec // format
 	ParseGETs     prometheus.Histogram
@@ -92,6 +98,17 @@ func New() *Metrics {
 		Help: "Objects deleted by the storage collector."})
 	m.GCFailed = prometheus.NewCounter(prometheus.CounterOpts{Name: "slipway_gc_failed_deletions_total",
 		Help: "Object deletions by the collector that failed and will be retried."})
+	m.RetentionDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slipway_retention_deleted_releases_total",
+		Help: "Releases deleted by retention on this replica, by the rule that chose them."}, []string{"reason"})
+	m.RetentionDeletedBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "slipway_retention_deleted_bytes_total",
+		Help: "Package bytes of the releases deleted by retention on this replica."})
+	m.WebhookDeliveries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slipway_webhook_attempts_total",
+		Help: "Webhook delivery attempts made by this replica, by outcome (delivered, retry: failed and rescheduled, failed: given up)."}, []string{"outcome"})
+	m.Downloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slipway_downloads_total",
+		Help: "Package downloads and iOS installs counted by this replica, by platform."}, []string{"platform"})
+	for _, c := range []prometheus.Collector{m.RetentionDeleted, m.RetentionDeletedBytes, m.WebhookDeliveries, m.Downloads} {
+		f(c)
+	}
 	for _, c := range []prometheus.Collector{m.Requests, m.RequestDuration, m.UploadBytes, m.UploadDuration, m.UploadsActive,
 		m.UploadsWaiting, m.UploadQueueWait, m.UploadsRefused,
 		m.ReadCacheLookups, m.ReadCacheInvalidations, m.ReadCacheEvictions, m.ReadCacheBytes, m.ReadCacheViews, m.ParseDuration, m.ParseGETs, m.ParseBytes, m.StorageErrors, m.Unavailable, m.GCDeleted, m.GCFailed} {

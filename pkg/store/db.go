@@ -175,6 +175,9 @@ func isUniqueViolation(err error, constraint string) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23505" && (constraint == "" || pgErr.ConstraintName == constraint)
 }
 
+// isForeignKeyViolation reports a foreign key violation (the referenced row is gone).
+func isForeignKeyViolation(err error) bool { return isCode(err, "23503") }
+
 // redactParseError keeps a URL parse error from echoing a password.
 func redactParseError(err error) string {
 	msg := err.Error()

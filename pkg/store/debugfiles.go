@@ -134,7 +134,7 @@ func insertMetadata(ctx context.Context, tx pgx.Tx, fileID int64, meta []distrib
 
 // CreateDebugFile records a debug file and its metadata and claims its pending object, in one
 // transaction. The same content already uploaded for the app is errs.Conflict.
-func (db *DB) CreateDebugFile(ctx context.Context, d *distribution.DebugFile, meta []distribution.DebugFileMetadata) (*distribution.DebugFile, error) {
+func (db *DB) CreateDebugFile(ctx context.Context, d *distribution.DebugFile, meta []distribution.DebugFileMetadata, emit func(*distribution.DebugFile) ([]distribution.Event, error)) (*distribution.DebugFile, error) {
 	var id int64
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		if err := lockApp(ctx, tx, d.AppID); err != nil {
@@ -151,6 +151,13 @@ func (db *DB) CreateDebugFile(ctx context.Context, d *distribution.DebugFile, me
 		}
 		if err := insertMetadata(ctx, tx, id, meta); err != nil {
 			return err
+		}
+		if emit != nil {
+			made := *d
+			made.ID = id
+			if err := insertEvents(ctx, tx, emit, &made); err != nil {
+				return err
+			}
 		}
 		return claim(ctx, tx, d.ObjectKey)
 	})

@@ -104,11 +104,11 @@ func TestDeletesHandObjectsToTheCollector(t *testing.T) {
 	one := release(t, db, "one", "1")
 	two := release(t, db, "one", "2")
 	three := release(t, db, "three", "1")
-	keys, err := db.DeleteRelease(ctx, one.ID)
+	keys, err := db.DeleteRelease(ctx, one.ID, nil)
 	if err != nil || !slices.Equal(keys, []string{"packages/one-1", "icons/one-1"}) {
 		t.Fatalf("delete release: %v %v", keys, err)
 	}
-	if _, err := db.DeleteRelease(ctx, one.ID); errs.KindOf(err) != errs.NotFound {
+	if _, err := db.DeleteRelease(ctx, one.ID, nil); errs.KindOf(err) != errs.NotFound {
 		t.Fatalf("delete twice: %v", err)
 	}
 	keys, err = db.DeleteChannel(ctx, two.Channel.ID)
@@ -207,7 +207,7 @@ func TestFindDebugFileAndRevokeByID(t *testing.T) {
 	}
 	df, err := db.CreateDebugFile(ctx, &distribution.DebugFile{AppID: rc.App.ID, ChannelID: rc.Channel.ID, DeviceType: "ios", ReleaseVersion: "1.0",
 		BuildVersion: "1", SHA256: "aa", MD5: "bb", Size: 1, ObjectKey: "debug_files/d", Filename: "d.zip"},
-		[]distribution.DebugFileMetadata{{UUID: "0A1B2C3D-4E5F-6071-8293-A4B5C6D7E8F9", Type: "arm64", Object: "Dbg"}})
+		[]distribution.DebugFileMetadata{{UUID: "0A1B2C3D-4E5F-6071-8293-A4B5C6D7E8F9", Type: "arm64", Object: "Dbg"}}, nil)
 	if err != nil || df.MD5 != "bb" {
 		t.Fatalf("create debug file: %+v %v", df, err)
 	}
@@ -298,7 +298,7 @@ func TestChangesAreAnnounced(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, `UPDATE schemes SET updated_at = now() WHERE id = $1`, sc.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.DeleteRelease(ctx, rc.ID); err != nil {
+	if _, err := db.DeleteRelease(ctx, rc.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	if c := next("delete"); c.ChannelID != rc.Channel.ID {

@@ -86,7 +86,7 @@ func decodeReleaseJSON(r *distribution.Release, changelog, custom, profile []byt
 const releaseColumns = `r.id, r.channel_id, r.version, r.name, r.bundle_id, r.release_version, r.build_version, r.release_type,
 	r.source, r.branch, r.git_commit, r.ci_url, r.changelog, r.custom_fields, r.platform, r.format, r.device, r.min_os,
 	r.target_sdk, r.profile, r.size, r.sha256, r.object_key, r.filename, r.icon_key, r.icon_type, coalesce(r.uploaded_by, 0),
-	r.created_at, r.updated_at`
+	r.created_at, r.updated_at, r.pinned, coalesce((SELECT d.downloads FROM release_downloads d WHERE d.release_id = r.id), 0)`
 
 const releaseContextColumns = releaseColumns + `, ` + channelContextColumns
 
@@ -97,7 +97,7 @@ func scanRelease(row pgx.Row, r *distribution.Release, extra ...any) error {
 	dest := []any{&r.ID, &r.ChannelID, &r.Version, &r.Name, &r.BundleID, &r.ReleaseVersion, &r.BuildVersion, &r.ReleaseType,
 		&r.Source, &r.Branch, &r.GitCommit, &r.CIURL, &changelog, &custom, &r.Platform, &r.Format, &r.Device, &r.MinOS,
 		&r.TargetSDK, &profile, &r.Size, &r.SHA256, &r.ObjectKey, &r.Filename, &r.IconKey, &r.IconType, &r.UploadedBy,
-		&r.CreatedAt, &r.UpdatedAt}
+		&r.CreatedAt, &r.UpdatedAt, &r.Pinned, &r.Downloads}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return err
 	}
@@ -256,8 +256,10 @@ func (db *DB) CreateRelease(ctx context.Context, nr *distribution.NewRelease, ob
 			return err
 		}
 		// Read back inside the transaction: once it has committed, nothing may fail the upload.
-		rc, err = getRelease(ctx, tx, id)
-		return err
+		if rc, err = getRelease(ctx, tx, id); err != nil {
+			return err
+		}
+		return insertEvents(ctx, tx, nr.Events, rc)
 	})
 	if err != nil {
 		return nil, err
@@ -320,9 +322,9 @@ func resolveChannel(ctx context.Context, tx pgx.Tx, nr *distribution.NewRelease)
 func (db *DB) UpdateRelease(ctx context.Context, r *distribution.Release) (*distribution.ReleaseContext, error) {
 	changelog, custom, _ := encodeReleaseJSON(r)
 	tag, err := db.Pool.Exec(ctx, `UPDATE releases SET release_version = $2, build_version = $3, release_type = $4, source = $5,
-		branch = $6, git_commit = $7, ci_url = $8, changelog = $9, custom_fields = $10, updated_at = clock_timestamp()
+		branch = $6, git_commit = $7, ci_url = $8, changelog = $9, custom_fields = $10, pinned = $12, updated_at = clock_timestamp()
 		WHERE id = $1 AND updated_at = $11`,
-		r.ID, r.ReleaseVersion, r.BuildVersion, r.ReleaseType, r.Source, r.Branch, r.GitCommit, r.CIURL, changelog, custom, r.UpdatedAt)
+		r.ID, r.ReleaseVersion, r.BuildVersion, r.ReleaseType, r.Source, r.Branch, r.GitCommit, r.CIURL, changelog, custom, r.UpdatedAt, r.Pinned)
 	if err != nil {
 		return nil, dbErr(err)
 	}
@@ -334,23 +336,43 @@ func (db *DB) UpdateRelease(ctx context.Context, r *distribution.Release) (*dist
 
 // DeleteRelease deletes a release and records its package and icon as deleted in the same
 // transaction; it returns their keys, or errs.NotFound.
-func (db *DB) DeleteRelease(ctx context.Context, id int64) ([]string, error) {
+func (db *DB) DeleteRelease(ctx context.Context, id int64, emit distribution.EventFunc) ([]string, error) {
 	var keys []string
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		keys, err = deleteRelease(ctx, tx, id, emit)
+		return err
+	})
+	return keys, err
+}
+
+// deleteRelease deletes a release inside tx, writes its events (read before the delete) and
+// records its objects as deleted; it returns their keys.
+func deleteRelease(ctx context.Context, tx pgx.Tx, id int64, emit distribution.EventFunc) ([]string, error) {
+	if emit != nil {
+		rc, err := getRelease(ctx, tx, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := insertEvents(ctx, tx, emit, rc); err != nil {
+			return nil, err
+		}
+	}
+	var keys []string
+	{
 		var pkg string
 		var icon *string
 		err := tx.QueryRow(ctx, `DELETE FROM releases WHERE id = $1 RETURNING object_key, icon_key`, id).Scan(&pkg, &icon)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.New(errs.NotFound, "release %d not found", id)
+			return nil, errs.New(errs.NotFound, "release %d not found", id)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		keys = append(keys, pkg)
 		if icon != nil {
 			keys = append(keys, *icon)
 		}
-		return markDeleted(ctx, tx, keys)
-	})
-	return keys, err
+	}
+	return keys, markDeleted(ctx, tx, keys)
 }
