@@ -9,9 +9,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/buildinfo"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
-	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/metrics"
-	"github.com/slipwayhq/slipway/pkg/signing"
 	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/storage/backends"
 	"github.com/slipwayhq/slipway/pkg/store"
@@ -59,27 +57,11 @@ func openApp(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	m := metrics.New()
 	m.Registry.MustRegister(db.PoolCollector())
 	a := &app{cfg: cfg, log: log, db: db, storage: st, metrics: m}
-	a.svc = newService(cfg, db, st, m, log)
+	a.svc = distribution.New(cfg, db, st, m, log)
 	return a, nil
 }
 
 func (a *app) close() { a.db.Close() }
-
-// newService wires the domain to its database, object storage and configuration.
-func newService(cfg *config.Config, db *store.DB, st storage.Backend, m *metrics.Metrics, log *slog.Logger) *distribution.Service {
-	svc := &distribution.Service{Store: db, Storage: st, Metrics: m, Log: log, Signer: signing.New(cfg.Secret),
-		MaxUploadBytes: cfg.MaxUploadBytes,
-		Downloads:      distribution.DownloadConfig{PublicURL: cfg.PublicURL, CDNURL: cfg.CDNURL, TTL: cfg.PresignTTL},
-		Sessions:       distribution.SessionConfig{TTL: cfg.UploadSessionTTL},
-		Links:          links.Links{Base: cfg.PublicURL},
-		Webhooks: distribution.WebhookConfig{AllowPrivate: cfg.WebhookAllowPrivate, RetryBase: cfg.WebhookRetryBase,
-			MaxAttempts: cfg.WebhookMaxAttempts, Poll: cfg.WebhookPoll, Timeout: cfg.WebhookTimeout},
-		Retention: distribution.RetentionConfig{Interval: cfg.RetentionInterval, Defaults: distribution.RetentionRules{
-			KeepBuilds: cfg.RetentionKeepBuilds, MaxAgeDays: cfg.RetentionMaxAgeDays, MaxBytes: cfg.RetentionMaxBytes,
-			ExpiredProfileDays: cfg.RetentionExpiredProfileDays}}}
-	svc.EnableReadCache(distribution.ReadCacheConfig{MaxBytes: cfg.ReadCacheBytes, TTL: cfg.ReadCacheTTL})
-	return svc
-}
 
 // openDB connects to the database only (migrate, token).
 func openDB(ctx context.Context, getenv func(string) string, stderr io.Writer) (*store.DB, *slog.Logger, error) {

@@ -81,7 +81,7 @@ type Config struct {
 	RetentionInterval time.Duration
 	// Retention defaults for schemes and channels that set nothing (SLIPWAY_RETENTION_*; 0 = off).
 	RetentionKeepBuilds, RetentionMaxAgeDays, RetentionExpiredProfileDays int
-	RetentionMaxBytes                                                   int64
+	RetentionMaxBytes                                                     int64
 	// Webhook delivery (SLIPWAY_WEBHOOK_*).
 	WebhookAllowPrivate bool
 	WebhookRetryBase    time.Duration

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"log/slog"
 	"math"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -185,7 +185,9 @@ func (s *Service) CreateWebhook(ctx context.Context, appID, channelID int64, in 
 }
 
 // Webhook returns a webhook.
-func (s *Service) Webhook(ctx context.Context, id int64) (*Webhook, error) { return s.Store.GetWebhook(ctx, id) }
+func (s *Service) Webhook(ctx context.Context, id int64) (*Webhook, error) {
+	return s.Store.GetWebhook(ctx, id)
+}
 
 // ListWebhooks lists the webhooks of an app or a channel (or all).
 func (s *Service) ListWebhooks(ctx context.Context, appID, channelID int64) ([]Webhook, error) {
@@ -217,7 +219,9 @@ func (s *Service) UpdateWebhook(ctx context.Context, id int64, in WebhookInput) 
 }
 
 // DeleteWebhook deletes a webhook with its deliveries.
-func (s *Service) DeleteWebhook(ctx context.Context, id int64) error { return s.Store.DeleteWebhook(ctx, id) }
+func (s *Service) DeleteWebhook(ctx context.Context, id int64) error {
+	return s.Store.DeleteWebhook(ctx, id)
+}
 
 // WebhookDeliveries returns a webhook's newest deliveries with their attempts.
 func (s *Service) WebhookDeliveries(ctx context.Context, id int64, limit int) ([]WebhookDelivery, error) {

@@ -133,7 +133,7 @@ func TestOpenAPIServedAsJSON(t *testing.T) {
 // Postgres and filesystem storage: each response (success and the usual errors) is validated
 // against docs/openapi.yaml by apptest, and the test fails if an operation was never exercised.
 func TestOpenAPIEveryOperation(t *testing.T) {
-	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) { c.MaxUploadBytes = 1 << 20 }})
+	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) { c.MaxUploadBytes = 1 << 20; c.WebhookAllowPrivate = true }})
 	admin := http.Header{"Authorization": {"Token " + e.AdminToken}}
 	upload := http.Header{"Authorization": {"Bearer " + e.UploadToken}}
 	jsonBody := func(tok string) http.Header {
@@ -309,6 +309,34 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Do(t, "DELETE", "/api/uploads/"+sessID, nil, upload), 409, "abort a completed session")
 	other := dfJSON("POST", "/api/uploads", `{"filename":"o.ipa","size":10}`, e.UploadToken, 201).Map(t)
 	expect(e.Do(t, "DELETE", "/api/uploads/"+other["id"].(string), nil, upload), 200, "abort session")
+
+	// Retention.
+	dfJSON("PUT", fmt.Sprintf("/api/schemes/%d/retention", scID), `{"keep_builds":5,"max_age_days":30}`, e.AdminToken, 200)
+	dfJSON("PUT", fmt.Sprintf("/api/schemes/%d/retention", scID), `{"keep_builds":-1}`, e.AdminToken, 422)
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/schemes/%d/retention", scID), nil, upload), 200, "get scheme retention")
+	dfJSON("PUT", fmt.Sprintf("/api/channels/%d/retention", chID), `{"max_bytes":1073741824,"keep_builds":null}`, e.AdminToken, 200)
+	dfJSON("PUT", fmt.Sprintf("/api/channels/%d/retention", chID), `{"max_bytes":1}`, e.UploadToken, 403)
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/channels/%d/retention", chID), nil, upload), 200, "get channel retention")
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/channels/%d/retention/plan", chID), nil, upload), 200, "plan")
+	dfJSON("POST", fmt.Sprintf("/api/channels/%d/retention/plan", chID), `{"keep_builds":1}`, e.UploadToken, 200)
+	expect(e.Do(t, "GET", "/api/retention/plan", nil, upload), 200, "plan everything")
+	// Webhooks (to a receiver on loopback, allowed in this test).
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer receiver.Close()
+	hook := dfJSON("POST", fmt.Sprintf("/api/channels/%d/webhooks", chID), `{"url":"`+receiver.URL+`/hook","format":"slack"}`, e.AdminToken, 201).Map(t)
+	hookID := int64(hook["id"].(float64))
+	dfJSON("POST", fmt.Sprintf("/api/channels/%d/webhooks", chID), `{"url":"`+receiver.URL+`","events":["release.exploded"]}`, e.AdminToken, 422)
+	dfJSON("POST", fmt.Sprintf("/api/apps/%d/webhooks", appID), `{"url":"`+receiver.URL+`/app","events":["debug_file.created"]}`, e.AdminToken, 201)
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/apps/%d/webhooks", appID), nil, admin), 200, "app webhooks")
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/channels/%d/webhooks", chID), nil, admin), 200, "channel webhooks")
+	expect(e.Do(t, "GET", "/api/webhooks", nil, admin), 200, "all webhooks")
+	expect(e.Do(t, "GET", "/api/webhooks", nil, upload), 403, "webhooks with upload scope")
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/webhooks/%d", hookID), nil, admin), 200, "get webhook")
+	dfJSON("PATCH", fmt.Sprintf("/api/webhooks/%d", hookID), `{"format":"discord"}`, e.AdminToken, 200)
+	dfJSON("PUT", fmt.Sprintf("/api/webhooks/%d", hookID), `{"format":"telegram"}`, e.AdminToken, 422)
+	expect(e.Do(t, "POST", fmt.Sprintf("/api/webhooks/%d/test", hookID), nil, admin), 200, "send test")
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/webhooks/%d/deliveries", hookID), nil, admin), 200, "deliveries")
+	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/webhooks/%d", hookID), nil, admin), 200, "delete webhook")
 
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/releases/%d", apkID), nil, upload), 403, "delete release with upload scope")
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/releases/%d", apkID), nil, admin), 200, "delete release")

@@ -18,6 +18,7 @@ import (
 	"net/textproto"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +28,6 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/httpapi"
 	"github.com/slipwayhq/slipway/pkg/metrics"
-	"github.com/slipwayhq/slipway/pkg/signing"
 	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/storage/backends"
 	"github.com/slipwayhq/slipway/pkg/store"
@@ -114,22 +114,24 @@ func New(t testing.TB, opts Options) *Env {
 	logs := &lockedWriter{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	m := metrics.New()
-	svc := &distribution.Service{Store: db, Storage: st, Metrics: m, Log: log, Signer: signing.New(cfg.Secret)}
-	e := &Env{Config: cfg, DB: db, Storage: st, Service: svc, Metrics: m, logs: logs, s3: s3ref,
+	e := &Env{Config: cfg, DB: db, Storage: st, Metrics: m, logs: logs, s3: s3ref,
 		Client: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, Timeout: 5 * time.Minute}}
 	ts := httptest.NewUnstartedServer(nil)
 	cfg.PublicURL = "http://" + ts.Listener.Addr().String()
 	if opts.Configure != nil {
 		opts.Configure(cfg)
 	}
-	svc.MaxUploadBytes = cfg.MaxUploadBytes
-	svc.Downloads = distribution.DownloadConfig{PublicURL: cfg.PublicURL, CDNURL: cfg.CDNURL, TTL: cfg.PresignTTL}
-	svc.Sessions = distribution.SessionConfig{TTL: cfg.UploadSessionTTL, PartSize: sessionPartSize(opts)}
-	svc.EnableReadCache(distribution.ReadCacheConfig{MaxBytes: cfg.ReadCacheBytes, TTL: cfg.ReadCacheTTL})
-	watchCtx, stopWatching := context.WithCancel(context.Background())
-	watchDone := make(chan struct{})
-	go func() { defer close(watchDone); _ = svc.WatchChanges(watchCtx) }()
-	t.Cleanup(func() { stopWatching(); <-watchDone })
+	svc := distribution.New(cfg, db, st, m, log)
+	svc.Sessions.PartSize = sessionPartSize(opts)
+	e.Service = svc
+	// The background work serve runs: change notifications, retention, webhooks, download counts.
+	bgCtx, stopBackground := context.WithCancel(context.Background())
+	var background sync.WaitGroup
+	background.Go(func() { _ = svc.WatchChanges(bgCtx) })
+	background.Go(func() { svc.RunRetention(bgCtx) })
+	background.Go(func() { svc.RunWebhooks(bgCtx) })
+	background.Go(func() { svc.RunDownloadCounts(bgCtx, cfg.DownloadFlushInterval) })
+	t.Cleanup(func() { stopBackground(); background.Wait() })
 	ts.Config.Handler = httpapi.New(httpapi.Deps{Config: cfg, Service: svc, Metrics: m, Log: log})
 	ts.Start()
 	t.Cleanup(ts.Close)
