@@ -1,0 +1,356 @@
+package httpapi_test
+
+// Webhooks end to end in one process: events written with the change, delivered signed, retried
+// after failures, recorded; the "send test" call; SSRF and bad input refused. Download counts.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/config"
+	"github.com/slipwayhq/slipway/pkg/debuginfo/debuginfotest"
+	"github.com/slipwayhq/slipway/pkg/webhook"
+	"github.com/slipwayhq/slipway/test/apptest"
+)
+
+// receiver is a webhook receiver on loopback that checks every signature.
+type receiver struct {
+	*httptest.Server
+	t      *testing.T
+	secret atomic.Value // string
+	fail   atomic.Bool  // answer 500 while set
+	mu     sync.Mutex
+	got    []received
+}
+
+type received struct {
+	event, delivery string
+	env             webhook.Envelope
+	raw             []byte
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{t: t}
+	r.secret.Store("")
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		if r.fail.Load() {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		if err := webhook.Verify([]byte(r.secret.Load().(string)), req.Header.Get(webhook.SignatureHeader), body, time.Now(), 5*time.Minute); err != nil {
+			t.Errorf("a delivery with a bad signature: %v", err)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var env webhook.Envelope
+		_ = json.Unmarshal(body, &env)
+		r.mu.Lock()
+		r.got = append(r.got, received{event: req.Header.Get(webhook.EventHeader), delivery: req.Header.Get(webhook.DeliveryHeader), env: env, raw: body})
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *receiver) events() []received {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]received(nil), r.got...)
+}
+
+// waitEvents waits until the receiver has n deliveries.
+func (r *receiver) waitEvents(n int) []received {
+	r.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if got := r.events(); len(got) >= n {
+			return got
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.t.Fatalf("the receiver got %d deliveries, want %d", len(r.events()), n)
+	return nil
+}
+
+func webhookEnv(t *testing.T, allowPrivate bool) *mgmt {
+	return newMgmt(t, apptest.Options{Storage: apptest.S3, Configure: func(c *config.Config) {
+		c.WebhookAllowPrivate = allowPrivate
+		c.WebhookPoll = 50 * time.Millisecond
+		c.WebhookRetryBase = 100 * time.Millisecond
+		c.WebhookMaxAttempts = 4
+		c.DownloadFlushInterval = 50 * time.Millisecond
+	}})
+}
+
+func TestWebhookEvents(t *testing.T) {
+	m := webhookEnv(t, true)
+	admin := m.e.AdminToken
+	rcv := newReceiver(t)
+	app, _, channel, first := m.fixture()
+	hook := m.want(m.call("POST", fmt.Sprintf("/api/channels/%d/webhooks", id(channel)), admin, `{"url":"`+rcv.URL+`/hook?k=v"}`), 201, "channel webhook")
+	secret, _ := hook["secret"].(string)
+	if !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("no secret in the answer: %v", hook)
+	}
+	rcv.secret.Store(secret)
+	shown := m.want(m.call("GET", fmt.Sprintf("/api/webhooks/%d", id(hook)), admin, ""), 200, "get webhook")
+	if _, ok := shown["secret"]; ok {
+		t.Error("the secret is shown again")
+	}
+	if len(shown["events"].([]any)) != len(webhook.Events) {
+		t.Errorf("default events %v", shown["events"])
+	}
+	// An app webhook for debug files only, with its own receiver: it must not get release events.
+	appRcv := newReceiver(t)
+	appHook := m.want(m.call("POST", fmt.Sprintf("/api/apps/%d/webhooks", id(app)), admin,
+		`{"url":"`+appRcv.URL+`/app","events":["debug_file.created"],"format":"slipway"}`), 201, "app webhook")
+	appRcv.secret.Store(appHook["secret"].(string))
+	if appHook["channel_id"] != nil || appHook["app_id"] != float64(id(app)) {
+		t.Errorf("app webhook %v", appHook)
+	}
+
+	// release.created (the fixture's release came before the webhook: not sent).
+	rel := m.e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"}),
+		apptest.Field("channel_key", "harbor-ios"), apptest.Field("changelog", "Second"))
+	got := rcv.waitEvents(1)
+	if got[0].event != webhook.EventReleaseCreated || got[0].env.Release == nil || got[0].env.Release.ID != id(rel) ||
+		got[0].env.Release.ReleaseVersion != "1.1" || got[0].env.Channel.Key != "harbor-ios" || got[0].env.App.Name != "Harbor" ||
+		!strings.HasPrefix(got[0].env.Release.ReleaseURL, m.e.URL) || got[0].delivery != got[0].env.ID {
+		t.Errorf("release.created: %+v %s", got[0], got[0].raw)
+	}
+	// release.downloaded: three downloads, one event counting them (one flush).
+	for i := 0; i < 3; i++ {
+		if r := m.e.Get(t, fmt.Sprintf("/download/releases/%d", id(rel))); r.Status != http.StatusFound {
+			t.Fatalf("download: %d", r.Status)
+		}
+	}
+	got = rcv.waitEvents(2)
+	if got[1].event != webhook.EventReleaseDownloaded || got[1].env.Downloads != 3 {
+		t.Errorf("release.downloaded: %s", got[1].raw)
+	}
+	// The receiver fails for a while: the deletion is retried until it succeeds.
+	rcv.fail.Store(true)
+	m.want(m.call("DELETE", fmt.Sprintf("/api/releases/%d", id(first)), admin, ""), 200, "delete release")
+	waitFor(t, "two failed attempts", func() bool {
+		var n int
+		_ = m.e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_attempts WHERE status_code = 500`).Scan(&n)
+		return n >= 2
+	})
+	rcv.fail.Store(false)
+	got = rcv.waitEvents(3)
+	if got[2].event != webhook.EventReleaseDeleted || got[2].env.Release.ID != id(first) || got[2].env.Release.ReleaseURL != "" {
+		t.Errorf("release.deleted: %s", got[2].raw)
+	}
+	ds := m.e.Do(t, "GET", fmt.Sprintf("/api/webhooks/%d/deliveries", id(hook)), nil, http.Header{"Authorization": {"Token " + admin}})
+	var deliveries []struct {
+		Event, State string
+		Attempts     int
+		History      []struct {
+			StatusCode int `json:"status_code"`
+			Error      string
+		}
+	}
+	if err := json.Unmarshal(ds.Body, &deliveries); err != nil || len(deliveries) != 3 {
+		t.Fatalf("deliveries: %s", ds.Body)
+	}
+	del := deliveries[0] // newest first
+	if del.Event != webhook.EventReleaseDeleted || del.State != "delivered" || del.Attempts < 3 || len(del.History) != del.Attempts ||
+		del.History[0].StatusCode != 500 || del.History[len(del.History)-1].StatusCode != 200 {
+		t.Errorf("the retried delivery's history: %+v", del)
+	}
+	if strings.Contains(string(ds.Body), "k=v") {
+		t.Error("the delivery history shows the URL's query")
+	}
+	// debug_file.created goes to the app webhook only.
+	zip := debuginfotest.BuildDSYMZip(debuginfotest.DSYM{Path: "Harbor.app.dSYM", Identifier: "com.example.harbor", ReleaseVersion: "1.1", BuildVersion: "2",
+		Archs: []debuginfotest.Arch{{Name: "arm64", UUID: "0A1B2C3D-4E5F-6071-8293-A4B5C6D7E8F9"}}})
+	up := m.e.Upload(t, "/api/debug_files/upload", m.e.UploadToken, apptest.Field("channel_key", "harbor-ios"), apptest.File("d.zip", zip))
+	if up.Status != http.StatusCreated {
+		t.Fatalf("debug file upload: %d %s", up.Status, up.Body)
+	}
+	got = appRcv.waitEvents(1)
+	if got[0].event != webhook.EventDebugFileCreated || got[0].env.DebugFile == nil || got[0].env.App.ID != id(app) ||
+		got[0].env.DebugFile.ReleaseVersion != "1.1" {
+		t.Errorf("debug_file.created: %s", got[0].raw)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n, na := len(rcv.events()), len(appRcv.events()); n != 3 || na != 1 {
+		t.Errorf("%d and %d deliveries, want 3 and 1 (each event once per subscribed webhook)", n, na)
+	}
+
+	// Send test: a ping, answered with its attempt.
+	test := m.want(m.call("POST", fmt.Sprintf("/api/webhooks/%d/test", id(hook)), admin, ""), 200, "send test")
+	if test["state"] != "delivered" || test["event"] != "ping" {
+		t.Errorf("send test: %v", test)
+	}
+	rcv.fail.Store(true)
+	test = m.want(m.call("POST", fmt.Sprintf("/api/webhooks/%d/test", id(hook)), admin, ""), 200, "send test to a failing receiver")
+	if test["state"] != "failed" || !strings.Contains(fmt.Sprint(test["history"]), "500") {
+		t.Errorf("send test to a failing receiver: %v", test)
+	}
+	rcv.fail.Store(false)
+
+	// Disabled webhooks get nothing; deleting removes the history.
+	m.want(m.call("PATCH", fmt.Sprintf("/api/webhooks/%d", id(hook)), admin, `{"enabled":false}`), 200, "disable")
+	m.e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.2", Build: "3"}),
+		apptest.Field("channel_key", "harbor-ios"))
+	time.Sleep(300 * time.Millisecond)
+	if n := len(rcv.events()); n != 4 { // 3 events and the successful ping
+		t.Errorf("%d deliveries after disabling, want 4", n)
+	}
+	m.want(m.call("DELETE", fmt.Sprintf("/api/webhooks/%d", id(hook)), admin, ""), 200, "delete webhook")
+	m.want(m.call("GET", fmt.Sprintf("/api/webhooks/%d/deliveries", id(hook)), admin, ""), 404, "deliveries of a deleted webhook")
+	if strings.Contains(m.e.LogText(), secret) {
+		t.Error("the log holds a webhook secret")
+	}
+}
+
+// A receiver that keeps failing: the delivery is marked failed after the last attempt.
+func TestWebhookGivesUp(t *testing.T) {
+	m := webhookEnv(t, true)
+	rcv := newReceiver(t)
+	rcv.fail.Store(true)
+	_, _, channel, _ := m.fixture()
+	hook := m.want(m.call("POST", fmt.Sprintf("/api/channels/%d/webhooks", id(channel)), m.e.AdminToken,
+		`{"url":"`+rcv.URL+`","events":"release.created"}`), 201, "webhook (events as form text)")
+	m.e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.0", Build: "9"}),
+		apptest.Field("channel_key", "harbor-ios"))
+	waitFor(t, "the delivery to fail for good", func() bool {
+		var state string
+		var attempts int
+		_ = m.e.DB.Pool.QueryRow(context.Background(), `SELECT state, attempts FROM webhook_deliveries WHERE webhook_id = $1`, id(hook)).Scan(&state, &attempts)
+		return state == "failed" && attempts == 4
+	})
+	var n int
+	if err := m.e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_attempts`).Scan(&n); err != nil || n != 4 {
+		t.Errorf("%d attempts recorded, want 4 (%v)", n, err)
+	}
+}
+
+func TestWebhookRefusals(t *testing.T) {
+	m := webhookEnv(t, false)
+	admin, upload := m.e.AdminToken, m.e.UploadToken
+	app, _, channel, _ := m.fixture()
+	path := fmt.Sprintf("/api/channels/%d/webhooks", id(channel))
+	before := m.state()
+	for _, c := range []struct{ body, want string }{
+		{`{"url":"http://127.0.0.1:9/hook"}`, "loopback"},
+		{`{"url":"http://localhost/hook"}`, "loopback"},
+		{`{"url":"http://10.0.0.8/hook"}`, "private"},
+		{`{"url":"http://169.254.169.254/latest/meta-data/"}`, "link-local"},
+		{`{"url":"http://[::ffff:192.168.0.1]/"}`, "private"},
+		{`{"url":"ftp://example.com/"}`, "http"},
+		{`{"url":"https://user:pass@example.com/"}`, "password"},
+		{`{"url":"https://no-such-host.invalid/hook"}`, "cannot be resolved"},
+		{`{}`, "required"},
+		{`{"url":"https://93.184.215.14/","events":["release.created","release.exploded"]}`, "unknown event"},
+		{`{"url":"https://93.184.215.14/","events":[]}`, "at least one"},
+		{`{"url":"https://93.184.215.14/","events":[1]}`, "event names"},
+		{`{"url":"https://93.184.215.14/","format":"telegram"}`, "format"},
+	} {
+		r := m.call("POST", path, admin, c.body)
+		m.want(r, 422, c.body)
+		if msg := r.Error(t); !strings.Contains(msg, c.want) {
+			t.Errorf("%s: error %q does not say %q", c.body, msg, c.want)
+		}
+	}
+	m.want(m.call("POST", path, upload, `{"url":"https://93.184.215.14/"}`), 403, "upload token")
+	m.want(m.call("GET", path, upload, ""), 403, "list with an upload token")
+	m.want(m.call("POST", path, "", `{"url":"https://93.184.215.14/"}`), 401, "no token")
+	m.want(m.call("POST", "/api/channels/999999/webhooks", admin, `{"url":"https://93.184.215.14/"}`), 404, "unknown channel")
+	m.want(m.call("POST", "/api/apps/999999/webhooks", admin, `{"url":"https://93.184.215.14/"}`), 404, "unknown app")
+	m.want(m.call("GET", "/api/webhooks/999999", admin, ""), 404, "unknown webhook")
+	var n int
+	if err := m.e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM webhooks`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d webhooks recorded by refused requests", n)
+	}
+	if after := m.state(); after != before {
+		t.Errorf("a refused request changed something")
+	}
+	// A public URL is accepted; changing it to a private one is refused and changes nothing.
+	hook := m.want(m.call("POST", fmt.Sprintf("/api/apps/%d/webhooks", id(app)), admin, `{"url":"https://93.184.215.14/hook"}`), 201, "public URL")
+	m.want(m.call("PATCH", fmt.Sprintf("/api/webhooks/%d", id(hook)), admin, `{"url":"http://192.168.1.1/"}`), 422, "private URL")
+	if got := m.want(m.call("GET", fmt.Sprintf("/api/webhooks/%d", id(hook)), admin, ""), 200, "get"); got["url"] != "https://93.184.215.14/hook" {
+		t.Errorf("url %v after a refused change", got["url"])
+	}
+}
+
+// Download counts match the downloads made, concurrently, and show in the release JSON.
+func TestDownloadCounts(t *testing.T) {
+	m := webhookEnv(t, true)
+	_, _, channel, rel := m.fixture()
+	other := m.e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"}),
+		apptest.Field("channel_key", "harbor-ios"))
+	var wg sync.WaitGroup
+	const workers, each = 8, 25
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				resp, err := m.e.Client.Get(m.e.URL + fmt.Sprintf("/download/releases/%d", id(rel)))
+				if err != nil || resp.StatusCode != http.StatusFound {
+					t.Errorf("download: %v %v", err, resp)
+					return
+				}
+				resp.Body.Close()
+			}
+		}()
+	}
+	// iOS installs: the manifest fetch counts, the device's package fetch it points to does not.
+	for i := 0; i < 3; i++ {
+		r := m.e.Get(t, fmt.Sprintf("/channels/harbor-ios/releases/%d/install", id(other)))
+		if r.Status != http.StatusOK {
+			t.Fatalf("manifest: %d", r.Status)
+		}
+		start := strings.Index(string(r.Body), m.e.URL+"/download/")
+		end := strings.Index(string(r.Body[start:]), "<")
+		pkg := strings.ReplaceAll(string(r.Body[start:start+end]), "&amp;", "&")
+		if f := m.e.Get(t, strings.TrimPrefix(pkg, m.e.URL)); f.Status != http.StatusFound {
+			t.Fatalf("the manifest's package URL %s: %d", pkg, f.Status)
+		}
+	}
+	wg.Wait()
+	want := map[int64]float64{id(rel): workers * each, id(other): 3}
+	waitFor(t, "the counts to be written", func() bool {
+		for rid, n := range want {
+			got := m.want(m.call("GET", fmt.Sprintf("/api/releases/%d", rid), m.e.UploadToken, ""), 200, "release")
+			if got["download_count"] != n {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(200 * time.Millisecond) // nothing more arrives
+	for rid, n := range want {
+		got := m.want(m.call("GET", fmt.Sprintf("/api/releases/%d", rid), m.e.UploadToken, ""), 200, "release")
+		if got["download_count"] != n {
+			t.Errorf("release %d: download_count %v, want %v", rid, got["download_count"], n)
+		}
+	}
+	_ = channel
+}
+
+// waitFor polls cond for up to 30 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
