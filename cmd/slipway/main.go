@@ -28,6 +28,8 @@ Commands:
   token list                          list tokens (never their secrets)
   token revoke NAME                   revoke the active token named NAME
   gc [--grace DURATION]               delete orphaned objects once
+  retention plan [--channel ID] [--url URL --token TOKEN]
+                                      show what retention policies delete now (deletes nothing)
   upload FILE --url URL --token TOKEN [--channel-key KEY] [--changelog TEXT] [--custom-field N=V] ...
                                       upload an app package; prints the release URL (see upload -h)
   debug-file upload FILE --url URL --token TOKEN --channel-key KEY
@@ -54,6 +56,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = tokenCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "gc":
 		err = gcCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "retention":
+		err = retentionCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "upload":
 		err = uploadCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "debug-file":

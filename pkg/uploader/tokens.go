@@ -96,3 +96,31 @@ func (c *Client) doJSON(ctx context.Context, method, apiPath string, in, out any
 	}
 	return nil
 }
+
+// RetentionPlan is what retention deletes in a channel, as the server plans it.
+type RetentionPlan struct {
+	ChannelID int64             `json:"channel_id"`
+	Releases  []RetentionVictim `json:"releases"`
+	Bytes     int64             `json:"bytes"`
+}
+
+// RetentionVictim is a release a plan deletes, and why.
+type RetentionVictim struct {
+	ReleaseID int64  `json:"release_id"`
+	Version   int    `json:"version"`
+	CreatedAt string `json:"created_at"`
+	Size      int64  `json:"size"`
+	Reason    string `json:"reason"`
+}
+
+// RetentionPlans asks what retention deletes now (GET /api/retention/plan), or in one channel
+// (GET /api/channels/:id/retention/plan) when channelID is not 0. Nothing is deleted.
+func (c *Client) RetentionPlans(ctx context.Context, channelID int64) ([]RetentionPlan, error) {
+	if channelID != 0 {
+		var p RetentionPlan
+		err := c.doJSON(ctx, http.MethodGet, "/api/channels/"+strconv.FormatInt(channelID, 10)+"/retention/plan", nil, &p)
+		return []RetentionPlan{p}, err
+	}
+	var plans []RetentionPlan
+	return plans, c.doJSON(ctx, http.MethodGet, "/api/retention/plan", nil, &plans)
+}
