@@ -188,6 +188,17 @@ SLIPWAY_UPLOAD_MEMORY: {{ int64 .Values.config.uploadMemory | toString | quote }
 SLIPWAY_UPLOAD_SESSION_TTL: {{ .Values.config.uploadSessionTTL | quote }}
 SLIPWAY_READ_CACHE_BYTES: {{ int64 .Values.config.readCacheBytes | toString | quote }}
 SLIPWAY_READ_CACHE_TTL: {{ .Values.config.readCacheTTL | quote }}
+SLIPWAY_RETENTION_INTERVAL: {{ .Values.config.retention.interval | quote }}
+SLIPWAY_RETENTION_KEEP_BUILDS: {{ int64 .Values.config.retention.keepBuilds | toString | quote }}
+SLIPWAY_RETENTION_MAX_AGE_DAYS: {{ int64 .Values.config.retention.maxAgeDays | toString | quote }}
+SLIPWAY_RETENTION_MAX_BYTES: {{ int64 .Values.config.retention.maxBytes | toString | quote }}
+SLIPWAY_RETENTION_EXPIRED_PROFILE_DAYS: {{ int64 .Values.config.retention.expiredProfileDays | toString | quote }}
+SLIPWAY_WEBHOOK_ALLOW_PRIVATE: {{ .Values.config.webhooks.allowPrivate | toString | quote }}
+SLIPWAY_WEBHOOK_RETRY_BASE: {{ .Values.config.webhooks.retryBase | quote }}
+SLIPWAY_WEBHOOK_MAX_ATTEMPTS: {{ int64 .Values.config.webhooks.maxAttempts | toString | quote }}
+SLIPWAY_WEBHOOK_POLL_INTERVAL: {{ .Values.config.webhooks.pollInterval | quote }}
+SLIPWAY_WEBHOOK_TIMEOUT: {{ .Values.config.webhooks.timeout | quote }}
+SLIPWAY_DOWNLOAD_FLUSH_INTERVAL: {{ .Values.config.downloadFlushInterval | quote }}
 SLIPWAY_PRESIGN_TTL: {{ .Values.config.presignTTL | quote }}
 {{- with .Values.config.cdnURL }}
 SLIPWAY_CDN_URL: {{ . | quote }}
