@@ -333,6 +333,11 @@ func TestDownloadCounts(t *testing.T) {
 		}
 		return true
 	})
+	// The release page shows the count too (through the read cache: up to its TTL late).
+	waitFor(t, "the release page to show the count", func() bool {
+		page := m.e.Get(t, fmt.Sprintf("/channels/harbor-ios/releases/%d", id(rel)))
+		return strings.Contains(string(page.Body), fmt.Sprintf(`id="download-count" title="Downloads and iOS installs">%d<`, workers*each))
+	})
 	time.Sleep(200 * time.Millisecond) // nothing more arrives
 	for rid, n := range want {
 		got := m.want(m.call("GET", fmt.Sprintf("/api/releases/%d", rid), m.e.UploadToken, ""), 200, "release")

@@ -22,10 +22,12 @@ const channelPerPage = 20
 
 // releaseView is release.html's data: every value is final text or a URL; the template escapes it.
 type releaseView struct {
-	ID                                       int64
-	AppName, Platform, PlatformIcon, Device  string
-	ReleaseVersion, BuildVersion             string
-	Version                                  int
+	ID                                      int64
+	AppName, Platform, PlatformIcon, Device string
+	ReleaseVersion, BuildVersion            string
+	Version                                 int
+	// Downloads counts downloads and iOS installs (up to the read cache's TTL late).
+	Downloads                                int64
 	Size, Uploaded, UploadedISO, ReleaseType string
 	BundleID, MinOS, Source                  string
 	Branch, BranchURL, Commit, ShortCommit   string
@@ -108,7 +110,7 @@ func (h *Handler) releaseView(rc *distribution.ReleaseContext, recent []distribu
 		ID: r.ID, AppName: rc.App.Name, Platform: name(platformNames, r.Platform), PlatformIcon: iconClass(r.Platform),
 		Device: name(deviceNames, r.Device), ReleaseVersion: r.ReleaseVersion, BuildVersion: r.BuildVersion, Version: r.Version,
 		Size: humanSize(r.Size), Uploaded: h.when(r.CreatedAt), UploadedISO: r.CreatedAt.UTC().Format(time.RFC3339),
-		ReleaseType: name(releaseTypeNames, r.ReleaseType), BundleID: r.BundleID, MinOS: r.MinOS, Source: r.Source,
+		Downloads: r.Downloads, ReleaseType: name(releaseTypeNames, r.ReleaseType), BundleID: r.BundleID, MinOS: r.MinOS, Source: r.Source,
 		Branch: r.Branch, Commit: r.GitCommit, ShortCommit: shortCommit(r.GitCommit), CIURL: links.WebURL(r.CIURL),
 		IconURL: h.links.Icon(r.ID, r.IconKey != nil), QRCodeURL: h.links.QRCode(ch.Slug, r.ID, "medium"),
 		ChannelURL: h.links.Channel(ch.Slug), Changelog: r.Changelog, CustomFields: r.CustomFields,
