@@ -157,7 +157,7 @@ func TestDownloadsFS(t *testing.T) {
 		if md["bundle-identifier"] != "com.example.install" || md["bundle-version"] != "3.2.1" || md["title"] != "Installer" || md["kind"] != "software" {
 			t.Fatalf("manifest metadata %v", md)
 		}
-		if pkg != fmt.Sprintf("%s/download/releases/%d", base, ios.ID) {
+		if pkg != fmt.Sprintf("%s/download/releases/%d?via=install", base, ios.ID) {
 			t.Fatalf("software-package URL %q", pkg)
 		}
 		for _, a := range m.Items[0].Assets {

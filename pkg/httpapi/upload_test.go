@@ -234,7 +234,9 @@ var shortReleaseFields = map[string]string{
 
 var fullReleaseFields = func() map[string]string {
 	m := map[string]string{"id": tInt, "release_url": tString, "qrcode_url": tString, "text_changelog": tString,
-		"custom_fields": tArray, "app": tObject, "scheme": tObject, "channel": tObject}
+		"custom_fields": tArray, "app": tObject, "scheme": tObject, "channel": tObject,
+		// Slipway's own: retention's pin and the install count (decisions.md).
+		"pinned": tBool, "download_count": tInt}
 	for k, v := range shortReleaseFields {
 		m[k] = v
 	}
