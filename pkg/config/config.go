@@ -4,12 +4,16 @@
 package config
 
 import (
+	"crypto"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -90,6 +94,13 @@ type Config struct {
 	WebhookTimeout      time.Duration
 	// DownloadFlushInterval is how often a replica writes its download counts.
 	DownloadFlushInterval time.Duration
+	// UDIDOrganization names the operator in the UDID profile (SLIPWAY_UDID_ORGANIZATION).
+	UDIDOrganization string
+	// UDIDCert (with UDIDChain) and UDIDKey sign the UDID profile, read from the PEM files
+	// SLIPWAY_UDID_SIGNING_CERT and SLIPWAY_UDID_SIGNING_KEY; nil when not configured.
+	UDIDCert  *x509.Certificate
+	UDIDChain []*x509.Certificate
+	UDIDKey   crypto.Signer
 }
 
 // Var describes one environment variable, for validation and documentation.
@@ -134,6 +145,9 @@ var Vars = []Var{
 	{"SLIPWAY_WEBHOOK_POLL_INTERVAL", "2s", "how often each replica looks for due webhook deliveries"},
 	{"SLIPWAY_WEBHOOK_TIMEOUT", "10s", "time limit of one webhook request"},
 	{"SLIPWAY_DOWNLOAD_FLUSH_INTERVAL", "2s", "how often each replica writes the downloads it counted"},
+	{"SLIPWAY_UDID_ORGANIZATION", "Slipway", "the organization iOS shows when it installs the UDID profile (/udid)"},
+	{"SLIPWAY_UDID_SIGNING_CERT", "", "PEM file of the certificate (then its chain) that signs the UDID profile, so iOS shows it as verified"},
+	{"SLIPWAY_UDID_SIGNING_KEY", "", "PEM file of that certificate's private key (PKCS #8, PKCS #1 or EC)"},
 	{"SLIPWAY_TRUSTED_PROXIES", "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7", "networks whose X-Forwarded-For is trusted"},
 }
 
@@ -236,6 +250,9 @@ func Load(getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	if err := c.loadRetentionAndWebhooks(get); err != nil {
+		return nil, err
+	}
+	if err := c.loadUDIDSigning(get); err != nil {
 		return nil, err
 	}
 	for _, cidr := range strings.Split(get("SLIPWAY_TRUSTED_PROXIES"), ",") {
@@ -342,4 +359,61 @@ func nonNegativeInt(name, v string) (int64, error) {
 		return 0, fmt.Errorf("%s: must be a whole number, 0 or more, got %q", name, v)
 	}
 	return n, nil
+}
+
+// loadUDIDSigning reads the UDID profile's signing certificate and key, when both are set.
+func (c *Config) loadUDIDSigning(get func(string) string) error {
+	c.UDIDOrganization = get("SLIPWAY_UDID_ORGANIZATION")
+	certFile, keyFile := get("SLIPWAY_UDID_SIGNING_CERT"), get("SLIPWAY_UDID_SIGNING_KEY")
+	if certFile == "" && keyFile == "" {
+		return nil
+	}
+	if certFile == "" || keyFile == "" {
+		return fmt.Errorf("SLIPWAY_UDID_SIGNING_CERT and SLIPWAY_UDID_SIGNING_KEY go together: set both or neither")
+	}
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return fmt.Errorf("SLIPWAY_UDID_SIGNING_CERT: cannot read the file")
+	}
+	for rest := certPEM; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return fmt.Errorf("SLIPWAY_UDID_SIGNING_CERT: a certificate in the file cannot be parsed")
+		}
+		if c.UDIDCert == nil {
+			c.UDIDCert = cert
+		} else {
+			c.UDIDChain = append(c.UDIDChain, cert)
+		}
+	}
+	if c.UDIDCert == nil {
+		return fmt.Errorf("SLIPWAY_UDID_SIGNING_CERT: no PEM certificate in the file")
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return fmt.Errorf("SLIPWAY_UDID_SIGNING_KEY: cannot read the file")
+	}
+	block, _ := pem.Decode(keyPEM)
+	if block == nil {
+		return fmt.Errorf("SLIPWAY_UDID_SIGNING_KEY: no PEM key in the file")
+	}
+	var key any
+	if key, err = x509.ParsePKCS8PrivateKey(block.Bytes); err != nil {
+		if key, err = x509.ParsePKCS1PrivateKey(block.Bytes); err != nil {
+			key, err = x509.ParseECPrivateKey(block.Bytes)
+		}
+	}
+	signer, ok := key.(crypto.Signer)
+	if err != nil || !ok {
+		return fmt.Errorf("SLIPWAY_UDID_SIGNING_KEY: the key cannot be parsed (PKCS #8, PKCS #1 or EC, unencrypted)")
+	}
+	c.UDIDKey = signer
+	return nil
 }

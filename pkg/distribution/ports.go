@@ -112,6 +112,15 @@ type DeviceStore interface {
 	// reports which.
 	UpsertDevice(ctx context.Context, d *Device) (dev *Device, created bool, err error)
 	ListDevices(ctx context.Context, p Page) ([]Device, error)
+	GetDevice(ctx context.Context, udid string) (*Device, error)
+	DeleteDevice(ctx context.Context, udid string) error
+	// AllDevices lists every device, oldest first (the export).
+	AllDevices(ctx context.Context) ([]Device, error)
+	// ReleasesForDevice returns the newest iOS releases (at most limit) whose profile lists udid
+	// or provisions all devices, with their channels.
+	ReleasesForDevice(ctx context.Context, udid string, limit int) ([]ReleaseContext, error)
+	// ReleaseHasDevice reports whether a release's profile lists udid.
+	ReleaseHasDevice(ctx context.Context, releaseID int64, udid string) (bool, error)
 }
 
 // SessionStore keeps upload sessions.
@@ -172,6 +181,8 @@ type NewRelease struct {
 	Check func(c *Channel) error
 	// PasswordHash, when non-empty, becomes the channel's download password.
 	PasswordHash string
+	// ProfileDevices are the UDIDs the package's provisioning profile lists (canonical form).
+	ProfileDevices []string
 	// Events (nil: none) makes the upload's events from the release as recorded.
 	Events EventFunc
 	// IdempotencyKey makes a retried upload by the same token (Release.UploadedBy) return the

@@ -151,6 +151,13 @@ func (s *Service) CreateRelease(ctx context.Context, obj *StoredObject, f Releas
 	if passwordHash != nil {
 		nr.PasswordHash = *passwordHash
 	}
+	if info.Profile != nil {
+		for _, u := range info.Profile.Devices {
+			if udid, err := NormalizeUDID(u); err == nil {
+				nr.ProfileDevices = append(nr.ProfileDevices, udid)
+			}
+		}
+	}
 	if info.Icon != nil {
 		iconKey, err := s.storeBytes(ctx, "icons", info.Icon.Data, info.Icon.ContentType)
 		if err != nil {

@@ -41,6 +41,8 @@ type Service struct {
 	Webhooks WebhookConfig
 	// Retention holds the replica's default retention rules (retention.go).
 	Retention RetentionConfig
+	// UDID shapes the UDID profile service (udid.go).
+	UDID UDIDConfig
 
 	wakeOnce    sync.Once
 	webhookWake chan struct{}

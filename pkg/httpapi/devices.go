@@ -51,3 +51,34 @@ func (s *Server) syncDevice(c *gin.Context) error {
 	c.JSON(status, s.deviceView(d))
 	return nil
 }
+
+// getDevice: GET /api/devices/:udid.
+func (s *Server) getDevice(c *gin.Context) error {
+	d, err := s.svc.Device(c, c.Param("udid"))
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, s.deviceView(d))
+	return nil
+}
+
+// deleteDevice: DELETE /api/devices/:udid (admin).
+func (s *Server) deleteDevice(c *gin.Context) error {
+	if err := s.svc.DeleteDevice(c, c.Param("udid")); err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, deleted)
+	return nil
+}
+
+// exportDevices: GET /api/devices/export → the devices as the Apple developer portal's
+// "register multiple devices" file (tab-separated text).
+func (s *Server) exportDevices(c *gin.Context) error {
+	body, err := s.svc.ExportDevices(c)
+	if err != nil {
+		return err
+	}
+	c.Header("Content-Disposition", `attachment; filename="devices.txt"`)
+	c.Data(http.StatusOK, "text/plain; charset=utf-8", body)
+	return nil
+}

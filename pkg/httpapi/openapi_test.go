@@ -23,6 +23,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/debuginfo/debuginfotest"
 	"github.com/slipwayhq/slipway/pkg/httpapi"
 	"github.com/slipwayhq/slipway/pkg/metrics"
+	"github.com/slipwayhq/slipway/pkg/profileservice/profileservicetest"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
 
@@ -290,6 +291,17 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	dfJSON("PATCH", "/api/devices/00008030-001A2B3C4D5E6F70", `{"name":"QA iPhone 15"}`, e.UploadToken, 200)
 	dfJSON("PUT", "/api/devices/not-a-udid", `{"name":"x"}`, e.UploadToken, 422)
 	expect(e.Do(t, "GET", "/api/devices", nil, upload), 200, "list devices")
+	expect(e.Do(t, "GET", "/api/devices/00008030-001A2B3C4D5E6F70", nil, upload), 200, "get device")
+	expect(e.Do(t, "GET", "/api/devices/export", nil, upload), 200, "export devices")
+	// UDID collection: the page, the profile, a device's signed answer, the device's page.
+	expect(e.Do(t, "GET", "/udid", nil, nil), 200, "udid page")
+	profile := expect(e.Do(t, "GET", "/udid/profile", nil, nil), 200, "udid profile")
+	answer := profileservicetest.Answer(t, map[string]string{"UDID": "00008110-000A1B2C3D4E5F60", "PRODUCT": "iPhone14,5",
+		"CHALLENGE": profileservicetest.Challenge(t, profile.Body)})
+	expect(e.Do(t, "POST", "/udid/callback", bytes.NewReader(answer), http.Header{"Content-Type": {"application/pkcs7-signature"}}), 301, "udid callback")
+	expect(e.Do(t, "POST", "/udid/callback", strings.NewReader("junk"), http.Header{"Content-Type": {"application/pkcs7-signature"}}), 422, "bad udid callback")
+	expect(e.Do(t, "GET", "/udid/00008110-000A1B2C3D4E5F60", nil, nil), 200, "device page")
+	expect(e.Do(t, "DELETE", "/api/devices/00008110-000A1B2C3D4E5F60", nil, admin), 200, "delete device")
 	tok := dfJSON("POST", "/api/tokens", `{"name":"ci-2","scope":"upload"}`, e.AdminToken, 201).Map(t)
 	dfJSON("POST", "/api/tokens", `{"name":"ci-2"}`, e.AdminToken, 409)
 	expect(e.Do(t, "GET", "/api/tokens", nil, admin), 200, "list tokens")

@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
 const deviceColumns = `id, udid, name, model, platform, device_id, status, product, os_version, serial, source, created_at, updated_at`
@@ -56,4 +58,78 @@ func (db *DB) ListDevices(ctx context.Context, p distribution.Page) ([]distribut
 		out = []distribution.Device{}
 	}
 	return out, dbErr(err)
+}
+
+// profileDevices is never NULL.
+func profileDevices(udids []string) []string {
+	if udids == nil {
+		return []string{}
+	}
+	return udids
+}
+
+// GetDevice returns the device with this (canonical) UDID, or errs.NotFound.
+func (db *DB) GetDevice(ctx context.Context, udid string) (*distribution.Device, error) {
+	var d distribution.Device
+	err := db.Pool.QueryRow(ctx, `SELECT `+deviceColumns+` FROM devices WHERE udid = $1`, udid).Scan(deviceDest(&d)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errs.New(errs.NotFound, "device %s is not registered", udid)
+	}
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	return &d, nil
+}
+
+// DeleteDevice deletes a device, or answers errs.NotFound.
+func (db *DB) DeleteDevice(ctx context.Context, udid string) error {
+	tag, err := db.Pool.Exec(ctx, `DELETE FROM devices WHERE udid = $1`, udid)
+	if err != nil {
+		return dbErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return errs.New(errs.NotFound, "device %s is not registered", udid)
+	}
+	return nil
+}
+
+// AllDevices lists every device, oldest first.
+func (db *DB) AllDevices(ctx context.Context) ([]distribution.Device, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT `+deviceColumns+` FROM devices ORDER BY id`)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.Device, error) {
+		var d distribution.Device
+		return d, r.Scan(deviceDest(&d)...)
+	})
+	return out, dbErr(err)
+}
+
+// ReleasesForDevice: see distribution.DeviceStore. The GIN index on profile_devices answers the
+// containment test.
+func (db *DB) ReleasesForDevice(ctx context.Context, udid string, limit int) ([]distribution.ReleaseContext, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT `+releaseContextColumns+releaseContextFrom+`
+		WHERE r.platform = 'ios' AND (r.profile_devices @> ARRAY[$1] OR coalesce((r.profile->>'all_devices')::boolean, false))
+		ORDER BY r.id DESC LIMIT $2`, udid, limit)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	defer rows.Close()
+	var out []distribution.ReleaseContext
+	for rows.Next() {
+		var rc distribution.ReleaseContext
+		if err := scanReleaseContext(rows, &rc); err != nil {
+			return nil, dbErr(err)
+		}
+		out = append(out, rc)
+	}
+	return out, dbErr(rows.Err())
+}
+
+// ReleaseHasDevice reports whether a release's profile lists udid.
+func (db *DB) ReleaseHasDevice(ctx context.Context, releaseID int64, udid string) (bool, error) {
+	var ok bool
+	err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM releases WHERE id = $1 AND profile_devices @> ARRAY[$2])`, releaseID, udid).Scan(&ok)
+	return ok, dbErr(err)
 }

@@ -228,11 +228,11 @@ func (db *DB) CreateRelease(ctx context.Context, nr *distribution.NewRelease, ob
 		changelog, custom, profile := encodeReleaseJSON(r)
 		err = tx.QueryRow(ctx, `INSERT INTO releases (channel_id, version, name, bundle_id, release_version, build_version, release_type,
 			source, branch, git_commit, ci_url, changelog, custom_fields, platform, format, device, min_os, target_sdk, profile,
-			size, sha256, object_key, filename, icon_key, icon_type, uploaded_by)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26) RETURNING id`,
+			size, sha256, object_key, filename, icon_key, icon_type, uploaded_by, profile_devices)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27) RETURNING id`,
 			ch.ID, version, r.Name, r.BundleID, r.ReleaseVersion, r.BuildVersion, r.ReleaseType, r.Source, r.Branch, r.GitCommit,
 			r.CIURL, changelog, custom, r.Platform, r.Format, r.Device, r.MinOS, r.TargetSDK, profile, r.Size, r.SHA256,
-			r.ObjectKey, r.Filename, r.IconKey, r.IconType, uploadedBy).Scan(&id)
+			r.ObjectKey, r.Filename, r.IconKey, r.IconType, uploadedBy, profileDevices(nr.ProfileDevices)).Scan(&id)
 		if err != nil {
 			return err
 		}

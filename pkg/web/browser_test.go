@@ -213,16 +213,45 @@ func (b *tester) checkDark() {
 	b.screenshot("ios-installable-phone-dark")
 }
 
-// checkQR reads the QR code off the rendered page and decodes it.
+// checkQR reads the QR code off the rendered page and decodes it. On a loaded machine the image
+// may still be decoding, or the layout moving, when the screenshot is taken, so the test waits
+// for the image to be complete and tries a few screenshots; if none decodes (gozxing misses some
+// screenshots), it decodes the very image the page shows (its src, as loaded), so that a failure
+// means a wrong code, not a busy machine.
 func (b *tester) checkQR(name, releaseURL string) {
-	shot := run(b.t, b.ctx, "QR screenshot", chromedp.Screenshot(chromedp.ID("qrcode"), chromedp.NodeVisible))
-	img, err := png.Decode(bytes.NewReader(shot))
+	run(b.t, b.ctx, "QR loaded", chromedp.Poll[bool](`(() => { const i = document.getElementById("qrcode"); return i && i.complete && i.naturalWidth > 0; })()`))
+	check := func(got string) {
+		if got != releaseURL {
+			b.t.Errorf("%s: the QR code on screen reads %q, want %q", name, got, releaseURL)
+		}
+	}
+	for attempt := 0; attempt < 3; attempt++ {
+		shot := run(b.t, b.ctx, "QR screenshot", chromedp.Screenshot(chromedp.ID("qrcode"), chromedp.NodeVisible))
+		img, err := png.Decode(bytes.NewReader(shot))
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		for _, scale := range []int{1, 2} {
+			if got, err := decodeQRAt(img, scale); err == nil {
+				check(got)
+				return
+			}
+		}
+		_ = os.WriteFile(filepath.Join(artifactsDir, "qr-unreadable-"+name+".png"), shot, 0o644)
+		time.Sleep(300 * time.Millisecond)
+	}
+	src := run(b.t, b.ctx, "QR src", chromedp.Evaluate[string](`document.getElementById("qrcode").currentSrc`))
+	resp, err := http.Get(src)
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	if got := decodeQR(b.t, img); got != releaseURL {
-		b.t.Errorf("%s: the QR code on screen reads %q, want %q", name, got, releaseURL)
+	defer resp.Body.Close()
+	img, err := png.Decode(resp.Body)
+	if err != nil {
+		b.t.Fatalf("%s: the QR image is not a PNG: %v", name, err)
 	}
+	b.t.Logf("%s: no screenshot of the QR code decoded (kept in %s); decoding the image the page loaded", name, artifactsDir)
+	check(decodeQR(b.t, img))
 }
 
 func TestBrowserTesterPath(t *testing.T) {

@@ -26,6 +26,10 @@ type releaseView struct {
 	AppName, Platform, PlatformIcon, Device string
 	ReleaseVersion, BuildVersion            string
 	Version                                 int
+	// DeviceCheck says whether the device registered from this browser is in an ad hoc or development
+	// profile (nil: none registered, or the build installs anywhere); RegisterURL is /udid.
+	DeviceCheck *deviceCheck
+	RegisterURL string
 	// Downloads counts downloads and iOS installs (up to the read cache's TTL late).
 	Downloads                                int64
 	Size, Uploaded, UploadedISO, ReleaseType string
@@ -45,6 +49,9 @@ type releaseView struct {
 type profileView struct {
 	Name, Team, Expires string
 	Expired             bool
+	// Limited is an ad hoc or development profile: it lists DeviceCount devices.
+	Limited     bool
+	DeviceCount int
 }
 
 // install is the Install button: disabled (Installable false) for an expired profile.
@@ -91,6 +98,9 @@ func (h *Handler) releasePage(c *gin.Context) error {
 		return nil
 	}
 	v := h.releaseView(rc, view.Releases[:min(len(view.Releases), otherReleases+1)])
+	if v.Profile != nil && v.Profile.Limited {
+		v.DeviceCheck, v.RegisterURL = h.checkDevice(c, &rc.Release), h.links.Base+"/udid"
+	}
 	og := &openGraph{
 		Title:       rc.App.Name + " " + versionText(&rc.Release),
 		Description: strings.Join(nonEmpty(v.Platform, v.Device, v.ReleaseType, v.Size, "uploaded "+v.Uploaded), " · "),
@@ -121,7 +131,8 @@ func (h *Handler) releaseView(rc *distribution.ReleaseContext, recent []distribu
 	}
 	if p := r.Profile; p != nil {
 		team := strings.Join(nonEmpty(p.TeamName, p.TeamID), " · ")
-		v.Profile = &profileView{Name: p.Name, Team: team, Expires: h.when(p.ExpiresAt), Expired: profileExpired(r)}
+		v.Profile = &profileView{Name: p.Name, Team: team, Expires: h.when(p.ExpiresAt), Expired: profileExpired(r),
+			Limited: !p.AllDevices && p.DeviceCount > 0, DeviceCount: p.DeviceCount}
 		v.Expired, v.ProfileExpires = v.Profile.Expired, v.Profile.Expires
 	}
 	v.install = h.installButton(r, ch)

@@ -31,18 +31,21 @@ type Handler struct {
 	links links.Links
 	log   *slog.Logger
 	pages map[string]*template.Template
+	// limiter bounds device registrations per client address (udid.go).
+	limiter *rateLimiter
 }
 
 //go:embed templates
 var templateFS embed.FS
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
-var pageNames = []string{"release", "channel", "password", "error"}
+var pageNames = []string{"release", "channel", "password", "error", "udid", "device"}
 
 // New returns the pages' handler. The templates are parsed once here; a broken template is a
 // programming error caught by every test, so it panics.
 func New(d Deps) *Handler {
-	h := &Handler{cfg: d.Config, svc: d.Service, links: d.Links, log: d.Log, pages: map[string]*template.Template{}}
+	h := &Handler{cfg: d.Config, svc: d.Service, links: d.Links, log: d.Log, pages: map[string]*template.Template{},
+		limiter: newRateLimiter(callbackLimit, callbackWindow)}
 	for _, name := range pageNames {
 		h.pages[name] = template.Must(template.ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 	}
@@ -57,6 +60,10 @@ func (h *Handler) Register(e *gin.Engine) {
 	e.GET("/channels/:slug/releases/:id", h.page(h.releasePage))
 	e.POST("/channels/:slug/releases/:id", h.page(h.releasePage))
 	e.GET("/channels/:slug/releases/:id/qrcode", h.json(h.qrcode))
+	e.GET("/udid", h.page(h.udidIndex))
+	e.GET("/udid/profile", h.json(h.udidProfile))
+	e.POST("/udid/callback", h.json(h.udidCallback))
+	e.GET("/udid/:udid", h.page(h.devicePage))
 }
 
 // backURLKey names the context value a page handler sets to give its error page a "back" link.

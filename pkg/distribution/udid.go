@@ -1,0 +1,167 @@
+package distribution
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/x509"
+	"strings"
+	"time"
+
+	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/profileservice"
+)
+
+// UDIDConfig shapes the UDID profile service.
+type UDIDConfig struct {
+	// Organization is shown by iOS when it installs the profile.
+	Organization string
+	// Cert, Key and Chain sign the profile (optional: iOS then shows it as verified).
+	Cert  *x509.Certificate
+	Key   crypto.Signer
+	Chain []*x509.Certificate
+}
+
+// challengeTTL is how long a downloaded profile may take to come back with its answer.
+const challengeTTL = time.Hour
+
+const challengePurpose = "udid-challenge"
+
+// UDIDProfile returns the configuration profile that asks a device for its UDID, answering to
+// callbackURL, signed when a certificate is configured. Its challenge is a signed, expiring
+// token, so only answers to this server's profiles are taken.
+func (s *Service) UDIDProfile(callbackURL string) ([]byte, error) {
+	org := s.UDID.Organization
+	if org == "" {
+		org = "Slipway"
+	}
+	p, err := profileservice.Profile(profileservice.ProfileOptions{CallbackURL: callbackURL, Organization: org,
+		DisplayName: org + ": register this device", Identifier: "dev.slipway.udid",
+		Challenge: s.Signer.Token(challengePurpose, challengeTTL)})
+	if err != nil || s.UDID.Cert == nil {
+		return p, err
+	}
+	return profileservice.Sign(p, s.UDID.Cert, s.UDID.Key, s.UDID.Chain)
+}
+
+// RegisterDeviceAnswer records the device a profile-service answer describes (a CMS envelope,
+// see profileservice.ParseAnswer). Malformed, unsigned or foreign answers are refused and record
+// nothing.
+func (s *Service) RegisterDeviceAnswer(ctx context.Context, body []byte) (*Device, error) {
+	a, err := profileservice.ParseAnswer(body)
+	if err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, "the device's answer was refused: %s", err.Error())
+	}
+	if a.Challenge == "" || !s.Signer.CheckToken(a.Challenge, challengePurpose) {
+		return nil, errs.New(errs.Invalid, "the device's answer does not carry a current challenge of this server: download the profile again from /udid")
+	}
+	udid, err := NormalizeUDID(a.UDID)
+	if err != nil {
+		return nil, err
+	}
+	d := &Device{UDID: udid, Source: "profile", Product: printable(a.Product, 64), OSVersion: printable(a.Version, 64),
+		Serial: printable(a.Serial, 64), Platform: "ios"}
+	if strings.HasPrefix(d.Product, "Mac") {
+		d.Platform = "mac"
+	}
+	d.Name = printable(a.DeviceName, 255)
+	if d.Name == "" {
+		d.Name = d.Product
+	}
+	d.Model = d.Product
+	dev, _, err := s.Store.UpsertDevice(ctx, d)
+	return dev, err
+}
+
+// printable keeps at most n bytes of s's printable characters.
+func printable(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, strings.TrimSpace(s))
+	for len(s) > n {
+		_, size := lastRune(s)
+		s = s[:len(s)-size]
+	}
+	return s
+}
+
+// Device returns a registered device by UDID (in any of Apple's spellings).
+func (s *Service) Device(ctx context.Context, udid string) (*Device, error) {
+	udid, err := NormalizeUDID(udid)
+	if err != nil {
+		return nil, err
+	}
+	return s.Store.GetDevice(ctx, udid)
+}
+
+// DeleteDevice deletes a registered device.
+func (s *Service) DeleteDevice(ctx context.Context, udid string) error {
+	udid, err := NormalizeUDID(udid)
+	if err != nil {
+		return err
+	}
+	return s.Store.DeleteDevice(ctx, udid)
+}
+
+// InstallableReleases returns the newest iOS releases a device may install: those whose profile
+// lists it, and enterprise builds.
+func (s *Service) InstallableReleases(ctx context.Context, udid string) ([]ReleaseContext, error) {
+	return s.Store.ReleasesForDevice(ctx, udid, 50)
+}
+
+// DeviceInProfile reports whether a release's provisioning profile lets a device install it.
+func (s *Service) DeviceInProfile(ctx context.Context, r *Release, udid string) (bool, error) {
+	if r.Profile == nil {
+		return false, nil
+	}
+	if r.Profile.AllDevices {
+		return true, nil
+	}
+	return s.Store.ReleaseHasDevice(ctx, r.ID, udid)
+}
+
+// appleNameLimit is the longest device name the developer portal takes.
+const appleNameLimit = 50
+
+// ExportDevices writes the devices in the Apple developer portal's "register multiple devices"
+// format: a header line, then Device ID, Device Name and Device Platform (ios or mac), separated
+// by tabs. Names lose tabs and line breaks and are cut to the portal's 50 characters.
+func (s *Service) ExportDevices(ctx context.Context) ([]byte, error) {
+	devices, err := s.Store.AllDevices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString("Device ID\tDevice Name\tDevice Platform\n")
+	for _, d := range devices {
+		name := strings.Join(strings.Fields(d.Name), " ")
+		if name == "" {
+			name = d.UDID
+		}
+		if r := []rune(name); len(r) > appleNameLimit {
+			name = string(r[:appleNameLimit])
+		}
+		platform := "ios"
+		if isMac(&d) {
+			platform = "mac"
+		}
+		b.WriteString(d.UDID + "\t" + name + "\t" + platform + "\n")
+	}
+	return b.Bytes(), nil
+}
+
+// isMac tells a Mac from an iOS device: the platform a sync gave, a Mac's product name, or a
+// UUID-shaped identifier (Intel Macs).
+func isMac(d *Device) bool {
+	p := strings.ToLower(d.Platform)
+	switch {
+	case strings.Contains(p, "mac"), strings.Contains(p, "osx"):
+		return true
+	case p == "ios" || strings.Contains(p, "iphone") || strings.Contains(p, "ipad"):
+		return false
+	}
+	return strings.HasPrefix(d.Product, "Mac") || udidMacRe.MatchString(d.UDID)
+}
