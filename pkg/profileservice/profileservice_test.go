@@ -14,7 +14,9 @@ import (
 
 func signedAnswer(t testing.TB, content []byte) []byte { return profileservicetest.Signed(t, content) }
 
-func deviceIdentity(t testing.TB) (*x509.Certificate, *ecdsa.PrivateKey) { return profileservicetest.Identity(t) }
+func deviceIdentity(t testing.TB) (*x509.Certificate, *ecdsa.PrivateKey) {
+	return profileservicetest.Identity(t)
+}
 
 func TestProfileAndAnswer(t *testing.T) {
 	raw, err := profileservice.Profile(profileservice.ProfileOptions{CallbackURL: "https://slipway.example/udid/callback", Challenge: "c1", Organization: "Example",
