@@ -58,6 +58,10 @@ func openApp(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	m.Registry.MustRegister(db.PoolCollector())
 	a := &app{cfg: cfg, log: log, db: db, storage: st, metrics: m}
 	a.svc = distribution.New(cfg, db, st, m, log)
+	if a.svc.UDID.Cert, a.svc.UDID.Chain, a.svc.UDID.Key, err = cfg.UDIDSigner(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return a, nil
 }
 

@@ -96,11 +96,9 @@ type Config struct {
 	DownloadFlushInterval time.Duration
 	// UDIDOrganization names the operator in the UDID profile (SLIPWAY_UDID_ORGANIZATION).
 	UDIDOrganization string
-	// UDIDCert (with UDIDChain) and UDIDKey sign the UDID profile, read from the PEM files
-	// SLIPWAY_UDID_SIGNING_CERT and SLIPWAY_UDID_SIGNING_KEY; nil when not configured.
-	UDIDCert  *x509.Certificate
-	UDIDChain []*x509.Certificate
-	UDIDKey   crypto.Signer
+	// UDIDSigningCert and UDIDSigningKey are the PEM files that sign the UDID profile
+	// (SLIPWAY_UDID_SIGNING_CERT, SLIPWAY_UDID_SIGNING_KEY; UDIDSigner reads them).
+	UDIDSigningCert, UDIDSigningKey string
 }
 
 // Var describes one environment variable, for validation and documentation.
@@ -252,8 +250,10 @@ func Load(getenv func(string) string) (*Config, error) {
 	if err := c.loadRetentionAndWebhooks(get); err != nil {
 		return nil, err
 	}
-	if err := c.loadUDIDSigning(get); err != nil {
-		return nil, err
+	c.UDIDOrganization = get("SLIPWAY_UDID_ORGANIZATION")
+	c.UDIDSigningCert, c.UDIDSigningKey = get("SLIPWAY_UDID_SIGNING_CERT"), get("SLIPWAY_UDID_SIGNING_KEY")
+	if (c.UDIDSigningCert == "") != (c.UDIDSigningKey == "") {
+		return nil, fmt.Errorf("SLIPWAY_UDID_SIGNING_CERT and SLIPWAY_UDID_SIGNING_KEY go together: set both or neither")
 	}
 	for _, cidr := range strings.Split(get("SLIPWAY_TRUSTED_PROXIES"), ",") {
 		if cidr = strings.TrimSpace(cidr); cidr == "" {
@@ -361,19 +361,15 @@ func nonNegativeInt(name, v string) (int64, error) {
 	return n, nil
 }
 
-// loadUDIDSigning reads the UDID profile's signing certificate and key, when both are set.
-func (c *Config) loadUDIDSigning(get func(string) string) error {
-	c.UDIDOrganization = get("SLIPWAY_UDID_ORGANIZATION")
-	certFile, keyFile := get("SLIPWAY_UDID_SIGNING_CERT"), get("SLIPWAY_UDID_SIGNING_KEY")
-	if certFile == "" && keyFile == "" {
-		return nil
+// UDIDSigner reads the UDID profile's signing certificate (then its chain) and key from the PEM
+// files configured; all nil when none are. serve calls it at start, so a bad file stops it there.
+func (c *Config) UDIDSigner() (cert *x509.Certificate, chain []*x509.Certificate, key crypto.Signer, err error) {
+	if c.UDIDSigningCert == "" {
+		return nil, nil, nil, nil
 	}
-	if certFile == "" || keyFile == "" {
-		return fmt.Errorf("SLIPWAY_UDID_SIGNING_CERT and SLIPWAY_UDID_SIGNING_KEY go together: set both or neither")
-	}
-	certPEM, err := os.ReadFile(certFile)
+	certPEM, err := os.ReadFile(c.UDIDSigningCert)
 	if err != nil {
-		return fmt.Errorf("SLIPWAY_UDID_SIGNING_CERT: cannot read the file")
+		return nil, nil, nil, fmt.Errorf("SLIPWAY_UDID_SIGNING_CERT: cannot read the file")
 	}
 	for rest := certPEM; ; {
 		var block *pem.Block
@@ -383,37 +379,36 @@ func (c *Config) loadUDIDSigning(get func(string) string) error {
 		if block.Type != "CERTIFICATE" {
 			continue
 		}
-		cert, err := x509.ParseCertificate(block.Bytes)
+		parsed, err := x509.ParseCertificate(block.Bytes)
 		if err != nil {
-			return fmt.Errorf("SLIPWAY_UDID_SIGNING_CERT: a certificate in the file cannot be parsed")
+			return nil, nil, nil, fmt.Errorf("SLIPWAY_UDID_SIGNING_CERT: a certificate in the file cannot be parsed")
 		}
-		if c.UDIDCert == nil {
-			c.UDIDCert = cert
+		if cert == nil {
+			cert = parsed
 		} else {
-			c.UDIDChain = append(c.UDIDChain, cert)
+			chain = append(chain, parsed)
 		}
 	}
-	if c.UDIDCert == nil {
-		return fmt.Errorf("SLIPWAY_UDID_SIGNING_CERT: no PEM certificate in the file")
+	if cert == nil {
+		return nil, nil, nil, fmt.Errorf("SLIPWAY_UDID_SIGNING_CERT: no PEM certificate in the file")
 	}
-	keyPEM, err := os.ReadFile(keyFile)
+	keyPEM, err := os.ReadFile(c.UDIDSigningKey)
 	if err != nil {
-		return fmt.Errorf("SLIPWAY_UDID_SIGNING_KEY: cannot read the file")
+		return nil, nil, nil, fmt.Errorf("SLIPWAY_UDID_SIGNING_KEY: cannot read the file")
 	}
 	block, _ := pem.Decode(keyPEM)
 	if block == nil {
-		return fmt.Errorf("SLIPWAY_UDID_SIGNING_KEY: no PEM key in the file")
+		return nil, nil, nil, fmt.Errorf("SLIPWAY_UDID_SIGNING_KEY: no PEM key in the file")
 	}
-	var key any
-	if key, err = x509.ParsePKCS8PrivateKey(block.Bytes); err != nil {
-		if key, err = x509.ParsePKCS1PrivateKey(block.Bytes); err != nil {
-			key, err = x509.ParseECPrivateKey(block.Bytes)
+	var parsed any
+	if parsed, err = x509.ParsePKCS8PrivateKey(block.Bytes); err != nil {
+		if parsed, err = x509.ParsePKCS1PrivateKey(block.Bytes); err != nil {
+			parsed, err = x509.ParseECPrivateKey(block.Bytes)
 		}
 	}
-	signer, ok := key.(crypto.Signer)
+	signer, ok := parsed.(crypto.Signer)
 	if err != nil || !ok {
-		return fmt.Errorf("SLIPWAY_UDID_SIGNING_KEY: the key cannot be parsed (PKCS #8, PKCS #1 or EC, unencrypted)")
+		return nil, nil, nil, fmt.Errorf("SLIPWAY_UDID_SIGNING_KEY: the key cannot be parsed (PKCS #8, PKCS #1 or EC, unencrypted)")
 	}
-	c.UDIDKey = signer
-	return nil
+	return cert, chain, signer, nil
 }

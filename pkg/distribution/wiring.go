@@ -20,7 +20,7 @@ func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, l
 		Links:          links.Links{Base: cfg.PublicURL},
 		Webhooks: WebhookConfig{AllowPrivate: cfg.WebhookAllowPrivate, RetryBase: cfg.WebhookRetryBase,
 			MaxAttempts: cfg.WebhookMaxAttempts, Poll: cfg.WebhookPoll, Timeout: cfg.WebhookTimeout},
-		UDID: UDIDConfig{Organization: cfg.UDIDOrganization, Cert: cfg.UDIDCert, Key: cfg.UDIDKey, Chain: cfg.UDIDChain},
+		UDID: UDIDConfig{Organization: cfg.UDIDOrganization},
 		Retention: RetentionConfig{Interval: cfg.RetentionInterval, Defaults: RetentionRules{
 			KeepBuilds: cfg.RetentionKeepBuilds, MaxAgeDays: cfg.RetentionMaxAgeDays, MaxBytes: cfg.RetentionMaxBytes,
 			ExpiredProfileDays: cfg.RetentionExpiredProfileDays}}}

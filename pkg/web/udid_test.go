@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smallstep/pkcs7"
 	"howett.net/plist"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
@@ -251,5 +252,24 @@ func TestDeviceExport(t *testing.T) {
 	}
 	if r := do(t, e, http.MethodGet, "/api/devices/bad", nil, auth(e.AdminToken)); r.Status != 422 {
 		t.Errorf("get a malformed UDID: %d", r.Status)
+	}
+}
+
+// With the operator's certificate, the profile is CMS SignedData holding the same plist, and it
+// verifies with that certificate (iOS then shows it as verified).
+func TestUDIDSignedProfile(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	cert, key := profileservicetest.Identity(t)
+	e.Service.UDID.Cert, e.Service.UDID.Key = cert, key
+	r := get(t, e, "/udid/profile")
+	p7, err := pkcs7.Parse(r.Body)
+	if err != nil {
+		t.Fatalf("the signed profile is not CMS: %v", err)
+	}
+	if err := p7.Verify(); err != nil || !p7.GetOnlySigner().Equal(cert) {
+		t.Fatalf("the signature does not verify with the operator's certificate: %v", err)
+	}
+	if c := profileservicetest.Challenge(t, p7.Content); c == "" || !strings.Contains(string(p7.Content), "Profile Service") {
+		t.Errorf("signed content %s", p7.Content)
 	}
 }

@@ -199,6 +199,11 @@ SLIPWAY_WEBHOOK_MAX_ATTEMPTS: {{ int64 .Values.config.webhooks.maxAttempts | toS
 SLIPWAY_WEBHOOK_POLL_INTERVAL: {{ .Values.config.webhooks.pollInterval | quote }}
 SLIPWAY_WEBHOOK_TIMEOUT: {{ .Values.config.webhooks.timeout | quote }}
 SLIPWAY_DOWNLOAD_FLUSH_INTERVAL: {{ .Values.config.downloadFlushInterval | quote }}
+SLIPWAY_UDID_ORGANIZATION: {{ .Values.config.udid.organization | quote }}
+{{- if .Values.config.udid.signingSecret }}
+SLIPWAY_UDID_SIGNING_CERT: "/etc/slipway/udid/tls.crt"
+SLIPWAY_UDID_SIGNING_KEY: "/etc/slipway/udid/tls.key"
+{{- end }}
 SLIPWAY_PRESIGN_TTL: {{ .Values.config.presignTTL | quote }}
 {{- with .Values.config.cdnURL }}
 SLIPWAY_CDN_URL: {{ . | quote }}
