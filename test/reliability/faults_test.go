@@ -345,6 +345,11 @@ func TestPostgresRestart(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s while Postgres is down: %v", op.name, err)
 			}
+			// The update check may be answered from the replica's read cache, which nothing can
+			// make stale while the database is down (docs/operations.md, The read cache).
+			if (op.name == "versions" || op.name == "latest") && r.Status == http.StatusOK {
+				continue
+			}
 			expectError(t, op.name+" while Postgres is down", r, http.StatusServiceUnavailable)
 		}
 	}
