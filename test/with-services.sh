@@ -42,6 +42,20 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.clos
 PY
 }
 
+# --- An OpenID Connect provider for the console's sign-in tests ---------------------------------
+# The zitadel/oidc library's example provider (a static user, in-memory clients): built once with
+# `go install` at a pinned version and cached like MinIO; tests start it on a free port.
+OIDC_VERSION=v3.51.17
+OIDC_PROVIDER=$BIN_DIR/oidc-example-provider-$OIDC_VERSION
+if [ ! -x "$OIDC_PROVIDER" ]; then
+  log "building the example OpenID Connect provider $OIDC_VERSION once (cached in $BIN_DIR)"
+  tmpbin=$(mktemp -d)
+  (cd "$tmpbin" && GOBIN="$tmpbin" GOFLAGS=-mod=mod go install "github.com/zitadel/oidc/v3/example/server@$OIDC_VERSION")
+  mv "$tmpbin/server" "$OIDC_PROVIDER"
+  rm -rf "$tmpbin"
+fi
+export SLIPWAY_TEST_OIDC_PROVIDER=$OIDC_PROVIDER
+
 MINIO_DATA=$(mktemp -d -t slipway-minio.XXXXXX)
 MINIO_PORT=$(free_port)
 MINIO_CONSOLE_PORT=$(free_port)

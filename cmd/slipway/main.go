@@ -28,6 +28,7 @@ Commands:
   token list                          list tokens (never their secrets)
   token revoke NAME                   revoke the active token named NAME
   gc [--grace DURATION]               delete orphaned objects once
+  admin login-link                    print a one-time link that signs in to the console as the administrator
   retention plan [--channel ID] [--url URL --token TOKEN]
                                       show what retention policies delete now (deletes nothing)
   upload FILE --url URL --token TOKEN [--channel-key KEY] [--changelog TEXT] [--custom-field N=V] ...
@@ -56,6 +57,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = tokenCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "gc":
 		err = gcCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "admin":
+		err = adminCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "retention":
 		err = retentionCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "upload":

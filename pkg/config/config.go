@@ -99,6 +99,16 @@ type Config struct {
 	// UDIDSigningCert and UDIDSigningKey are the PEM files that sign the UDID profile
 	// (SLIPWAY_UDID_SIGNING_CERT, SLIPWAY_UDID_SIGNING_KEY; UDIDSigner reads them).
 	UDIDSigningCert, UDIDSigningKey string
+	// OIDC is the console's identity provider (SLIPWAY_OIDC_*); Issuer "" turns it off.
+	OIDC OIDCConfig
+}
+
+// OIDCConfig is an OpenID Connect provider for the console's sign-in.
+type OIDCConfig struct {
+	Issuer, ClientID, ClientSecret string
+	// GroupsClaim names the ID token claim listing the user's groups.
+	GroupsClaim                                string
+	AllowedDomains, AllowedGroups, AdminGroups []string
 }
 
 // Var describes one environment variable, for validation and documentation.
@@ -146,6 +156,13 @@ var Vars = []Var{
 	{"SLIPWAY_UDID_ORGANIZATION", "Slipway", "the organization iOS shows when it installs the UDID profile (/udid)"},
 	{"SLIPWAY_UDID_SIGNING_CERT", "", "PEM file of the certificate (then its chain) that signs the UDID profile, so iOS shows it as verified"},
 	{"SLIPWAY_UDID_SIGNING_KEY", "", "PEM file of that certificate's private key (PKCS #8, PKCS #1 or EC)"},
+	{"SLIPWAY_OIDC_ISSUER", "", "the console's OpenID Connect provider (its issuer URL); empty: sign in only with `slipway admin login-link`"},
+	{"SLIPWAY_OIDC_CLIENT_ID", "", "the client registered at the provider, with redirect URI PUBLIC_URL/console/callback"},
+	{"SLIPWAY_OIDC_CLIENT_SECRET", "", "that client's secret"},
+	{"SLIPWAY_OIDC_ALLOWED_DOMAINS", "", "comma-separated email domains allowed to sign in (verified emails only); empty: any"},
+	{"SLIPWAY_OIDC_ALLOWED_GROUPS", "", "comma-separated groups of which a user must be in one; empty: any"},
+	{"SLIPWAY_OIDC_ADMIN_GROUPS", "", "comma-separated groups whose members are console admins (the first user to sign in is one too)"},
+	{"SLIPWAY_OIDC_GROUPS_CLAIM", "groups", "the ID token claim that lists a user's groups"},
 	{"SLIPWAY_TRUSTED_PROXIES", "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7", "networks whose X-Forwarded-For is trusted"},
 }
 
@@ -248,6 +265,9 @@ func Load(getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	if err := c.loadRetentionAndWebhooks(get); err != nil {
+		return nil, err
+	}
+	if err := c.loadOIDC(get); err != nil {
 		return nil, err
 	}
 	c.UDIDOrganization = get("SLIPWAY_UDID_ORGANIZATION")
@@ -411,4 +431,30 @@ func (c *Config) UDIDSigner() (cert *x509.Certificate, chain []*x509.Certificate
 		return nil, nil, nil, fmt.Errorf("SLIPWAY_UDID_SIGNING_KEY: the key cannot be parsed (PKCS #8, PKCS #1 or EC, unencrypted)")
 	}
 	return cert, chain, signer, nil
+}
+
+// loadOIDC reads the console's identity provider settings.
+func (c *Config) loadOIDC(get func(string) string) error {
+	list := func(name string) []string {
+		var out []string
+		for _, v := range strings.Split(get(name), ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	c.OIDC = OIDCConfig{Issuer: get("SLIPWAY_OIDC_ISSUER"), ClientID: get("SLIPWAY_OIDC_CLIENT_ID"), ClientSecret: get("SLIPWAY_OIDC_CLIENT_SECRET"),
+		GroupsClaim: get("SLIPWAY_OIDC_GROUPS_CLAIM"), AllowedDomains: list("SLIPWAY_OIDC_ALLOWED_DOMAINS"),
+		AllowedGroups: list("SLIPWAY_OIDC_ALLOWED_GROUPS"), AdminGroups: list("SLIPWAY_OIDC_ADMIN_GROUPS")}
+	if c.OIDC.Issuer == "" {
+		return nil
+	}
+	if u, err := url.Parse(c.OIDC.Issuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("SLIPWAY_OIDC_ISSUER: must be the provider's http(s) issuer URL")
+	}
+	if c.OIDC.ClientID == "" {
+		return fmt.Errorf("SLIPWAY_OIDC_CLIENT_ID: required with SLIPWAY_OIDC_ISSUER")
+	}
+	return nil
 }

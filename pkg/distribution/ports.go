@@ -167,6 +167,7 @@ type Store interface {
 	WebhookStore
 	RetentionStore
 	DownloadStore
+	UserStore
 }
 
 // NewRelease is what an upload records.

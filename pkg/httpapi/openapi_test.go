@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
@@ -302,6 +303,21 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Do(t, "POST", "/udid/callback", strings.NewReader("junk"), http.Header{"Content-Type": {"application/pkcs7-signature"}}), 422, "bad udid callback")
 	expect(e.Do(t, "GET", "/udid/00008110-000A1B2C3D4E5F60", nil, nil), 200, "device page")
 	expect(e.Do(t, "DELETE", "/api/devices/00008110-000A1B2C3D4E5F60", nil, admin), 200, "delete device")
+	// The console's sign-in (no identity provider here: the login link).
+	expect(e.Do(t, "GET", "/console", nil, nil), 302, "console without a session")
+	expect(e.Do(t, "GET", "/console/login", nil, nil), 200, "sign-in page")
+	expect(e.Do(t, "GET", "/console/callback?code=x&state=y", nil, nil), 404, "callback without a provider")
+	link, err := e.Service.NewLoginLink(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	signedIn := expect(e.Do(t, "GET", "/console/login-link?token="+link, nil, nil), 302, "login link")
+	expect(e.Do(t, "GET", "/console/login-link?token="+link, nil, nil), 401, "login link again")
+	session := http.Header{"Cookie": {strings.Split(signedIn.Header.Get("Set-Cookie"), ";")[0]}}
+	expect(e.Do(t, "GET", "/console", nil, session), 200, "console")
+	logoutForm := http.Header{"Cookie": session["Cookie"], "Content-Type": {"application/x-www-form-urlencoded"}}
+	expect(e.Do(t, "POST", "/console/logout", strings.NewReader("csrf=forged"), logoutForm), 403, "sign out without the CSRF token")
+	expect(e.Do(t, "POST", "/console/logout", strings.NewReader("csrf=x"), http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}), 401, "sign out without a session")
 	tok := dfJSON("POST", "/api/tokens", `{"name":"ci-2","scope":"upload"}`, e.AdminToken, 201).Map(t)
 	dfJSON("POST", "/api/tokens", `{"name":"ci-2"}`, e.AdminToken, 409)
 	expect(e.Do(t, "GET", "/api/tokens", nil, admin), 200, "list tokens")

@@ -33,13 +33,15 @@ type Handler struct {
 	pages map[string]*template.Template
 	// limiter bounds device registrations per client address (udid.go).
 	limiter *rateLimiter
+	// oidc is the console's identity provider, discovered on first use (console.go).
+	oidc oidcClient
 }
 
 //go:embed templates
 var templateFS embed.FS
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
-var pageNames = []string{"release", "channel", "password", "error", "udid", "device"}
+var pageNames = []string{"release", "channel", "password", "error", "udid", "device", "signin", "console"}
 
 // New returns the pages' handler. The templates are parsed once here; a broken template is a
 // programming error caught by every test, so it panics.
@@ -64,6 +66,11 @@ func (h *Handler) Register(e *gin.Engine) {
 	e.GET("/udid/profile", h.json(h.udidProfile))
 	e.POST("/udid/callback", h.json(h.udidCallback))
 	e.GET("/udid/:udid", h.page(h.devicePage))
+	e.GET("/console", h.page(h.consoleHome))
+	e.GET("/console/login", h.page(h.consoleLogin))
+	e.GET("/console/callback", h.page(h.consoleCallback))
+	e.GET("/console/login-link", h.page(h.consoleLoginLink))
+	e.POST("/console/logout", h.page(h.consoleLogout))
 }
 
 // backURLKey names the context value a page handler sets to give its error page a "back" link.

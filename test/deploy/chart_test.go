@@ -593,13 +593,13 @@ func TestChartExistingSecret(t *testing.T) {
 					t.Errorf("%s: %s reads %s/%s", c.Name, e.Name, ref.Name, ref.Key)
 				}
 				optional := ref.Optional != nil && *ref.Optional
-				if optional != strings.HasPrefix(e.Name, "AWS_") {
-					t.Errorf("%s: %s optional=%v (only the S3 keys are optional)", c.Name, e.Name, optional)
+				if optional != (strings.HasPrefix(e.Name, "AWS_") || e.Name == "SLIPWAY_OIDC_CLIENT_SECRET") {
+					t.Errorf("%s: %s optional=%v (only the S3 keys and the OIDC client secret are optional)", c.Name, e.Name, optional)
 				}
 				refs[e.Name] = true
 			}
 		}
-		if !reflect.DeepEqual(sortedKeys(refs), []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "SLIPWAY_DATABASE_URL", "SLIPWAY_SECRET"}) {
+		if !reflect.DeepEqual(sortedKeys(refs), []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "SLIPWAY_DATABASE_URL", "SLIPWAY_OIDC_CLIENT_SECRET", "SLIPWAY_SECRET"}) {
 			t.Errorf("%s reads %v from the existing Secret", c.Name, sortedKeys(refs))
 		}
 	}
@@ -703,10 +703,11 @@ func TestChartSecretValues(t *testing.T) {
 		t.Error("the hook Secret differs from the release Secret")
 	}
 	want := map[string]string{
-		"SLIPWAY_DATABASE_URL":  "postgres://slipway:s3cret@db.example.internal:5432/slipway?sslmode=require",
-		"SLIPWAY_SECRET":        "0123456789abcdef0123456789abcdef0123456789abcdef",
-		"AWS_ACCESS_KEY_ID":     "AKIAEXAMPLE",
-		"AWS_SECRET_ACCESS_KEY": "example-secret-access-key",
+		"SLIPWAY_DATABASE_URL":       "postgres://slipway:s3cret@db.example.internal:5432/slipway?sslmode=require",
+		"SLIPWAY_SECRET":             "0123456789abcdef0123456789abcdef0123456789abcdef",
+		"AWS_ACCESS_KEY_ID":          "AKIAEXAMPLE",
+		"AWS_SECRET_ACCESS_KEY":      "example-secret-access-key",
+		"SLIPWAY_OIDC_CLIENT_SECRET": "s3cret-client",
 	}
 	for k, v := range want {
 		if string(main.Data[k]) != v {

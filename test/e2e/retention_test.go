@@ -49,3 +49,27 @@ func TestRetentionPlanCommand(t *testing.T) {
 		t.Errorf("--url without a token: exit %d", res.ExitCode)
 	}
 }
+
+// TestAdminLoginLink: `slipway admin login-link` prints a link that signs in to the console once.
+func TestAdminLoginLink(t *testing.T) {
+	t.Parallel()
+	h := e2e.New(t, e2e.Options{})
+	s := h.Start(t)
+	res := h.Run(t, "admin", "login-link")
+	// The command prints the link under its own SLIPWAY_PUBLIC_URL (here the default).
+	_, token, ok := strings.Cut(res.LastLine(), "/console/login-link?token=")
+	if res.ExitCode != 0 || !ok || token == "" {
+		t.Fatalf("admin login-link:\n%s", res)
+	}
+	link := "/console/login-link?token=" + token
+	r := s.Get(t, link)
+	if r.Status != 302 || !strings.Contains(r.Header.Get("Set-Cookie"), "slipway_session=") {
+		t.Fatalf("the login link: %d %v", r.Status, r.Header)
+	}
+	if r := s.Get(t, link); r.Status != 401 {
+		t.Errorf("the login link, again: %d", r.Status)
+	}
+	if strings.Contains(s.Logs(), strings.TrimPrefix(link, "/console/login-link?token=")) {
+		t.Error("the server logged the login link's secret")
+	}
+}

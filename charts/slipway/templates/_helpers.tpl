@@ -166,6 +166,9 @@ The Secret's data (chart-managed Secret and the migration hook's copy), base64-e
 {{- define "slipway.secretData" -}}
 SLIPWAY_DATABASE_URL: {{ .Values.database.url | b64enc | quote }}
 SLIPWAY_SECRET: {{ include "slipway.secretValue" . | b64enc | quote }}
+{{- if .Values.config.oidc.clientSecret }}
+SLIPWAY_OIDC_CLIENT_SECRET: {{ .Values.config.oidc.clientSecret | b64enc | quote }}
+{{- end }}
 {{- if .Values.s3Credentials.accessKeyID }}
 AWS_ACCESS_KEY_ID: {{ .Values.s3Credentials.accessKeyID | b64enc | quote }}
 AWS_SECRET_ACCESS_KEY: {{ .Values.s3Credentials.secretAccessKey | b64enc | quote }}
@@ -200,6 +203,12 @@ SLIPWAY_WEBHOOK_POLL_INTERVAL: {{ .Values.config.webhooks.pollInterval | quote }
 SLIPWAY_WEBHOOK_TIMEOUT: {{ .Values.config.webhooks.timeout | quote }}
 SLIPWAY_DOWNLOAD_FLUSH_INTERVAL: {{ .Values.config.downloadFlushInterval | quote }}
 SLIPWAY_UDID_ORGANIZATION: {{ .Values.config.udid.organization | quote }}
+SLIPWAY_OIDC_ISSUER: {{ .Values.config.oidc.issuer | quote }}
+SLIPWAY_OIDC_CLIENT_ID: {{ .Values.config.oidc.clientID | quote }}
+SLIPWAY_OIDC_ALLOWED_DOMAINS: {{ .Values.config.oidc.allowedDomains | quote }}
+SLIPWAY_OIDC_ALLOWED_GROUPS: {{ .Values.config.oidc.allowedGroups | quote }}
+SLIPWAY_OIDC_ADMIN_GROUPS: {{ .Values.config.oidc.adminGroups | quote }}
+SLIPWAY_OIDC_GROUPS_CLAIM: {{ .Values.config.oidc.groupsClaim | quote }}
 {{- if .Values.config.udid.signingSecret }}
 SLIPWAY_UDID_SIGNING_CERT: "/etc/slipway/udid/tls.crt"
 SLIPWAY_UDID_SIGNING_KEY: "/etc/slipway/udid/tls.key"
@@ -241,6 +250,14 @@ Env entries read from a Secret, plus GOMEMLIMIT and extraEnv. Call with
     secretKeyRef:
       name: {{ .secretName }}
       key: SLIPWAY_SECRET
+{{- if or $root.Values.existingSecret $root.Values.config.oidc.clientSecret }}
+- name: SLIPWAY_OIDC_CLIENT_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: SLIPWAY_OIDC_CLIENT_SECRET
+      optional: {{ not (empty $root.Values.existingSecret) }}
+{{- end }}
 {{- if or $root.Values.existingSecret $root.Values.s3Credentials.accessKeyID }}
 - name: AWS_ACCESS_KEY_ID
   valueFrom:

@@ -1,0 +1,4 @@
+DROP TABLE audit_log;
+DROP TABLE login_links;
+DROP TABLE user_sessions;
+DROP TABLE users;

@@ -1,0 +1,119 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+const userColumns = `u.id, coalesce(u.subject, ''), u.email, u.name, u.role, u.created_at, u.last_login`
+
+func scanUser(row pgx.Row, u *distribution.User) error {
+	return row.Scan(&u.ID, &u.Subject, &u.Email, &u.Name, &u.Role, &u.CreatedAt, &u.LastLogin)
+}
+
+// UpsertUser: see distribution.UserStore. The role is set only when the user is made.
+func (db *DB) UpsertUser(ctx context.Context, in *distribution.User) (*distribution.User, error) {
+	var u distribution.User
+	err := scanUser(db.Pool.QueryRow(ctx, `INSERT INTO users AS u (subject, email, name, role, last_login) VALUES ($1, $2, $3, $4, now())
+		ON CONFLICT (subject) DO UPDATE SET email = EXCLUDED.email, name = EXCLUDED.name, last_login = now()
+		RETURNING `+userColumns, in.Subject, in.Email, in.Name, in.Role), &u)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	return &u, nil
+}
+
+// localAdminSubject names the local admin that login links sign in.
+const localAdminSubject = "local|admin"
+
+// LocalAdmin returns the local admin, making it on first use.
+func (db *DB) LocalAdmin(ctx context.Context) (*distribution.User, error) {
+	var u distribution.User
+	err := scanUser(db.Pool.QueryRow(ctx, `INSERT INTO users AS u (subject, name, role) VALUES ($1, 'Administrator', 'admin')
+		ON CONFLICT (subject) DO UPDATE SET subject = EXCLUDED.subject RETURNING `+userColumns, localAdminSubject), &u)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	return &u, nil
+}
+
+// CountUsers counts users made by an identity provider.
+func (db *DB) CountUsers(ctx context.Context) (int, error) {
+	var n int
+	err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM users WHERE subject IS DISTINCT FROM $1`, localAdminSubject).Scan(&n)
+	return n, dbErr(err)
+}
+
+// CreateUserSession records a console session by the hash of its secret.
+func (db *DB) CreateUserSession(ctx context.Context, idHash string, userID int64, expires time.Time) error {
+	_, err := db.Pool.Exec(ctx, `INSERT INTO user_sessions (id, user_id, expires_at) VALUES ($1, $2, $3)`, idHash, userID, expires)
+	return dbErr(err)
+}
+
+// SessionUser: see distribution.UserStore.
+func (db *DB) SessionUser(ctx context.Context, idHash string) (*distribution.User, error) {
+	var u distribution.User
+	err := scanUser(db.Pool.QueryRow(ctx, `SELECT `+userColumns+` FROM user_sessions s JOIN users u ON u.id = s.user_id
+		WHERE s.id = $1 AND s.revoked_at IS NULL AND s.expires_at > now() AND u.disabled_at IS NULL`, idHash), &u)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errs.New(errs.Unauthenticated, "your session has ended; sign in again")
+	}
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	return &u, nil
+}
+
+// RevokeUserSession ends a console session.
+func (db *DB) RevokeUserSession(ctx context.Context, idHash string) error {
+	_, err := db.Pool.Exec(ctx, `UPDATE user_sessions SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, idHash)
+	return dbErr(err)
+}
+
+// CreateLoginLink records a login link by the hash of its secret.
+func (db *DB) CreateLoginLink(ctx context.Context, idHash string, userID int64, expires time.Time) error {
+	_, err := db.Pool.Exec(ctx, `INSERT INTO login_links (id, user_id, expires_at) VALUES ($1, $2, $3)`, idHash, userID, expires)
+	return dbErr(err)
+}
+
+// UseLoginLink marks a link used, once, and returns its user.
+func (db *DB) UseLoginLink(ctx context.Context, idHash string) (*distribution.User, error) {
+	var userID int64
+	err := db.Pool.QueryRow(ctx, `UPDATE login_links SET used_at = now() WHERE id = $1 AND used_at IS NULL AND expires_at > now()
+		RETURNING user_id`, idHash).Scan(&userID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errs.New(errs.Unauthenticated, "this login link is used, expired or unknown; make another with `slipway admin login-link`")
+	}
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	var u distribution.User
+	err = scanUser(db.Pool.QueryRow(ctx, `UPDATE users u SET last_login = now() WHERE id = $1 AND disabled_at IS NULL RETURNING `+userColumns, userID), &u)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errs.New(errs.Unauthenticated, "this login link's user is disabled")
+	}
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	return &u, nil
+}
+
+// Audit records who did what.
+func (db *DB) Audit(ctx context.Context, userID int64, action, target string, detail map[string]any) error {
+	if detail == nil {
+		detail = map[string]any{}
+	}
+	b, err := json.Marshal(detail)
+	if err != nil {
+		return err
+	}
+	_, err = db.Pool.Exec(ctx, `INSERT INTO audit_log (user_id, action, target, detail) VALUES ($1, $2, $3, $4)`, nullID(userID), action, target, b)
+	return dbErr(err)
+}

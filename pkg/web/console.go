@@ -1,0 +1,238 @@
+package web
+
+import (
+	"context"
+	"crypto/hmac"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/gin-gonic/gin"
+	"golang.org/x/oauth2"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+// The console's sign-in: OpenID Connect (authorization code with PKCE, state and nonce checked)
+// or a one-time login link; sessions live in the database, so signing out ends them on every
+// replica. The cookie holds the session's secret; the database only its hash.
+
+// SessionCookie holds a console session's secret.
+const SessionCookie = "slipway_session"
+
+// oidcCookie carries the sign-in's state, nonce and PKCE verifier, signed, for ten minutes.
+const oidcCookie = "slipway_oidc"
+
+const oidcFlowTTL = 10 * time.Minute
+
+// oidcClient is the provider, discovered on first use (a provider down at start does not stop
+// serve), and kept.
+type oidcClient struct {
+	mu       sync.Mutex
+	provider *oidc.Provider
+}
+
+func (h *Handler) provider(ctx context.Context) (*oidc.Provider, error) {
+	h.oidc.mu.Lock()
+	defer h.oidc.mu.Unlock()
+	if h.oidc.provider != nil {
+		return h.oidc.provider, nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	p, err := oidc.NewProvider(dctx, h.cfg.OIDC.Issuer)
+	if err != nil {
+		h.log.WarnContext(ctx, "the identity provider's discovery failed", "error", err.Error())
+		return nil, errs.New(errs.Unavailable, "the identity provider cannot be reached; try again in a moment")
+	}
+	h.oidc.provider = p
+	return p, nil
+}
+
+func (h *Handler) oauthConfig(p *oidc.Provider) *oauth2.Config {
+	return &oauth2.Config{ClientID: h.cfg.OIDC.ClientID, ClientSecret: h.cfg.OIDC.ClientSecret, Endpoint: p.Endpoint(),
+		RedirectURL: h.links.Base + "/console/callback", Scopes: []string{oidc.ScopeOpenID, "email", "profile"}}
+}
+
+func (h *Handler) setCookie(c *gin.Context, name, value string, maxAge time.Duration) {
+	http.SetCookie(c.Writer, &http.Cookie{Name: name, Value: value, Path: "/console", MaxAge: int(maxAge.Seconds()),
+		HttpOnly: true, Secure: h.https(), SameSite: http.SameSiteLaxMode})
+}
+
+type signInView struct {
+	OIDC     bool
+	Message  string
+	LoginURL string
+}
+
+// consoleLogin: GET /console/login starts the identity provider's sign-in, or explains how to
+// sign in without one.
+func (h *Handler) consoleLogin(c *gin.Context) error {
+	if h.cfg.OIDC.Issuer == "" {
+		h.render(c, http.StatusOK, "signin", page{Title: "Sign in · Slipway", Body: signInView{}}, true)
+		return nil
+	}
+	p, err := h.provider(c)
+	if err != nil {
+		return err
+	}
+	state, nonce, verifier := oauth2.GenerateVerifier(), oauth2.GenerateVerifier(), oauth2.GenerateVerifier()
+	h.setCookie(c, oidcCookie, h.svc.Signer.Token("oidc-flow", oidcFlowTTL, state, nonce, verifier)+"."+state+"."+nonce+"."+verifier, oidcFlowTTL)
+	c.Redirect(http.StatusFound, h.oauthConfig(p).AuthCodeURL(state, oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier)))
+	return nil
+}
+
+// consoleCallback: GET /console/callback, where the provider sends the browser back.
+func (h *Handler) consoleCallback(c *gin.Context) error {
+	if h.cfg.OIDC.Issuer == "" {
+		return errs.New(errs.NotFound, "no identity provider is configured")
+	}
+	if e := c.Query("error"); e != "" {
+		return errs.New(errs.Forbidden, "the identity provider refused the sign-in (%s)", truncateText(e, 60))
+	}
+	raw, err := c.Cookie(oidcCookie)
+	parts := strings.Split(raw, ".")
+	if err != nil || len(parts) < 4 {
+		return errs.New(errs.Unauthenticated, "the sign-in expired or was started in another browser; sign in again")
+	}
+	n := len(parts)
+	token, state, nonce, verifier := strings.Join(parts[:n-3], "."), parts[n-3], parts[n-2], parts[n-1]
+	if !h.svc.Signer.CheckToken(token, "oidc-flow", state, nonce, verifier) || !hmac.Equal([]byte(c.Query("state")), []byte(state)) {
+		return errs.New(errs.Unauthenticated, "the sign-in's state does not match; sign in again")
+	}
+	h.setCookie(c, oidcCookie, "", -time.Second)
+	p, err := h.provider(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c, 15*time.Second)
+	defer cancel()
+	tok, err := h.oauthConfig(p).Exchange(ctx, c.Query("code"), oauth2.VerifierOption(verifier))
+	if err != nil {
+		return errs.New(errs.Unauthenticated, "the identity provider did not accept the sign-in's code; sign in again")
+	}
+	rawID, _ := tok.Extra("id_token").(string)
+	idToken, err := p.Verifier(&oidc.Config{ClientID: h.cfg.OIDC.ClientID}).Verify(ctx, rawID)
+	if err != nil || !hmac.Equal([]byte(idToken.Nonce), []byte(nonce)) {
+		return errs.New(errs.Unauthenticated, "the identity provider's ID token is not valid for this sign-in")
+	}
+	var claims map[string]any
+	if err := idToken.Claims(&claims); err != nil {
+		return errs.New(errs.Unauthenticated, "the ID token's claims cannot be read")
+	}
+	// Many providers put the profile (email, name, groups) in the UserInfo answer only; it fills
+	// what the ID token leaves out, never overrides it, and only for the same subject.
+	if claims["email"] == nil || claims["name"] == nil || claims[h.cfg.OIDC.GroupsClaim] == nil {
+		if info, err := p.UserInfo(ctx, oauth2.StaticTokenSource(tok)); err == nil && info.Subject == idToken.Subject {
+			var more map[string]any
+			if info.Claims(&more) == nil {
+				for k, v := range more {
+					if _, ok := claims[k]; !ok {
+						claims[k] = v
+					}
+				}
+			}
+		}
+	}
+	id := distribution.Identity{Issuer: idToken.Issuer, Subject: idToken.Subject}
+	id.Email, _ = claims["email"].(string)
+	id.EmailVerified, _ = claims["email_verified"].(bool)
+	id.Name, _ = claims["name"].(string)
+	if groups, ok := claims[h.cfg.OIDC.GroupsClaim].([]any); ok {
+		for _, g := range groups {
+			if s, ok := g.(string); ok {
+				id.Groups = append(id.Groups, s)
+			}
+		}
+	}
+	secret, _, err := h.svc.SignIn(c, id, distribution.SignInPolicy{AllowedDomains: h.cfg.OIDC.AllowedDomains,
+		AllowedGroups: h.cfg.OIDC.AllowedGroups, AdminGroups: h.cfg.OIDC.AdminGroups})
+	if err != nil {
+		return err
+	}
+	h.setCookie(c, SessionCookie, secret, distribution.SessionTTL)
+	c.Redirect(http.StatusFound, h.links.Base+"/console")
+	return nil
+}
+
+// consoleLoginLink: GET /console/login-link?token=... signs in with a one-time link.
+func (h *Handler) consoleLoginLink(c *gin.Context) error {
+	secret, _, err := h.svc.UseLoginLink(c, c.Query("token"))
+	if err != nil {
+		return err
+	}
+	h.setCookie(c, SessionCookie, secret, distribution.SessionTTL)
+	c.Redirect(http.StatusFound, h.links.Base+"/console")
+	return nil
+}
+
+// csrfToken ties a form to the session: an HMAC of the session's secret.
+func (h *Handler) csrfToken(session string) string {
+	return h.svc.Signer.Sign("console-csrf", session)
+}
+
+type consoleView struct {
+	User      *distribution.User
+	CSRF      string
+	Apps      []distribution.App
+	LogoutURL string
+}
+
+// consoleHome: GET /console, the signed-in person's home.
+func (h *Handler) consoleHome(c *gin.Context) error {
+	session, u, ok := h.consoleUser(c)
+	if !ok {
+		return nil
+	}
+	apps, err := h.svc.ListApps(c, distribution.Page{Page: 1, PerPage: 50})
+	if err != nil {
+		return err
+	}
+	h.render(c, http.StatusOK, "console", page{Title: "Console · Slipway",
+		Body: consoleView{User: u, CSRF: h.csrfToken(session), Apps: apps, LogoutURL: h.links.Base + "/console/logout"}}, true)
+	return nil
+}
+
+// consoleUser returns the session and its user, or sends the browser to sign in.
+func (h *Handler) consoleUser(c *gin.Context) (string, *distribution.User, bool) {
+	session, err := c.Cookie(SessionCookie)
+	if err == nil {
+		if u, err := h.svc.SessionUser(c, session); err == nil {
+			return session, u, true
+		}
+	}
+	c.Redirect(http.StatusFound, h.links.Base+"/console/login")
+	return "", nil, false
+}
+
+// consoleLogout: POST /console/logout (with the CSRF token) ends the session everywhere.
+func (h *Handler) consoleLogout(c *gin.Context) error {
+	session, err := c.Cookie(SessionCookie)
+	if err != nil {
+		return errs.New(errs.Unauthenticated, "you are not signed in")
+	}
+	u, err := h.svc.SessionUser(c, session)
+	if err != nil {
+		return err
+	}
+	if !hmac.Equal([]byte(c.PostForm("csrf")), []byte(h.csrfToken(session))) {
+		return errs.New(errs.Forbidden, "the form's CSRF token is missing or wrong; reload the page and try again")
+	}
+	if err := h.svc.SignOut(c, session, u); err != nil {
+		return err
+	}
+	h.setCookie(c, SessionCookie, "", -time.Second)
+	c.Redirect(http.StatusSeeOther, h.links.Base+"/console/login")
+	return nil
+}
+
+// truncateText cuts what a provider sends back before it is shown.
+func truncateText(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

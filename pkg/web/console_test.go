@@ -1,0 +1,254 @@
+package web_test
+
+// The console's sign-in: a one-time login link, and OpenID Connect against a real provider on
+// loopback (the zitadel/oidc example provider, built and cached by test/with-services.sh).
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slipwayhq/slipway/pkg/config"
+	"github.com/slipwayhq/slipway/test/apptest"
+)
+
+// browserClient follows redirects and keeps cookies, as a browser does.
+func browserClient(t *testing.T) *http.Client {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Jar: jar, Timeout: time.Minute}
+}
+
+func fetch(t *testing.T, c *http.Client, method, u string, form url.Values) (*http.Response, string) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, u, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+var csrfRe = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func sessions(t *testing.T, e *apptest.Env) (active, revoked int) {
+	t.Helper()
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE revoked_at IS NULL), count(*) FILTER (WHERE revoked_at IS NOT NULL) FROM user_sessions`).
+		Scan(&active, &revoked); err != nil {
+		t.Fatal(err)
+	}
+	return
+}
+
+func TestConsoleLoginLink(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	c := browserClient(t)
+	// Without a session the console sends to sign-in, which explains the login link.
+	resp, body := fetch(t, c, http.MethodGet, e.URL+"/console", nil)
+	if resp.Request.URL.Path != "/console/login" || !strings.Contains(body, "slipway admin login-link") {
+		t.Fatalf("unsigned console: %s %s", resp.Request.URL, body)
+	}
+	secret, err := e.Service.NewLoginLink(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := e.URL + "/console/login-link?token=" + url.QueryEscape(secret)
+	resp, body = fetch(t, c, http.MethodGet, link, nil)
+	if resp.StatusCode != 200 || resp.Request.URL.Path != "/console" || !strings.Contains(body, `id="console-role">admin<`) {
+		t.Fatalf("after the login link: %d %s %s", resp.StatusCode, resp.Request.URL, body)
+	}
+	for _, ck := range c.Jar.Cookies(resp.Request.URL) {
+		if ck.Name == "slipway_session" && strings.Contains(e.LogText(), ck.Value) {
+			t.Error("the log holds the session secret")
+		}
+	}
+	// The link works once, even in another browser.
+	if resp, _ := fetch(t, browserClient(t), http.MethodGet, link, nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a used login link: %d", resp.StatusCode)
+	}
+	// Signing out needs the form's CSRF token.
+	m := csrfRe.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatal("no CSRF token in the console")
+	}
+	if resp, _ := fetch(t, c, http.MethodPost, e.URL+"/console/logout", url.Values{"csrf": {"forged"}}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("sign-out with a wrong CSRF token: %d", resp.StatusCode)
+	}
+	if a, r := sessions(t, e); a != 1 || r != 0 {
+		t.Fatalf("sessions active %d revoked %d before signing out", a, r)
+	}
+	resp, _ = fetch(t, c, http.MethodPost, e.URL+"/console/logout", url.Values{"csrf": {m[1]}})
+	if resp.Request.URL.Path != "/console/login" {
+		t.Errorf("after signing out: %s", resp.Request.URL)
+	}
+	if a, r := sessions(t, e); a != 0 || r != 1 {
+		t.Errorf("sessions active %d revoked %d after signing out", a, r)
+	}
+	// The console is closed again.
+	if resp, _ := fetch(t, c, http.MethodGet, e.URL+"/console", nil); resp.Request.URL.Path != "/console/login" {
+		t.Errorf("console after signing out: %s", resp.Request.URL)
+	}
+	if resp, _ := fetch(t, c, http.MethodGet, e.URL+"/console/login-link?token=nonsense", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("an unknown login link: %d", resp.StatusCode)
+	}
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startProvider starts the example OpenID Connect provider with a client "web"/"secret" allowed
+// to redirect to redirectURI; its issuer is http://localhost:<port>/.
+func startProvider(t *testing.T, port int, redirectURI string) string {
+	bin := os.Getenv("SLIPWAY_TEST_OIDC_PROVIDER")
+	if bin == "" {
+		if os.Getenv("SLIPWAY_TEST_REQUIRE_SERVICES") == "1" {
+			t.Fatal("SLIPWAY_TEST_OIDC_PROVIDER is not set; test/with-services.sh builds it")
+		}
+		t.Skip("SLIPWAY_TEST_OIDC_PROVIDER is not set; run the tests through test/with-services.sh")
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port), "REDIRECT_URI="+redirectURI)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	issuer := fmt.Sprintf("http://localhost:%d/", port)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(issuer + ".well-known/openid-configuration")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return issuer
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the OpenID Connect provider did not start:\n%s", out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+var authRequestRe = regexp.MustCompile(`name="id" value="([^"]+)"`)
+
+func TestConsoleOIDC(t *testing.T) {
+	port := freePort(t)
+	issuer := fmt.Sprintf("http://localhost:%d/", port)
+	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) {
+		c.OIDC = config.OIDCConfig{Issuer: issuer, ClientID: "web", ClientSecret: "secret", GroupsClaim: "groups"}
+	}})
+	startProvider(t, port, e.URL+"/console/callback")
+
+	c := browserClient(t)
+	// The console sends to sign-in, which sends to the provider's login form.
+	resp, body := fetch(t, c, http.MethodGet, e.URL+"/console", nil)
+	m := authRequestRe.FindStringSubmatch(body)
+	if !strings.HasPrefix(resp.Request.URL.String(), issuer) || m == nil {
+		t.Fatalf("not at the provider's login form: %s %.300s", resp.Request.URL, body)
+	}
+	// The authorization request is one of the redirects that led to the form.
+	var authorize *url.URL
+	for r := resp.Request; r != nil; {
+		if r.URL.Query().Get("client_id") == "web" {
+			authorize = r.URL
+		}
+		if r.Response == nil {
+			break
+		}
+		r = r.Response.Request
+	}
+	if authorize == nil {
+		t.Fatal("no authorization request among the redirects")
+	}
+	// A wrong password stays at the provider.
+	resp, body = fetch(t, c, http.MethodPost, issuer+"login/username", url.Values{"id": {m[1]}, "username": {"test-user@localhost"}, "password": {"wrong"}})
+	if strings.HasPrefix(resp.Request.URL.String(), e.URL) {
+		t.Fatalf("a wrong password signed in: %s", resp.Request.URL)
+	}
+	// The right one comes back through the callback, signed in: the first user is an admin.
+	resp, body = fetch(t, c, http.MethodPost, issuer+"login/username", url.Values{"id": {m[1]}, "username": {"test-user@localhost"}, "password": {"verysecure"}})
+	if resp.StatusCode != 200 || resp.Request.URL.String() != e.URL+"/console" || !strings.Contains(body, "Test User") ||
+		!strings.Contains(body, `id="console-role">admin<`) {
+		t.Fatalf("after signing in: %d %s %s", resp.StatusCode, resp.Request.URL, body[strings.Index(body, "<main"):])
+	}
+	var subject, email string
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT subject, email FROM users WHERE subject LIKE $1`, issuer+"|%").Scan(&subject, &email); err != nil {
+		t.Fatalf("the user was not recorded: %v", err)
+	}
+	if email != "test-user@zitadel.ch" {
+		t.Errorf("user email %q", email)
+	}
+	// PKCE and state are checked: a callback with another state, or replayed, is refused.
+	q := authorize.Query()
+	if q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("state") == "" || q.Get("nonce") == "" {
+		t.Errorf("the authorization request lacks PKCE, state or nonce: %s", authorize)
+	}
+	if resp, _ := fetch(t, c, http.MethodGet, e.URL+"/console/callback?code=x&state=forged", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a forged callback: %d", resp.StatusCode)
+	}
+	// Signing out ends the session on the server.
+	mm := csrfRe.FindStringSubmatch(body)
+	if mm == nil {
+		t.Fatal("no CSRF token")
+	}
+	fetch(t, c, http.MethodPost, e.URL+"/console/logout", url.Values{"csrf": {mm[1]}})
+	if a, r := sessions(t, e); a != 0 || r != 1 {
+		t.Errorf("sessions active %d revoked %d after signing out", a, r)
+	}
+}
+
+// Allowed domains refuse an account from elsewhere, and nothing is recorded.
+func TestConsoleOIDCAllowedDomains(t *testing.T) {
+	port := freePort(t)
+	issuer := fmt.Sprintf("http://localhost:%d/", port)
+	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) {
+		c.OIDC = config.OIDCConfig{Issuer: issuer, ClientID: "web", ClientSecret: "secret", GroupsClaim: "groups", AllowedDomains: []string{"example.com"}}
+	}})
+	startProvider(t, port, e.URL+"/console/callback")
+	c := browserClient(t)
+	_, body := fetch(t, c, http.MethodGet, e.URL+"/console/login", nil)
+	m := authRequestRe.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatal("no login form")
+	}
+	resp, _ := fetch(t, c, http.MethodPost, issuer+"login/username", url.Values{"id": {m[1]}, "username": {"test-user@localhost"}, "password": {"verysecure"}})
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("an account of another domain: %d %s", resp.StatusCode, resp.Request.URL)
+	}
+	var n int
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM users`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d users recorded", n)
+	}
+}
