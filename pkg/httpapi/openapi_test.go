@@ -1,8 +1,8 @@
 package httpapi_test
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
