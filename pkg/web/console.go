@@ -71,8 +71,15 @@ type signInView struct {
 // consoleLogin: GET /console/login starts the identity provider's sign-in, or explains how to
 // sign in without one.
 func (h *Handler) consoleLogin(c *gin.Context) error {
-	if h.cfg.OIDC.Issuer == "" {
-		h.render(c, http.StatusOK, "signin", page{Title: "Sign in · Slipway", Body: signInView{}}, true)
+	// After signing out, the page says so instead of going to the provider at once: the sign-out
+	// form's redirects may not leave the site (CSP form-action), and nobody wants to be signed
+	// straight back in.
+	if h.cfg.OIDC.Issuer == "" || c.Query("signed_out") != "" {
+		v := signInView{OIDC: h.cfg.OIDC.Issuer != "", LoginURL: h.links.Base + "/console/login"}
+		if c.Query("signed_out") != "" {
+			v.Message = "You are signed out."
+		}
+		h.render(c, http.StatusOK, "signin", page{Title: "Sign in · Slipway", Body: v}, true)
 		return nil
 	}
 	p, err := h.provider(c)
@@ -225,7 +232,7 @@ func (h *Handler) consoleLogout(c *gin.Context) error {
 		return err
 	}
 	h.setCookie(c, SessionCookie, "", -time.Second)
-	c.Redirect(http.StatusSeeOther, h.links.Base+"/console/login")
+	c.Redirect(http.StatusSeeOther, h.links.Base+"/console/login?signed_out=1")
 	return nil
 }
 

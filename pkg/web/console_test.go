@@ -101,8 +101,8 @@ func TestConsoleLoginLink(t *testing.T) {
 	if a, r := sessions(t, e); a != 1 || r != 0 {
 		t.Fatalf("sessions active %d revoked %d before signing out", a, r)
 	}
-	resp, _ = fetch(t, c, http.MethodPost, e.URL+"/console/logout", url.Values{"csrf": {m[1]}})
-	if resp.Request.URL.Path != "/console/login" {
+	resp, body = fetch(t, c, http.MethodPost, e.URL+"/console/logout", url.Values{"csrf": {m[1]}})
+	if resp.Request.URL.String() != e.URL+"/console/login?signed_out=1" || !strings.Contains(body, "You are signed out.") {
 		t.Errorf("after signing out: %s", resp.Request.URL)
 	}
 	if a, r := sessions(t, e); a != 0 || r != 1 {
