@@ -55,6 +55,7 @@ type UserStore interface {
 	// UseLoginLink marks an unused, unexpired link used and returns its user, once.
 	UseLoginLink(ctx context.Context, idHash string) (*User, error)
 	Audit(ctx context.Context, userID int64, action, target string, detail map[string]any) error
+	AuditEntries(ctx context.Context, limit int) ([]AuditEntry, error)
 }
 
 // SessionTTL is how long a console session lasts.
@@ -195,4 +196,52 @@ func anyIn(have, want []string) bool {
 		}
 	}
 	return false
+}
+
+// AuditEntry is one line of the audit log.
+type AuditEntry struct {
+	At       time.Time
+	UserName string
+	Action   string
+	Target   string
+}
+
+// AuditLog returns the newest audit entries (admins read it in the console).
+func (s *Service) AuditLog(ctx context.Context, limit int) ([]AuditEntry, error) {
+	return s.Store.AuditEntries(ctx, limit)
+}
+
+// RequireRole refuses a user whose role is below role (viewer < developer < admin).
+func RequireRole(u *User, role string) error {
+	rank := map[string]int{RoleViewer: 1, RoleDeveloper: 2, RoleAdmin: 3}
+	if rank[u.Role] < rank[role] {
+		return errs.New(errs.Forbidden, "this needs the %s role; you are a %s", role, u.Role)
+	}
+	return nil
+}
+
+// ConsoleCreateToken makes an API token on behalf of a console user (admins only), audited.
+func (s *Service) ConsoleCreateToken(ctx context.Context, u *User, name, scope string) (string, *Token, error) {
+	if err := RequireRole(u, RoleAdmin); err != nil {
+		return "", nil, err
+	}
+	secret, t, err := s.CreateToken(ctx, name, scope)
+	if err != nil {
+		return "", nil, err
+	}
+	_ = s.Store.Audit(ctx, u.ID, "token.create", t.Name, map[string]any{"scope": t.Scope, "token_id": t.ID})
+	return secret, t, nil
+}
+
+// ConsoleRevokeToken revokes an API token on behalf of a console user (admins only), audited.
+func (s *Service) ConsoleRevokeToken(ctx context.Context, u *User, id int64) error {
+	if err := RequireRole(u, RoleAdmin); err != nil {
+		return err
+	}
+	t, err := s.RevokeTokenByID(ctx, id)
+	if err != nil {
+		return err
+	}
+	_ = s.Store.Audit(ctx, u.ID, "token.revoke", t.Name, map[string]any{"token_id": t.ID})
+	return nil
 }

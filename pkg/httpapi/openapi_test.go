@@ -315,8 +315,11 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Do(t, "GET", "/console/login-link?token="+link, nil, nil), 401, "login link again")
 	session := http.Header{"Cookie": {strings.Split(signedIn.Header.Get("Set-Cookie"), ";")[0]}}
 	expect(e.Do(t, "GET", "/console", nil, session), 200, "console")
-	logoutForm := http.Header{"Cookie": session["Cookie"], "Content-Type": {"application/x-www-form-urlencoded"}}
-	expect(e.Do(t, "POST", "/console/logout", strings.NewReader("csrf=forged"), logoutForm), 403, "sign out without the CSRF token")
+	expect(e.Do(t, "GET", "/console/tokens", nil, session), 200, "console tokens")
+	expect(e.Do(t, "GET", "/console/audit", nil, session), 200, "console audit")
+	expect(e.Do(t, "POST", "/console/tokens", strings.NewReader("name=x&scope=upload"), consoleFormHeader(session)), 403, "create a token without the CSRF token")
+	expect(e.Do(t, "POST", "/console/tokens/1/revoke", strings.NewReader("csrf=forged"), consoleFormHeader(session)), 403, "revoke a token without the CSRF token")
+	expect(e.Do(t, "POST", "/console/logout", strings.NewReader("csrf=forged"), consoleFormHeader(session)), 403, "sign out without the CSRF token")
 	expect(e.Do(t, "POST", "/console/logout", strings.NewReader("csrf=x"), http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}), 401, "sign out without a session")
 	tok := dfJSON("POST", "/api/tokens", `{"name":"ci-2","scope":"upload"}`, e.AdminToken, 201).Map(t)
 	dfJSON("POST", "/api/tokens", `{"name":"ci-2"}`, e.AdminToken, 409)
@@ -384,4 +387,9 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 			t.Errorf("no request exercised %s", op)
 		}
 	}
+}
+
+// consoleFormHeader is a console form post with the session's cookie.
+func consoleFormHeader(session http.Header) http.Header {
+	return http.Header{"Cookie": session["Cookie"], "Content-Type": {"application/x-www-form-urlencoded"}}
 }

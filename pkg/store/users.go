@@ -117,3 +117,17 @@ func (db *DB) Audit(ctx context.Context, userID int64, action, target string, de
 	_, err = db.Pool.Exec(ctx, `INSERT INTO audit_log (user_id, action, target, detail) VALUES ($1, $2, $3, $4)`, nullID(userID), action, target, b)
 	return dbErr(err)
 }
+
+// AuditEntries returns the newest audit entries with their users' names.
+func (db *DB) AuditEntries(ctx context.Context, limit int) ([]distribution.AuditEntry, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT a.at, coalesce(nullif(u.name, ''), u.email, ''), a.action, a.target
+		FROM audit_log a LEFT JOIN users u ON u.id = a.user_id ORDER BY a.id DESC LIMIT $1`, limit)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.AuditEntry, error) {
+		var e distribution.AuditEntry
+		return e, r.Scan(&e.At, &e.UserName, &e.Action, &e.Target)
+	})
+	return out, dbErr(err)
+}

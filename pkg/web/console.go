@@ -186,6 +186,8 @@ type consoleView struct {
 	CSRF      string
 	Apps      []distribution.App
 	LogoutURL string
+	TokensURL string
+	AuditURL  string
 }
 
 // consoleHome: GET /console, the signed-in person's home.
@@ -199,7 +201,8 @@ func (h *Handler) consoleHome(c *gin.Context) error {
 		return err
 	}
 	h.render(c, http.StatusOK, "console", page{Title: "Console · Slipway",
-		Body: consoleView{User: u, CSRF: h.csrfToken(session), Apps: apps, LogoutURL: h.links.Base + "/console/logout"}}, true)
+		Body: consoleView{User: u, CSRF: h.csrfToken(session), Apps: apps, LogoutURL: h.links.Base + "/console/logout",
+			TokensURL: h.links.Base + "/console/tokens", AuditURL: h.links.Base + "/console/audit"}}, true)
 	return nil
 }
 
@@ -217,16 +220,9 @@ func (h *Handler) consoleUser(c *gin.Context) (string, *distribution.User, bool)
 
 // consoleLogout: POST /console/logout (with the CSRF token) ends the session everywhere.
 func (h *Handler) consoleLogout(c *gin.Context) error {
-	session, err := c.Cookie(SessionCookie)
-	if err != nil {
-		return errs.New(errs.Unauthenticated, "you are not signed in")
-	}
-	u, err := h.svc.SessionUser(c, session)
+	session, u, err := h.consoleForm(c)
 	if err != nil {
 		return err
-	}
-	if !hmac.Equal([]byte(c.PostForm("csrf")), []byte(h.csrfToken(session))) {
-		return errs.New(errs.Forbidden, "the form's CSRF token is missing or wrong; reload the page and try again")
 	}
 	if err := h.svc.SignOut(c, session, u); err != nil {
 		return err

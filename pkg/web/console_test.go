@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/config"
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
 
@@ -250,5 +251,114 @@ func TestConsoleOIDCAllowedDomains(t *testing.T) {
 	var n int
 	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM users`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("%d users recorded", n)
+	}
+}
+
+// signedIn returns a cookie client signed in as a new identity (the first one is an admin).
+func signedIn(t *testing.T, e *apptest.Env, subject string) (*http.Client, string) {
+	t.Helper()
+	secret, u, err := e.Service.SignIn(context.Background(), distribution.Identity{Issuer: "https://idp.example", Subject: subject,
+		Email: subject + "@example.com", Name: subject, EmailVerified: true}, distribution.SignInPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := browserClient(t)
+	base, _ := url.Parse(e.URL + "/console")
+	c.Jar.SetCookies(base, []*http.Cookie{{Name: "slipway_session", Value: secret, Path: "/console"}})
+	return c, u.Role
+}
+
+func csrfOf(t *testing.T, c *http.Client, u string) string {
+	t.Helper()
+	_, body := fetch(t, c, http.MethodGet, u, nil)
+	m := csrfRe.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no CSRF token at %s: %.300s", u, body)
+	}
+	return m[1]
+}
+
+func TestConsoleTokensAndRoles(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	admin, role := signedIn(t, e, "alice")
+	if role != distribution.RoleAdmin {
+		t.Fatalf("the first user is a %s", role)
+	}
+	viewer, role := signedIn(t, e, "bob")
+	if role != distribution.RoleViewer {
+		t.Fatalf("the second user is a %s", role)
+	}
+	tokens := func() int {
+		var n int
+		if err := e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM api_tokens WHERE revoked_at IS NULL`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := tokens()
+	csrf := csrfOf(t, admin, e.URL+"/console/tokens")
+	// CSRF: a create without the token is refused, nothing made.
+	if resp, _ := fetch(t, admin, http.MethodPost, e.URL+"/console/tokens", url.Values{"name": {"ci-web"}, "scope": {"upload"}}); resp.StatusCode != http.StatusForbidden || tokens() != before {
+		t.Errorf("create without CSRF: %d, %d tokens", resp.StatusCode, tokens())
+	}
+	resp, body := fetch(t, admin, http.MethodPost, e.URL+"/console/tokens", url.Values{"name": {"ci-web"}, "scope": {"upload"}, "csrf": {csrf}})
+	m := regexp.MustCompile(`id="new-token-secret">([^<]+)<`).FindStringSubmatch(body)
+	if resp.StatusCode != 200 || m == nil {
+		t.Fatalf("create: %d %.500s", resp.StatusCode, body)
+	}
+	secret := m[1]
+	if strings.Contains(resp.Request.URL.String(), secret) {
+		t.Error("the secret is in a URL")
+	}
+	me := do(t, e, http.MethodGet, "/api/users/me", nil, http.Header{"Authorization": {"Token " + secret}})
+	if me.Status != 200 {
+		t.Fatalf("the new token does not work: %d", me.Status)
+	}
+	if _, again := fetch(t, admin, http.MethodGet, e.URL+"/console/tokens", nil); strings.Contains(again, secret) {
+		t.Error("the secret is shown again")
+	}
+	var id int64
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT id FROM api_tokens WHERE name = 'ci-web'`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	revoke := fmt.Sprintf("%s/console/tokens/%d/revoke", e.URL, id)
+
+	// A viewer is refused every token action (403), with nothing changed, even with its own
+	// valid CSRF token.
+	vcsrf := csrfOf(t, viewer, e.URL+"/console")
+	for _, c := range []struct {
+		method, path string
+		form         url.Values
+	}{
+		{http.MethodGet, "/console/tokens", nil},
+		{http.MethodPost, "/console/tokens", url.Values{"name": {"sneaky"}, "scope": {"admin"}, "csrf": {vcsrf}}},
+		{http.MethodPost, strings.TrimPrefix(revoke, e.URL), url.Values{"csrf": {vcsrf}}},
+		{http.MethodGet, "/console/audit", nil},
+	} {
+		resp, _ := fetch(t, viewer, c.method, e.URL+c.path, c.form)
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("viewer %s %s: %d", c.method, c.path, resp.StatusCode)
+		}
+	}
+	if n := tokens(); n != before+1 {
+		t.Errorf("%d active tokens after the viewer's attempts, want %d", n, before+1)
+	}
+	// The admin revokes it: the API refuses it at once.
+	resp, _ = fetch(t, admin, http.MethodPost, revoke, url.Values{"csrf": {csrf}})
+	if resp.Request.URL.Path != "/console/tokens" {
+		t.Errorf("after revoking: %s", resp.Request.URL)
+	}
+	if me := do(t, e, http.MethodGet, "/api/users/me", nil, http.Header{"Authorization": {"Token " + secret}}); me.Status != http.StatusUnauthorized {
+		t.Errorf("a revoked token: %d", me.Status)
+	}
+	// The audit log says who did what.
+	_, audit := fetch(t, admin, http.MethodGet, e.URL+"/console/audit", nil)
+	for _, want := range []string{"token.create", "token.revoke", "sign_in", "alice", "ci-web"} {
+		if !strings.Contains(audit, want) {
+			t.Errorf("the audit log lacks %q", want)
+		}
+	}
+	if strings.Contains(e.LogText(), secret) {
+		t.Error("the log holds the new token")
 	}
 }

@@ -41,7 +41,7 @@ type Handler struct {
 var templateFS embed.FS
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
-var pageNames = []string{"release", "channel", "password", "error", "udid", "device", "signin", "console"}
+var pageNames = []string{"release", "channel", "password", "error", "udid", "device", "signin", "console", "tokens", "audit"}
 
 // New returns the pages' handler. The templates are parsed once here; a broken template is a
 // programming error caught by every test, so it panics.
@@ -71,6 +71,10 @@ func (h *Handler) Register(e *gin.Engine) {
 	e.GET("/console/callback", h.page(h.consoleCallback))
 	e.GET("/console/login-link", h.page(h.consoleLoginLink))
 	e.POST("/console/logout", h.page(h.consoleLogout))
+	e.GET("/console/tokens", h.page(h.consoleTokens))
+	e.POST("/console/tokens", h.page(h.consoleCreateToken))
+	e.POST("/console/tokens/:id/revoke", h.page(h.consoleRevokeToken))
+	e.GET("/console/audit", h.page(h.consoleAudit))
 }
 
 // backURLKey names the context value a page handler sets to give its error page a "back" link.

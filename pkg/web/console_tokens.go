@@ -1,0 +1,131 @@
+package web
+
+import (
+	"crypto/hmac"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+type tokenRowView struct {
+	ID                   int64
+	Name, Scope, Created string
+	LastUsed             string
+	Revoked              bool
+	RevokeURL            string
+}
+
+type tokensView struct {
+	User      *distribution.User
+	CSRF      string
+	CreateURL string
+	Tokens    []tokenRowView
+	// NewSecret is shown once, in the answer to the form that made it.
+	NewSecret, NewName string
+}
+
+type auditView struct {
+	Entries []distribution.AuditEntry
+	When    func(e distribution.AuditEntry) string
+}
+
+// consoleForm checks the signed-in user and the form's CSRF token.
+func (h *Handler) consoleForm(c *gin.Context) (string, *distribution.User, error) {
+	session, err := c.Cookie(SessionCookie)
+	if err != nil {
+		return "", nil, errs.New(errs.Unauthenticated, "sign in first")
+	}
+	u, err := h.svc.SessionUser(c, session)
+	if err != nil {
+		return "", nil, err
+	}
+	if !hmac.Equal([]byte(c.PostForm("csrf")), []byte(h.csrfToken(session))) {
+		return "", nil, errs.New(errs.Forbidden, "the form's CSRF token is missing or wrong; reload the page and try again")
+	}
+	return session, u, nil
+}
+
+// renderTokens renders the tokens page for an admin, with a just-made secret when there is one.
+func (h *Handler) renderTokens(c *gin.Context, session string, u *distribution.User, newName, newSecret string) error {
+	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
+		return err
+	}
+	toks, err := h.svc.Tokens(c)
+	if err != nil {
+		return err
+	}
+	v := tokensView{User: u, CSRF: h.csrfToken(session), CreateURL: h.links.Base + "/console/tokens", NewName: newName, NewSecret: newSecret}
+	for _, t := range toks {
+		row := tokenRowView{ID: t.ID, Name: t.Name, Scope: t.Scope, Created: h.when(t.CreatedAt), LastUsed: "never", Revoked: t.RevokedAt != nil,
+			RevokeURL: h.links.Base + "/console/tokens/" + strconv.FormatInt(t.ID, 10) + "/revoke"}
+		if t.LastUsedAt != nil {
+			row.LastUsed = h.when(*t.LastUsedAt)
+		}
+		v.Tokens = append(v.Tokens, row)
+	}
+	h.render(c, http.StatusOK, "tokens", page{Title: "API tokens · Slipway", Body: v}, true)
+	return nil
+}
+
+// consoleTokens: GET /console/tokens (admins).
+func (h *Handler) consoleTokens(c *gin.Context) error {
+	session, u, ok := h.consoleUser(c)
+	if !ok {
+		return nil
+	}
+	return h.renderTokens(c, session, u, "", "")
+}
+
+// consoleCreateToken: POST /console/tokens makes a token and shows its secret once (in the page,
+// never in a URL).
+func (h *Handler) consoleCreateToken(c *gin.Context) error {
+	session, u, err := h.consoleForm(c)
+	if err != nil {
+		return err
+	}
+	secret, t, err := h.svc.ConsoleCreateToken(c, u, strings.TrimSpace(c.PostForm("name")), c.PostForm("scope"))
+	if err != nil {
+		return err
+	}
+	return h.renderTokens(c, session, u, t.Name, secret)
+}
+
+// consoleRevokeToken: POST /console/tokens/:id/revoke.
+func (h *Handler) consoleRevokeToken(c *gin.Context) error {
+	_, u, err := h.consoleForm(c)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return errs.New(errs.NotFound, "there is no such token")
+	}
+	if err := h.svc.ConsoleRevokeToken(c, u, id); err != nil {
+		return err
+	}
+	c.Redirect(http.StatusSeeOther, h.links.Base+"/console/tokens")
+	return nil
+}
+
+// consoleAudit: GET /console/audit, the newest changes made in the console (admins).
+func (h *Handler) consoleAudit(c *gin.Context) error {
+	_, u, ok := h.consoleUser(c)
+	if !ok {
+		return nil
+	}
+	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
+		return err
+	}
+	entries, err := h.svc.AuditLog(c, 200)
+	if err != nil {
+		return err
+	}
+	h.render(c, http.StatusOK, "audit", page{Title: "Audit log · Slipway",
+		Body: auditView{Entries: entries, When: func(e distribution.AuditEntry) string { return h.when(e.At) }}}, true)
+	return nil
+}
