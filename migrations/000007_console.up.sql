@@ -12,6 +12,14 @@ CREATE TABLE users (
     disabled_at timestamptz
 );
 
+-- Per-app membership, as Zealot's collaborators: a developer manages the apps they belong to.
+CREATE TABLE app_members (
+    app_id  bigint NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+    user_id bigint NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    PRIMARY KEY (app_id, user_id)
+);
+CREATE INDEX app_members_user_idx ON app_members (user_id);
+
 CREATE TABLE user_sessions (
     id         text PRIMARY KEY,                      -- SHA-256 of the cookie's secret
     user_id    bigint NOT NULL REFERENCES users (id) ON DELETE CASCADE,

@@ -56,6 +56,10 @@ type UserStore interface {
 	UseLoginLink(ctx context.Context, idHash string) (*User, error)
 	Audit(ctx context.Context, userID int64, action, target string, detail map[string]any) error
 	AuditEntries(ctx context.Context, limit int) ([]AuditEntry, error)
+	IsAppMember(ctx context.Context, appID, userID int64) (bool, error)
+	// AddAppMember adds the user with this email to an app, making a viewer a developer
+	// (errs.NotFound when nobody with that email has signed in).
+	AddAppMember(ctx context.Context, appID int64, email string) error
 }
 
 // SessionTTL is how long a console session lasts.
@@ -244,4 +248,80 @@ func (s *Service) ConsoleRevokeToken(ctx context.Context, u *User, id int64) err
 	}
 	_ = s.Store.Audit(ctx, u.ID, "token.revoke", t.Name, map[string]any{"token_id": t.ID})
 	return nil
+}
+
+// CanManageApp refuses a user who may not change an app: admins manage every app, developers the
+// apps they are members of, viewers none.
+func (s *Service) CanManageApp(ctx context.Context, u *User, appID int64) error {
+	switch u.Role {
+	case RoleAdmin:
+		return nil
+	case RoleDeveloper:
+		ok, err := s.Store.IsAppMember(ctx, appID, u.ID)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		return errs.New(errs.Forbidden, "you are not a member of this app; an admin can add you")
+	}
+	return errs.New(errs.Forbidden, "viewers cannot change anything; an admin can make you a developer")
+}
+
+// AddAppMember makes a user (by email) a member of an app and, if a viewer, a developer (admins
+// only), audited.
+func (s *Service) AddAppMember(ctx context.Context, by *User, appID int64, email string) error {
+	if err := RequireRole(by, RoleAdmin); err != nil {
+		return err
+	}
+	if _, err := s.Store.GetApp(ctx, appID); err != nil {
+		return err
+	}
+	email = strings.TrimSpace(email)
+	if email == "" {
+		return errs.Field("email", "can't be blank")
+	}
+	if err := s.Store.AddAppMember(ctx, appID, email); err != nil {
+		return err
+	}
+	return s.Store.Audit(ctx, by.ID, "member.add", email, map[string]any{"app_id": appID})
+}
+
+// ConsoleChannelReleases returns a page of a channel's releases, newest first.
+func (s *Service) ConsoleChannelReleases(ctx context.Context, channelID int64, limit int) ([]Release, error) {
+	return s.Store.ListReleases(ctx, channelID, Page{Page: 1, PerPage: limit})
+}
+
+// consoleToken stands for a console user who may manage an app, where the domain asks for a
+// token's rights (release edits).
+var consoleToken = &Token{Name: "console", Scope: ScopeAdmin}
+
+// ConsoleUpdateRelease edits a release for a console user who may manage its app, audited.
+func (s *Service) ConsoleUpdateRelease(ctx context.Context, u *User, id int64, ch ReleaseChanges) (*ReleaseContext, error) {
+	rc, err := s.Store.GetRelease(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.CanManageApp(ctx, u, rc.App.ID); err != nil {
+		return nil, err
+	}
+	if ch.Pinned != nil {
+		if err := RequireRole(u, RoleAdmin); err != nil {
+			return nil, err
+		}
+	}
+	out, err := s.UpdateRelease(ctx, consoleToken, id, ch)
+	if err != nil {
+		return nil, err
+	}
+	_ = s.Store.Audit(ctx, u.ID, "release.update", out.App.Name+" "+out.ReleaseVersion+" ("+out.BuildVersion+")", map[string]any{"release_id": id})
+	return out, nil
+}
+
+// Audit records a console user's change.
+func (s *Service) Audit(ctx context.Context, u *User, action, target string, detail map[string]any) {
+	if err := s.Store.Audit(ctx, u.ID, action, target, detail); err != nil {
+		s.Log.WarnContext(ctx, "writing the audit log failed", "action", action, "error", err.Error())
+	}
 }

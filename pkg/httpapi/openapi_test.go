@@ -317,6 +317,11 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Do(t, "GET", "/console", nil, session), 200, "console")
 	expect(e.Do(t, "GET", "/console/tokens", nil, session), 200, "console tokens")
 	expect(e.Do(t, "GET", "/console/audit", nil, session), 200, "console audit")
+	expect(e.Do(t, "GET", fmt.Sprintf("/console/apps/%d", appID), nil, session), 200, "console app")
+	for _, path := range []string{fmt.Sprintf("/console/apps/%d/channels", appID), fmt.Sprintf("/console/apps/%d/members", appID),
+		fmt.Sprintf("/console/channels/%d/retention", chID), fmt.Sprintf("/console/channels/%d/webhooks", chID), fmt.Sprintf("/console/releases/%d", relID)} {
+		expect(e.Do(t, "POST", path, strings.NewReader("csrf=forged"), consoleFormHeader(session)), 403, "console form without the CSRF token: "+path)
+	}
 	expect(e.Do(t, "POST", "/console/tokens", strings.NewReader("name=x&scope=upload"), consoleFormHeader(session)), 403, "create a token without the CSRF token")
 	expect(e.Do(t, "POST", "/console/tokens/1/revoke", strings.NewReader("csrf=forged"), consoleFormHeader(session)), 403, "revoke a token without the CSRF token")
 	expect(e.Do(t, "POST", "/console/logout", strings.NewReader("csrf=forged"), consoleFormHeader(session)), 403, "sign out without the CSRF token")

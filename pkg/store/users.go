@@ -131,3 +131,27 @@ func (db *DB) AuditEntries(ctx context.Context, limit int) ([]distribution.Audit
 	})
 	return out, dbErr(err)
 }
+
+// IsAppMember reports whether a user is a member of an app.
+func (db *DB) IsAppMember(ctx context.Context, appID, userID int64) (bool, error) {
+	var ok bool
+	err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM app_members WHERE app_id = $1 AND user_id = $2)`, appID, userID).Scan(&ok)
+	return ok, dbErr(err)
+}
+
+// AddAppMember: see distribution.UserStore.
+func (db *DB) AddAppMember(ctx context.Context, appID int64, email string) error {
+	return db.Tx(ctx, func(tx pgx.Tx) error {
+		var userID int64
+		err := tx.QueryRow(ctx, `UPDATE users SET role = CASE WHEN role = 'viewer' THEN 'developer' ELSE role END
+			WHERE lower(email) = lower($1) AND disabled_at IS NULL RETURNING id`, email).Scan(&userID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.New(errs.NotFound, "nobody with the email %s has signed in yet; ask them to sign in once", email)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO app_members (app_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, appID, userID)
+		return err
+	})
+}

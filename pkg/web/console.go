@@ -188,6 +188,7 @@ type consoleView struct {
 	LogoutURL string
 	TokensURL string
 	AuditURL  string
+	Base      string
 }
 
 // consoleHome: GET /console, the signed-in person's home.
@@ -202,7 +203,7 @@ func (h *Handler) consoleHome(c *gin.Context) error {
 	}
 	h.render(c, http.StatusOK, "console", page{Title: "Console · Slipway",
 		Body: consoleView{User: u, CSRF: h.csrfToken(session), Apps: apps, LogoutURL: h.links.Base + "/console/logout",
-			TokensURL: h.links.Base + "/console/tokens", AuditURL: h.links.Base + "/console/audit"}}, true)
+			TokensURL: h.links.Base + "/console/tokens", AuditURL: h.links.Base + "/console/audit", Base: h.links.Base}}, true)
 	return nil
 }
 

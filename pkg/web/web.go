@@ -41,7 +41,7 @@ type Handler struct {
 var templateFS embed.FS
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
-var pageNames = []string{"release", "channel", "password", "error", "udid", "device", "signin", "console", "tokens", "audit"}
+var pageNames = []string{"release", "channel", "password", "error", "udid", "device", "signin", "console", "tokens", "audit", "app"}
 
 // New returns the pages' handler. The templates are parsed once here; a broken template is a
 // programming error caught by every test, so it panics.
@@ -75,6 +75,12 @@ func (h *Handler) Register(e *gin.Engine) {
 	e.POST("/console/tokens", h.page(h.consoleCreateToken))
 	e.POST("/console/tokens/:id/revoke", h.page(h.consoleRevokeToken))
 	e.GET("/console/audit", h.page(h.consoleAudit))
+	e.GET("/console/apps/:id", h.page(h.consoleApp))
+	e.POST("/console/apps/:id/channels", h.page(h.consoleCreateChannel))
+	e.POST("/console/apps/:id/members", h.page(h.consoleAddMember))
+	e.POST("/console/channels/:id/retention", h.page(h.consoleSetRetention))
+	e.POST("/console/channels/:id/webhooks", h.page(h.consoleCreateWebhook))
+	e.POST("/console/releases/:id", h.page(h.consoleUpdateRelease))
 }
 
 // backURLKey names the context value a page handler sets to give its error page a "back" link.

@@ -1,0 +1,260 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+// The console's app page: schemes and channels with their newest releases, and the forms that
+// change them. Every form is a POST with the CSRF token, authorised on the server
+// (distribution.CanManageApp), audited, and answered with the app page again.
+
+type consoleChannelView struct {
+	ID                                 int64
+	Name, Scheme, Key, DeviceType, URL string
+	HasPassword                        bool
+	Releases                           []consoleReleaseView
+	Retention                          distribution.RetentionRules
+	Webhooks                           []distribution.Webhook
+}
+
+type consoleReleaseView struct {
+	ID                                 int64
+	Version, Uploaded, Changelog, Edit string
+}
+
+type consoleAppView struct {
+	App       *distribution.App
+	User      *distribution.User
+	CSRF      string
+	Base      string
+	CanManage bool
+	Channels  []consoleChannelView
+	// Notice is a message from the last form; Secret a webhook secret shown once.
+	Notice, Secret string
+}
+
+func (h *Handler) appIDParam(c *gin.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, errs.New(errs.NotFound, "there is no such app")
+	}
+	return id, nil
+}
+
+// renderApp renders an app's console page.
+func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User, appID int64, notice, secret string) error {
+	app, err := h.svc.App(c, appID)
+	if err != nil {
+		return err
+	}
+	v := consoleAppView{App: app, User: u, CSRF: h.csrfToken(session), Base: h.links.Base, CanManage: h.svc.CanManageApp(c, u, appID) == nil,
+		Notice: notice, Secret: secret}
+	for _, sc := range app.Schemes {
+		for _, ch := range sc.Channels {
+			cv := consoleChannelView{ID: ch.ID, Name: ch.Name, Scheme: sc.Name, Key: ch.Slug, DeviceType: ch.DeviceType,
+				URL: h.links.Channel(ch.Slug), HasPassword: ch.HasPassword()}
+			rels, err := h.svc.ConsoleChannelReleases(c, ch.ID, 10)
+			if err != nil {
+				return err
+			}
+			for _, r := range rels {
+				cv.Releases = append(cv.Releases, consoleReleaseView{ID: r.ID, Version: versionText(&r), Uploaded: h.when(r.CreatedAt),
+					Changelog: distribution.TextChangelog(r.Changelog), Edit: h.links.Base + "/console/releases/" + strconv.FormatInt(r.ID, 10)})
+			}
+			if _, eff, err := h.svc.ChannelRetention(c, ch.ID); err == nil {
+				cv.Retention = eff
+			}
+			if v.CanManage && u.Role == distribution.RoleAdmin {
+				if cv.Webhooks, err = h.svc.ListWebhooks(c, 0, ch.ID); err != nil {
+					return err
+				}
+			}
+			v.Channels = append(v.Channels, cv)
+		}
+	}
+	h.render(c, http.StatusOK, "app", page{Title: app.Name + " · Console · Slipway", Body: v}, true)
+	return nil
+}
+
+// consoleApp: GET /console/apps/:id.
+func (h *Handler) consoleApp(c *gin.Context) error {
+	session, u, ok := h.consoleUser(c)
+	if !ok {
+		return nil
+	}
+	id, err := h.appIDParam(c)
+	if err != nil {
+		return err
+	}
+	return h.renderApp(c, session, u, id, "", "")
+}
+
+// appForm checks the session, the CSRF token and that the user may manage the app.
+func (h *Handler) appForm(c *gin.Context, appID int64) (string, *distribution.User, error) {
+	session, u, err := h.consoleForm(c)
+	if err != nil {
+		return "", nil, err
+	}
+	return session, u, h.svc.CanManageApp(c, u, appID)
+}
+
+func optionalForm(c *gin.Context, name string) *string {
+	if v, ok := c.GetPostForm(name); ok {
+		return &v
+	}
+	return nil
+}
+
+// consoleCreateChannel: POST /console/apps/:id/channels makes a channel (and its scheme when new).
+func (h *Handler) consoleCreateChannel(c *gin.Context) error {
+	appID, err := h.appIDParam(c)
+	if err != nil {
+		return err
+	}
+	session, u, err := h.appForm(c, appID)
+	if err != nil {
+		return err
+	}
+	schemeName := strings.TrimSpace(c.PostForm("scheme"))
+	schemeID, err := h.schemeNamed(c, appID, schemeName)
+	if err != nil {
+		return err
+	}
+	ch := distribution.ChannelChanges{Name: optionalForm(c, "name"), DeviceType: optionalForm(c, "device_type")}
+	if pw := c.PostForm("password"); pw != "" {
+		ch.Password = &pw
+	}
+	made, err := h.svc.CreateChannel(c, schemeID, ch)
+	if err != nil {
+		return err
+	}
+	h.svc.Audit(c, u, "channel.create", made.Name, map[string]any{"channel_id": made.ID, "app_id": appID})
+	return h.renderApp(c, session, u, appID, "Channel "+made.Name+" made; its key is "+made.Slug+".", "")
+}
+
+// schemeNamed returns the app's scheme of that name, making it when missing.
+func (h *Handler) schemeNamed(c *gin.Context, appID int64, name string) (int64, error) {
+	schemes, err := h.svc.Schemes(c, appID)
+	if err != nil {
+		return 0, err
+	}
+	for _, s := range schemes {
+		if strings.EqualFold(s.Name, name) {
+			return s.ID, nil
+		}
+	}
+	s, err := h.svc.CreateScheme(c, appID, distribution.SchemeChanges{Name: &name})
+	if err != nil {
+		return 0, err
+	}
+	return s.ID, nil
+}
+
+// channelApp returns the app a channel belongs to.
+func (h *Handler) channelApp(c *gin.Context) (int64, int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, 0, errs.New(errs.NotFound, "there is no such channel")
+	}
+	cc, err := h.svc.ChannelByID(c, id)
+	if err != nil {
+		return 0, 0, err
+	}
+	return id, cc.App.ID, nil
+}
+
+// consoleSetRetention: POST /console/channels/:id/retention (empty fields inherit).
+func (h *Handler) consoleSetRetention(c *gin.Context) error {
+	chID, appID, err := h.channelApp(c)
+	if err != nil {
+		return err
+	}
+	session, u, err := h.appForm(c, appID)
+	if err != nil {
+		return err
+	}
+	var p distribution.RetentionPolicy
+	for field, dst := range map[string]**int{"keep_builds": &p.KeepBuilds, "max_age_days": &p.MaxAgeDays, "expired_profile_days": &p.ExpiredProfileDays} {
+		if v := strings.TrimSpace(c.PostForm(field)); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return errs.Field(field, "must be a whole number, or empty to inherit")
+			}
+			*dst = &n
+		}
+	}
+	if v := strings.TrimSpace(c.PostForm("max_bytes")); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return errs.Field("max_bytes", "must be a whole number, or empty to inherit")
+		}
+		p.MaxBytes = &n
+	}
+	if err := h.svc.SetChannelRetention(c, chID, &p); err != nil {
+		return err
+	}
+	h.svc.Audit(c, u, "retention.set", strconv.FormatInt(chID, 10), map[string]any{"channel_id": chID})
+	return h.renderApp(c, session, u, appID, "Retention saved. It applies at the next enforcement run.", "")
+}
+
+// consoleCreateWebhook: POST /console/channels/:id/webhooks (admins); the secret is shown once.
+func (h *Handler) consoleCreateWebhook(c *gin.Context) error {
+	chID, appID, err := h.channelApp(c)
+	if err != nil {
+		return err
+	}
+	session, u, err := h.appForm(c, appID)
+	if err != nil {
+		return err
+	}
+	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
+		return err
+	}
+	w, err := h.svc.CreateWebhook(c, 0, chID, distribution.WebhookInput{URL: optionalForm(c, "url"), Format: optionalForm(c, "format")})
+	if err != nil {
+		return err
+	}
+	h.svc.Audit(c, u, "webhook.create", w.Format, map[string]any{"webhook_id": w.ID, "channel_id": chID})
+	return h.renderApp(c, session, u, appID, "Webhook added. Its signing secret is shown once:", w.Secret)
+}
+
+// consoleUpdateRelease: POST /console/releases/:id edits a release's changelog.
+func (h *Handler) consoleUpdateRelease(c *gin.Context) error {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return errs.New(errs.NotFound, "there is no such release")
+	}
+	session, u, err := h.consoleForm(c)
+	if err != nil {
+		return err
+	}
+	rc, err := h.svc.ConsoleUpdateRelease(c, u, id, distribution.ReleaseChanges{Changelog: optionalForm(c, "changelog")})
+	if err != nil {
+		return err
+	}
+	return h.renderApp(c, session, u, rc.App.ID, "Release "+versionText(&rc.Release)+" saved.", "")
+}
+
+// consoleAddMember: POST /console/apps/:id/members (admins) makes someone a developer of the app.
+func (h *Handler) consoleAddMember(c *gin.Context) error {
+	appID, err := h.appIDParam(c)
+	if err != nil {
+		return err
+	}
+	session, u, err := h.consoleForm(c)
+	if err != nil {
+		return err
+	}
+	email := c.PostForm("email")
+	if err := h.svc.AddAppMember(c, u, appID, email); err != nil {
+		return err
+	}
+	return h.renderApp(c, session, u, appID, email+" is now a developer of this app.", "")
+}

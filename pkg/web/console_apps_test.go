@@ -1,0 +1,140 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/config"
+	"github.com/slipwayhq/slipway/test/apptest"
+)
+
+// consoleState is every row a console form may change.
+func consoleState(t *testing.T, e *apptest.Env) string {
+	t.Helper()
+	var b strings.Builder
+	for _, q := range []string{
+		`SELECT coalesce(string_agg(concat_ws('|', id, scheme_id, name, slug, device_type, password_hash IS NOT NULL), ',' ORDER BY id), '') FROM channels`,
+		`SELECT coalesce(string_agg(concat_ws('|', id, name), ',' ORDER BY id), '') FROM schemes`,
+		`SELECT coalesce(string_agg(concat_ws('|', id, changelog::text), ',' ORDER BY id), '') FROM releases`,
+		`SELECT coalesce(string_agg(concat_ws('|', channel_id, keep_builds, max_age_days, max_bytes), ',' ORDER BY id), '') FROM retention_policies`,
+		`SELECT coalesce(string_agg(concat_ws('|', id, url), ',' ORDER BY id), '') FROM webhooks`,
+		`SELECT coalesce(string_agg(concat_ws('|', app_id, user_id), ',' ORDER BY app_id, user_id), '') FROM app_members`,
+		`SELECT coalesce(string_agg(concat_ws('|', id, role), ',' ORDER BY id), '') FROM users`,
+	} {
+		var s string
+		if err := e.DB.Pool.QueryRow(context.Background(), q).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(s + "\n")
+	}
+	return b.String()
+}
+
+func TestConsoleAppAuthorization(t *testing.T) {
+	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) { c.WebhookAllowPrivate = true }})
+	admin, _ := signedIn(t, e, "alice")
+	carol, _ := signedIn(t, e, "carol") // will be a developer of Harbor
+	dave, _ := signedIn(t, e, "dave")   // a developer of another app
+	bob, _ := signedIn(t, e, "bob")     // a viewer
+	harbor := e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.0", Build: "1"}))
+	other := e.UploadApp(t, "o.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Other", BundleID: "com.example.other", Version: "1.0", Build: "1"}))
+	appID := int64(harbor["app"].(map[string]any)["id"].(float64))
+	otherID := int64(other["app"].(map[string]any)["id"].(float64))
+	chID := int64(harbor["channel"].(map[string]any)["id"].(float64))
+	relID := int64(harbor["id"].(float64))
+	appURL := fmt.Sprintf("%s/console/apps/%d", e.URL, appID)
+
+	acsrf := csrfOf(t, admin, appURL)
+	post := func(c *http.Client, path string, form url.Values) int {
+		resp, _ := fetch(t, c, http.MethodPost, e.URL+path, form)
+		return resp.StatusCode
+	}
+	// The admin makes carol a developer of Harbor and dave of Other.
+	if s := post(admin, fmt.Sprintf("/console/apps/%d/members", appID), url.Values{"email": {"carol@example.com"}, "csrf": {acsrf}}); s != 200 {
+		t.Fatalf("add carol: %d", s)
+	}
+	if s := post(admin, fmt.Sprintf("/console/apps/%d/members", otherID), url.Values{"email": {"dave@example.com"}, "csrf": {acsrf}}); s != 200 {
+		t.Fatalf("add dave: %d", s)
+	}
+	if s := post(admin, fmt.Sprintf("/console/apps/%d/members", appID), url.Values{"email": {"nobody@example.com"}, "csrf": {acsrf}}); s != 404 {
+		t.Errorf("add someone who never signed in: %d", s)
+	}
+
+	forms := func(csrf string) []struct {
+		what, path string
+		form       url.Values
+	} {
+		return []struct {
+			what, path string
+			form       url.Values
+		}{
+			{"create channel", fmt.Sprintf("/console/apps/%d/channels", appID), url.Values{"scheme": {"Beta"}, "name": {"QA"}, "device_type": {"ios"}, "password": {"pw"}, "csrf": {csrf}}},
+			{"set retention", fmt.Sprintf("/console/channels/%d/retention", chID), url.Values{"keep_builds": {"3"}, "csrf": {csrf}}},
+			{"edit changelog", fmt.Sprintf("/console/releases/%d", relID), url.Values{"changelog": {"Edited in the console"}, "csrf": {csrf}}},
+			{"add webhook", fmt.Sprintf("/console/channels/%d/webhooks", chID), url.Values{"url": {"http://127.0.0.1:9/hook"}, "format": {"slack"}, "csrf": {csrf}}},
+			{"add member", fmt.Sprintf("/console/apps/%d/members", appID), url.Values{"email": {"bob@example.com"}, "csrf": {csrf}}},
+		}
+	}
+	// A viewer and a developer of another app are refused every change, nothing changed.
+	for name, c := range map[string]*http.Client{"viewer": bob, "developer of another app": dave} {
+		csrf := csrfOf(t, c, e.URL+"/console")
+		before := consoleState(t, e)
+		for _, f := range forms(csrf) {
+			if s := post(c, f.path, f.form); s != http.StatusForbidden {
+				t.Errorf("%s, %s: %d, want 403", name, f.what, s)
+			}
+		}
+		if after := consoleState(t, e); after != before {
+			t.Errorf("%s's refused forms changed something:\n%s\n%s", name, before, after)
+		}
+	}
+	// Without the CSRF token even the admin is refused.
+	before := consoleState(t, e)
+	for _, f := range forms("") {
+		if s := post(admin, f.path, f.form); s != http.StatusForbidden {
+			t.Errorf("admin without CSRF, %s: %d, want 403", f.what, s)
+		}
+	}
+	if after := consoleState(t, e); after != before {
+		t.Errorf("forms without CSRF changed something")
+	}
+	// A developer of Harbor manages its channels and releases, but not webhooks or members.
+	ccsrf := csrfOf(t, carol, appURL)
+	for i, f := range forms(ccsrf) {
+		want := 200
+		if i >= 3 {
+			want = http.StatusForbidden
+		}
+		if s := post(carol, f.path, f.form); s != want {
+			t.Errorf("developer, %s: %d, want %d", f.what, s, want)
+		}
+	}
+	var changelog string
+	_ = e.DB.Pool.QueryRow(context.Background(), `SELECT changelog::text FROM releases WHERE id = $1`, relID).Scan(&changelog)
+	if !strings.Contains(changelog, "Edited in the console") {
+		t.Errorf("changelog %s", changelog)
+	}
+	var pw bool
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT password_hash IS NOT NULL FROM channels WHERE name = 'QA'`).Scan(&pw); err != nil || !pw {
+		t.Errorf("the new channel has no password (%v)", err)
+	}
+	// The admin adds a webhook; its secret is shown once.
+	resp, body := fetch(t, admin, http.MethodPost, fmt.Sprintf("%s/console/channels/%d/webhooks", e.URL, chID), url.Values{"url": {"http://127.0.0.1:9/hook"}, "format": {"slack"}, "csrf": {acsrf}})
+	if resp.StatusCode != 200 || !strings.Contains(body, `id="secret">whsec_`) {
+		t.Errorf("admin adds a webhook: %d", resp.StatusCode)
+	}
+	if _, again := fetch(t, admin, http.MethodGet, appURL, nil); strings.Contains(again, "whsec_") {
+		t.Error("the webhook secret is shown again")
+	}
+	_, audit := fetch(t, admin, http.MethodGet, e.URL+"/console/audit", nil)
+	for _, want := range []string{"channel.create", "retention.set", "release.update", "webhook.create", "member.add"} {
+		if !strings.Contains(audit, want) {
+			t.Errorf("the audit log lacks %s", want)
+		}
+	}
+}
