@@ -1,9 +1,11 @@
 package web_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -18,6 +20,7 @@ func TestBrowserConsoleSignIn(t *testing.T) {
 	issuer := fmt.Sprintf("http://localhost:%d/", port)
 	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) {
 		c.OIDC = config.OIDCConfig{Issuer: issuer, ClientID: "web", ClientSecret: "secret", GroupsClaim: "groups"}
+		c.WebhookAllowPrivate = true
 	}})
 	startProvider(t, port, e.URL+"/console/callback")
 	ctx := tab(t, browser(t))
@@ -46,11 +49,83 @@ func TestBrowserConsoleSignIn(t *testing.T) {
 	navigate(t, ctx, "console at phone size", phone, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("logout")))
 	b.screenshot("console-phone")
 
+	// The app page: a new channel with a password, a changelog edit, retention, a webhook.
+	rel := e.UploadApp(t, "h.ipa", ipa("Harbor", "1.0", "1"))
+	appID := int64(rel["app"].(map[string]any)["id"].(float64))
+	chID := int64(rel["channel"].(map[string]any)["id"].(float64))
+	relID := int64(rel["id"].(float64))
+	navigate(t, ctx, "app page", desktop, chromedp.Navigate(fmt.Sprintf("%s/console/apps/%d", e.URL, appID)), chromedp.WaitVisible(chromedp.ID("create-channel")))
+	steps(t, ctx, "create a channel",
+		chromedp.SendKeys(chromedp.ID("channel-name"), "QA"),
+		chromedp.SendKeys(chromedp.ID("channel-password"), "tester-pw"),
+		chromedp.Click(chromedp.ID("create-channel-submit")), waitNotice("Channel QA made"))
+	if n := run(t, ctx, "notice", chromedp.Text(chromedp.ID("notice"))); !strings.Contains(n, "Channel QA made") {
+		t.Errorf("after creating a channel: %q", n)
+	}
+	steps(t, ctx, "edit the changelog",
+		chromedp.SetValue(chromedp.ID(fmt.Sprintf("changelog-%d", relID)), "Fixed the login screen"),
+		chromedp.Click(chromedp.ID(fmt.Sprintf("save-changelog-%d", relID))), waitNotice("saved"))
+	steps(t, ctx, "set retention",
+		chromedp.SendKeys(chromedp.ID(fmt.Sprintf("keep-builds-%d", chID)), "5"),
+		chromedp.Click(chromedp.ID(fmt.Sprintf("save-retention-%d", chID))), waitNotice("Retention saved"))
+	steps(t, ctx, "add a webhook",
+		chromedp.SendKeys(chromedp.ID(fmt.Sprintf("webhook-url-%d", chID)), "http://127.0.0.1:9/hook"),
+		chromedp.Click(chromedp.ID(fmt.Sprintf("add-webhook-%d", chID))), waitNotice("Webhook added"))
+	if body := run(t, ctx, "page", chromedp.Text("main")); !strings.Contains(body, "whsec_") {
+		t.Fatalf("after adding a webhook: %s", body)
+	}
+	b.screenshot("console-app-desktop")
+	var changelog string
+	var keep int
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT r.changelog::text, coalesce(p.keep_builds, 0) FROM releases r
+		LEFT JOIN retention_policies p ON p.channel_id = r.channel_id WHERE r.id = $1`, relID).Scan(&changelog, &keep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(changelog, "Fixed the login screen") || keep != 5 {
+		t.Errorf("after the forms: changelog %s, keep_builds %d", changelog, keep)
+	}
+
+	// Tokens: make one (its secret shown once) and revoke it.
+	navigate(t, ctx, "tokens", chromedp.Navigate(e.URL+"/console/tokens"), chromedp.WaitVisible(chromedp.ID("create-token")))
+	steps(t, ctx, "create a token",
+		chromedp.SendKeys(chromedp.ID("token-name"), "ci-browser"),
+		chromedp.Click(chromedp.ID("create-token-submit")),
+		chromedp.WaitVisible(chromedp.ID("new-token-secret")))
+	var tokenID int64
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT id FROM api_tokens WHERE name = 'ci-browser'`).Scan(&tokenID); err != nil {
+		t.Fatal(err)
+	}
+	steps(t, ctx, "revoke it", chromedp.Click(chromedp.ID(fmt.Sprintf("revoke-%d", tokenID))),
+		chromedp.WaitNotPresent(chromedp.ID(fmt.Sprintf("revoke-%d", tokenID))), chromedp.WaitVisible(chromedp.ID("create-token")))
+	var revoked bool
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT revoked_at IS NOT NULL FROM api_tokens WHERE id = $1`, tokenID).Scan(&revoked); err != nil || !revoked {
+		t.Errorf("the token was not revoked (%v)", err)
+	}
+	navigate(t, ctx, "console", chromedp.Navigate(e.URL+"/console"), chromedp.WaitVisible(chromedp.ID("logout")))
+
 	steps(t, ctx, "sign out", chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("signin-message")))
 	if u := run(t, ctx, "url", chromedp.Location()); u != e.URL+"/console/login?signed_out=1" {
 		t.Errorf("after signing out: %s", u)
 	}
 	if a, r := sessions(t, e); a != 0 || r != 1 {
 		t.Errorf("sessions active %d revoked %d after signing out", a, r)
+	}
+}
+
+// waitNotice waits for the page that answers a console form: its notice says text. The page
+// navigates meanwhile, so evaluation errors are retried until the new page answers.
+func waitNotice(text string) chromedp.Action[chromedp.Void] {
+	check := chromedp.Evaluate[bool](fmt.Sprintf(`(() => { const n = document.getElementById("notice"); return !!n && n.textContent.includes(%q); })()`, text))
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		for {
+			if ok, err := check(ctx, t); err == nil && ok {
+				return chromedp.Void{}, nil
+			}
+			select {
+			case <-ctx.Done():
+				return chromedp.Void{}, ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
 	}
 }
