@@ -36,6 +36,10 @@ CREATE TABLE login_links (
     used_at    timestamptz
 );
 
+-- API tokens made in the console belong to a user and never exceed that user's rights (see
+-- store.Authenticate); tokens made by the CLI belong to nobody, as before.
+ALTER TABLE api_tokens ADD COLUMN user_id bigint REFERENCES users (id) ON DELETE CASCADE;
+
 CREATE TABLE audit_log (
     id      bigserial PRIMARY KEY,
     at      timestamptz NOT NULL DEFAULT now(),

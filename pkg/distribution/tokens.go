@@ -28,18 +28,27 @@ func (s *Service) Authenticate(ctx context.Context, secret, scope string) (*Toke
 // CreateToken makes a token with a name (unique among active tokens) and a scope, and returns
 // its secret, which is shown only now.
 func (s *Service) CreateToken(ctx context.Context, name, scope string) (string, *Token, error) {
+	name, scope, err := checkToken(name, scope)
+	if err != nil {
+		return "", nil, err
+	}
+	return s.Store.CreateToken(ctx, name, scope)
+}
+
+// checkToken validates a new token's name and scope (upload when empty).
+func checkToken(name, scope string) (string, string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || !utf8.ValidString(name) || utf8.RuneCountInString(name) > 255 {
-		return "", nil, errs.Field("name", "must be 1 to 255 characters")
+		return "", "", errs.Field("name", "must be 1 to 255 characters")
 	}
 	scope = strings.TrimSpace(scope)
 	if scope == "" {
 		scope = ScopeUpload
 	}
 	if scope != ScopeUpload && scope != ScopeAdmin {
-		return "", nil, errs.Field("scope", "must be upload or admin")
+		return "", "", errs.Field("scope", "must be upload or admin")
 	}
-	return s.Store.CreateToken(ctx, name, scope)
+	return name, scope, nil
 }
 
 // Tokens lists every token, active ones first, newest first. Secrets are never stored, so never

@@ -60,6 +60,8 @@ type UserStore interface {
 	// AddAppMember adds the user with this email to an app, making a viewer a developer
 	// (errs.NotFound when nobody with that email has signed in).
 	AddAppMember(ctx context.Context, appID int64, email string) error
+	// CreateUserToken makes an API token owned by a user (its rights never exceed the user's).
+	CreateUserToken(ctx context.Context, name, scope string, userID int64) (string, *Token, error)
 }
 
 // SessionTTL is how long a console session lasts.
@@ -229,7 +231,11 @@ func (s *Service) ConsoleCreateToken(ctx context.Context, u *User, name, scope s
 	if err := RequireRole(u, RoleAdmin); err != nil {
 		return "", nil, err
 	}
-	secret, t, err := s.CreateToken(ctx, name, scope)
+	name, scope, err := checkToken(name, scope)
+	if err != nil {
+		return "", nil, err
+	}
+	secret, t, err := s.Store.CreateUserToken(ctx, name, scope, u.ID)
 	if err != nil {
 		return "", nil, err
 	}

@@ -26,14 +26,23 @@ func HashToken(token string) []byte {
 // CreateToken makes a random token (160 bits) with a name and scope (checked by the domain),
 // stores its hash and returns the token itself, which cannot be recovered later.
 func (db *DB) CreateToken(ctx context.Context, name, scope string) (string, *distribution.Token, error) {
+	return db.createToken(ctx, name, scope, nil)
+}
+
+// CreateUserToken makes a token owned by a console user.
+func (db *DB) CreateUserToken(ctx context.Context, name, scope string, userID int64) (string, *distribution.Token, error) {
+	return db.createToken(ctx, name, scope, &userID)
+}
+
+func (db *DB) createToken(ctx context.Context, name, scope string, owner *int64) (string, *distribution.Token, error) {
 	b := make([]byte, 20)
 	if _, err := rand.Read(b); err != nil {
 		return "", nil, err
 	}
 	secret := tokenPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
 	t := distribution.Token{Name: name, Scope: scope}
-	err := db.Pool.QueryRow(ctx, `INSERT INTO api_tokens (name, scope, token_hash) VALUES ($1, $2, $3) RETURNING id, created_at`,
-		name, scope, HashToken(secret)).Scan(&t.ID, &t.CreatedAt)
+	err := db.Pool.QueryRow(ctx, `INSERT INTO api_tokens (name, scope, token_hash, user_id) VALUES ($1, $2, $3, $4) RETURNING id, created_at`,
+		name, scope, HashToken(secret), owner).Scan(&t.ID, &t.CreatedAt)
 	if isUniqueViolation(err, "api_tokens_active_name_idx") {
 		return "", nil, errs.New(errs.Conflict, "a token named %q already exists; revoke it first or pick another name", name)
 	}
@@ -50,20 +59,28 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (*distribution.To
 		return nil, errs.New(errs.Unauthenticated, "an API token is required")
 	}
 	var t distribution.Token
+	// A token owned by a console user never exceeds the user's rights: an admin's keeps its
+	// scope, a developer's is at most upload, and a viewer's or a disabled user's does nothing.
+	const effective = `CASE WHEN u.id IS NULL OR u.role = 'admin' THEN t.scope WHEN u.role = 'developer' THEN 'upload' END`
+	var scope *string
 	err := db.Pool.QueryRow(ctx, `
-		UPDATE api_tokens SET last_used_at = now()
-		WHERE token_hash = $1 AND revoked_at IS NULL AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
-		RETURNING id, name, scope, created_at`, HashToken(secret)).Scan(&t.ID, &t.Name, &t.Scope, &t.CreatedAt)
+		UPDATE api_tokens t SET last_used_at = now() FROM api_tokens t0 LEFT JOIN users u ON u.id = t0.user_id AND u.disabled_at IS NULL
+		WHERE t.id = t0.id AND t.token_hash = $1 AND t.revoked_at IS NULL AND (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute')
+			AND (t0.user_id IS NULL OR u.id IS NOT NULL)
+		RETURNING t.id, t.name, `+effective+`, t.created_at`, HashToken(secret)).Scan(&t.ID, &t.Name, &scope, &t.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		err = db.Pool.QueryRow(ctx, `SELECT id, name, scope, created_at FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL`,
-			HashToken(secret)).Scan(&t.ID, &t.Name, &t.Scope, &t.CreatedAt)
+		err = db.Pool.QueryRow(ctx, `SELECT t.id, t.name, `+effective+`, t.created_at FROM api_tokens t
+			LEFT JOIN users u ON u.id = t.user_id AND u.disabled_at IS NULL
+			WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.user_id IS NULL OR u.id IS NOT NULL)`,
+			HashToken(secret)).Scan(&t.ID, &t.Name, &scope, &t.CreatedAt)
 	}
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && scope == nil) {
 		return nil, errs.New(errs.Unauthenticated, "the API token is invalid or revoked")
 	}
 	if err != nil {
 		return nil, dbErr(err)
 	}
+	t.Scope = *scope
 	return &t, nil
 }
 

@@ -362,3 +362,44 @@ func TestConsoleTokensAndRoles(t *testing.T) {
 		t.Error("the log holds the new token")
 	}
 }
+
+// A token made in the console belongs to its maker and never exceeds the maker's rights: it
+// follows the user's role and dies with a disabled user.
+func TestConsoleTokenOwnerRights(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	admin, _ := signedIn(t, e, "alice")
+	csrf := csrfOf(t, admin, e.URL+"/console/tokens")
+	_, body := fetch(t, admin, http.MethodPost, e.URL+"/console/tokens", url.Values{"name": {"ops"}, "scope": {"admin"}, "csrf": {csrf}})
+	m := regexp.MustCompile(`id="new-token-secret">([^<]+)<`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatal("no token made")
+	}
+	api := func(path string) int {
+		return do(t, e, http.MethodGet, path, nil, http.Header{"Authorization": {"Token " + m[1]}}).Status
+	}
+	setUser := func(sql string) {
+		if _, err := e.DB.Pool.Exec(context.Background(), sql+` WHERE subject = 'https://idp.example|alice'`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		sql        string
+		tokens, me int
+	}{
+		{"", 200, 200}, // an admin's admin token
+		{"UPDATE users SET role = 'developer'", 403, 200},                  // at most upload
+		{"UPDATE users SET role = 'viewer'", 401, 401},                     // nothing
+		{"UPDATE users SET role = 'admin', disabled_at = now()", 401, 401}, // disabled
+		{"UPDATE users SET disabled_at = NULL", 200, 200},                  // back
+	} {
+		if c.sql != "" {
+			setUser(c.sql)
+		}
+		if got := api("/api/tokens"); got != c.tokens {
+			t.Errorf("after %q: GET /api/tokens %d, want %d", c.sql, got, c.tokens)
+		}
+		if got := api("/api/users/me"); got != c.me {
+			t.Errorf("after %q: GET /api/users/me %d, want %d", c.sql, got, c.me)
+		}
+	}
+}
