@@ -470,3 +470,26 @@ func (s *Service) AbortSession(ctx context.Context, tok *Token, id string) error
 	s.Discard(ctx, sess.ObjectKey)
 	return nil
 }
+
+// PartUploadOrigin is the origin ("https://host:port") browsers PUT session parts to: the S3
+// endpoint's presigned URLs, or the service's public URL; "" when storage takes no sessions. The
+// console's Content-Security-Policy lets its upload script connect there and nowhere else.
+func (s *Service) PartUploadOrigin(ctx context.Context) string {
+	var raw string
+	switch b := s.Storage.(type) {
+	case storage.PartPresigner:
+		// Presigning is computed locally: this contacts nothing and makes no upload.
+		u, err := b.PresignPart(ctx, "origin-probe", "origin-probe", 1, 1, time.Minute)
+		if err != nil {
+			return ""
+		}
+		raw = u
+	case storage.PartWriter:
+		raw = s.Downloads.PublicURL
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}

@@ -22,6 +22,8 @@ type User struct {
 	Role      string
 	CreatedAt time.Time
 	LastLogin *time.Time
+	// DisabledAt is when an admin disabled the user: they can neither sign in nor use their tokens.
+	DisabledAt *time.Time
 }
 
 // Console roles.
@@ -62,6 +64,16 @@ type UserStore interface {
 	AddAppMember(ctx context.Context, appID int64, email string) error
 	// CreateUserToken makes an API token owned by a user (its rights never exceed the user's).
 	CreateUserToken(ctx context.Context, name, scope string, userID int64) (string, *Token, error)
+	// UserUploadToken returns the token a user's console uploads are recorded with (made on first
+	// use; its secret is never shown).
+	UserUploadToken(ctx context.Context, userID int64) (*Token, error)
+	ListUsers(ctx context.Context) ([]User, error)
+	AppMembers(ctx context.Context, appID int64) ([]User, error)
+	RemoveAppMember(ctx context.Context, appID, userID int64) error
+	// SetUserAccess sets a user's role and disables (ending their sessions) or enables them.
+	SetUserAccess(ctx context.Context, id int64, role string, disabled bool) (*User, error)
+	// RecentUploads returns the newest releases across every app.
+	RecentUploads(ctx context.Context, limit int) ([]ReleaseContext, error)
 }
 
 // SessionTTL is how long a console session lasts.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,10 +13,10 @@ import (
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
-const userColumns = `u.id, coalesce(u.subject, ''), u.email, u.name, u.role, u.created_at, u.last_login`
+const userColumns = `u.id, coalesce(u.subject, ''), u.email, u.name, u.role, u.created_at, u.last_login, u.disabled_at`
 
 func scanUser(row pgx.Row, u *distribution.User) error {
-	return row.Scan(&u.ID, &u.Subject, &u.Email, &u.Name, &u.Role, &u.CreatedAt, &u.LastLogin)
+	return row.Scan(&u.ID, &u.Subject, &u.Email, &u.Name, &u.Role, &u.CreatedAt, &u.LastLogin, &u.DisabledAt)
 }
 
 // UpsertUser: see distribution.UserStore. The role is set only when the user is made.
@@ -154,4 +155,107 @@ func (db *DB) AddAppMember(ctx context.Context, appID int64, email string) error
 		_, err = tx.Exec(ctx, `INSERT INTO app_members (app_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, appID, userID)
 		return err
 	})
+}
+
+// ListUsers returns every user, enabled ones first, then by email.
+func (db *DB) ListUsers(ctx context.Context) ([]distribution.User, error) {
+	return db.users(ctx, `SELECT `+userColumns+` FROM users u ORDER BY u.disabled_at IS NOT NULL, lower(u.email), u.id`)
+}
+
+// AppMembers returns the members of an app.
+func (db *DB) AppMembers(ctx context.Context, appID int64) ([]distribution.User, error) {
+	return db.users(ctx, `SELECT `+userColumns+` FROM app_members m JOIN users u ON u.id = m.user_id
+		WHERE m.app_id = $1 ORDER BY lower(u.email), u.id`, appID)
+}
+
+func (db *DB) users(ctx context.Context, sql string, args ...any) ([]distribution.User, error) {
+	rows, err := db.Pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.User, error) {
+		var u distribution.User
+		return u, scanUser(r, &u)
+	})
+	return out, dbErr(err)
+}
+
+// RemoveAppMember removes a user from an app (errs.NotFound when not a member).
+func (db *DB) RemoveAppMember(ctx context.Context, appID, userID int64) error {
+	tag, err := db.Pool.Exec(ctx, `DELETE FROM app_members WHERE app_id = $1 AND user_id = $2`, appID, userID)
+	if err != nil {
+		return dbErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return errs.New(errs.NotFound, "that person is not a member of this app")
+	}
+	return nil
+}
+
+// SetUserAccess sets a user's role and whether they are disabled. Disabling ends their sessions
+// at once (SessionUser and Authenticate refuse disabled users; the sessions are revoked too).
+func (db *DB) SetUserAccess(ctx context.Context, id int64, role string, disabled bool) (*distribution.User, error) {
+	var u distribution.User
+	err := db.Tx(ctx, func(tx pgx.Tx) error {
+		err := scanUser(tx.QueryRow(ctx, `UPDATE users u SET role = $2,
+			disabled_at = CASE WHEN $3 THEN coalesce(u.disabled_at, now()) ELSE NULL END
+			WHERE u.id = $1 RETURNING `+userColumns, id, role, disabled), &u)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.New(errs.NotFound, "there is no such user")
+		}
+		if err != nil || !disabled {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE user_sessions SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL`, id)
+		return err
+	})
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	return &u, nil
+}
+
+// consoleUploadTokenName names the token a user's console uploads are made with: upload
+// sessions and releases record the token that made them, and a console user has none of their
+// own. Its secret is never shown (nor kept): it cannot be used outside the console.
+func consoleUploadTokenName(userID int64) string {
+	return fmt.Sprintf("console uploads of user %d", userID)
+}
+
+// UserUploadToken returns the user's console upload token, making it on first use.
+func (db *DB) UserUploadToken(ctx context.Context, userID int64) (*distribution.Token, error) {
+	name := consoleUploadTokenName(userID)
+	for range 2 {
+		var t distribution.Token
+		err := db.Pool.QueryRow(ctx, `SELECT id, name, scope, created_at FROM api_tokens
+			WHERE user_id = $1 AND name = $2 AND revoked_at IS NULL`, userID, name).Scan(&t.ID, &t.Name, &t.Scope, &t.CreatedAt)
+		if err == nil {
+			return &t, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return nil, dbErr(err)
+		}
+		_, made, err := db.createToken(ctx, name, distribution.ScopeUpload, &userID)
+		if err == nil {
+			return made, nil
+		}
+		if errs.KindOf(err) != errs.Conflict {
+			return nil, err
+		}
+		// Made at the same moment by another request: read it.
+	}
+	return nil, errs.New(errs.Conflict, "the console upload token is being made; try again")
+}
+
+// RecentUploads returns the newest releases across every app.
+func (db *DB) RecentUploads(ctx context.Context, limit int) ([]distribution.ReleaseContext, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT `+releaseContextColumns+releaseContextFrom+` ORDER BY r.created_at DESC, r.id DESC LIMIT $1`, limit)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.ReleaseContext, error) {
+		var rc distribution.ReleaseContext
+		return rc, scanReleaseContext(r, &rc)
+	})
+	return out, dbErr(err)
 }

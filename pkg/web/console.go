@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -189,6 +190,13 @@ type consoleView struct {
 	TokensURL string
 	AuditURL  string
 	Base      string
+	Recent    []recentView
+}
+
+// recentView is an upload on the console's home: the newest across every app.
+type recentView struct {
+	App, Channel, Version, Uploaded, AppURL, URL string
+	Downloads                                    int64
 }
 
 // consoleHome: GET /console, the signed-in person's home.
@@ -201,9 +209,18 @@ func (h *Handler) consoleHome(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	h.render(c, http.StatusOK, "console", page{Title: "Console · Slipway",
-		Body: consoleView{User: u, CSRF: h.csrfToken(session), Apps: apps, LogoutURL: h.links.Base + "/console/logout",
-			TokensURL: h.links.Base + "/console/tokens", AuditURL: h.links.Base + "/console/audit", Base: h.links.Base}}, true)
+	recent, err := h.svc.RecentUploads(c, 15)
+	if err != nil {
+		return err
+	}
+	v := consoleView{User: u, CSRF: h.csrfToken(session), Apps: apps, LogoutURL: h.links.Base + "/console/logout",
+		TokensURL: h.links.Base + "/console/tokens", AuditURL: h.links.Base + "/console/audit", Base: h.links.Base}
+	for _, rc := range recent {
+		v.Recent = append(v.Recent, recentView{App: rc.App.Name, Channel: rc.Scheme.Name + " · " + rc.Channel.Name, Version: versionText(&rc.Release),
+			Uploaded: h.when(rc.CreatedAt), Downloads: rc.Downloads, URL: h.links.Release(rc.Channel.Slug, rc.ID),
+			AppURL: h.links.Base + "/console/apps/" + strconv.FormatInt(rc.App.ID, 10)})
+	}
+	h.render(c, http.StatusOK, "console", page{Title: "Console · Slipway", Body: v}, true)
 	return nil
 }
 

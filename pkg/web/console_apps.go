@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,12 +22,16 @@ type consoleChannelView struct {
 	HasPassword                        bool
 	Releases                           []consoleReleaseView
 	Retention                          distribution.RetentionRules
-	Webhooks                           []distribution.Webhook
+	// Doomed is what retention deletes at its next run, with the reason ("retention plan").
+	Doomed   []string
+	Webhooks []distribution.Webhook
 }
 
 type consoleReleaseView struct {
 	ID                                 int64
 	Version, Uploaded, Changelog, Edit string
+	Downloads                          int64
+	Pinned                             bool
 }
 
 type consoleAppView struct {
@@ -36,6 +41,7 @@ type consoleAppView struct {
 	Base      string
 	CanManage bool
 	Channels  []consoleChannelView
+	Members   []distribution.User
 	// Notice is a message from the last form; Secret a webhook secret shown once.
 	Notice, Secret string
 }
@@ -66,10 +72,16 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 			}
 			for _, r := range rels {
 				cv.Releases = append(cv.Releases, consoleReleaseView{ID: r.ID, Version: versionText(&r), Uploaded: h.when(r.CreatedAt),
-					Changelog: distribution.TextChangelog(r.Changelog), Edit: h.links.Base + "/console/releases/" + strconv.FormatInt(r.ID, 10)})
+					Changelog: distribution.TextChangelog(r.Changelog), Edit: h.links.Base + "/console/releases/" + strconv.FormatInt(r.ID, 10),
+					Downloads: r.Downloads, Pinned: r.Pinned})
 			}
 			if _, eff, err := h.svc.ChannelRetention(c, ch.ID); err == nil {
 				cv.Retention = eff
+			}
+			if plan, err := h.svc.PlanChannelRetention(c, ch.ID, nil); err == nil {
+				for _, v := range plan.Victims {
+					cv.Doomed = append(cv.Doomed, fmt.Sprintf("build %d (%s, %s, uploaded %s): %s", v.ID, v.Platform, humanSize(v.Size), h.when(v.CreatedAt), strings.ReplaceAll(v.Reason, "_", " ")))
+				}
 			}
 			if v.CanManage && u.Role == distribution.RoleAdmin {
 				if cv.Webhooks, err = h.svc.ListWebhooks(c, 0, ch.ID); err != nil {
@@ -79,7 +91,14 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 			v.Channels = append(v.Channels, cv)
 		}
 	}
-	h.render(c, http.StatusOK, "app", page{Title: app.Name + " · Console · Slipway", Body: v}, true)
+	if v.Members, err = h.svc.AppMembers(c, appID); err != nil {
+		return err
+	}
+	p := page{Title: app.Name + " · Console · Slipway", Body: v}
+	if v.CanManage {
+		p.Script = h.links.Static("console.js")
+	}
+	h.render(c, http.StatusOK, "app", p, true)
 	return nil
 }
 

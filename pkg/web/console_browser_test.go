@@ -3,12 +3,15 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
@@ -18,7 +21,9 @@ import (
 func TestBrowserConsoleSignIn(t *testing.T) {
 	port := freePort(t)
 	issuer := fmt.Sprintf("http://localhost:%d/", port)
-	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) {
+	// On S3 (MinIO), so the web upload PUTs its parts to presigned URLs on another origin, as it
+	// does in production (the console's CSP and MinIO's CORS both have to let it).
+	e := apptest.New(t, apptest.Options{Storage: apptest.S3, Configure: func(c *config.Config) {
 		c.OIDC = config.OIDCConfig{Issuer: issuer, ClientID: "web", ClientSecret: "secret", GroupsClaim: "groups"}
 		c.WebhookAllowPrivate = true
 	}})
@@ -73,6 +78,33 @@ func TestBrowserConsoleSignIn(t *testing.T) {
 		chromedp.Click(chromedp.ID(fmt.Sprintf("add-webhook-%d", chID))), waitNotice("Webhook added"))
 	if body := run(t, ctx, "page", chromedp.Text("main")); !strings.Contains(body, "whsec_") {
 		t.Fatalf("after adding a webhook: %s", body)
+	}
+
+	// The web upload: a 16 MiB build in four parts (5 MiB in tests), sent with progress.
+	path := filepath.Join(t.TempDir(), "Harbor-1.1.ipa")
+	if err := os.WriteFile(path, appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor",
+		Version: "1.1", Build: "2", FillerBytes: 16 << 20}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	steps(t, ctx, "upload a build through the web form",
+		chromedp.WaitVisible(chromedp.ID(fmt.Sprintf("upload-file-%d", chID))),
+		chromedp.SetUploadFiles(chromedp.ID(fmt.Sprintf("upload-file-%d", chID)), []string{path}),
+		chromedp.SetValue(chromedp.ID(fmt.Sprintf("upload-changelog-%d", chID)), "Uploaded from the browser"),
+		chromedp.Click(chromedp.ID(fmt.Sprintf("upload-submit-%d", chID))),
+		chromedp.WaitVisible(chromedp.ID("upload-done")))
+	status := run(t, ctx, "upload status", chromedp.Text(chromedp.ID(fmt.Sprintf("upload-status-%d", chID))))
+	progress := run(t, ctx, "progress", chromedp.Evaluate[float64](fmt.Sprintf(`document.getElementById("upload-progress-%d").value`, chID)))
+	if !strings.Contains(status, "Uploaded 1.1 (2)") || progress != 1 {
+		t.Errorf("after the upload: status %q, progress %v", status, progress)
+	}
+	var upChangelog, source, uploader string
+	var size int64
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT r.changelog::text, r.source, r.size, t.name FROM releases r
+		JOIN api_tokens t ON t.id = r.uploaded_by WHERE r.channel_id = $1 AND r.release_version = '1.1'`, chID).Scan(&upChangelog, &source, &size, &uploader); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(path); !strings.Contains(upChangelog, "Uploaded from the browser") || source != "console" || size != fi.Size() || !strings.HasPrefix(uploader, "console uploads of user") {
+		t.Errorf("the uploaded release: changelog %s, source %q, size %d (file %d), uploaded by %q", upChangelog, source, size, fi.Size(), uploader)
 	}
 	b.screenshot("console-app-desktop")
 	var changelog string

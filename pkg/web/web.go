@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/gin-gonic/gin"
 
@@ -35,13 +36,18 @@ type Handler struct {
 	limiter *rateLimiter
 	// oidc is the console's identity provider, discovered on first use (console.go).
 	oidc oidcClient
+	// scriptPolicy is the Content-Security-Policy of console pages with the upload script, made
+	// on first use (it names storage's origin).
+	scriptPolicy     string
+	scriptPolicyOnce sync.Once
 }
 
 //go:embed templates
 var templateFS embed.FS
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
-var pageNames = []string{"release", "channel", "password", "error", "udid", "device", "signin", "console", "tokens", "audit", "app"}
+var pageNames = []string{"release", "channel", "password", "error", "udid", "device", "signin", "console", "tokens", "audit", "app",
+	"webhook", "devices", "users"}
 
 // New returns the pages' handler. The templates are parsed once here; a broken template is a
 // programming error caught by every test, so it panics.
@@ -81,6 +87,23 @@ func (h *Handler) Register(e *gin.Engine) {
 	e.POST("/console/channels/:id/retention", h.page(h.consoleSetRetention))
 	e.POST("/console/channels/:id/webhooks", h.page(h.consoleCreateWebhook))
 	e.POST("/console/releases/:id", h.page(h.consoleUpdateRelease))
+	e.POST("/console/apps/:id", h.page(h.consoleRenameApp))
+	e.POST("/console/apps/:id/delete", h.page(h.consoleDeleteApp))
+	e.POST("/console/apps/:id/members/:user/remove", h.page(h.consoleRemoveMember))
+	e.POST("/console/channels/:id", h.page(h.consoleUpdateChannel))
+	e.POST("/console/channels/:id/delete", h.page(h.consoleDeleteChannel))
+	e.POST("/console/releases/:id/pin", h.page(h.consolePinRelease))
+	e.POST("/console/releases/:id/delete", h.page(h.consoleDeleteRelease))
+	e.GET("/console/webhooks/:id", h.page(h.consoleWebhook))
+	e.POST("/console/webhooks/:id/test", h.page(h.consoleTestWebhook))
+	e.POST("/console/webhooks/:id/delete", h.page(h.consoleDeleteWebhook))
+	e.GET("/console/devices", h.page(h.consoleDevices))
+	e.POST("/console/devices/:udid/delete", h.page(h.consoleDeleteDevice))
+	e.GET("/console/users", h.page(h.consoleUsers))
+	e.POST("/console/users/:id", h.page(h.consoleUpdateUser))
+	e.POST("/console/channels/:id/uploads", h.json(h.consoleStartUpload))
+	e.GET("/console/uploads/:session", h.json(h.consoleUploadSession))
+	e.POST("/console/uploads/:session/complete", h.json(h.consoleCompleteUpload))
 }
 
 // backURLKey names the context value a page handler sets to give its error page a "back" link.
@@ -119,7 +142,9 @@ type page struct {
 	Crumb     *crumb
 	Assets    assets
 	MainClass string
-	Body      any
+	// Script is the URL of the page's script ("" for none: most pages run no script at all).
+	Script string
+	Body   any
 }
 
 // openGraph are the tags link previews (Slack, messengers) read.
@@ -145,6 +170,20 @@ func (h *Handler) assets() assets {
 const contentSecurityPolicy = "default-src 'none'; style-src 'self'; font-src 'self'; img-src * data:; " +
 	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
+// scriptSecurityPolicy is contentSecurityPolicy plus the console's own script, which may call the
+// service and PUT upload parts to storage's origin (presigned S3 URLs), nothing else.
+func (h *Handler) scriptSecurityPolicy(c *gin.Context) string {
+	h.scriptPolicyOnce.Do(func() {
+		connect := "'self'"
+		if o := h.svc.PartUploadOrigin(c); o != "" {
+			connect += " " + o
+		}
+		h.scriptPolicy = "default-src 'none'; script-src 'self'; connect-src " + connect + "; style-src 'self'; font-src 'self'; " +
+			"img-src * data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+	})
+	return h.scriptPolicy
+}
+
 // render writes a page. Protected pages are never stored by caches; the others are revalidated,
 // since a channel's newest releases change. Referrer-Policy keeps the channel key (the unguessable
 // part of the URL) out of requests to git hosts and CI.
@@ -162,7 +201,11 @@ func (h *Handler) render(c *gin.Context, status int, name string, p page, privat
 	} else {
 		hd.Set("Cache-Control", "no-cache")
 	}
-	hd.Set("Content-Security-Policy", contentSecurityPolicy)
+	if p.Script != "" {
+		hd.Set("Content-Security-Policy", h.scriptSecurityPolicy(c))
+	} else {
+		hd.Set("Content-Security-Policy", contentSecurityPolicy)
+	}
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("X-Content-Type-Options", "nosniff")
 	c.Data(status, "text/html; charset=utf-8", buf.Bytes())

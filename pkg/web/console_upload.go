@@ -1,0 +1,117 @@
+package web
+
+import (
+	"crypto/hmac"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+// The console's web upload (static/console.js): the script starts a resumable upload session
+// for the chosen channel, PUTs the file's parts straight to where the session says (presigned S3
+// URLs, or the service's own signed part URLs on filesystem storage) with progress, and completes
+// the session, which parses and records the build as every upload is. These three calls answer
+// JSON and take the CSRF token in the X-CSRF-Token header.
+
+// csrfHeader carries the CSRF token of the console's script calls.
+const csrfHeader = "X-CSRF-Token"
+
+type uploadPartJSON struct {
+	Number int    `json:"number"`
+	Size   int64  `json:"size"`
+	Done   bool   `json:"done"`
+	URL    string `json:"url,omitempty"`
+}
+
+type uploadSessionJSON struct {
+	ID       string           `json:"id"`
+	PartSize int64            `json:"part_size"`
+	State    string           `json:"state"`
+	Parts    []uploadPartJSON `json:"parts"`
+}
+
+func uploadSessionOf(sess *distribution.UploadSession, parts []distribution.SessionPart) uploadSessionJSON {
+	v := uploadSessionJSON{ID: sess.ID, PartSize: sess.PartSize, State: sess.State, Parts: make([]uploadPartJSON, len(parts))}
+	for i, p := range parts {
+		v.Parts[i] = uploadPartJSON(p)
+	}
+	return v
+}
+
+// consoleScriptUser checks the session cookie and the X-CSRF-Token header of a script's call.
+func (h *Handler) consoleScriptUser(c *gin.Context) (*distribution.User, error) {
+	session, err := c.Cookie(SessionCookie)
+	if err != nil {
+		return nil, errs.New(errs.Unauthenticated, "sign in first")
+	}
+	u, err := h.svc.SessionUser(c, session)
+	if err != nil {
+		return nil, err
+	}
+	if !hmac.Equal([]byte(c.GetHeader(csrfHeader)), []byte(h.csrfToken(session))) {
+		return nil, errs.New(errs.Forbidden, "the CSRF token is missing or wrong; reload the page and try again")
+	}
+	return u, nil
+}
+
+// consoleStartUpload: POST /console/channels/:id/uploads (filename, size, changelog) → 201 with
+// the session and where to put its parts.
+func (h *Handler) consoleStartUpload(c *gin.Context) error {
+	u, err := h.consoleScriptUser(c)
+	if err != nil {
+		return err
+	}
+	chID, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || chID <= 0 {
+		return errs.New(errs.NotFound, "there is no such channel")
+	}
+	size, err := strconv.ParseInt(strings.TrimSpace(c.PostForm("size")), 10, 64)
+	if err != nil {
+		return errs.Field("size", "must be the file's size in bytes")
+	}
+	sess, parts, err := h.svc.ConsoleStartUpload(c, u, chID, c.PostForm("filename"), size,
+		map[string]string{"changelog": c.PostForm("changelog")})
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusCreated, uploadSessionOf(sess, parts))
+	return nil
+}
+
+// consoleUploadSession: GET /console/uploads/:session, the parts done and fresh URLs for the rest.
+func (h *Handler) consoleUploadSession(c *gin.Context) error {
+	u, err := h.consoleScriptUser(c)
+	if err != nil {
+		return err
+	}
+	sess, parts, err := h.svc.ConsoleUploadSession(c, u, c.Param("session"))
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, uploadSessionOf(sess, parts))
+	return nil
+}
+
+// consoleCompleteUpload: POST /console/uploads/:session/complete → 201 with the release recorded.
+func (h *Handler) consoleCompleteUpload(c *gin.Context) error {
+	u, err := h.consoleScriptUser(c)
+	if err != nil {
+		return err
+	}
+	rc, err := h.svc.ConsoleCompleteUpload(c, u, c.Param("session"))
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusCreated, gin.H{
+		"release_id": rc.ID,
+		"version":    versionText(&rc.Release),
+		"app_url":    h.links.Base + "/console/apps/" + strconv.FormatInt(rc.App.ID, 10) + "#release-" + strconv.FormatInt(rc.ID, 10),
+		"url":        h.links.Release(rc.Channel.Slug, rc.ID),
+	})
+	return nil
+}
