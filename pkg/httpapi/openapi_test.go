@@ -322,6 +322,20 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 		fmt.Sprintf("/console/channels/%d/retention", chID), fmt.Sprintf("/console/channels/%d/webhooks", chID), fmt.Sprintf("/console/releases/%d", relID)} {
 		expect(e.Do(t, "POST", path, strings.NewReader("csrf=forged"), consoleFormHeader(session)), 403, "console form without the CSRF token: "+path)
 	}
+	for _, path := range []string{fmt.Sprintf("/console/apps/%d", appID), fmt.Sprintf("/console/apps/%d/delete", appID),
+		fmt.Sprintf("/console/apps/%d/members/1/remove", appID), fmt.Sprintf("/console/channels/%d", chID), fmt.Sprintf("/console/channels/%d/delete", chID),
+		fmt.Sprintf("/console/releases/%d/pin", relID), fmt.Sprintf("/console/releases/%d/delete", relID), "/console/devices/00008030-001A2B3C4D5E6F70/delete",
+		"/console/users/1", "/console/webhooks/1/test", "/console/webhooks/1/delete"} {
+		expect(e.Do(t, "POST", path, strings.NewReader("csrf=forged&confirm=1"), consoleFormHeader(session)), 403, "console form without the CSRF token: "+path)
+	}
+	expect(e.Do(t, "GET", "/console/devices", nil, session), 200, "console devices")
+	expect(e.Do(t, "GET", "/console/users", nil, session), 200, "console people")
+	expect(e.Do(t, "GET", "/console/webhooks/999999", nil, session), 404, "console webhook unknown")
+	// The web upload's script calls: refused without the X-CSRF-Token header (console_upload_test.go
+	// in pkg/web walks a whole upload through them).
+	expect(e.Do(t, "POST", fmt.Sprintf("/console/channels/%d/uploads", chID), strings.NewReader("filename=a.ipa&size=10"), consoleFormHeader(session)), 403, "start a web upload without the CSRF token")
+	expect(e.Do(t, "GET", "/console/uploads/ups_nothing", nil, session), 403, "web upload session without the CSRF token")
+	expect(e.Do(t, "POST", "/console/uploads/ups_nothing/complete", nil, session), 403, "complete a web upload without the CSRF token")
 	expect(e.Do(t, "POST", "/console/tokens", strings.NewReader("name=x&scope=upload"), consoleFormHeader(session)), 403, "create a token without the CSRF token")
 	expect(e.Do(t, "POST", "/console/tokens/1/revoke", strings.NewReader("csrf=forged"), consoleFormHeader(session)), 403, "revoke a token without the CSRF token")
 	expect(e.Do(t, "POST", "/console/logout", strings.NewReader("csrf=forged"), consoleFormHeader(session)), 403, "sign out without the CSRF token")
@@ -372,6 +386,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	dfJSON("PUT", fmt.Sprintf("/api/webhooks/%d", hookID), `{"format":"telegram"}`, e.AdminToken, 422)
 	expect(e.Do(t, "POST", fmt.Sprintf("/api/webhooks/%d/test", hookID), nil, admin), 200, "send test")
 	expect(e.Do(t, "GET", fmt.Sprintf("/api/webhooks/%d/deliveries", hookID), nil, admin), 200, "deliveries")
+	expect(e.Do(t, "GET", fmt.Sprintf("/console/webhooks/%d", hookID), nil, session), 200, "console webhook deliveries")
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/webhooks/%d", hookID), nil, admin), 200, "delete webhook")
 
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/releases/%d", apkID), nil, upload), 403, "delete release with upload scope")

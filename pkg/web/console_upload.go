@@ -79,6 +79,7 @@ func (h *Handler) consoleStartUpload(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	c.Header("Cache-Control", "no-store")
 	c.JSON(http.StatusCreated, uploadSessionOf(sess, parts))
 	return nil
 }
@@ -93,6 +94,7 @@ func (h *Handler) consoleUploadSession(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	c.Header("Cache-Control", "no-store")
 	c.JSON(http.StatusOK, uploadSessionOf(sess, parts))
 	return nil
 }
@@ -107,6 +109,7 @@ func (h *Handler) consoleCompleteUpload(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	c.Header("Cache-Control", "no-store")
 	c.JSON(http.StatusCreated, gin.H{
 		"release_id": rc.ID,
 		"version":    versionText(&rc.Release),
