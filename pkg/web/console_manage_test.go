@@ -1,0 +1,458 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/config"
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/test/apptest"
+)
+
+// manageState is every row the console's management forms may change.
+func manageState(t *testing.T, e *apptest.Env) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(consoleState(t, e))
+	for _, q := range []string{
+		`SELECT coalesce(string_agg(concat_ws('|', id, name), ',' ORDER BY id), '') FROM apps`,
+		`SELECT coalesce(string_agg(concat_ws('|', id, pinned), ',' ORDER BY id), '') FROM releases`,
+		`SELECT coalesce(string_agg(concat_ws('|', id, disabled_at IS NOT NULL), ',' ORDER BY id), '') FROM users`,
+		`SELECT coalesce(string_agg(udid, ',' ORDER BY udid), '') FROM devices`,
+		`SELECT count(*)::text FROM webhook_deliveries`,
+		`SELECT count(*)::text FROM upload_sessions`,
+		`SELECT count(*) FILTER (WHERE revoked_at IS NOT NULL)::text FROM user_sessions`,
+	} {
+		var s string
+		if err := e.DB.Pool.QueryRow(context.Background(), q).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(s + "\n")
+	}
+	return b.String()
+}
+
+func userID(t *testing.T, e *apptest.Env, email string) int64 {
+	t.Helper()
+	var id int64
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT id FROM users WHERE email = $1`, email).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// script sends one of the upload script's calls: the CSRF token in its header, JSON back.
+func script(t *testing.T, c *http.Client, method, u, csrf string, form url.Values) (int, map[string]any) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, u, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if csrf != "" {
+		req.Header.Set("X-CSRF-Token", csrf)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("%s %s: %d, not JSON: %v", method, u, resp.StatusCode, err)
+	}
+	if resp.StatusCode >= 400 && out["error"] == nil {
+		t.Errorf("%s %s: %d without an error message", method, u, resp.StatusCode)
+	}
+	return resp.StatusCode, out
+}
+
+// TestConsoleManageAuthorization: every management form is refused (403, nothing changed) to a
+// viewer and to a developer of another app, and to anyone without the CSRF token; a developer of
+// the app may do what developers may; the rest is for admins. Each change shows in the audit log.
+func TestConsoleManageAuthorization(t *testing.T) {
+	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) { c.WebhookAllowPrivate = true }})
+	ctx := context.Background()
+	admin, _ := signedIn(t, e, "alice")
+	carol, _ := signedIn(t, e, "carol")
+	dave, _ := signedIn(t, e, "dave")
+	bob, _ := signedIn(t, e, "bob")
+	harbor := e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.0", Build: "1"}))
+	second := e.UploadApp(t, "h2.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"}))
+	other := e.UploadApp(t, "o.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Other", BundleID: "com.example.other", Version: "1.0", Build: "1"}))
+	appID := int64(harbor["app"].(map[string]any)["id"].(float64))
+	otherID := int64(other["app"].(map[string]any)["id"].(float64))
+	chID := int64(harbor["channel"].(map[string]any)["id"].(float64))
+	relID := int64(harbor["id"].(float64))
+	rel2ID := int64(second["id"].(float64))
+	appURL := fmt.Sprintf("%s/console/apps/%d", e.URL, appID)
+	hookURL := "http://127.0.0.1:9/hook"
+	hook, err := e.Service.CreateWebhook(ctx, 0, chID, distribution.WebhookInput{URL: &hookURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.Service.SyncDevice(ctx, "00008030-001A2B3C4D5E6F70", distribution.DeviceChanges{Name: "QA iPhone"}); err != nil {
+		t.Fatal(err)
+	}
+	acsrf := csrfOf(t, admin, appURL)
+	post := func(c *http.Client, path string, form url.Values) int {
+		resp, _ := fetch(t, c, http.MethodPost, e.URL+path, form)
+		return resp.StatusCode
+	}
+	for email, app := range map[string]int64{"carol@example.com": appID, "dave@example.com": otherID} {
+		if s := post(admin, fmt.Sprintf("/console/apps/%d/members", app), url.Values{"email": {email}, "csrf": {acsrf}}); s != 200 {
+			t.Fatalf("add %s: %d", email, s)
+		}
+	}
+	carolID := userID(t, e, "carol@example.com")
+
+	type form struct {
+		what, path string
+		form       url.Values
+	}
+	forms := func(csrf string) []form {
+		v := func(kv ...string) url.Values {
+			out := url.Values{"csrf": {csrf}, "confirm": {"1"}}
+			for i := 0; i < len(kv); i += 2 {
+				out.Set(kv[i], kv[i+1])
+			}
+			return out
+		}
+		return []form{
+			{"rename app", fmt.Sprintf("/console/apps/%d", appID), v("name", "Renamed")},
+			{"channel settings", fmt.Sprintf("/console/channels/%d", chID), v("name", "Renamed", "password", "secret-pw")},
+			{"pin release", fmt.Sprintf("/console/releases/%d/pin", relID), v("pinned", "true")},
+			{"test webhook", fmt.Sprintf("/console/webhooks/%d/test", hook.ID), v()},
+			{"delete webhook", fmt.Sprintf("/console/webhooks/%d/delete", hook.ID), v()},
+			{"delete device", "/console/devices/00008030-001A2B3C4D5E6F70/delete", v()},
+			{"disable user", fmt.Sprintf("/console/users/%d", carolID), v("role", "viewer", "disabled", "1")},
+			{"remove member", fmt.Sprintf("/console/apps/%d/members/%d/remove", appID, carolID), v()},
+			{"delete release", fmt.Sprintf("/console/releases/%d/delete", rel2ID), v()},
+			{"delete channel", fmt.Sprintf("/console/channels/%d/delete", chID), v()},
+			{"delete app", fmt.Sprintf("/console/apps/%d/delete", appID), v()},
+		}
+	}
+	startUpload := func(c *http.Client, csrf string) int {
+		s, _ := script(t, c, http.MethodPost, fmt.Sprintf("%s/console/channels/%d/uploads", e.URL, chID), csrf, url.Values{"filename": {"x.ipa"}, "size": {"100"}})
+		return s
+	}
+	for name, c := range map[string]*http.Client{"viewer": bob, "developer of another app": dave} {
+		csrf := csrfOf(t, c, e.URL+"/console")
+		before := manageState(t, e)
+		for _, f := range forms(csrf) {
+			if s := post(c, f.path, f.form); s != http.StatusForbidden {
+				t.Errorf("%s, %s: %d, want 403", name, f.what, s)
+			}
+		}
+		if s := startUpload(c, csrf); s != http.StatusForbidden {
+			t.Errorf("%s, start a web upload: %d, want 403", name, s)
+		}
+		if after := manageState(t, e); after != before {
+			t.Errorf("%s's refused forms changed something:\n%s\n%s", name, before, after)
+		}
+	}
+	before := manageState(t, e)
+	for _, f := range forms("") {
+		if s := post(admin, f.path, f.form); s != http.StatusForbidden {
+			t.Errorf("admin without CSRF, %s: %d, want 403", f.what, s)
+		}
+	}
+	if s := startUpload(admin, ""); s != http.StatusForbidden {
+		t.Errorf("admin without CSRF, start a web upload: %d", s)
+	}
+	if after := manageState(t, e); after != before {
+		t.Errorf("forms without CSRF changed something:\n%s\n%s", before, after)
+	}
+
+	// Carol, a developer of Harbor: she renames it, sets the channel's name and password, deletes
+	// a build; pins, webhooks, devices, people and deleting the app are for admins.
+	ccsrf := csrfOf(t, carol, appURL)
+	allowed := map[string]bool{"rename app": true, "channel settings": true, "delete release": true}
+	for _, f := range forms(ccsrf) {
+		if f.what == "delete channel" || f.what == "remove member" {
+			continue // below, by the admin
+		}
+		want := http.StatusForbidden
+		if allowed[f.what] {
+			want = http.StatusOK
+		}
+		if s := post(carol, f.path, f.form); s != want {
+			t.Errorf("developer, %s: %d, want %d", f.what, s, want)
+		}
+	}
+	var appName, chName string
+	var hasPassword bool
+	var releases int
+	if err := e.DB.Pool.QueryRow(ctx, `SELECT a.name, c.name, c.password_hash IS NOT NULL, (SELECT count(*) FROM releases WHERE channel_id = c.id)
+		FROM channels c JOIN schemes s ON s.id = c.scheme_id JOIN apps a ON a.id = s.app_id WHERE c.id = $1`, chID).Scan(&appName, &chName, &hasPassword, &releases); err != nil {
+		t.Fatal(err)
+	}
+	if appName != "Renamed" || chName != "Renamed" || !hasPassword || releases != 1 {
+		t.Errorf("after the developer's forms: app %q, channel %q, password %v, %d releases", appName, chName, hasPassword, releases)
+	}
+	// A delete without the confirm box is refused, nothing deleted.
+	if s := post(carol, fmt.Sprintf("/console/releases/%d/delete", relID), url.Values{"csrf": {ccsrf}}); s != http.StatusUnprocessableEntity {
+		t.Errorf("delete without confirm: %d", s)
+	}
+
+	// The admin: pin, clear the password, webhook test and history, device, then people.
+	if s := post(admin, fmt.Sprintf("/console/releases/%d/pin", relID), url.Values{"csrf": {acsrf}, "pinned": {"true"}}); s != 200 {
+		t.Errorf("pin: %d", s)
+	}
+	if s := post(admin, fmt.Sprintf("/console/channels/%d", chID), url.Values{"csrf": {acsrf}, "name": {"Debug"}, "clear_password": {"1"}}); s != 200 {
+		t.Errorf("clear password: %d", s)
+	}
+	if s := post(admin, fmt.Sprintf("/console/webhooks/%d/test", hook.ID), url.Values{"csrf": {acsrf}}); s != 200 {
+		t.Errorf("test webhook: %d", s)
+	}
+	if _, page := fetch(t, admin, http.MethodGet, fmt.Sprintf("%s/console/webhooks/%d", e.URL, hook.ID), nil); !strings.Contains(page, `<td class="mono">ping</td>`) || strings.Contains(page, hook.Secret) {
+		t.Errorf("the webhook page shows no test delivery, or shows the secret: %.2000s", page)
+	}
+	if _, page := fetch(t, admin, http.MethodGet, e.URL+"/console/devices", nil); !strings.Contains(page, "QA iPhone") {
+		t.Error("the devices page lacks the device")
+	}
+	if s := post(admin, "/console/devices/00008030-001A2B3C4D5E6F70/delete", url.Values{"csrf": {acsrf}}); s != 200 {
+		t.Errorf("delete device: %d", s)
+	}
+	var pinned, pw bool
+	var devices int
+	if err := e.DB.Pool.QueryRow(ctx, `SELECT r.pinned, c.password_hash IS NOT NULL, (SELECT count(*) FROM devices) FROM releases r
+		JOIN channels c ON c.id = r.channel_id WHERE r.id = $1`, relID).Scan(&pinned, &pw, &devices); err != nil {
+		t.Fatal(err)
+	}
+	if !pinned || pw || devices != 0 {
+		t.Errorf("after the admin's forms: pinned %v, password %v, %d devices", pinned, pw, devices)
+	}
+	if _, page := fetch(t, admin, http.MethodGet, appURL, nil); !strings.Contains(page, fmt.Sprintf(`id="pinned-%d"`, relID)) || !strings.Contains(page, "carol@example.com") {
+		t.Error("the app page shows no pin, or not its member")
+	}
+	if s := post(admin, fmt.Sprintf("/console/apps/%d/members/%d/remove", appID, carolID), url.Values{"csrf": {acsrf}}); s != 200 {
+		t.Errorf("remove member: %d", s)
+	}
+	if s := post(carol, fmt.Sprintf("/console/apps/%d", appID), url.Values{"csrf": {ccsrf}, "name": {"Again"}}); s != http.StatusForbidden {
+		t.Errorf("a removed member renames the app: %d", s)
+	}
+	_, home := fetch(t, admin, http.MethodGet, e.URL+"/console", nil)
+	if !strings.Contains(home, "Recent uploads") || !strings.Contains(home, "1.0 (1)") || !strings.Contains(home, "Other") {
+		t.Errorf("the console's home lacks the recent uploads: %.3000s", home)
+	}
+	if s := post(admin, fmt.Sprintf("/console/channels/%d/delete", chID), url.Values{"csrf": {acsrf}, "confirm": {"1"}}); s != 200 {
+		t.Errorf("delete channel: %d", s)
+	}
+	if s := post(admin, fmt.Sprintf("/console/apps/%d/delete", appID), url.Values{"csrf": {acsrf}, "confirm": {"1"}}); s != 200 {
+		t.Errorf("delete app (303 to the console, followed): %d", s)
+	}
+	var apps int
+	_ = e.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM apps WHERE id = $1`, appID).Scan(&apps)
+	if apps != 0 {
+		t.Error("the app was not deleted")
+	}
+	_, audit := fetch(t, admin, http.MethodGet, e.URL+"/console/audit", nil)
+	for _, want := range []string{"app.rename", "channel.update", "release.delete", "release.update", "webhook.test", "device.delete", "member.remove", "channel.delete", "app.delete"} {
+		if !strings.Contains(audit, want) {
+			t.Errorf("the audit log lacks %s", want)
+		}
+	}
+	if strings.Contains(audit, "secret-pw") {
+		t.Error("the audit log shows a channel password")
+	}
+}
+
+// TestConsoleUsers: an admin makes someone a developer, disables them (their session and tokens
+// stop at once, on every replica since both live in the database) and enables them again; an
+// admin cannot change their own access.
+func TestConsoleUsers(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	admin, _ := signedIn(t, e, "alice")
+	carol, _ := signedIn(t, e, "carol")
+	acsrf := csrfOf(t, admin, e.URL+"/console/users")
+	carolID, aliceID := userID(t, e, "carol@example.com"), userID(t, e, "alice@example.com")
+	post := func(c *http.Client, path string, form url.Values) (int, string) {
+		resp, body := fetch(t, c, http.MethodPost, e.URL+path, form)
+		return resp.StatusCode, body
+	}
+	if s, _ := post(admin, fmt.Sprintf("/console/users/%d", carolID), url.Values{"csrf": {acsrf}, "role": {"developer"}}); s != 200 {
+		t.Fatalf("make carol a developer: %d", s)
+	}
+	ccsrf := csrfOf(t, carol, e.URL+"/console")
+	if s, _ := post(carol, "/console/users/"+fmt.Sprint(aliceID), url.Values{"csrf": {ccsrf}, "role": {"viewer"}}); s != http.StatusForbidden {
+		t.Errorf("a developer changes an admin: %d", s)
+	}
+	if s, _ := post(admin, fmt.Sprintf("/console/users/%d", aliceID), url.Values{"csrf": {acsrf}, "role": {"viewer"}}); s != http.StatusForbidden {
+		t.Errorf("an admin demotes themself: %d", s)
+	}
+	if s, _ := post(admin, fmt.Sprintf("/console/users/%d", carolID), url.Values{"csrf": {acsrf}, "role": {"owner"}}); s != http.StatusUnprocessableEntity {
+		t.Errorf("an unknown role: %d", s)
+	}
+	secret, _, err := e.Service.ConsoleCreateToken(context.Background(), &distribution.User{ID: carolID, Role: distribution.RoleAdmin}, "carol-ci", distribution.ScopeUpload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := func() int {
+		return e.Do(t, "GET", "/api/users/me", nil, http.Header{"Authorization": {"Token " + secret}}).Status
+	}
+	if s := me(); s != 200 {
+		t.Fatalf("carol's token before: %d", s)
+	}
+	if s, body := post(admin, fmt.Sprintf("/console/users/%d", carolID), url.Values{"csrf": {acsrf}, "role": {"developer"}, "disabled": {"1"}}); s != 200 || !strings.Contains(body, "disabled") {
+		t.Errorf("disable carol: %d", s)
+	}
+	noRedirect := *carol
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	if resp, _ := fetch(t, &noRedirect, http.MethodGet, e.URL+"/console", nil); resp.StatusCode != http.StatusFound {
+		t.Errorf("a disabled user's session still works: %d", resp.StatusCode)
+	}
+	if s := me(); s != http.StatusUnauthorized {
+		t.Errorf("a disabled user's token still works: %d", s)
+	}
+	if _, page := fetch(t, admin, http.MethodGet, e.URL+"/console/users", nil); !strings.Contains(page, fmt.Sprintf(`id="disabled-%d" checked`, carolID)) {
+		t.Error("the people page does not show carol disabled")
+	}
+	if s, _ := post(admin, fmt.Sprintf("/console/users/%d", carolID), url.Values{"csrf": {acsrf}, "role": {"developer"}}); s != 200 {
+		t.Errorf("enable carol: %d", s)
+	}
+	if s := me(); s != 200 {
+		t.Errorf("carol's token after she is enabled: %d", s)
+	}
+	// Her old session stays ended (disabling revoked it); she signs in again.
+	if resp, _ := fetch(t, &noRedirect, http.MethodGet, e.URL+"/console", nil); resp.StatusCode != http.StatusFound {
+		t.Errorf("a session ended by disabling came back: %d", resp.StatusCode)
+	}
+	again, role := signedIn(t, e, "carol")
+	if role != distribution.RoleDeveloper {
+		t.Errorf("carol signs in again as %s", role)
+	}
+	if resp, _ := fetch(t, again, http.MethodGet, e.URL+"/console", nil); resp.StatusCode != 200 {
+		t.Errorf("carol's new session: %d", resp.StatusCode)
+	}
+}
+
+// TestConsoleWebUpload walks the upload script's calls over HTTP on the filesystem backend: start a
+// session for a channel, PUT the parts to the URLs it gives, complete; the release is recorded as
+// the user's. Another app's developer can neither start one nor see or complete this one; a
+// member removed before completing cannot complete.
+func TestConsoleWebUpload(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	admin, _ := signedIn(t, e, "alice")
+	carol, _ := signedIn(t, e, "carol")
+	dave, _ := signedIn(t, e, "dave")
+	harbor := e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.0", Build: "1"}))
+	appID := int64(harbor["app"].(map[string]any)["id"].(float64))
+	chID := int64(harbor["channel"].(map[string]any)["id"].(float64))
+	acsrf := csrfOf(t, admin, e.URL+"/console")
+	if resp, _ := fetch(t, admin, http.MethodPost, fmt.Sprintf("%s/console/apps/%d/members", e.URL, appID), url.Values{"email": {"carol@example.com"}, "csrf": {acsrf}}); resp.StatusCode != 200 {
+		t.Fatal(resp.StatusCode)
+	}
+	ccsrf := csrfOf(t, carol, fmt.Sprintf("%s/console/apps/%d", e.URL, appID))
+	dcsrf := csrfOf(t, dave, e.URL+"/console")
+	file := appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.0", Build: "7", FillerBytes: 11 << 20})
+	start := func(c *http.Client, csrf string, form url.Values) (int, map[string]any) {
+		return script(t, c, http.MethodPost, fmt.Sprintf("%s/console/channels/%d/uploads", e.URL, chID), csrf, form)
+	}
+	if s, _ := start(dave, dcsrf, url.Values{"filename": {"h.ipa"}, "size": {fmt.Sprint(len(file))}}); s != http.StatusForbidden {
+		t.Errorf("another app's developer starts an upload: %d", s)
+	}
+	if s, _ := start(carol, ccsrf, url.Values{"filename": {"h.ipa"}}); s != http.StatusUnprocessableEntity {
+		t.Errorf("no size: %d", s)
+	}
+	if s, _ := start(carol, ccsrf, url.Values{"filename": {"h.ipa"}, "size": {"999999999999999"}}); s != http.StatusRequestEntityTooLarge {
+		t.Errorf("too large: %d", s)
+	}
+	s, sess := start(carol, ccsrf, url.Values{"filename": {"Harbor 2.0.ipa"}, "size": {fmt.Sprint(len(file))}, "changelog": {"From the web"}})
+	if s != http.StatusCreated {
+		t.Fatalf("start: %d %v", s, sess)
+	}
+	id := sess["id"].(string)
+	sessURL := e.URL + "/console/uploads/" + id
+	if s, _ := script(t, dave, http.MethodGet, sessURL, dcsrf, nil); s != http.StatusNotFound {
+		t.Errorf("another user reads the session: %d", s)
+	}
+	partSize := int64(sess["part_size"].(float64))
+	parts := sess["parts"].([]any)
+	if len(parts) != 3 {
+		t.Fatalf("%d parts of %d bytes for %d bytes", len(parts), partSize, len(file))
+	}
+	// Put every part but the last, ask the session (as the script does after a failure), then
+	// the last one.
+	put := func(p map[string]any) {
+		n := int64(p["number"].(float64))
+		from := (n - 1) * partSize
+		req, _ := http.NewRequest(http.MethodPut, p["url"].(string), bytes.NewReader(file[from:min(from+partSize, int64(len(file)))]))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("put part %d: %d", n, resp.StatusCode)
+		}
+	}
+	for _, p := range parts[:2] {
+		put(p.(map[string]any))
+	}
+	if s, _ := script(t, carol, http.MethodPost, sessURL+"/complete", ccsrf, nil); s != http.StatusUnprocessableEntity {
+		t.Errorf("complete with a part missing: %d", s)
+	}
+	s, now := script(t, carol, http.MethodGet, sessURL, ccsrf, nil)
+	if s != 200 {
+		t.Fatalf("session: %d", s)
+	}
+	left := now["parts"].([]any)
+	if !left[0].(map[string]any)["done"].(bool) || left[2].(map[string]any)["done"].(bool) || left[2].(map[string]any)["url"] == nil {
+		t.Fatalf("the session's parts: %v", left)
+	}
+	put(left[2].(map[string]any))
+	if s, _ := script(t, dave, http.MethodPost, sessURL+"/complete", dcsrf, nil); s != http.StatusNotFound {
+		t.Errorf("another user completes the session: %d", s)
+	}
+	s, done := script(t, carol, http.MethodPost, sessURL+"/complete", ccsrf, nil)
+	if s != http.StatusCreated || done["version"] != "2.0 (7)" {
+		t.Fatalf("complete: %d %v", s, done)
+	}
+	var changelog, source string
+	var size, owner int64
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT r.changelog::text, r.source, r.size, t.user_id FROM releases r
+		JOIN api_tokens t ON t.id = r.uploaded_by WHERE r.id = $1`, int64(done["release_id"].(float64))).Scan(&changelog, &source, &size, &owner); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(changelog, "From the web") || source != "console" || size != int64(len(file)) || owner != userID(t, e, "carol@example.com") {
+		t.Errorf("the release: changelog %s, source %s, size %d, owner %d", changelog, source, size, owner)
+	}
+	// A member removed before completing cannot complete; the session's object is not recorded.
+	s, sess = start(carol, ccsrf, url.Values{"filename": {"h.ipa"}, "size": {fmt.Sprint(len(file))}})
+	if s != http.StatusCreated {
+		t.Fatal(s)
+	}
+	for _, p := range sess["parts"].([]any) {
+		put(p.(map[string]any))
+	}
+	if resp, _ := fetch(t, admin, http.MethodPost, fmt.Sprintf("%s/console/apps/%d/members/%d/remove", e.URL, appID, userID(t, e, "carol@example.com")), url.Values{"csrf": {acsrf}}); resp.StatusCode != 200 {
+		t.Fatal(resp.StatusCode)
+	}
+	if s, _ := script(t, carol, http.MethodPost, e.URL+"/console/uploads/"+sess["id"].(string)+"/complete", ccsrf, nil); s != http.StatusForbidden {
+		t.Errorf("a removed member completes: %d", s)
+	}
+	var n int
+	_ = e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM releases WHERE channel_id = $1`, chID).Scan(&n)
+	if n != 2 {
+		t.Errorf("%d releases, want 2", n)
+	}
+	_, audit := fetch(t, admin, http.MethodGet, e.URL+"/console/audit", nil)
+	if !strings.Contains(audit, "release.upload") {
+		t.Error("the audit log lacks the upload")
+	}
+}
