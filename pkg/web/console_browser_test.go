@@ -107,6 +107,14 @@ func TestBrowserConsoleSignIn(t *testing.T) {
 		t.Errorf("the uploaded release: changelog %s, source %q, size %d (file %d), uploaded by %q", upChangelog, source, size, fi.Size(), uploader)
 	}
 	b.screenshot("console-app-desktop")
+	// (Navigate, not Reload: reloading the answer to the webhook form would post it again.)
+	appURL := fmt.Sprintf("%s/console/apps/%d", e.URL, appID)
+	navigate(t, ctx, "app page at phone size", phone, chromedp.Navigate(appURL), chromedp.WaitVisible(chromedp.ID("create-channel")))
+	if w := run(t, ctx, "page width", chromedp.Evaluate[float64](`document.documentElement.scrollWidth - document.documentElement.clientWidth`)); w > 0 {
+		t.Errorf("the app page is %v px wider than a phone's screen", w)
+	}
+	b.screenshot("console-app-phone")
+	navigate(t, ctx, "app page at desktop size", desktop, chromedp.Navigate(appURL), chromedp.WaitVisible(chromedp.ID("create-channel")))
 	var changelog string
 	var keep int
 	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT r.changelog::text, coalesce(p.keep_builds, 0) FROM releases r
