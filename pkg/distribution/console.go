@@ -259,3 +259,51 @@ func (s *Service) RemoveAppMember(ctx context.Context, by *User, appID, userID i
 func (s *Service) RecentUploads(ctx context.Context, limit int) ([]ReleaseContext, error) {
 	return s.Store.RecentUploads(ctx, limit)
 }
+
+// ConsoleCreateApp makes an empty app (admins: a new app has no members yet), audited.
+func (s *Service) ConsoleCreateApp(ctx context.Context, u *User, name string) (*App, error) {
+	if err := RequireRole(u, RoleAdmin); err != nil {
+		return nil, err
+	}
+	app, err := s.CreateApp(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	s.Audit(ctx, u, "app.create", app.Name, map[string]any{"app_id": app.ID})
+	return app, nil
+}
+
+// ConsoleScheme returns a scheme for a console user who may manage its app.
+func (s *Service) ConsoleScheme(ctx context.Context, u *User, id int64) (*Scheme, error) {
+	sc, err := s.Scheme(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return sc, s.CanManageApp(ctx, u, sc.AppID)
+}
+
+// ConsoleRenameScheme renames a scheme, audited.
+func (s *Service) ConsoleRenameScheme(ctx context.Context, u *User, id int64, name string) (*Scheme, error) {
+	if _, err := s.ConsoleScheme(ctx, u, id); err != nil {
+		return nil, err
+	}
+	sc, err := s.UpdateScheme(ctx, id, SchemeChanges{Name: &name})
+	if err != nil {
+		return nil, err
+	}
+	s.Audit(ctx, u, "scheme.rename", sc.Name, map[string]any{"scheme_id": id})
+	return sc, nil
+}
+
+// ConsoleDeleteScheme deletes a scheme with its channels and builds, audited.
+func (s *Service) ConsoleDeleteScheme(ctx context.Context, u *User, id int64) (*Scheme, error) {
+	sc, err := s.ConsoleScheme(ctx, u, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.DeleteScheme(ctx, id); err != nil {
+		return nil, err
+	}
+	s.Audit(ctx, u, "scheme.delete", sc.Name, map[string]any{"scheme_id": id, "app_id": sc.AppID})
+	return sc, nil
+}

@@ -17,7 +17,9 @@ import (
 // (distribution.CanManageApp), audited, and answered with the app page again.
 
 type consoleChannelView struct {
-	ID                                 int64
+	ID, SchemeID int64
+	// FirstOfScheme marks the scheme's first channel, where the scheme's own forms go.
+	FirstOfScheme                      bool
 	Name, Scheme, Key, DeviceType, URL string
 	HasPassword                        bool
 	Releases                           []consoleReleaseView
@@ -64,7 +66,7 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 		Notice: notice, Secret: secret}
 	for _, sc := range app.Schemes {
 		for _, ch := range sc.Channels {
-			cv := consoleChannelView{ID: ch.ID, Name: ch.Name, Scheme: sc.Name, Key: ch.Slug, DeviceType: ch.DeviceType,
+			cv := consoleChannelView{ID: ch.ID, SchemeID: sc.ID, FirstOfScheme: len(v.Channels) == 0 || v.Channels[len(v.Channels)-1].SchemeID != sc.ID, Name: ch.Name, Scheme: sc.Name, Key: ch.Slug, DeviceType: ch.DeviceType,
 				URL: h.links.Channel(ch.Slug), HasPassword: ch.HasPassword()}
 			rels, err := h.svc.ConsoleChannelReleases(c, ch.ID, 10)
 			if err != nil {
@@ -215,6 +217,22 @@ func (h *Handler) consoleSetRetention(c *gin.Context) error {
 			return errs.Field("max_bytes", "must be a whole number, or empty to inherit")
 		}
 		p.MaxBytes = &n
+	}
+	if c.PostForm("preview") != "" {
+		// Show what this policy would delete, without saving it.
+		plan, err := h.svc.PlanChannelRetention(c, chID, &p)
+		if err != nil {
+			return err
+		}
+		notice := "With this policy, the next run would delete nothing. Nothing was saved."
+		if n := len(plan.Victims); n > 0 {
+			ids := make([]string, n)
+			for i, v := range plan.Victims {
+				ids[i] = strconv.FormatInt(v.ID, 10)
+			}
+			notice = fmt.Sprintf("With this policy, the next run would delete %d builds (ids %s). Nothing was saved.", n, strings.Join(ids, ", "))
+		}
+		return h.renderApp(c, session, u, appID, notice, "")
 	}
 	if err := h.svc.SetChannelRetention(c, chID, &p); err != nil {
 		return err

@@ -400,3 +400,57 @@ func (h *Handler) consoleUpdateUser(c *gin.Context) error {
 	}
 	return h.renderUsers(c, session, u, out.Email+" is now a "+out.Role+", "+state+".")
 }
+
+// consoleCreateApp: POST /console/apps (name; admins) makes an empty app and shows its page.
+func (h *Handler) consoleCreateApp(c *gin.Context) error {
+	session, u, err := h.consoleForm(c)
+	if err != nil {
+		return err
+	}
+	app, err := h.svc.ConsoleCreateApp(c, u, c.PostForm("name"))
+	if err != nil {
+		return err
+	}
+	return h.renderApp(c, session, u, app.ID, "App "+app.Name+" made. Add a channel, then upload a build.", "")
+}
+
+// consoleRenameScheme: POST /console/schemes/:id (name).
+func (h *Handler) consoleRenameScheme(c *gin.Context) error {
+	id, err := idParam(c, "id", "scheme")
+	if err != nil {
+		return err
+	}
+	session, u, err := h.consoleForm(c)
+	if err != nil {
+		return err
+	}
+	sc, err := h.svc.ConsoleRenameScheme(c, u, id, c.PostForm("name"))
+	if err != nil {
+		return err
+	}
+	return h.renderApp(c, session, u, sc.AppID, "Scheme renamed to "+sc.Name+".", "")
+}
+
+// consoleDeleteScheme: POST /console/schemes/:id/delete (with "confirm") deletes a scheme with
+// its channels and builds.
+func (h *Handler) consoleDeleteScheme(c *gin.Context) error {
+	id, err := idParam(c, "id", "scheme")
+	if err != nil {
+		return err
+	}
+	session, u, err := h.consoleForm(c)
+	if err != nil {
+		return err
+	}
+	if _, err := h.svc.ConsoleScheme(c, u, id); err != nil {
+		return err
+	}
+	if err := confirmed(c); err != nil {
+		return err
+	}
+	sc, err := h.svc.ConsoleDeleteScheme(c, u, id)
+	if err != nil {
+		return err
+	}
+	return h.renderApp(c, session, u, sc.AppID, "Scheme "+sc.Name+" deleted with its channels and builds.", "")
+}

@@ -97,6 +97,7 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	appID := int64(harbor["app"].(map[string]any)["id"].(float64))
 	otherID := int64(other["app"].(map[string]any)["id"].(float64))
 	chID := int64(harbor["channel"].(map[string]any)["id"].(float64))
+	schemeID := int64(harbor["scheme"].(map[string]any)["id"].(float64))
 	relID := int64(harbor["id"].(float64))
 	rel2ID := int64(second["id"].(float64))
 	appURL := fmt.Sprintf("%s/console/apps/%d", e.URL, appID)
@@ -134,6 +135,9 @@ func TestConsoleManageAuthorization(t *testing.T) {
 		}
 		return []form{
 			{"rename app", fmt.Sprintf("/console/apps/%d", appID), v("name", "Renamed")},
+			{"create app", "/console/apps", v("name", "Brand new")},
+			{"rename scheme", fmt.Sprintf("/console/schemes/%d", schemeID), v("name", "Nightly")},
+			{"delete scheme", fmt.Sprintf("/console/schemes/%d/delete", schemeID), v()},
 			{"channel settings", fmt.Sprintf("/console/channels/%d", chID), v("name", "Renamed", "password", "secret-pw")},
 			{"pin release", fmt.Sprintf("/console/releases/%d/pin", relID), v("pinned", "true")},
 			{"test webhook", fmt.Sprintf("/console/webhooks/%d/test", hook.ID), v()},
@@ -181,9 +185,18 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	// Carol, a developer of Harbor: she renames it, sets the channel's name and password, deletes
 	// a build; pins, webhooks, devices, people and deleting the app are for admins.
 	ccsrf := csrfOf(t, carol, appURL)
-	allowed := map[string]bool{"rename app": true, "channel settings": true, "delete release": true}
+	// A retention preview says what would go and saves nothing.
+	before = manageState(t, e)
+	if resp, page := fetch(t, carol, http.MethodPost, fmt.Sprintf("%s/console/channels/%d/retention", e.URL, chID), url.Values{"csrf": {ccsrf}, "keep_builds": {"1"}, "preview": {"1"}}); resp.StatusCode != 200 ||
+		!strings.Contains(page, fmt.Sprintf("would delete 1 builds (ids %d)", relID)) {
+		t.Errorf("retention preview: %d", resp.StatusCode)
+	}
+	if after := manageState(t, e); after != before {
+		t.Errorf("a retention preview changed something")
+	}
+	allowed := map[string]bool{"rename app": true, "channel settings": true, "delete release": true, "rename scheme": true}
 	for _, f := range forms(ccsrf) {
-		if f.what == "delete channel" || f.what == "remove member" {
+		if f.what == "delete channel" || f.what == "remove member" || f.what == "delete scheme" {
 			continue // below, by the admin
 		}
 		want := http.StatusForbidden
@@ -203,6 +216,10 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	}
 	if appName != "Renamed" || chName != "Renamed" || !hasPassword || releases != 1 {
 		t.Errorf("after the developer's forms: app %q, channel %q, password %v, %d releases", appName, chName, hasPassword, releases)
+	}
+	var schemeName string
+	if err := e.DB.Pool.QueryRow(ctx, `SELECT name FROM schemes WHERE id = $1`, schemeID).Scan(&schemeName); err != nil || schemeName != "Nightly" {
+		t.Errorf("the developer's scheme rename: %q (%v)", schemeName, err)
 	}
 	// A delete without the confirm box is refused, nothing deleted.
 	if s := post(carol, fmt.Sprintf("/console/releases/%d/delete", relID), url.Values{"csrf": {ccsrf}}); s != http.StatusUnprocessableEntity {
@@ -253,6 +270,12 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	if s := post(admin, fmt.Sprintf("/console/channels/%d/delete", chID), url.Values{"csrf": {acsrf}, "confirm": {"1"}}); s != 200 {
 		t.Errorf("delete channel: %d", s)
 	}
+	if s := post(admin, "/console/apps", url.Values{"csrf": {acsrf}, "name": {"Brand new"}}); s != 200 {
+		t.Errorf("create app: %d", s)
+	}
+	if s := post(admin, fmt.Sprintf("/console/schemes/%d/delete", schemeID), url.Values{"csrf": {acsrf}, "confirm": {"1"}}); s != 200 {
+		t.Errorf("delete scheme: %d", s)
+	}
 	if s := post(admin, fmt.Sprintf("/console/apps/%d/delete", appID), url.Values{"csrf": {acsrf}, "confirm": {"1"}}); s != 200 {
 		t.Errorf("delete app (303 to the console, followed): %d", s)
 	}
@@ -262,7 +285,7 @@ func TestConsoleManageAuthorization(t *testing.T) {
 		t.Error("the app was not deleted")
 	}
 	_, audit := fetch(t, admin, http.MethodGet, e.URL+"/console/audit", nil)
-	for _, want := range []string{"app.rename", "channel.update", "release.delete", "release.update", "webhook.test", "device.delete", "member.remove", "channel.delete", "app.delete"} {
+	for _, want := range []string{"app.create", "scheme.rename", "scheme.delete", "app.rename", "channel.update", "release.delete", "release.update", "webhook.test", "device.delete", "member.remove", "channel.delete", "app.delete"} {
 		if !strings.Contains(audit, want) {
 			t.Errorf("the audit log lacks %s", want)
 		}
