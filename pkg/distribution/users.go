@@ -72,6 +72,13 @@ type UserStore interface {
 	RemoveAppMember(ctx context.Context, appID, userID int64) error
 	// SetUserAccess sets a user's role and disables (ending their sessions) or enables them.
 	SetUserAccess(ctx context.Context, id int64, role string, disabled bool) (*User, error)
+	GetUser(ctx context.Context, id int64) (*User, error)
+	UserByEmail(ctx context.Context, email string) (*User, error)
+	DeleteUser(ctx context.Context, id int64) error
+	// AddAppMemberByID adds a user to an app (errs.Conflict when already one), making a viewer a
+	// developer when promote is set.
+	AddAppMemberByID(ctx context.Context, appID, userID int64, promote bool) error
+	PromoteUser(ctx context.Context, id int64) error
 	// RecentUploads returns the newest releases across every app.
 	RecentUploads(ctx context.Context, limit int) ([]ReleaseContext, error)
 }

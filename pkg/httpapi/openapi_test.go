@@ -20,6 +20,7 @@ import (
 
 	"github.com/slipwayhq/slipway/docs"
 	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/debuginfo/debuginfotest"
 	"github.com/slipwayhq/slipway/pkg/httpapi"
@@ -347,6 +348,29 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Do(t, "GET", "/api/tokens", nil, upload), 403, "list tokens with upload scope")
 	expect(e.Do(t, "GET", "/api/users/me", nil, upload), 200, "me")
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/tokens/%d", int64(tok["id"].(float64))), nil, admin), 200, "revoke token")
+	// Zealot's users and collaborators.
+	if _, _, err := e.Service.SignIn(context.Background(), distribution.Identity{Issuer: "https://idp.example", Subject: "carol",
+		Email: "carol@example.com", Name: "Carol", EmailVerified: true}, distribution.SignInPolicy{}); err != nil {
+		t.Fatal(err)
+	}
+	expect(e.Do(t, "GET", "/api/users", nil, admin), 200, "users")
+	expect(e.Do(t, "GET", "/api/users", nil, upload), 403, "users with upload scope")
+	dfJSON("POST", "/api/users", `{"email":"x@example.com","password":"pw"}`, e.AdminToken, 422)
+	carol := dfJSON("GET", "/api/users/search?email=CAROL@example.com", "", e.AdminToken, 200).Map(t)
+	carolID := int64(carol["id"].(float64))
+	expect(e.Do(t, "GET", "/api/users/search?email=nobody@example.com", nil, admin), 404, "search nobody")
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/users/%d", carolID), nil, admin), 200, "get user")
+	dfJSON("PUT", fmt.Sprintf("/api/users/%d", carolID), `{"role":"member"}`, e.AdminToken, 200)
+	dfJSON("PATCH", fmt.Sprintf("/api/users/%d", carolID), `{"role":"owner"}`, e.AdminToken, 422)
+	expect(e.Do(t, "POST", fmt.Sprintf("/api/users/%d/lock", carolID), nil, admin), 202, "lock user")
+	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/users/%d/unlock", carolID), nil, admin), 202, "unlock user")
+	dfJSON("POST", fmt.Sprintf("/api/apps/%d/collaborators", appID), fmt.Sprintf(`{"user_id":%d,"role":"member"}`, carolID), e.AdminToken, 201)
+	dfJSON("POST", fmt.Sprintf("/api/apps/%d/collaborators", appID), fmt.Sprintf(`{"user_id":%d}`, carolID), e.AdminToken, 409)
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/apps/%d/collaborators/%d", appID, carolID), nil, admin), 200, "get collaborator")
+	dfJSON("PUT", fmt.Sprintf("/api/apps/%d/collaborators/%d", appID, carolID), `{"role":"developer"}`, e.AdminToken, 200)
+	dfJSON("PATCH", fmt.Sprintf("/api/apps/%d/collaborators/%d", appID, carolID), `{"role":"member"}`, e.AdminToken, 200)
+	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/apps/%d/collaborators/%d", appID, carolID), nil, admin), 200, "remove collaborator")
+	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/users/%d", carolID), nil, admin), 200, "delete user")
 	// Upload sessions.
 	small := appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Sess", BundleID: "com.example.sess", Version: "1.0", Build: "1"})
 	sum := sha256.Sum256(small)

@@ -259,3 +259,68 @@ func (db *DB) RecentUploads(ctx context.Context, limit int) ([]distribution.Rele
 	})
 	return out, dbErr(err)
 }
+
+// GetUser returns a user by id, or errs.NotFound.
+func (db *DB) GetUser(ctx context.Context, id int64) (*distribution.User, error) {
+	return db.oneUser(ctx, `SELECT `+userColumns+` FROM users u WHERE u.id = $1`, id)
+}
+
+// UserByEmail returns the user with this email (case-insensitive), or errs.NotFound.
+func (db *DB) UserByEmail(ctx context.Context, email string) (*distribution.User, error) {
+	return db.oneUser(ctx, `SELECT `+userColumns+` FROM users u WHERE lower(u.email) = lower($1) ORDER BY u.id LIMIT 1`, email)
+}
+
+func (db *DB) oneUser(ctx context.Context, sql string, arg any) (*distribution.User, error) {
+	var u distribution.User
+	err := scanUser(db.Pool.QueryRow(ctx, sql, arg), &u)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errs.New(errs.NotFound, "there is no such user")
+	}
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	return &u, nil
+}
+
+// DeleteUser deletes a user with their sessions, memberships and tokens (the audit log keeps
+// their entries, without the name).
+func (db *DB) DeleteUser(ctx context.Context, id int64) error {
+	tag, err := db.Pool.Exec(ctx, `DELETE FROM users WHERE id = $1`, id)
+	if err != nil {
+		return dbErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return errs.New(errs.NotFound, "there is no such user")
+	}
+	return nil
+}
+
+// AddAppMemberByID adds a user to an app, making a viewer a developer when promote is set;
+// errs.Conflict when already a member, errs.NotFound when there is no such user.
+func (db *DB) AddAppMemberByID(ctx context.Context, appID, userID int64, promote bool) error {
+	return db.Tx(ctx, func(tx pgx.Tx) error {
+		var ok bool
+		err := tx.QueryRow(ctx, `UPDATE users SET role = CASE WHEN role = 'viewer' AND $2 THEN 'developer' ELSE role END
+			WHERE id = $1 RETURNING true`, userID, promote).Scan(&ok)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.New(errs.NotFound, "there is no such user")
+		}
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO app_members (app_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, appID, userID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return errs.New(errs.Conflict, "that user is already a collaborator of this app")
+		}
+		return nil
+	})
+}
+
+// PromoteUser makes a viewer a developer (a collaborator given the developer role).
+func (db *DB) PromoteUser(ctx context.Context, id int64) error {
+	_, err := db.Pool.Exec(ctx, `UPDATE users SET role = 'developer' WHERE id = $1 AND role = 'viewer'`, id)
+	return dbErr(err)
+}
