@@ -20,9 +20,9 @@ import (
 
 	"github.com/slipwayhq/slipway/docs"
 	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
-	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/debuginfo/debuginfotest"
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/httpapi"
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/profileservice/profileservicetest"
