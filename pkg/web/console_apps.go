@@ -24,6 +24,8 @@ type consoleChannelView struct {
 	HasPassword                        bool
 	Releases                           []consoleReleaseView
 	Retention                          distribution.RetentionRules
+	// Own is the channel's own policy, as its form shows it ("" inherits).
+	Own struct{ KeepBuilds, MaxAgeDays, MaxBytes, ExpiredProfileDays string }
 	// Doomed is what retention deletes at its next run, with the reason ("retention plan").
 	Doomed   []string
 	Webhooks []distribution.Webhook
@@ -77,8 +79,15 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 					Changelog: distribution.TextChangelog(r.Changelog), Edit: h.links.Base + "/console/releases/" + strconv.FormatInt(r.ID, 10),
 					Downloads: r.Downloads, Pinned: r.Pinned})
 			}
-			if _, eff, err := h.svc.ChannelRetention(c, ch.ID); err == nil {
+			if own, eff, err := h.svc.ChannelRetention(c, ch.ID); err == nil {
 				cv.Retention = eff
+				if own != nil {
+					cv.Own.KeepBuilds, cv.Own.MaxAgeDays = optNumber(own.KeepBuilds), optNumber(own.MaxAgeDays)
+					cv.Own.ExpiredProfileDays = optNumber(own.ExpiredProfileDays)
+					if own.MaxBytes != nil {
+						cv.Own.MaxBytes = strconv.FormatInt(*own.MaxBytes, 10)
+					}
+				}
 			}
 			if plan, err := h.svc.PlanChannelRetention(c, ch.ID, nil); err == nil {
 				for _, v := range plan.Victims {
@@ -294,4 +303,12 @@ func (h *Handler) consoleAddMember(c *gin.Context) error {
 		return err
 	}
 	return h.renderApp(c, session, u, appID, email+" is now a developer of this app.", "")
+}
+
+// optNumber shows an optional number in a form field ("" when unset).
+func optNumber(n *int) string {
+	if n == nil {
+		return ""
+	}
+	return strconv.Itoa(*n)
 }

@@ -119,6 +119,10 @@ func TestConsoleAppAuthorization(t *testing.T) {
 	if !strings.Contains(changelog, "Edited in the console") {
 		t.Errorf("changelog %s", changelog)
 	}
+	// The retention form shows the channel's own policy, so saving it again keeps what was set.
+	if _, page := fetch(t, carol, http.MethodGet, appURL, nil); !strings.Contains(page, fmt.Sprintf(`id="keep-builds-%d" inputmode="numeric" size="4" value="3"`, chID)) {
+		t.Error("the retention form does not show the channel's keep_builds")
+	}
 	var pw bool
 	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT password_hash IS NOT NULL FROM channels WHERE name = 'QA'`).Scan(&pw); err != nil || !pw {
 		t.Errorf("the new channel has no password (%v)", err)
