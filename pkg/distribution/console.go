@@ -307,3 +307,17 @@ func (s *Service) ConsoleDeleteScheme(ctx context.Context, u *User, id int64) (*
 	s.Audit(ctx, u, "scheme.delete", sc.Name, map[string]any{"scheme_id": id, "app_id": sc.AppID})
 	return sc, nil
 }
+
+// ConsoleSetWebhookEnabled pauses or resumes a webhook (admins), audited. A paused webhook is
+// sent nothing; its history stays.
+func (s *Service) ConsoleSetWebhookEnabled(ctx context.Context, u *User, id int64, enabled bool) (*Webhook, error) {
+	if _, err := s.ConsoleWebhook(ctx, u, id); err != nil {
+		return nil, err
+	}
+	w, err := s.UpdateWebhook(ctx, id, WebhookInput{Enabled: &enabled})
+	if err != nil {
+		return nil, err
+	}
+	s.Audit(ctx, u, map[bool]string{true: "webhook.enable", false: "webhook.disable"}[enabled], w.Format, map[string]any{"webhook_id": id})
+	return w, nil
+}

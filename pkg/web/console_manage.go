@@ -454,3 +454,24 @@ func (h *Handler) consoleDeleteScheme(c *gin.Context) error {
 	}
 	return h.renderApp(c, session, u, sc.AppID, "Scheme "+sc.Name+" deleted with its channels and builds.", "")
 }
+
+// consoleEnableWebhook: POST /console/webhooks/:id/enabled (enabled=true|false; admins).
+func (h *Handler) consoleEnableWebhook(c *gin.Context) error {
+	id, err := idParam(c, "id", "webhook")
+	if err != nil {
+		return err
+	}
+	session, u, err := h.consoleForm(c)
+	if err != nil {
+		return err
+	}
+	w, err := h.svc.ConsoleSetWebhookEnabled(c, u, id, c.PostForm("enabled") == "true")
+	if err != nil {
+		return err
+	}
+	notice := "Webhook paused: nothing is sent to it until it is resumed."
+	if w.Enabled {
+		notice = "Webhook resumed."
+	}
+	return h.renderWebhook(c, session, u, id, notice)
+}

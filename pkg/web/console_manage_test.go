@@ -141,6 +141,7 @@ func TestConsoleManageAuthorization(t *testing.T) {
 			{"channel settings", fmt.Sprintf("/console/channels/%d", chID), v("name", "Renamed", "password", "secret-pw")},
 			{"pin release", fmt.Sprintf("/console/releases/%d/pin", relID), v("pinned", "true")},
 			{"test webhook", fmt.Sprintf("/console/webhooks/%d/test", hook.ID), v()},
+			{"pause webhook", fmt.Sprintf("/console/webhooks/%d/enabled", hook.ID), v("enabled", "false")},
 			{"delete webhook", fmt.Sprintf("/console/webhooks/%d/delete", hook.ID), v()},
 			{"delete device", "/console/devices/00008030-001A2B3C4D5E6F70/delete", v()},
 			{"disable user", fmt.Sprintf("/console/users/%d", carolID), v("role", "viewer", "disabled", "1")},
@@ -239,6 +240,15 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	if _, page := fetch(t, admin, http.MethodGet, fmt.Sprintf("%s/console/webhooks/%d", e.URL, hook.ID), nil); !strings.Contains(page, `<td class="mono">ping</td>`) || strings.Contains(page, hook.Secret) {
 		t.Errorf("the webhook page shows no test delivery, or shows the secret: %.2000s", page)
 	}
+	if s := post(admin, fmt.Sprintf("/console/webhooks/%d/enabled", hook.ID), url.Values{"csrf": {acsrf}, "enabled": {"false"}}); s != 200 {
+		t.Errorf("pause webhook: %d", s)
+	}
+	if w, err := e.Service.Webhook(ctx, hook.ID); err != nil || w.Enabled {
+		t.Errorf("the paused webhook is still enabled (%v)", err)
+	}
+	if s := post(admin, fmt.Sprintf("/console/webhooks/%d/enabled", hook.ID), url.Values{"csrf": {acsrf}, "enabled": {"true"}}); s != 200 {
+		t.Errorf("resume webhook: %d", s)
+	}
 	if _, page := fetch(t, admin, http.MethodGet, e.URL+"/console/devices", nil); !strings.Contains(page, "QA iPhone") {
 		t.Error("the devices page lacks the device")
 	}
@@ -285,7 +295,7 @@ func TestConsoleManageAuthorization(t *testing.T) {
 		t.Error("the app was not deleted")
 	}
 	_, audit := fetch(t, admin, http.MethodGet, e.URL+"/console/audit", nil)
-	for _, want := range []string{"app.create", "scheme.rename", "scheme.delete", "app.rename", "channel.update", "release.delete", "release.update", "webhook.test", "device.delete", "member.remove", "channel.delete", "app.delete"} {
+	for _, want := range []string{"app.create", "scheme.rename", "scheme.delete", "app.rename", "channel.update", "release.delete", "release.update", "webhook.test", "webhook.disable", "webhook.enable", "device.delete", "member.remove", "channel.delete", "app.delete"} {
 		if !strings.Contains(audit, want) {
 			t.Errorf("the audit log lacks %s", want)
 		}

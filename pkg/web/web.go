@@ -99,6 +99,7 @@ func (h *Handler) Register(e *gin.Engine) {
 	e.POST("/console/releases/:id/delete", h.page(h.consoleDeleteRelease))
 	e.GET("/console/webhooks/:id", h.page(h.consoleWebhook))
 	e.POST("/console/webhooks/:id/test", h.page(h.consoleTestWebhook))
+	e.POST("/console/webhooks/:id/enabled", h.page(h.consoleEnableWebhook))
 	e.POST("/console/webhooks/:id/delete", h.page(h.consoleDeleteWebhook))
 	e.GET("/console/devices", h.page(h.consoleDevices))
 	e.POST("/console/devices/:udid/delete", h.page(h.consoleDeleteDevice))
