@@ -331,6 +331,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 		expect(e.Do(t, "POST", path, strings.NewReader("csrf=forged&confirm=1"), consoleFormHeader(session)), 403, "console form without the CSRF token: "+path)
 	}
 	expect(e.Do(t, "GET", "/console/devices", nil, session), 200, "console devices")
+	expect(e.Do(t, "GET", "/console/devices/export", nil, session), 200, "console devices export")
 	expect(e.Do(t, "GET", "/console/users", nil, session), 200, "console people")
 	expect(e.Do(t, "GET", "/console/webhooks/999999", nil, session), 404, "console webhook unknown")
 	// The web upload's script calls: refused without the X-CSRF-Token header (console_upload_test.go

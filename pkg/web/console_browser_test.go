@@ -62,7 +62,9 @@ func TestBrowserConsoleSignIn(t *testing.T) {
 	appURL := fmt.Sprintf("%s/console/apps/%d", e.URL, appID)
 	// Each form is filled on a freshly loaded page: right after a form's answer replaces the page,
 	// chromedp's node queries may still resolve against the old document.
-	open := func() { navigate(t, ctx, "app page", chromedp.Navigate(appURL), chromedp.WaitVisible(chromedp.ID("create-channel"))) }
+	open := func() {
+		navigate(t, ctx, "app page", chromedp.Navigate(appURL), chromedp.WaitVisible(chromedp.ID("create-channel")))
+	}
 	navigate(t, ctx, "app page", desktop, chromedp.Navigate(appURL), chromedp.WaitVisible(chromedp.ID("create-channel")))
 	steps(t, ctx, "create a channel",
 		chromedp.SendKeys(chromedp.ID("channel-name"), "QA"),

@@ -475,3 +475,23 @@ func (h *Handler) consoleEnableWebhook(c *gin.Context) error {
 	}
 	return h.renderWebhook(c, session, u, id, notice)
 }
+
+// consoleExportDevices: GET /console/devices/export, the devices in the Apple developer portal's
+// "register multiple devices" file (developers and admins).
+func (h *Handler) consoleExportDevices(c *gin.Context) error {
+	_, u, ok := h.consoleUser(c)
+	if !ok {
+		return nil
+	}
+	if err := distribution.RequireRole(u, distribution.RoleDeveloper); err != nil {
+		return err
+	}
+	body, err := h.svc.ExportDevices(c)
+	if err != nil {
+		return err
+	}
+	c.Header("Cache-Control", "private, no-store")
+	c.Header("Content-Disposition", `attachment; filename="devices.txt"`)
+	c.Data(http.StatusOK, "text/plain; charset=utf-8", body)
+	return nil
+}

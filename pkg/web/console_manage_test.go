@@ -252,6 +252,13 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	if _, page := fetch(t, admin, http.MethodGet, e.URL+"/console/devices", nil); !strings.Contains(page, "QA iPhone") {
 		t.Error("the devices page lacks the device")
 	}
+	if resp, file := fetch(t, carol, http.MethodGet, e.URL+"/console/devices/export", nil); resp.StatusCode != 200 ||
+		file != "Device ID\tDevice Name\tDevice Platform\n00008030-001A2B3C4D5E6F70\tQA iPhone\tios\n" {
+		t.Errorf("a developer exports the devices: %d %q", resp.StatusCode, file)
+	}
+	if resp, _ := fetch(t, bob, http.MethodGet, e.URL+"/console/devices/export", nil); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a viewer exports the devices: %d", resp.StatusCode)
+	}
 	if s := post(admin, "/console/devices/00008030-001A2B3C4D5E6F70/delete", url.Values{"csrf": {acsrf}}); s != 200 {
 		t.Errorf("delete device: %d", s)
 	}

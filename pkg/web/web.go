@@ -102,6 +102,7 @@ func (h *Handler) Register(e *gin.Engine) {
 	e.POST("/console/webhooks/:id/enabled", h.page(h.consoleEnableWebhook))
 	e.POST("/console/webhooks/:id/delete", h.page(h.consoleDeleteWebhook))
 	e.GET("/console/devices", h.page(h.consoleDevices))
+	e.GET("/console/devices/export", h.page(h.consoleExportDevices))
 	e.POST("/console/devices/:udid/delete", h.page(h.consoleDeleteDevice))
 	e.GET("/console/users", h.page(h.consoleUsers))
 	e.POST("/console/users/:id", h.page(h.consoleUpdateUser))
