@@ -157,7 +157,13 @@ func TestWebhookEvents(t *testing.T) {
 		return n >= 2
 	})
 	rcv.fail.Store(false)
-	waitFor(t, "the deletion to be delivered", func() bool { return len(byEvent(rcv.events(), webhook.EventReleaseDeleted)) == 1 })
+	// Delivered: the receiver has it, and the sender has recorded so (it records after the
+	// receiver answers, so the receiver alone is not enough).
+	waitFor(t, "the deletion to be delivered", func() bool {
+		var state string
+		_ = m.e.DB.Pool.QueryRow(context.Background(), `SELECT state FROM webhook_deliveries WHERE event = 'release.deleted'`).Scan(&state)
+		return len(byEvent(rcv.events(), webhook.EventReleaseDeleted)) == 1 && state == "delivered"
+	})
 	if d := byEvent(rcv.events(), webhook.EventReleaseDeleted)[0]; d.env.Release.ID != id(first) || d.env.Release.ReleaseURL != "" {
 		t.Errorf("release.deleted: %s", d.raw)
 	}
