@@ -203,8 +203,10 @@ func (s *Service) SetChannelRetention(ctx context.Context, channelID int64, p *R
 // RetentionPlan is what retention would delete in a channel now.
 type RetentionPlan struct {
 	ChannelID int64
-	Rules     RetentionRules
-	Victims   []RetentionVictim
+	// Policy is the channel's own policy the plan was made with (the proposed one, when given).
+	Policy  RetentionPolicy
+	Rules   RetentionRules
+	Victims []RetentionVictim
 }
 
 // PlanChannelRetention shows what the channel's policy deletes now, or, with proposed non-nil,
@@ -224,7 +226,7 @@ func (s *Service) PlanChannelRetention(ctx context.Context, channelID int64, pro
 		st.Channel = *proposed
 	}
 	rules := EffectiveRetention(st.Scheme, st.Channel, s.Retention.Defaults)
-	return &RetentionPlan{ChannelID: channelID, Rules: rules, Victims: PlanRetention(rules, st.Releases, time.Now())}, nil
+	return &RetentionPlan{ChannelID: channelID, Policy: st.Channel, Rules: rules, Victims: PlanRetention(rules, st.Releases, time.Now())}, nil
 }
 
 // PlanAllRetention shows what retention deletes now in every channel with releases (the plans

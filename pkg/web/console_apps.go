@@ -79,17 +79,15 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 					Changelog: distribution.TextChangelog(r.Changelog), Edit: h.links.Base + "/console/releases/" + strconv.FormatInt(r.ID, 10),
 					Downloads: r.Downloads, Pinned: r.Pinned})
 			}
-			if own, eff, err := h.svc.ChannelRetention(c, ch.ID); err == nil {
-				cv.Retention = eff
-				if own != nil {
-					cv.Own.KeepBuilds, cv.Own.MaxAgeDays = optNumber(own.KeepBuilds), optNumber(own.MaxAgeDays)
-					cv.Own.ExpiredProfileDays = optNumber(own.ExpiredProfileDays)
-					if own.MaxBytes != nil {
-						cv.Own.MaxBytes = strconv.FormatInt(*own.MaxBytes, 10)
-					}
-				}
-			}
+			// One read of the channel's retention state gives its policy, rules and plan.
 			if plan, err := h.svc.PlanChannelRetention(c, ch.ID, nil); err == nil {
+				own := plan.Policy
+				cv.Retention = plan.Rules
+				cv.Own.KeepBuilds, cv.Own.MaxAgeDays = optNumber(own.KeepBuilds), optNumber(own.MaxAgeDays)
+				cv.Own.ExpiredProfileDays = optNumber(own.ExpiredProfileDays)
+				if own.MaxBytes != nil {
+					cv.Own.MaxBytes = strconv.FormatInt(*own.MaxBytes, 10)
+				}
 				for _, v := range plan.Victims {
 					cv.Doomed = append(cv.Doomed, fmt.Sprintf("build %d (%s, %s, uploaded %s): %s", v.ID, v.Platform, humanSize(v.Size), h.when(v.CreatedAt), strings.ReplaceAll(v.Reason, "_", " ")))
 				}
