@@ -11,6 +11,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/links"
+	"github.com/slipwayhq/slipway/pkg/webhook"
 )
 
 // Apps, schemes and channels: the management use cases. Changes arrive as pointers, so that PUT
@@ -126,7 +127,8 @@ func (s *Service) UpdateScheme(ctx context.Context, id int64, ch SchemeChanges) 
 // DeleteScheme deletes a scheme with its channels, releases and debug files, and their objects.
 func (s *Service) DeleteScheme(ctx context.Context, id int64) error {
 	defer s.changed(Change{SchemeID: id})
-	return s.deleted(ctx)(s.Store.DeleteScheme(ctx, id))
+	defer s.WakeWebhooks()
+	return s.deleted(ctx)(s.Store.DeleteScheme(ctx, id, s.releaseEvents(webhook.EventReleaseDeleted, 0)))
 }
 
 // DeviceTypes are the channel device types Zealot allows.
@@ -303,5 +305,6 @@ func (s *Service) UpdateChannel(ctx context.Context, id int64, ch ChannelChanges
 // DeleteChannel deletes a channel with its releases and debug files, and their objects.
 func (s *Service) DeleteChannel(ctx context.Context, id int64) error {
 	defer s.changed(Change{ChannelID: id})
-	return s.deleted(ctx)(s.Store.DeleteChannel(ctx, id))
+	defer s.WakeWebhooks()
+	return s.deleted(ctx)(s.Store.DeleteChannel(ctx, id, s.releaseEvents(webhook.EventReleaseDeleted, 0)))
 }

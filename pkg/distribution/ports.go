@@ -51,14 +51,14 @@ type AppStore interface {
 	UpdateScheme(ctx context.Context, s *Scheme) (*Scheme, error)
 	// DeleteScheme deletes the scheme with its channels, releases and debug files, and returns
 	// their object keys (recorded as deleted).
-	DeleteScheme(ctx context.Context, id int64) ([]string, error)
+	DeleteScheme(ctx context.Context, id int64, emit EventFunc) ([]string, error)
 
 	ChannelContextBySlug(ctx context.Context, slug string) (*ChannelContext, error)
 	ChannelContextByID(ctx context.Context, id int64) (*ChannelContext, error)
 	ListChannels(ctx context.Context, schemeID int64) ([]Channel, error)
 	CreateChannel(ctx context.Context, c *Channel) (*Channel, error)
 	UpdateChannel(ctx context.Context, c *Channel) (*Channel, error)
-	DeleteChannel(ctx context.Context, id int64) ([]string, error)
+	DeleteChannel(ctx context.Context, id int64, emit EventFunc) ([]string, error)
 }
 
 // ReleaseStore reads and writes releases.

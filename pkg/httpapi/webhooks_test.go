@@ -388,3 +388,47 @@ func byEvent(got []received, event string) []received {
 	}
 	return out
 }
+
+// TestWebhookCascadeDeletes: deleting a channel or a scheme sends release.deleted to the app's
+// webhooks for every release it takes along (the channel's own webhooks go with it).
+func TestWebhookCascadeDeletes(t *testing.T) {
+	m := webhookEnv(t, true)
+	admin := m.e.AdminToken
+	app, scheme, channel, first := m.fixture()
+	second := m.e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"}),
+		apptest.Field("channel_key", "harbor-ios"))
+	beta := m.want(m.call("POST", fmt.Sprintf("/api/apps/%d/schemes", id(app)), admin, `{"name":"Beta"}`), 201, "scheme")
+	m.want(m.call("POST", fmt.Sprintf("/api/schemes/%d/channels", id(beta)), admin, `{"name":"iOS","slug":"harbor-beta","device_type":"ios"}`), 201, "channel")
+	third := m.e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.0", Build: "3"}),
+		apptest.Field("channel_key", "harbor-beta"))
+	rcv := newReceiver(t)
+	hook := m.want(m.call("POST", fmt.Sprintf("/api/apps/%d/webhooks", id(app)), admin, `{"url":"`+rcv.URL+`/app","events":["release.deleted"]}`), 201, "app webhook")
+	rcv.secret.Store(hook["secret"].(string))
+	chHook := m.want(m.call("POST", fmt.Sprintf("/api/channels/%d/webhooks", id(channel)), admin, `{"url":"`+rcv.URL+`/channel"}`), 201, "channel webhook")
+
+	m.want(m.call("DELETE", fmt.Sprintf("/api/channels/%d", id(channel)), admin, ""), 200, "delete channel")
+	got := rcv.waitEvents(2)
+	ids := map[int64]bool{}
+	for _, g := range got {
+		if g.event != webhook.EventReleaseDeleted || g.env.Release == nil || g.env.Release.ReleaseURL != "" || g.env.Channel.Key != "harbor-ios" {
+			t.Errorf("after deleting the channel: %s", g.raw)
+			continue
+		}
+		ids[g.env.Release.ID] = true
+	}
+	if !ids[id(first)] || !ids[id(second)] || len(got) != 2 {
+		t.Errorf("release.deleted for %v, want %d and %d", ids, id(first), id(second))
+	}
+	m.want(m.call("GET", fmt.Sprintf("/api/webhooks/%d", id(chHook)), admin, ""), 404, "the channel's webhook after its channel")
+	m.want(m.call("DELETE", fmt.Sprintf("/api/schemes/%d", id(beta)), admin, ""), 200, "delete scheme")
+	got = rcv.waitEvents(3)
+	if len(got) != 3 || got[2].env.Release == nil || got[2].env.Release.ID != id(third) {
+		t.Errorf("after deleting the scheme: %d events, last %s", len(got), got[len(got)-1].raw)
+	}
+	// A scheme with nothing the app's webhooks could hear of deletes without events.
+	m.want(m.call("DELETE", fmt.Sprintf("/api/schemes/%d", id(scheme)), admin, ""), 200, "delete the empty scheme")
+	time.Sleep(200 * time.Millisecond)
+	if n := len(rcv.events()); n != 3 {
+		t.Errorf("%d events after deleting an empty scheme", n)
+	}
+}

@@ -181,27 +181,57 @@ const ownedObjects = `
 // delete, the collector deletes later.
 func (db *DB) DestroyApp(ctx context.Context, id int64) ([]string, error) {
 	return db.deleteOwner(ctx, `SELECT 1 FROM apps WHERE id = $1 FOR UPDATE`, "s.app_id = $1", `DELETE FROM apps WHERE id = $1`,
-		id, errs.New(errs.NotFound, "app %d not found", id))
+		id, errs.New(errs.NotFound, "app %d not found", id), nil)
 }
 
-// DeleteScheme deletes a scheme with its channels, releases and debug files (as DestroyApp).
-func (db *DB) DeleteScheme(ctx context.Context, id int64) ([]string, error) {
+// DeleteScheme deletes a scheme with its channels, releases and debug files (as DestroyApp),
+// writing emit's events for each release.
+func (db *DB) DeleteScheme(ctx context.Context, id int64, emit distribution.EventFunc) ([]string, error) {
 	return db.deleteOwner(ctx, `SELECT 1 FROM apps a JOIN schemes s ON s.app_id = a.id WHERE s.id = $1 FOR UPDATE OF a`,
-		"s.id = $1", `DELETE FROM schemes WHERE id = $1`, id, errs.New(errs.NotFound, "scheme %d not found", id))
+		"s.id = $1", `DELETE FROM schemes WHERE id = $1`, id, errs.New(errs.NotFound, "scheme %d not found", id), emit)
 }
 
-// DeleteChannel deletes a channel with its releases and debug files (as DestroyApp).
-func (db *DB) DeleteChannel(ctx context.Context, id int64) ([]string, error) {
+// DeleteChannel deletes a channel with its releases and debug files (as DestroyApp), writing
+// emit's events for each release.
+func (db *DB) DeleteChannel(ctx context.Context, id int64, emit distribution.EventFunc) ([]string, error) {
 	return db.deleteOwner(ctx, `SELECT 1 FROM apps a JOIN schemes s ON s.app_id = a.id JOIN channels c ON c.scheme_id = s.id
 		WHERE c.id = $1 FOR UPDATE OF a`, "c.id = $1", `DELETE FROM channels WHERE id = $1`, id,
-		errs.New(errs.NotFound, "channel %d not found", id))
+		errs.New(errs.NotFound, "channel %d not found", id), emit)
+}
+
+// emitOwnedReleases writes emit's events for every release a deleted scheme or channel (cond)
+// takes along. Only the app's own webhooks outlive the deletion (a channel's are deleted with it),
+// so nothing is read when the app has none.
+func emitOwnedReleases(ctx context.Context, tx pgx.Tx, cond string, id int64, emit distribution.EventFunc) error {
+	var hooked bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhooks w JOIN schemes s ON s.app_id = w.app_id
+		JOIN channels c ON c.scheme_id = s.id WHERE w.enabled AND `+cond+`)`, id).Scan(&hooked); err != nil || !hooked {
+		return err
+	}
+	rows, err := tx.Query(ctx, `SELECT `+releaseContextColumns+releaseContextFrom+` WHERE `+cond+` ORDER BY r.id`, id)
+	if err != nil {
+		return err
+	}
+	rcs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.ReleaseContext, error) {
+		var rc distribution.ReleaseContext
+		return rc, scanReleaseContext(r, &rc)
+	})
+	if err != nil {
+		return err
+	}
+	for i := range rcs {
+		if err := insertEvents(ctx, tx, emit, &rcs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deleteOwner deletes a row that owns releases and debug files, in one transaction: it locks the
 // app row first (uploads into its channels lock the same row FOR KEY SHARE, so no release can be
 // recorded into something being deleted), records the owned objects as deleted, and deletes the
 // row (foreign keys cascade). It returns the object keys.
-func (db *DB) deleteOwner(ctx context.Context, lock, cond, del string, id int64, notFound error) ([]string, error) {
+func (db *DB) deleteOwner(ctx context.Context, lock, cond, del string, id int64, notFound error, emit distribution.EventFunc) ([]string, error) {
 	var keys []string
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		var one int
@@ -221,6 +251,11 @@ func (db *DB) deleteOwner(ctx context.Context, lock, cond, del string, id int64,
 		}
 		if err := markDeleted(ctx, tx, keys); err != nil {
 			return err
+		}
+		if emit != nil {
+			if err := emitOwnedReleases(ctx, tx, cond, id, emit); err != nil {
+				return err
+			}
 		}
 		_, err = tx.Exec(ctx, del, id)
 		return err

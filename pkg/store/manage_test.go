@@ -111,14 +111,14 @@ func TestDeletesHandObjectsToTheCollector(t *testing.T) {
 	if _, err := db.DeleteRelease(ctx, one.ID, nil); errs.KindOf(err) != errs.NotFound {
 		t.Fatalf("delete twice: %v", err)
 	}
-	keys, err = db.DeleteChannel(ctx, two.Channel.ID)
+	keys, err = db.DeleteChannel(ctx, two.Channel.ID, nil)
 	if err != nil || len(keys) != 2 {
 		t.Fatalf("delete channel: %v %v", keys, err)
 	}
 	if _, err := db.GetRelease(ctx, two.ID); errs.KindOf(err) != errs.NotFound {
 		t.Fatalf("the channel's release survived: %v", err)
 	}
-	keys, err = db.DeleteScheme(ctx, three.Scheme.ID)
+	keys, err = db.DeleteScheme(ctx, three.Scheme.ID, nil)
 	if err != nil || len(keys) != 2 {
 		t.Fatalf("delete scheme: %v %v", keys, err)
 	}
@@ -127,8 +127,8 @@ func TestDeletesHandObjectsToTheCollector(t *testing.T) {
 		t.Fatalf("objects handed to the collector: %v, want %v", got, want)
 	}
 	for _, f := range []func() ([]string, error){
-		func() ([]string, error) { return db.DeleteScheme(ctx, 999) },
-		func() ([]string, error) { return db.DeleteChannel(ctx, 999) },
+		func() ([]string, error) { return db.DeleteScheme(ctx, 999, nil) },
+		func() ([]string, error) { return db.DeleteChannel(ctx, 999, nil) },
 		func() ([]string, error) { return db.DestroyApp(ctx, 999) },
 	} {
 		if _, err := f(); errs.KindOf(err) != errs.NotFound {
