@@ -46,6 +46,9 @@ type consoleAppView struct {
 	CanManage bool
 	Channels  []consoleChannelView
 	Members   []distribution.User
+	// EmptySchemes are schemes without channels (made with the API), shown so they can be
+	// renamed or deleted.
+	EmptySchemes []distribution.Scheme
 	// Notice is a message from the last form; Secret a webhook secret shown once.
 	Notice, Secret string
 }
@@ -67,6 +70,9 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 	v := consoleAppView{App: app, User: u, CSRF: h.csrfToken(session), Base: h.links.Base, CanManage: h.svc.CanManageApp(c, u, appID) == nil,
 		Notice: notice, Secret: secret}
 	for _, sc := range app.Schemes {
+		if len(sc.Channels) == 0 {
+			v.EmptySchemes = append(v.EmptySchemes, sc)
+		}
 		for _, ch := range sc.Channels {
 			cv := consoleChannelView{ID: ch.ID, SchemeID: sc.ID, FirstOfScheme: len(v.Channels) == 0 || v.Channels[len(v.Channels)-1].SchemeID != sc.ID, Name: ch.Name, Scheme: sc.Name, Key: ch.Slug, DeviceType: ch.DeviceType,
 				URL: h.links.Channel(ch.Slug), HasPassword: ch.HasPassword()}

@@ -290,6 +290,14 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	if s := post(admin, "/console/apps", url.Values{"csrf": {acsrf}, "name": {"Brand new"}}); s != 200 {
 		t.Errorf("create app: %d", s)
 	}
+	// A scheme without channels (made with the API) shows on the app's page, to be renamed or deleted.
+	empty, err := e.Service.CreateScheme(ctx, appID, distribution.SchemeChanges{Name: ptr("Empty")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, page := fetch(t, admin, http.MethodGet, appURL, nil); !strings.Contains(page, fmt.Sprintf(`id="delete-scheme-%d"`, empty.ID)) {
+		t.Error("the app page does not show the scheme without channels")
+	}
 	if s := post(admin, fmt.Sprintf("/console/schemes/%d/delete", schemeID), url.Values{"csrf": {acsrf}, "confirm": {"1"}}); s != 200 {
 		t.Errorf("delete scheme: %d", s)
 	}
@@ -496,3 +504,5 @@ func TestConsoleWebUpload(t *testing.T) {
 		t.Error("the audit log lacks the upload")
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
