@@ -10,6 +10,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/webhook"
 )
 
 // The console's app page: schemes and channels with their newest releases, and the forms that
@@ -46,6 +47,9 @@ type consoleAppView struct {
 	CanManage bool
 	Channels  []consoleChannelView
 	Members   []distribution.User
+	// AppWebhooks are the app's own webhooks (every channel); Events those one may choose.
+	AppWebhooks []distribution.Webhook
+	Events      []string
 	// EmptySchemes are schemes without channels (made with the API), shown so they can be
 	// renamed or deleted.
 	EmptySchemes []distribution.Scheme
@@ -104,6 +108,12 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 				}
 			}
 			v.Channels = append(v.Channels, cv)
+		}
+	}
+	v.Events = webhook.Events
+	if v.CanManage && u.Role == distribution.RoleAdmin {
+		if v.AppWebhooks, err = h.svc.ListWebhooks(c, appID, 0); err != nil {
+			return err
 		}
 	}
 	if v.Members, err = h.svc.AppMembers(c, appID); err != nil {
@@ -260,6 +270,22 @@ func (h *Handler) consoleCreateWebhook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	return h.createWebhook(c, appID, 0, chID)
+}
+
+// consoleCreateAppWebhook: POST /console/apps/:id/webhooks (admins): a webhook of every channel
+// of the app (and of its debug files).
+func (h *Handler) consoleCreateAppWebhook(c *gin.Context) error {
+	appID, err := h.appIDParam(c)
+	if err != nil {
+		return err
+	}
+	return h.createWebhook(c, appID, appID, 0)
+}
+
+// createWebhook makes an app's (hookApp) or a channel's webhook from the form: url, format and
+// the events ticked (none ticked: every event).
+func (h *Handler) createWebhook(c *gin.Context, appID, hookApp, hookChannel int64) error {
 	session, u, err := h.appForm(c, appID)
 	if err != nil {
 		return err
@@ -267,11 +293,15 @@ func (h *Handler) consoleCreateWebhook(c *gin.Context) error {
 	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
 		return err
 	}
-	w, err := h.svc.CreateWebhook(c, 0, chID, distribution.WebhookInput{URL: optionalForm(c, "url"), Format: optionalForm(c, "format")})
+	in := distribution.WebhookInput{URL: optionalForm(c, "url"), Format: optionalForm(c, "format")}
+	if evs := c.PostFormArray("events"); len(evs) > 0 {
+		in.Events = evs
+	}
+	w, err := h.svc.CreateWebhook(c, hookApp, hookChannel, in)
 	if err != nil {
 		return err
 	}
-	h.svc.Audit(c, u, "webhook.create", w.Format, map[string]any{"webhook_id": w.ID, "channel_id": chID})
+	h.svc.Audit(c, u, "webhook.create", w.Format, map[string]any{"webhook_id": w.ID, "channel_id": hookChannel, "app_id": appID})
 	return h.renderApp(c, session, u, appID, "Webhook added. Its signing secret is shown once:", w.Secret)
 }
 

@@ -136,6 +136,7 @@ func TestConsoleManageAuthorization(t *testing.T) {
 		return []form{
 			{"rename app", fmt.Sprintf("/console/apps/%d", appID), v("name", "Renamed")},
 			{"create app", "/console/apps", v("name", "Brand new")},
+			{"add app webhook", fmt.Sprintf("/console/apps/%d/webhooks", appID), v("url", "http://127.0.0.1:9/app", "events", "release.deleted")},
 			{"rename scheme", fmt.Sprintf("/console/schemes/%d", schemeID), v("name", "Nightly")},
 			{"delete scheme", fmt.Sprintf("/console/schemes/%d/delete", schemeID), v()},
 			{"channel settings", fmt.Sprintf("/console/channels/%d", chID), v("name", "Renamed", "password", "secret-pw")},
@@ -233,6 +234,18 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	}
 	if s := post(admin, fmt.Sprintf("/console/channels/%d", chID), url.Values{"csrf": {acsrf}, "name": {"Debug"}, "clear_password": {"1"}}); s != 200 {
 		t.Errorf("clear password: %d", s)
+	}
+	if s := post(admin, fmt.Sprintf("/console/apps/%d/webhooks", appID), url.Values{"csrf": {acsrf}, "url": {"http://127.0.0.1:9/app"},
+		"format": {"slack"}, "events": {"release.deleted", "debug_file.created"}}); s != 200 {
+		t.Errorf("add app webhook: %d", s)
+	}
+	var appHookEvents string
+	if err := e.DB.Pool.QueryRow(ctx, `SELECT array_to_string(events, ',') FROM webhooks WHERE app_id = $1`, appID).Scan(&appHookEvents); err != nil ||
+		appHookEvents != "release.deleted,debug_file.created" {
+		t.Errorf("the app webhook's events: %q (%v)", appHookEvents, err)
+	}
+	if s := post(admin, fmt.Sprintf("/console/apps/%d/webhooks", appID), url.Values{"csrf": {acsrf}, "url": {"http://127.0.0.1:9/app"}, "events": {"release.exploded"}}); s != 422 {
+		t.Errorf("an app webhook with an unknown event: %d", s)
 	}
 	if s := post(admin, fmt.Sprintf("/console/webhooks/%d/test", hook.ID), url.Values{"csrf": {acsrf}}); s != 200 {
 		t.Errorf("test webhook: %d", s)

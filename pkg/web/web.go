@@ -86,6 +86,7 @@ func (h *Handler) Register(e *gin.Engine) {
 	e.POST("/console/apps/:id/members", h.page(h.consoleAddMember))
 	e.POST("/console/channels/:id/retention", h.page(h.consoleSetRetention))
 	e.POST("/console/channels/:id/webhooks", h.page(h.consoleCreateWebhook))
+	e.POST("/console/apps/:id/webhooks", h.page(h.consoleCreateAppWebhook))
 	e.POST("/console/releases/:id", h.page(h.consoleUpdateRelease))
 	e.POST("/console/apps", h.page(h.consoleCreateApp))
 	e.POST("/console/apps/:id", h.page(h.consoleRenameApp))
