@@ -92,31 +92,54 @@ func TestBrowserConsoleSignIn(t *testing.T) {
 		Version: "1.1", Build: "2", FillerBytes: 16 << 20}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The network drops the first attempt at part 2 (the page's XMLHttpRequest fails it, as a
-	// reset connection does): the script asks the session for the part again and resends it, and
-	// the build arrives whole.
-	open()
-	run(t, ctx, "drop part 2 once", chromedp.Evaluate[bool](`(() => {
+	// The network fails part 2 (the page's XMLHttpRequest fails it, as a reset connection does):
+	// the script tries it four times, asking the session for fresh URLs, then gives up. The page
+	// is loaded again, as after closing it, and the same file dropped again: the upload resumes,
+	// sending only the parts not stored yet, and the build arrives whole.
+	flaky := func(failPartTwo bool) chromedp.Action[bool] {
+		return chromedp.Evaluate[bool](fmt.Sprintf(`(() => {
 		const open = XMLHttpRequest.prototype.open, send = XMLHttpRequest.prototype.send;
-		window.partTwoSends = 0;
+		window.sends = {};
 		XMLHttpRequest.prototype.open = function (method, url) { this.slipwayURL = String(url); return open.apply(this, arguments); };
 		XMLHttpRequest.prototype.send = function () {
-			if (/[?&]partNumber=2(&|$)/.test(this.slipwayURL) && ++window.partTwoSends === 1) {
-				setTimeout(() => this.onerror && this.onerror(new ProgressEvent("error")), 10);
-				return;
+			const m = /[?&]partNumber=(\d+)/.exec(this.slipwayURL);
+			if (m) {
+				window.sends[m[1]] = (window.sends[m[1]] || 0) + 1;
+				if (m[1] === "2" && %t) {
+					setTimeout(() => this.onerror && this.onerror(new ProgressEvent("error")), 10);
+					return;
+				}
 			}
 			return send.apply(this, arguments);
 		};
 		return true;
-	})()`))
-	steps(t, ctx, "upload a build through the web form",
-		chromedp.WaitVisible(chromedp.ID(fmt.Sprintf("upload-file-%d", chID))),
-		chromedp.SetUploadFiles(chromedp.ID(fmt.Sprintf("upload-file-%d", chID)), []string{path}),
+	})()`, failPartTwo))
+	}
+	sends := func() map[string]int { return run(t, ctx, "sends", chromedp.Evaluate[map[string]int](`window.sends`)) }
+	choose := func() chromedp.Action[chromedp.Void] {
+		return chromedp.SetUploadFiles(chromedp.ID(fmt.Sprintf("upload-file-%d", chID)), []string{path})
+	}
+	open()
+	run(t, ctx, "fail part 2", flaky(true))
+	steps(t, ctx, "upload a build through the web form, failing",
+		chromedp.WaitVisible(chromedp.ID(fmt.Sprintf("upload-file-%d", chID))), choose(),
 		chromedp.SetValue(chromedp.ID(fmt.Sprintf("upload-changelog-%d", chID)), "Uploaded from the browser"),
+		chromedp.Click(chromedp.ID(fmt.Sprintf("upload-submit-%d", chID))))
+	run(t, ctx, "the upload fails", chromedp.Poll[bool](fmt.Sprintf(`document.getElementById("upload-status-%d").textContent.includes("Upload failed")`, chID)))
+	if got := sends(); got["1"] != 1 || got["2"] != 4 || got["3"] != 0 {
+		t.Errorf("parts sent while part 2 failed: %v (want part 1 once, part 2 four times, no more)", got)
+	}
+	open()
+	run(t, ctx, "a working network", flaky(false))
+	steps(t, ctx, "upload the same file again",
+		chromedp.WaitVisible(chromedp.ID(fmt.Sprintf("upload-file-%d", chID))), choose(),
 		chromedp.Click(chromedp.ID(fmt.Sprintf("upload-submit-%d", chID))),
 		chromedp.WaitVisible(chromedp.ID("upload-done")))
-	if n := run(t, ctx, "part 2 sends", chromedp.Evaluate[int](`window.partTwoSends`)); n != 2 {
-		t.Errorf("part 2 was tried %d times; the first try failed, so the script should have sent it again once", n)
+	if got := sends(); got["1"] != 0 || got["2"] != 1 || got["3"] != 1 || got["4"] != 1 {
+		t.Errorf("parts sent when resuming: %v (want parts 2 to 4 once, part 1 not again)", got)
+	}
+	if kept := run(t, ctx, "saved sessions", chromedp.Evaluate[int](`window.localStorage.length`)); kept != 0 {
+		t.Errorf("%d upload sessions still kept for resuming after the upload completed", kept)
 	}
 	status := run(t, ctx, "upload status", chromedp.Text(chromedp.ID(fmt.Sprintf("upload-status-%d", chID))))
 	progress := run(t, ctx, "progress", chromedp.Evaluate[float64](fmt.Sprintf(`document.getElementById("upload-progress-%d").value`, chID)))

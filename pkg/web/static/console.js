@@ -6,6 +6,10 @@
 // file is PUT straight to where the session says (a presigned S3 URL, or the service's own signed
 // URL), retried when it fails; when the part URLs expire, the session is asked for fresh ones.
 // Completing the session parses and records the build exactly as every other upload.
+//
+// The session's id is kept in localStorage under the channel and the file's name, size and date,
+// so that uploading the same file again (after a failure, or after the page was closed) resumes
+// the session: only the parts not yet stored are sent.
 'use strict';
 
 (function () {
@@ -46,6 +50,13 @@
   }
 
   function wait(ms) { return new Promise(function (r) { setTimeout(r, ms); }); }
+
+  // saved keeps upload session ids across page loads; storage may be refused (private modes).
+  const saved = {
+    get: function (k) { try { return window.localStorage.getItem(k); } catch (e) { return null; } },
+    set: function (k, v) { try { window.localStorage.setItem(k, v); } catch (e) { /* no resuming */ } },
+    remove: function (k) { try { window.localStorage.removeItem(k); } catch (e) { /* nothing kept */ } },
+  };
 
   function setup(form) {
     const input = form.querySelector('input[type="file"]');
@@ -104,12 +115,24 @@
   }
 
   async function upload(form, file, onProgress) {
-    const start = new URLSearchParams({
-      filename: file.name,
-      size: String(file.size),
-      changelog: form.querySelector('textarea[name="changelog"]').value,
-    });
-    let session = await call(form, 'POST', form.dataset.start, start);
+    const key = 'slipway-upload:' + form.dataset.start + ':' + file.name + ':' + file.size + ':' + file.lastModified;
+    let session = null;
+    const earlier = saved.get(key);
+    if (earlier) {
+      try {
+        const s = await call(form, 'GET', form.dataset.sessions + encodeURIComponent(earlier));
+        if (s.state === 'open') { session = s; }
+      } catch (e) { /* expired or gone: start again */ }
+    }
+    if (!session) {
+      const start = new URLSearchParams({
+        filename: file.name,
+        size: String(file.size),
+        changelog: form.querySelector('textarea[name="changelog"]').value,
+      });
+      session = await call(form, 'POST', form.dataset.start, start);
+      saved.set(key, session.id);
+    }
     const sessionURL = form.dataset.sessions + encodeURIComponent(session.id);
     const sent = {};
     const total = function () { return Object.values(sent).reduce(function (a, b) { return a + b; }, 0); };
@@ -135,7 +158,13 @@
       }
       onProgress(total());
     }
-    return call(form, 'POST', sessionURL + '/complete');
+    try {
+      return await call(form, 'POST', sessionURL + '/complete');
+    } finally {
+      // Completed, or refused (a refused package ends the session): nothing left to resume.
+      const s = await call(form, 'GET', sessionURL).catch(function () { return null; });
+      if (!s || s.state !== 'open') { saved.remove(key); }
+    }
   }
 
   document.querySelectorAll('form.upload').forEach(setup);
