@@ -314,8 +314,8 @@ func (s *Service) AddAppMember(ctx context.Context, by *User, appID int64, email
 }
 
 // ConsoleChannelReleases returns a page of a channel's releases, newest first.
-func (s *Service) ConsoleChannelReleases(ctx context.Context, channelID int64, limit int) ([]Release, error) {
-	return s.Store.ListReleases(ctx, channelID, Page{Page: 1, PerPage: limit})
+func (s *Service) ConsoleChannelReleases(ctx context.Context, channelID int64, p Page) ([]Release, error) {
+	return s.Store.ListReleases(ctx, channelID, p)
 }
 
 // consoleToken stands for a console user who may manage an app, where the domain asks for a

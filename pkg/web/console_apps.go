@@ -27,6 +27,8 @@ type consoleChannelView struct {
 	Retention                          distribution.RetentionRules
 	// Own is the channel's own policy, as its form shows it ("" inherits).
 	Own struct{ KeepBuilds, MaxAgeDays, MaxBytes, ExpiredProfileDays string }
+	// OlderURL and NewerURL page through the channel's builds.
+	OlderURL, NewerURL string
 	// Doomed is what retention deletes at its next run, with the reason ("retention plan").
 	Doomed   []string
 	Webhooks []distribution.Webhook
@@ -65,6 +67,9 @@ func (h *Handler) appIDParam(c *gin.Context) (int64, error) {
 	return id, nil
 }
 
+// buildsPerPage is how many builds a channel shows at once in the console.
+const buildsPerPage = 10
+
 // renderApp renders an app's console page.
 func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User, appID int64, notice, secret string) error {
 	app, err := h.svc.App(c, appID)
@@ -80,9 +85,22 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 		for _, ch := range sc.Channels {
 			cv := consoleChannelView{ID: ch.ID, SchemeID: sc.ID, FirstOfScheme: len(v.Channels) == 0 || v.Channels[len(v.Channels)-1].SchemeID != sc.ID, Name: ch.Name, Scheme: sc.Name, Key: ch.Slug, DeviceType: ch.DeviceType,
 				URL: h.links.Channel(ch.Slug), HasPassword: ch.HasPassword()}
-			rels, err := h.svc.ConsoleChannelReleases(c, ch.ID, 10)
+			// Ten builds a channel; the channel named by ?channel= shows its page ?page=.
+			pg := 1
+			if c.Query("channel") == strconv.FormatInt(ch.ID, 10) {
+				if n, err := strconv.Atoi(c.Query("page")); err == nil && n > 1 && n <= 100_000 {
+					pg = n
+				}
+			}
+			rels, err := h.svc.ConsoleChannelReleases(c, ch.ID, distribution.Page{Page: pg, PerPage: buildsPerPage})
 			if err != nil {
 				return err
+			}
+			if len(rels) == buildsPerPage { // (a full page: there may be older builds)
+				cv.OlderURL = fmt.Sprintf("%s/console/apps/%d?channel=%d&page=%d#channel-%d", h.links.Base, appID, ch.ID, pg+1, ch.ID)
+			}
+			if pg > 1 {
+				cv.NewerURL = fmt.Sprintf("%s/console/apps/%d?channel=%d&page=%d#channel-%d", h.links.Base, appID, ch.ID, pg-1, ch.ID)
 			}
 			for _, r := range rels {
 				cv.Releases = append(cv.Releases, consoleReleaseView{ID: r.ID, Version: versionText(&r), Uploaded: h.when(r.CreatedAt),

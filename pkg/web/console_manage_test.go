@@ -519,3 +519,26 @@ func TestConsoleWebUpload(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestConsoleBuildPages: a channel shows its ten newest builds, and links to older ones.
+func TestConsoleBuildPages(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	admin, _ := signedIn(t, e, "alice")
+	var appID, chID int64
+	for n := range 12 {
+		rel := e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor",
+			Version: fmt.Sprintf("1.%d", n), Build: fmt.Sprint(n + 1)}))
+		appID = int64(rel["app"].(map[string]any)["id"].(float64))
+		chID = int64(rel["channel"].(map[string]any)["id"].(float64))
+	}
+	_, first := fetch(t, admin, http.MethodGet, fmt.Sprintf("%s/console/apps/%d", e.URL, appID), nil)
+	older := fmt.Sprintf("/console/apps/%d?channel=%d&amp;page=2#channel-%d", appID, chID, chID)
+	if !strings.Contains(first, "1.11 (12)") || strings.Contains(first, "<strong>1.1 (2)</strong>") || !strings.Contains(first, older) {
+		t.Errorf("the first page: newest build, not the oldest, and a link to older ones")
+	}
+	_, second := fetch(t, admin, http.MethodGet, fmt.Sprintf("%s/console/apps/%d?channel=%d&page=2", e.URL, appID, chID), nil)
+	if !strings.Contains(second, "<strong>1.1 (2)</strong>") || !strings.Contains(second, "<strong>1.0 (1)</strong>") || strings.Contains(second, "<strong>1.11 (12)</strong>") ||
+		!strings.Contains(second, "Newer builds") || strings.Contains(second, "Older builds") {
+		t.Errorf("the second page: the two oldest builds, a link to newer ones and none to older ones")
+	}
+}
