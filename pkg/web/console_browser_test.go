@@ -51,8 +51,6 @@ func TestBrowserConsoleSignIn(t *testing.T) {
 		t.Errorf("role %q (the first user is an admin)", role)
 	}
 	b.screenshot("console-desktop")
-	navigate(t, ctx, "console at phone size", phone, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("logout")))
-	b.screenshot("console-phone")
 
 	// The app page: a new channel with a password, a changelog edit, retention, a webhook.
 	rel := e.UploadApp(t, "h.ipa", ipa("Harbor", "1.0", "1"))
@@ -162,6 +160,11 @@ func TestBrowserConsoleSignIn(t *testing.T) {
 		t.Errorf("the app page is %v px wider than a phone's screen", w)
 	}
 	b.screenshot("console-app-phone")
+	navigate(t, ctx, "console at phone size", chromedp.Navigate(e.URL+"/console"), chromedp.WaitVisible(chromedp.ID("logout")))
+	if w := run(t, ctx, "page width", chromedp.Evaluate[float64](`document.documentElement.scrollWidth - document.documentElement.clientWidth`)); w > 0 {
+		t.Errorf("the console's home is %v px wider than a phone's screen", w)
+	}
+	b.screenshot("console-phone")
 	navigate(t, ctx, "app page at desktop size", desktop, chromedp.Navigate(appURL), chromedp.WaitVisible(chromedp.ID("create-channel")))
 	var changelog string
 	var keep int
