@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/webhook"
@@ -24,10 +25,13 @@ type Webhook struct {
 	Format    string
 	Events    []string
 	// Secret signs every request (webhook.Sign); the API shows it only when the webhook is made.
-	Secret    string
-	Enabled   bool
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Secret string
+	// RobotSecret is a DingTalk or Feishu robot's own signing secret (webhook.RobotSigned), given
+	// by that service; never shown back.
+	RobotSecret string
+	Enabled     bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // WebhookDelivery is one event for one webhook: the outbox row and its attempts.
@@ -56,7 +60,7 @@ type WebhookAttempt struct {
 // DueDelivery is a leased delivery with what sending it needs.
 type DueDelivery struct {
 	WebhookDelivery
-	URL, Format, Secret string
+	URL, Format, Secret, RobotSecret string
 }
 
 // Delivery states.
@@ -106,6 +110,8 @@ type WebhookInput struct {
 	URL, Format *string
 	Events      []string
 	Enabled     *bool
+	// RobotSecret sets a DingTalk or Feishu robot's signing secret ("" removes it).
+	RobotSecret *string
 }
 
 // httpClient is the client webhooks are sent with (webhook.NewClient: no redirects, and no
@@ -129,6 +135,12 @@ func (s *Service) checkWebhook(ctx context.Context, w *Webhook) error {
 	}
 	if len(w.Events) == 0 {
 		return errs.Field("events", "must name at least one of %s", strings.Join(webhook.Events, ", "))
+	}
+	switch {
+	case w.RobotSecret != "" && !webhook.RobotSigned(w.Format):
+		return errs.Field("robot_secret", "is only for the dingtalk and feishu formats (their robots' own signing secret)")
+	case len(w.RobotSecret) > 255 || !utf8.ValidString(w.RobotSecret) || strings.ContainsAny(w.RobotSecret, "\r\n"):
+		return errs.Field("robot_secret", "must be the robot's secret as the chat service shows it: one line, at most 255 bytes")
 	}
 	seen := map[string]bool{}
 	for _, e := range w.Events {
@@ -173,6 +185,9 @@ func (s *Service) CreateWebhook(ctx context.Context, appID, channelID int64, in 
 	if in.Enabled != nil {
 		w.Enabled = *in.Enabled
 	}
+	if in.RobotSecret != nil {
+		w.RobotSecret = strings.TrimSpace(*in.RobotSecret)
+	}
 	if err := s.checkWebhook(ctx, w); err != nil {
 		return nil, err
 	}
@@ -212,6 +227,11 @@ func (s *Service) UpdateWebhook(ctx context.Context, id int64, in WebhookInput) 
 	if in.Enabled != nil {
 		w.Enabled = *in.Enabled
 	}
+	if in.RobotSecret != nil {
+		w.RobotSecret = strings.TrimSpace(*in.RobotSecret)
+	} else if !webhook.RobotSigned(w.Format) {
+		w.RobotSecret = "" // a format without robot signatures keeps no robot secret
+	}
 	if err := s.checkWebhook(ctx, w); err != nil {
 		return nil, err
 	}
@@ -239,7 +259,7 @@ func (s *Service) TestWebhook(ctx context.Context, id int64) (*WebhookDelivery, 
 	}
 	env := &webhook.Envelope{ID: newEventID(), Event: webhook.EventPing, CreatedAt: time.Now().UTC()}
 	d := &WebhookDelivery{WebhookID: w.ID, EventID: env.ID, Event: env.Event}
-	a := s.sendWebhook(ctx, &DueDelivery{WebhookDelivery: *d, URL: w.URL, Format: w.Format, Secret: w.Secret}, env)
+	a := s.sendWebhook(ctx, &DueDelivery{WebhookDelivery: *d, URL: w.URL, Format: w.Format, Secret: w.Secret, RobotSecret: w.RobotSecret}, env)
 	d.State, d.Attempts, d.History = DeliveryDelivered, 1, []WebhookAttempt{a}
 	if a.Error != "" {
 		d.State = DeliveryFailed
@@ -254,7 +274,7 @@ func (s *Service) TestWebhook(ctx context.Context, id int64) (*WebhookDelivery, 
 // sendWebhook makes one attempt.
 func (s *Service) sendWebhook(ctx context.Context, d *DueDelivery, env *webhook.Envelope) WebhookAttempt {
 	at := time.Now()
-	res, err := webhook.Send(ctx, s.httpClient(), d.URL, d.Format, d.Secret, d.EventID, env, at)
+	res, err := webhook.Send(ctx, s.httpClient(), d.URL, d.Format, d.Secret, d.RobotSecret, d.EventID, env, at)
 	a := WebhookAttempt{At: at, StatusCode: res.StatusCode, Latency: res.Latency, Error: res.Error}
 	if err != nil && a.Error == "" {
 		a.Error = err.Error()

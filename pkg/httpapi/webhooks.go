@@ -20,8 +20,10 @@ type webhookView struct {
 	Events    []string `json:"events"`
 	Enabled   bool     `json:"enabled"`
 	Secret    string   `json:"secret,omitempty"`
-	CreatedAt string   `json:"created_at"`
-	UpdatedAt string   `json:"updated_at"`
+	// RobotSecretSet says whether a DingTalk or Feishu robot secret is kept (never the secret).
+	RobotSecretSet bool   `json:"robot_secret_set"`
+	CreatedAt      string `json:"created_at"`
+	UpdatedAt      string `json:"updated_at"`
 }
 
 func optID(id int64) *int64 {
@@ -33,7 +35,7 @@ func optID(id int64) *int64 {
 
 func (s *Server) webhookView(w *distribution.Webhook, withSecret bool) webhookView {
 	v := webhookView{ID: w.ID, AppID: optID(w.AppID), ChannelID: optID(w.ChannelID), URL: w.URL, Format: w.Format,
-		Events: w.Events, Enabled: w.Enabled, CreatedAt: s.timestamp(w.CreatedAt), UpdatedAt: s.timestamp(w.UpdatedAt)}
+		Events: w.Events, Enabled: w.Enabled, RobotSecretSet: w.RobotSecret != "", CreatedAt: s.timestamp(w.CreatedAt), UpdatedAt: s.timestamp(w.UpdatedAt)}
 	if withSecret {
 		v.Secret = w.Secret
 	}
@@ -76,8 +78,8 @@ func (s *Server) deliveryView(d *distribution.WebhookDelivery) webhookDeliveryVi
 	return v
 }
 
-// readWebhookInput reads url, format, events (a JSON array, or comma-separated text in a form)
-// and enabled.
+// readWebhookInput reads url, format, events (a JSON array, or comma-separated text in a form),
+// enabled and robot_secret.
 func readWebhookInput(c *gin.Context) (distribution.WebhookInput, error) {
 	var in distribution.WebhookInput
 	p, err := readParams(c)
@@ -91,6 +93,9 @@ func readWebhookInput(c *gin.Context) (distribution.WebhookInput, error) {
 		return in, err
 	}
 	if in.Enabled, err = p.optBool("enabled"); err != nil {
+		return in, err
+	}
+	if in.RobotSecret, err = p.optStr("robot_secret"); err != nil {
 		return in, err
 	}
 	switch v := p.values["events"].(type) {

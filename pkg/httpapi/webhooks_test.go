@@ -5,11 +5,16 @@ package httpapi_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -430,5 +435,51 @@ func TestWebhookCascadeDeletes(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if n := len(rcv.events()); n != 3 {
 		t.Errorf("%d events after deleting an empty scheme", n)
+	}
+}
+
+// TestWebhookRobotSecret: a DingTalk robot that requires signatures gets every message signed with
+// its secret (timestamp and sign in the URL); the secret is never shown back, is refused for
+// formats without robot signatures, and goes when the format changes to one.
+func TestWebhookRobotSecret(t *testing.T) {
+	m := webhookEnv(t, true)
+	admin := m.e.AdminToken
+	_, _, channel, _ := m.fixture()
+	const secret = "SEC5a1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1"
+	got := make(chan url.Values, 4)
+	robot := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.URL.Query()
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer robot.Close()
+	hooks := fmt.Sprintf("/api/channels/%d/webhooks", id(channel))
+	m.want(m.call("POST", hooks, admin, `{"url":"`+robot.URL+`/robot/send?access_token=T","format":"slack","robot_secret":"`+secret+`"}`), 422, "robot secret for slack")
+	m.want(m.call("POST", hooks, admin, `{"url":"`+robot.URL+`/robot/send?access_token=T","format":"dingtalk","robot_secret":"a\nb"}`), 422, "two-line robot secret")
+	made := m.call("POST", hooks, admin, `{"url":"`+robot.URL+`/robot/send?access_token=T","format":"dingtalk","robot_secret":"`+secret+`"}`)
+	hook := m.want(made, 201, "dingtalk webhook")
+	if hook["robot_secret_set"] != true || strings.Contains(string(made.Body), secret) {
+		t.Errorf("made: %s", made.Body)
+	}
+	shown := m.call("GET", fmt.Sprintf("/api/webhooks/%d", id(hook)), admin, "")
+	if strings.Contains(string(shown.Body), secret) || shown.Map(t)["robot_secret_set"] != true {
+		t.Errorf("shown: %s", shown.Body)
+	}
+	m.e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"}),
+		apptest.Field("channel_key", "harbor-ios"))
+	select {
+	case q := <-got:
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write([]byte(q.Get("timestamp") + "\n" + secret))
+		ms, _ := strconv.ParseInt(q.Get("timestamp"), 10, 64)
+		if q.Get("access_token") != "T" || q.Get("sign") != base64.StdEncoding.EncodeToString(mac.Sum(nil)) ||
+			time.Since(time.UnixMilli(ms)).Abs() > time.Hour {
+			t.Errorf("the robot's query %v", q)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the robot got nothing")
+	}
+	// A format without robot signatures keeps no robot secret.
+	if w := m.want(m.call("PATCH", fmt.Sprintf("/api/webhooks/%d", id(hook)), admin, `{"format":"slack"}`), 200, "to slack"); w["robot_secret_set"] != false {
+		t.Errorf("after changing to slack: %v", w)
 	}
 }

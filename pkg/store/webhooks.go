@@ -33,10 +33,10 @@ func insertEvents[T any](ctx context.Context, tx pgx.Tx, emit func(T) ([]distrib
 	return nil
 }
 
-const webhookColumns = `id, coalesce(app_id, 0), coalesce(channel_id, 0), url, format, events, secret, enabled, created_at, updated_at`
+const webhookColumns = `id, coalesce(app_id, 0), coalesce(channel_id, 0), url, format, events, secret, robot_secret, enabled, created_at, updated_at`
 
 func scanWebhook(row pgx.Row, w *distribution.Webhook) error {
-	return row.Scan(&w.ID, &w.AppID, &w.ChannelID, &w.URL, &w.Format, &w.Events, &w.Secret, &w.Enabled, &w.CreatedAt, &w.UpdatedAt)
+	return row.Scan(&w.ID, &w.AppID, &w.ChannelID, &w.URL, &w.Format, &w.Events, &w.Secret, &w.RobotSecret, &w.Enabled, &w.CreatedAt, &w.UpdatedAt)
 }
 
 func nullID(id int64) *int64 {
@@ -49,9 +49,9 @@ func nullID(id int64) *int64 {
 // CreateWebhook records a webhook of an app or a channel (errs.NotFound when it is gone).
 func (db *DB) CreateWebhook(ctx context.Context, w *distribution.Webhook) (*distribution.Webhook, error) {
 	var out distribution.Webhook
-	err := scanWebhook(db.Pool.QueryRow(ctx, `INSERT INTO webhooks (app_id, channel_id, url, format, events, secret, enabled)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+webhookColumns,
-		nullID(w.AppID), nullID(w.ChannelID), w.URL, w.Format, w.Events, w.Secret, w.Enabled), &out)
+	err := scanWebhook(db.Pool.QueryRow(ctx, `INSERT INTO webhooks (app_id, channel_id, url, format, events, secret, robot_secret, enabled)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+webhookColumns,
+		nullID(w.AppID), nullID(w.ChannelID), w.URL, w.Format, w.Events, w.Secret, w.RobotSecret, w.Enabled), &out)
 	if isForeignKeyViolation(err) {
 		if w.AppID != 0 {
 			return nil, errs.New(errs.NotFound, "app %d not found", w.AppID)
@@ -96,11 +96,11 @@ func (db *DB) ListWebhooks(ctx context.Context, appID, channelID int64) ([]distr
 	return out, dbErr(rows.Err())
 }
 
-// UpdateWebhook saves a webhook's URL, format, events and enabled flag.
+// UpdateWebhook saves a webhook's URL, format, events, robot secret and enabled flag.
 func (db *DB) UpdateWebhook(ctx context.Context, w *distribution.Webhook) (*distribution.Webhook, error) {
 	var out distribution.Webhook
-	err := scanWebhook(db.Pool.QueryRow(ctx, `UPDATE webhooks SET url = $2, format = $3, events = $4, enabled = $5, updated_at = now()
-		WHERE id = $1 RETURNING `+webhookColumns, w.ID, w.URL, w.Format, w.Events, w.Enabled), &out)
+	err := scanWebhook(db.Pool.QueryRow(ctx, `UPDATE webhooks SET url = $2, format = $3, events = $4, enabled = $5, robot_secret = $6,
+		updated_at = now() WHERE id = $1 RETURNING `+webhookColumns, w.ID, w.URL, w.Format, w.Events, w.Enabled, w.RobotSecret), &out)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errs.New(errs.NotFound, "webhook %d not found", w.ID)
 	}
@@ -183,7 +183,7 @@ func (db *DB) LeaseDeliveries(ctx context.Context, limit int, lease time.Duratio
 			ORDER BY d.next_attempt_at, d.id LIMIT $1 FOR UPDATE OF d SKIP LOCKED)
 		UPDATE webhook_deliveries d SET leased_until = now() + $2::interval, attempts = d.attempts + 1
 		FROM due, webhooks w WHERE d.id = due.id AND w.id = d.webhook_id
-		RETURNING `+deliveryColumns+`, w.url, w.format, w.secret`, limit, lease.String())
+		RETURNING `+deliveryColumns+`, w.url, w.format, w.secret, w.robot_secret`, limit, lease.String())
 	if err != nil {
 		return nil, dbErr(err)
 	}
@@ -191,7 +191,7 @@ func (db *DB) LeaseDeliveries(ctx context.Context, limit int, lease time.Duratio
 	var out []distribution.DueDelivery
 	for rows.Next() {
 		var d distribution.DueDelivery
-		if err := rows.Scan(append(deliveryDest(&d.WebhookDelivery), &d.URL, &d.Format, &d.Secret)...); err != nil {
+		if err := rows.Scan(append(deliveryDest(&d.WebhookDelivery), &d.URL, &d.Format, &d.Secret, &d.RobotSecret)...); err != nil {
 			return nil, dbErr(err)
 		}
 		out = append(out, d)

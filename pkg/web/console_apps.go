@@ -315,6 +315,9 @@ func (h *Handler) createWebhook(c *gin.Context, appID, hookApp, hookChannel int6
 	if evs := c.PostFormArray("events"); len(evs) > 0 {
 		in.Events = evs
 	}
+	if rs := strings.TrimSpace(c.PostForm("robot_secret")); rs != "" {
+		in.RobotSecret = &rs
+	}
 	w, err := h.svc.CreateWebhook(c, hookApp, hookChannel, in)
 	if err != nil {
 		return err

@@ -247,6 +247,17 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	if s := post(admin, fmt.Sprintf("/console/apps/%d/webhooks", appID), url.Values{"csrf": {acsrf}, "url": {"http://127.0.0.1:9/app"}, "events": {"release.exploded"}}); s != 422 {
 		t.Errorf("an app webhook with an unknown event: %d", s)
 	}
+	if s := post(admin, fmt.Sprintf("/console/channels/%d/webhooks", chID), url.Values{"csrf": {acsrf}, "url": {"http://127.0.0.1:9/ding"},
+		"format": {"dingtalk"}, "robot_secret": {"SECrobot"}}); s != 200 {
+		t.Errorf("add a DingTalk webhook with its robot secret: %d", s)
+	}
+	var robotSecret string
+	if err := e.DB.Pool.QueryRow(ctx, `SELECT robot_secret FROM webhooks WHERE url = 'http://127.0.0.1:9/ding'`).Scan(&robotSecret); err != nil || robotSecret != "SECrobot" {
+		t.Errorf("the DingTalk webhook's robot secret: %q (%v)", robotSecret, err)
+	}
+	if _, page := fetch(t, admin, http.MethodGet, appURL, nil); strings.Contains(page, "SECrobot") {
+		t.Error("the app page shows a robot secret")
+	}
 	if s := post(admin, fmt.Sprintf("/console/webhooks/%d/test", hook.ID), url.Values{"csrf": {acsrf}}); s != 200 {
 		t.Errorf("test webhook: %d", s)
 	}

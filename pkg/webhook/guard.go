@@ -168,9 +168,10 @@ type Result struct {
 const maxResponseBytes = 64 << 10
 
 // Send makes one delivery attempt: env rendered in format, POSTed with the signature, event and
-// delivery headers. Only a 2xx answer is a success. Errors name the URL by scheme and host only:
+// delivery headers; robotSecret, when given for a DingTalk or Feishu robot, signs the message as
+// that robot requires. Only a 2xx answer is a success. Errors name the URL by scheme and host only:
 // chat services put access tokens in the path or query.
-func Send(ctx context.Context, c *http.Client, rawURL, format, secret, deliveryID string, env *Envelope, now time.Time) (Result, error) {
+func Send(ctx context.Context, c *http.Client, rawURL, format, secret, robotSecret, deliveryID string, env *Envelope, now time.Time) (Result, error) {
 	var res Result
 	body, err := Render(format, env)
 	if err != nil {
@@ -178,7 +179,12 @@ func Send(ctx context.Context, c *http.Client, rawURL, format, secret, deliveryI
 		return res, err
 	}
 	where := redact(rawURL)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
+	target, body, err := signRobot(format, rawURL, body, robotSecret, now)
+	if err != nil {
+		res.Error = "cannot sign the message for " + where
+		return res, errors.New(res.Error)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		res.Error = "cannot make a request to " + where
 		return res, errors.New(res.Error)

@@ -161,7 +161,7 @@ func TestClientRefusesPrivateAtDialTime(t *testing.T) {
 	env := sampleEnvelope(EventReleaseCreated)
 	now := time.Now()
 
-	res, err := Send(ctx, NewClient(false, 5*time.Second), srv.URL+"/hook?access_token=SECRET", FormatSlipway, "s3cret", "42", env, now)
+	res, err := Send(ctx, NewClient(false, 5*time.Second), srv.URL+"/hook?access_token=SECRET", FormatSlipway, "s3cret", "", "42", env, now)
 	if err == nil || res.StatusCode != 0 {
 		t.Fatalf("the guarded client reached loopback: %+v", res)
 	}
@@ -170,7 +170,7 @@ func TestClientRefusesPrivateAtDialTime(t *testing.T) {
 	}
 
 	open := NewClient(true, 5*time.Second)
-	res, err = Send(ctx, open, srv.URL+"/hook?access_token=SECRET", FormatSlipway, "s3cret", "42", env, now)
+	res, err = Send(ctx, open, srv.URL+"/hook?access_token=SECRET", FormatSlipway, "s3cret", "", "42", env, now)
 	if err != nil || res.StatusCode != http.StatusNoContent {
 		t.Fatalf("send: %+v %v", res, err)
 	}
@@ -185,11 +185,11 @@ func TestClientRefusesPrivateAtDialTime(t *testing.T) {
 		t.Errorf("body %s", body)
 	}
 
-	res, err = Send(ctx, open, srv.URL+"/redirect", FormatSlack, "s", "43", env, now)
+	res, err = Send(ctx, open, srv.URL+"/redirect", FormatSlack, "s", "", "43", env, now)
 	if err == nil || res.StatusCode != http.StatusFound {
 		t.Errorf("a redirect counts as delivered or was followed: %+v", res)
 	}
-	res, err = Send(ctx, open, srv.URL+"/fail?token=SECRET", FormatSlack, "s", "44", env, now)
+	res, err = Send(ctx, open, srv.URL+"/fail?token=SECRET", FormatSlack, "s", "", "44", env, now)
 	if err == nil || res.StatusCode != 500 || strings.Contains(res.Error, "SECRET") {
 		t.Errorf("a 500: %+v %v", res, err)
 	}
