@@ -3,6 +3,7 @@ package distribution
 import (
 	"container/list"
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -123,12 +124,6 @@ type readCache struct {
 
 func newReadCache(cfg ReadCacheConfig, m *metrics.Metrics) *readCache {
 	return &readCache{cfg: cfg, metrics: m, views: map[string]*list.Element{}, lru: list.New()}
-}
-
-func (c *readCache) currentGeneration() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.generation
 }
 
 // get returns a fresh cached view, or nil and the generation a load must check against.
@@ -283,13 +278,15 @@ func (s *Service) ChannelView(ctx context.Context, key string) (*ChannelView, er
 	if s.reads == nil {
 		return s.loadView(ctx, key)
 	}
-	if v, _ := s.reads.get(key); v != nil {
+	v, gen := s.reads.get(key)
+	if v != nil {
 		return v, nil
 	}
-	// One load per key at a time, however many requests miss together. It runs detached from
-	// the first caller's cancellation, since others may be waiting on it.
-	res, err, _ := s.reads.loads.Do(key, func() (any, error) {
-		gen := s.reads.currentGeneration()
+	// One load per key and generation at a time, however many requests miss together. A request
+	// that comes after an invalidation does not join a load that started before it (that load may
+	// have read what the change replaced: the writer must read its own write). The load runs
+	// detached from the first caller's cancellation, since others may be waiting on it.
+	res, err, _ := s.reads.loads.Do(key+"@"+strconv.FormatUint(gen, 10), func() (any, error) {
 		v, err := s.loadView(context.WithoutCancel(ctx), key)
 		if err == nil {
 			s.reads.put(key, v, gen)

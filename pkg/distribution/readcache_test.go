@@ -21,6 +21,8 @@ type viewStore struct {
 	loads    atomic.Int64
 	// during, when set, runs in the middle of a load (to change things while a view loads).
 	during func()
+	// afterReleases, when set, runs once a load has read the releases.
+	afterReleases func()
 }
 
 func newViewStore() *viewStore {
@@ -55,9 +57,14 @@ func (s *viewStore) ChannelContextBySlug(_ context.Context, slug string) (*Chann
 
 func (s *viewStore) RecentReleases(_ context.Context, channelID int64, _ string, limit int) ([]Release, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	rels := s.releases[channelID]
-	return append([]Release(nil), rels[:min(limit, len(rels))]...), nil
+	out := append([]Release(nil), rels[:min(limit, len(rels))]...)
+	hook := s.afterReleases
+	s.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return out, nil
 }
 
 func (s *viewStore) CountReleases(_ context.Context, channelID int64) (int, error) {
@@ -146,6 +153,57 @@ func TestReadCacheDropsViewsLoadedDuringAChange(t *testing.T) {
 	}
 	if n := st.loads.Load(); n != 2 {
 		t.Fatalf("%d loads: the view loaded during a change was kept", n)
+	}
+}
+
+// A writer's read after its change does not join a load that started before the change (it
+// would answer what the change replaced): read-your-writes holds while others are loading.
+func TestReadCacheWriterDoesNotJoinAnOlderLoad(t *testing.T) {
+	ctx := context.Background()
+	st := newViewStore()
+	st.add(1, 10, 100, "one", 2)
+	s := cachedService(st, 1<<20, time.Hour)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	st.afterReleases = func() {
+		if first.CompareAndSwap(false, true) {
+			close(entered)
+			<-release // the reader's load holds the old releases until the writer has read
+		}
+	}
+	reader := make(chan *ChannelView)
+	go func() {
+		v, _ := s.ChannelView(ctx, "one")
+		reader <- v
+	}()
+	<-entered
+	// The write: a third release, then the local invalidation, as the service does.
+	st.mu.Lock()
+	st.releases[1] = append([]Release{{ID: 1003, ChannelID: 1, Version: 3}}, st.releases[1]...)
+	st.mu.Unlock()
+	s.changed(Change{ChannelID: 1})
+	writer := make(chan *ChannelView)
+	go func() {
+		v, _ := s.ChannelView(ctx, "one")
+		writer <- v
+	}()
+	var mine *ChannelView
+	select {
+	case mine = <-writer:
+	case <-time.After(10 * time.Second): // it joined the older load, which waits for release
+		close(release)
+		mine = <-writer
+		<-reader
+		t.Fatalf("the writer's read waited for a load that started before its write, and saw %d releases", mine.Total)
+	}
+	close(release)
+	old := <-reader
+	if mine.Total != 3 || old.Total != 2 {
+		t.Errorf("the writer saw %d releases (want 3), the earlier reader %d (want 2)", mine.Total, old.Total)
+	}
+	// The earlier load came before the change: it is not kept.
+	if v, _ := s.ChannelView(ctx, "one"); v.Total != 3 {
+		t.Errorf("the cache holds the view from before the change: %d releases", v.Total)
 	}
 }
 
