@@ -345,11 +345,7 @@ func (h *Handler) consoleUpdateRelease(c *gin.Context) error {
 
 // consoleAddMember: POST /console/apps/:id/members (admins) makes someone a developer of the app.
 func (h *Handler) consoleAddMember(c *gin.Context) error {
-	appID, err := h.appIDParam(c)
-	if err != nil {
-		return err
-	}
-	session, u, err := h.consoleForm(c)
+	appID, session, u, err := h.idForm(c, "app")
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,17 @@ func idParam(c *gin.Context, name, what string) (int64, error) {
 	return id, nil
 }
 
+// idForm reads a console form's path id (what names it in errors) and checks the signed-in user
+// and the form's CSRF token.
+func (h *Handler) idForm(c *gin.Context, what string) (int64, string, *distribution.User, error) {
+	id, err := idParam(c, "id", what)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	session, u, err := h.consoleForm(c)
+	return id, session, u, err
+}
+
 // confirmed refuses a destructive form whose "confirm" box is not ticked.
 func confirmed(c *gin.Context) error {
 	if c.PostForm("confirm") == "" {
@@ -37,11 +48,7 @@ func confirmed(c *gin.Context) error {
 // consoleUpdateChannel: POST /console/channels/:id renames a channel, changes its key, and sets
 // or clears its password (an empty password field leaves it as it is).
 func (h *Handler) consoleUpdateChannel(c *gin.Context) error {
-	id, err := idParam(c, "id", "channel")
-	if err != nil {
-		return err
-	}
-	session, u, err := h.consoleForm(c)
+	id, session, u, err := h.idForm(c, "channel")
 	if err != nil {
 		return err
 	}
@@ -69,11 +76,7 @@ func (h *Handler) consoleUpdateChannel(c *gin.Context) error {
 // consoleDeleteChannel: POST /console/channels/:id/delete (with "confirm") deletes a channel and
 // its builds.
 func (h *Handler) consoleDeleteChannel(c *gin.Context) error {
-	id, err := idParam(c, "id", "channel")
-	if err != nil {
-		return err
-	}
-	session, u, err := h.consoleForm(c)
+	id, session, u, err := h.idForm(c, "channel")
 	if err != nil {
 		return err
 	}
@@ -93,11 +96,7 @@ func (h *Handler) consoleDeleteChannel(c *gin.Context) error {
 // consolePinRelease: POST /console/releases/:id/pin (pinned=true|false; admins) keeps a build from
 // retention, or lets retention take it again.
 func (h *Handler) consolePinRelease(c *gin.Context) error {
-	id, err := idParam(c, "id", "release")
-	if err != nil {
-		return err
-	}
-	session, u, err := h.consoleForm(c)
+	id, session, u, err := h.idForm(c, "release")
 	if err != nil {
 		return err
 	}
@@ -115,11 +114,7 @@ func (h *Handler) consolePinRelease(c *gin.Context) error {
 
 // consoleDeleteRelease: POST /console/releases/:id/delete (with "confirm").
 func (h *Handler) consoleDeleteRelease(c *gin.Context) error {
-	id, err := idParam(c, "id", "release")
-	if err != nil {
-		return err
-	}
-	session, u, err := h.consoleForm(c)
+	id, session, u, err := h.idForm(c, "release")
 	if err != nil {
 		return err
 	}
@@ -135,11 +130,7 @@ func (h *Handler) consoleDeleteRelease(c *gin.Context) error {
 
 // consoleRenameApp: POST /console/apps/:id (name).
 func (h *Handler) consoleRenameApp(c *gin.Context) error {
-	appID, err := h.appIDParam(c)
-	if err != nil {
-		return err
-	}
-	session, u, err := h.consoleForm(c)
+	appID, session, u, err := h.idForm(c, "app")
 	if err != nil {
 		return err
 	}
@@ -153,11 +144,7 @@ func (h *Handler) consoleRenameApp(c *gin.Context) error {
 // consoleDeleteApp: POST /console/apps/:id/delete (with "confirm"; admins) deletes an app with
 // everything in it, then shows the console's home.
 func (h *Handler) consoleDeleteApp(c *gin.Context) error {
-	appID, err := h.appIDParam(c)
-	if err != nil {
-		return err
-	}
-	_, u, err := h.consoleForm(c)
+	appID, _, u, err := h.idForm(c, "app")
 	if err != nil {
 		return err
 	}
@@ -268,11 +255,7 @@ func (h *Handler) consoleWebhook(c *gin.Context) error {
 
 // consoleTestWebhook: POST /console/webhooks/:id/test queues a test event (admins).
 func (h *Handler) consoleTestWebhook(c *gin.Context) error {
-	id, err := idParam(c, "id", "webhook")
-	if err != nil {
-		return err
-	}
-	session, u, err := h.consoleForm(c)
+	id, session, u, err := h.idForm(c, "webhook")
 	if err != nil {
 		return err
 	}
@@ -284,11 +267,7 @@ func (h *Handler) consoleTestWebhook(c *gin.Context) error {
 
 // consoleDeleteWebhook: POST /console/webhooks/:id/delete (admins), then the app's page.
 func (h *Handler) consoleDeleteWebhook(c *gin.Context) error {
-	id, err := idParam(c, "id", "webhook")
-	if err != nil {
-		return err
-	}
-	session, u, err := h.consoleForm(c)
+	id, session, u, err := h.idForm(c, "webhook")
 	if err != nil {
 		return err
 	}
@@ -382,11 +361,7 @@ func (h *Handler) consoleUsers(c *gin.Context) error {
 // consoleUpdateUser: POST /console/users/:id (role, disabled; admins). Disabling ends the user's
 // sessions and stops their tokens at once.
 func (h *Handler) consoleUpdateUser(c *gin.Context) error {
-	id, err := idParam(c, "id", "user")
-	if err != nil {
-		return err
-	}
-	session, u, err := h.consoleForm(c)
+	id, session, u, err := h.idForm(c, "user")
 	if err != nil {
 		return err
 	}
@@ -416,11 +391,7 @@ func (h *Handler) consoleCreateApp(c *gin.Context) error {
 
 // consoleRenameScheme: POST /console/schemes/:id (name).
 func (h *Handler) consoleRenameScheme(c *gin.Context) error {
-	id, err := idParam(c, "id", "scheme")
-	if err != nil {
-		return err
-	}
-	session, u, err := h.consoleForm(c)
+	id, session, u, err := h.idForm(c, "scheme")
 	if err != nil {
 		return err
 	}
@@ -434,11 +405,7 @@ func (h *Handler) consoleRenameScheme(c *gin.Context) error {
 // consoleDeleteScheme: POST /console/schemes/:id/delete (with "confirm") deletes a scheme with
 // its channels and builds.
 func (h *Handler) consoleDeleteScheme(c *gin.Context) error {
-	id, err := idParam(c, "id", "scheme")
-	if err != nil {
-		return err
-	}
-	session, u, err := h.consoleForm(c)
+	id, session, u, err := h.idForm(c, "scheme")
 	if err != nil {
 		return err
 	}
@@ -457,11 +424,7 @@ func (h *Handler) consoleDeleteScheme(c *gin.Context) error {
 
 // consoleEnableWebhook: POST /console/webhooks/:id/enabled (enabled=true|false; admins).
 func (h *Handler) consoleEnableWebhook(c *gin.Context) error {
-	id, err := idParam(c, "id", "webhook")
-	if err != nil {
-		return err
-	}
-	session, u, err := h.consoleForm(c)
+	id, session, u, err := h.idForm(c, "webhook")
 	if err != nil {
 		return err
 	}
