@@ -59,6 +59,17 @@ type consoleAppView struct {
 	Notice, Secret string
 }
 
+// schemeForm is what the rename and delete forms of a scheme need.
+type schemeForm struct {
+	ID               int64
+	Name, CSRF, Base string
+}
+
+// SchemeForm gives the app page's scheme forms (template "scheme-forms") their data.
+func (v consoleAppView) SchemeForm(id int64, name string) schemeForm {
+	return schemeForm{ID: id, Name: name, CSRF: v.CSRF, Base: v.Base}
+}
+
 func (h *Handler) appIDParam(c *gin.Context) (int64, error) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {

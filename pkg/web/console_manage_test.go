@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -52,17 +51,7 @@ func userID(t *testing.T, e *apptest.Env, email string) int64 {
 // script sends one of the upload script's calls: the CSRF token in its header, JSON back.
 func script(t *testing.T, c *http.Client, method, u, csrf string, form url.Values) (int, map[string]any) {
 	t.Helper()
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequest(method, u, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
+	req := formRequest(t, method, u, form)
 	if csrf != "" {
 		req.Header.Set("X-CSRF-Token", csrf)
 	}

@@ -34,6 +34,18 @@ func browserClient(t *testing.T) *http.Client {
 
 func fetch(t *testing.T, c *http.Client, method, u string, form url.Values) (*http.Response, string) {
 	t.Helper()
+	resp, err := c.Do(formRequest(t, method, u, form))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// formRequest is a request with form as its url-encoded body (none when nil).
+func formRequest(t *testing.T, method, u string, form url.Values) *http.Request {
+	t.Helper()
 	var body io.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
@@ -45,13 +57,7 @@ func fetch(t *testing.T, c *http.Client, method, u string, form url.Values) (*ht
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
+	return req
 }
 
 var csrfRe = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
