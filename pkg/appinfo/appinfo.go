@@ -1,7 +1,10 @@
-// Package appinfo reads the metadata of an uploaded build (iOS/tvOS .ipa, Android .apk and .aab,
-// macOS zipped .app, .pkg and .dmg) from an io.ReaderAt, detecting the kind from content, never
-// from a file name. It reads only the entries it needs, each bounded in size, so a parse of a
-// package held in object storage fetches a small fraction of it.
+// Package appinfo reads the metadata of an uploaded build from an io.ReaderAt, detecting the kind
+// from content, never from a file name. It reads only the entries it needs, each bounded in size,
+// so a parse of a package held in object storage fetches a small fraction of it.
+//
+// Apple (.ipa, zipped macOS .app, .pkg, .dmg) and Android (.apk, .aab) are parsed here; the other
+// platform families (HarmonyOS, Windows, Linux) live in folders of their own and register
+// themselves (family.go), the way image decoders do.
 //
 // Every problem with the input is an errs.Invalid error whose message says what was wrong.
 package appinfo
@@ -10,6 +13,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
@@ -20,9 +24,12 @@ import (
 type Platform string
 
 const (
-	IOS     Platform = "ios"
-	Android Platform = "android"
-	MacOS   Platform = "macos"
+	IOS       Platform = "ios"
+	Android   Platform = "android"
+	MacOS     Platform = "macos"
+	HarmonyOS Platform = "harmonyos"
+	Windows   Platform = "windows"
+	Linux     Platform = "linux"
 )
 
 // Format is the container format of a package.
@@ -35,6 +42,18 @@ const (
 	FormatMacZip Format = "macos-zip" // a zip holding X.app/Contents/Info.plist
 	FormatPKG    Format = "pkg"       // a xar installer package
 	FormatDMG    Format = "dmg"       // a disk image: metadata must come from form fields
+
+	FormatHAP        Format = "hap"         // a HarmonyOS module package
+	FormatHarmonyApp Format = "harmony-app" // a HarmonyOS .app: pack.info and its HAPs
+	FormatEXE        Format = "exe"         // a Windows PE executable
+	FormatEXEZip     Format = "exe-zip"     // a zip holding a Windows executable (Zealot's rule)
+	FormatMSI        Format = "msi"         // a Windows Installer database (compound file)
+	FormatMSIX       Format = "msix"        // an MSIX or APPX package (AppxManifest.xml)
+	FormatMSIXBundle Format = "msixbundle"  // an MSIX or APPX bundle (AppxBundleManifest.xml)
+	FormatDeb        Format = "deb"         // a Debian package
+	FormatRPM        Format = "rpm"         // an RPM package
+	FormatAppImage   Format = "appimage"    // a type 2 AppImage: ELF runtime + squashfs
+	FormatOther      Format = "other"       // kept unparsed (windows and linux channels only)
 )
 
 // Device families, as release responses and pages show them.
@@ -49,6 +68,10 @@ const (
 	DeviceTV         = "tv"
 	DeviceWatch      = "watch"
 	DeviceAutomotive = "automotive"
+	DeviceWindows    = "windows"
+	DeviceLinux      = "linux"
+	// HarmonyOS devices are named by its module.json deviceTypes: "phone", "tablet", "2in1",
+	// "wearable", "tv", "car", joined with "," when a module declares several.
 )
 
 // Release types derived from Apple packages (decisions.md); Android has none unless the client
@@ -98,6 +121,22 @@ type Info struct {
 	Profile *Profile
 	// Icon is the largest icon, nil when the package has none (or only vector/adaptive ones).
 	Icon *Icon
+
+	// Architectures are the CPU architectures the package runs on, in the platform's own words
+	// ("x64", "arm64", "amd64", "aarch64", "noarch", "neutral"); empty when the format does not say.
+	Architectures []string
+	// Publisher is who made the package: a Windows CompanyName, Manufacturer or Publisher, a
+	// HarmonyOS vendor, a Debian Maintainer, an RPM Vendor or Packager.
+	Publisher string
+	// Description is a one-line summary (a Debian Description's first line, an RPM Summary).
+	Description string
+	// Permissions the package asks for (HarmonyOS requestPermissions, MSIX capabilities).
+	Permissions []string
+	// Debuggable marks a debug build (HarmonyOS app.json "debug").
+	Debuggable bool
+	// Properties are further facts of the format, shown on the release page under these names:
+	// "ProductCode", "UpgradeCode", "FileVersion", "Release" and the like.
+	Properties map[string]string
 }
 
 // Profile is an Apple provisioning profile (embedded.mobileprovision or embedded.provisionprofile).
@@ -135,34 +174,55 @@ func Parse(r io.ReaderAt, size int64) (*Info, error) {
 	if size <= 0 {
 		return nil, errs.Invalidf("the file is empty")
 	}
-	switch {
-	case zipread.IsZip(r, size):
+	if zipread.IsZip(r, size) {
 		a, err := zipread.Open(r, size)
 		if err != nil {
 			return nil, err
 		}
-		return parseZip(a)
-	case isXar(r, size):
-		return parsePKG(r, size)
-	case isDMG(r, size):
-		return &Info{Platform: MacOS, Format: FormatDMG, Device: DeviceMac}, nil
+		if parse := claimZip(a); parse != nil {
+			return parse(a)
+		}
+		return nil, errs.Invalidf("not a package of a platform Slipway reads (%s): %s", strings.Join(Families(), ", "), a.Describe(5))
 	}
-	return nil, errs.Invalidf("not an iOS, Android or macOS package: %s", sniff(r, size))
+	if parse := claimFile(r, size); parse != nil {
+		return parse(r, size)
+	}
+	return nil, errs.Invalidf("not a package of a platform Slipway reads (%s): %s", strings.Join(Families(), ", "), sniff(r, size))
 }
 
-// parseZip picks the parser for a zip archive from the entries it holds.
-func parseZip(a *zipread.Archive) (*Info, error) {
-	switch {
-	case a.File("AndroidManifest.xml") != nil:
-		return parseAPK(a)
-	case a.File("base/manifest/AndroidManifest.xml") != nil:
-		return parseAAB(a)
-	case findIPAInfoPlist(a) != "":
-		return parseIPA(a)
-	case findMacAppInfoPlist(a) != "":
-		return parseMacZip(a)
-	}
-	return nil, errs.Invalidf("not an iOS, Android or macOS package: %s", a.Describe(5))
+// The Apple and Android families, claimed in this order before any registered family.
+func init() {
+	Register(Family{Name: "android",
+		ClaimZip: func(a *zipread.Archive) ZipParser {
+			switch {
+			case a.File("AndroidManifest.xml") != nil:
+				return parseAPK
+			case a.File("base/manifest/AndroidManifest.xml") != nil:
+				return parseAAB
+			}
+			return nil
+		}})
+	Register(Family{Name: "apple",
+		ClaimZip: func(a *zipread.Archive) ZipParser {
+			switch {
+			case findIPAInfoPlist(a) != "":
+				return parseIPA
+			case findMacAppInfoPlist(a) != "":
+				return parseMacZip
+			}
+			return nil
+		},
+		ClaimFile: func(r io.ReaderAt, size int64) FileParser {
+			switch {
+			case isXar(r, size):
+				return parsePKG
+			case isDMG(r, size):
+				return func(io.ReaderAt, int64) (*Info, error) {
+					return &Info{Platform: MacOS, Format: FormatDMG, Device: DeviceMac}, nil
+				}
+			}
+			return nil
+		}})
 }
 
 func isXar(r io.ReaderAt, size int64) bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"image"
 	"image/png"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -296,7 +297,7 @@ func TestSyntheticPKG(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			info := appleMustParse(t, appinfotest.BuildPKG(tc.o))
 			tc.want.Platform, tc.want.Format, tc.want.Device = MacOS, FormatPKG, DeviceMac
-			if *info != tc.want {
+			if !reflect.DeepEqual(*info, tc.want) {
 				t.Errorf("Parse = %+v\nwant    %+v", *info, tc.want)
 			}
 		})
