@@ -1,0 +1,149 @@
+package windows
+
+import (
+	"archive/zip"
+	"io"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/slipwayhq/slipway/pkg/appinfo"
+	"github.com/slipwayhq/slipway/pkg/zipread"
+)
+
+// Caps on what one parse reads or keeps. Over a cap, the parse fails with errs.Invalid, except
+// where a doc comment says the part is skipped.
+const (
+	// MaxManifestBytes bounds AppxManifest.xml; real ones are a few KiB.
+	MaxManifestBytes = 1 << 20
+	// MaxBundleManifestBytes bounds AppxBundleManifest.xml, which lists every package of a bundle.
+	MaxBundleManifestBytes = 4 << 20
+	// MaxEXEInflate bounds how much of a deflated .exe in a zip is inflated to reach its
+	// resources (see ParseEXEZip); past it, only the headers are read.
+	MaxEXEInflate = 256 << 20
+	// MaxResourceSectionKeep bounds the resource section kept in memory for a deflated .exe.
+	MaxResourceSectionKeep = 64 << 20
+	// maxTextLen bounds every text value kept from a package.
+	maxTextLen = 1024
+)
+
+// Family registration: the parsers of Windows packages that identify themselves (a PE, an MSI
+// database, an MSIX package or bundle), and separately, as a fallback, a zip that merely holds
+// an .exe (Zealot's rule), which is a Windows build only when no other platform claims the zip.
+func init() {
+	appinfo.Register(appinfo.Family{Name: "windows",
+		ClaimZip: func(a *zipread.Archive) appinfo.ZipParser {
+			switch {
+			case a.File(appxManifest) != nil:
+				return ParseMSIX
+			case a.File(appxBundleManifest) != nil:
+				return ParseMSIXBundle
+			}
+			return nil
+		},
+		ClaimFile: func(r io.ReaderAt, size int64) appinfo.FileParser {
+			switch {
+			case IsPE(r, size):
+				return ParseEXE
+			case IsMSI(r, size):
+				return ParseMSI
+			}
+			return nil
+		}})
+	appinfo.Register(appinfo.Family{Name: "windows-exe-zip", Fallback: true,
+		ClaimZip: func(a *zipread.Archive) appinfo.ZipParser {
+			if mainEXE(a) != nil {
+				return ParseEXEZip
+			}
+			return nil
+		}})
+}
+
+// mainEXE picks the .exe a zip is about: the shallowest one, the largest among those. Entries
+// macOS's archiver added (__MACOSX/) are ignored.
+func mainEXE(a *zipread.Archive) *zip.File {
+	var best *zip.File
+	bestDepth := 0
+	for _, f := range a.Files() {
+		if !strings.HasSuffix(strings.ToLower(f.Name), ".exe") || strings.HasSuffix(f.Name, "/") || zipread.IsMacOSXJunk(f.Name) {
+			continue
+		}
+		d := strings.Count(strings.ReplaceAll(f.Name, `\`, "/"), "/")
+		if best == nil || d < bestDepth || (d == bestDepth && f.UncompressedSize64 > best.UncompressedSize64) {
+			best, bestDepth = f, d
+		}
+	}
+	return best
+}
+
+// clean trims a text value read from a package, drops control characters and invalid UTF-8,
+// and bounds its length.
+func clean(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
+	}
+	ok := utf8.ValidString(s)
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			ok = false
+			break
+		}
+	}
+	if !ok {
+		s = strings.Map(func(r rune) rune {
+			if r == utf8.RuneError || unicode.IsControl(r) {
+				return -1
+			}
+			return r
+		}, strings.ToValidUTF8(s, ""))
+	}
+	if len(s) > maxTextLen {
+		s = s[:maxTextLen]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+	}
+	return strings.TrimSpace(s)
+}
+
+// first returns the first non-empty value.
+func first(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// setProp sets a property when its value is not empty, creating the map.
+func setProp(info *appinfo.Info, key, val string) {
+	if val == "" {
+		return
+	}
+	if info.Properties == nil {
+		info.Properties = map[string]string{}
+	}
+	info.Properties[key] = val
+}
+
+// prefetch hints a remote reader that [off, off+n) is about to be read.
+func prefetch(r io.ReaderAt, off, n int64) {
+	if p, ok := r.(zipread.Prefetcher); ok && n > 0 {
+		p.Prefetch(off, n)
+	}
+}
+
+// readFull reads exactly n bytes at off, with an error for a short read.
+func readFull(r io.ReaderAt, off int64, n int) ([]byte, error) {
+	b := make([]byte, n)
+	k, err := r.ReadAt(b, off)
+	if k == n {
+		return b, nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return nil, err
+}
