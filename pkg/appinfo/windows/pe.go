@@ -32,7 +32,7 @@ var peMachines = map[uint16]string{
 	0x8664: "x64",
 	0xaa64: "arm64",
 	0x01c0: "arm",
-	0x01c4: "arm", // ARMv7 Thumb-2 (ARMNT)
+	0x01c4: "arm",   // ARMv7 Thumb-2 (ARMNT)
 	0xa641: "arm64", // ARM64EC
 	0xa64e: "arm64", // ARM64X
 }
