@@ -29,6 +29,9 @@ test: lint
 lint:
 	@unformatted=$$(gofmt -l cmd pkg test migrations); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	@# A pooled *gin.Context must never be used as a context.Context (test/lint/ginctx).
+	$(GO) build -o bin/ginctx ./test/lint/ginctx/cmd/ginctx
+	$(GO) vet -vettool=$(CURDIR)/bin/ginctx ./...
 
 # Short fuzzing of every parser (each target FUZZTIME).
 FUZZTIME ?= 20s

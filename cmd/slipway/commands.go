@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -70,8 +69,7 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 		return usageError("want one of: create, list, revoke")
 	}
 	action := args[0]
-	fs := flag.NewFlagSet("token "+action, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("token "+action, stderr)
 	name := fs.String("name", "", "a name for the token (unique among active tokens)")
 	scope := fs.String("scope", distribution.ScopeUpload, "upload (upload builds and debug files, edit own releases, sync devices) or admin (everything)")
 	serverURL := fs.String("url", "", "manage tokens of the server at this URL over its API (needs an admin token) instead of in the database")
@@ -80,8 +78,8 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if action == "revoke" && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		*name, rest = rest[0], rest[1:] // revoke NAME [flags]: the name may come before the flags
 	}
-	if err := fs.Parse(rest); err != nil {
-		return usageError(err.Error())
+	if err := parseFlags(fs, rest, stdout); err != nil {
+		return err
 	}
 	if action == "revoke" && *name == "" && fs.NArg() == 1 {
 		*name = fs.Arg(0)
@@ -247,11 +245,10 @@ func openMigrated(ctx context.Context, getenv func(string) string, stderr io.Wri
 
 // gcCmd: slipway gc runs the storage collector once.
 func gcCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("gc", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("gc", stderr)
 	grace := fs.Duration("grace", -1, "collect pending uploads older than this (default: SLIPWAY_GC_GRACE)")
-	if err := fs.Parse(args); err != nil {
-		return usageError(err.Error())
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
 	}
 	a, err := openApp(ctx, getenv, stderr, false)
 	if err != nil {

@@ -4,8 +4,11 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"os"
 	"os/signal"
 	"syscall"
@@ -47,6 +50,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
+	if wantsHelp(args[1:]) && !parsesOwnFlags(args) {
+		fmt.Fprint(stdout, commandUsage(args[0]))
+		return 0
+	}
 	var err error
 	switch args[0] {
 	case "serve":
@@ -73,6 +80,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "slipway: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
+	if errors.Is(err, errHelp) {
+		return 0
+	}
 	if err != nil {
 		if e, ok := err.(usageError); ok {
 			fmt.Fprintf(stderr, "slipway %s: %s\n", args[0], string(e))
@@ -82,6 +92,97 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 1
 	}
 	return 0
+}
+
+// errHelp is returned by a command that printed its usage because -h or --help asked for it.
+var errHelp = errors.New("help shown")
+
+// wantsHelp reports whether args ask for help (-h, -help, --help before any "--").
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// parsesOwnFlags reports whether the command line names a command with flags of its own, which
+// prints its usage with those flags (parseFlags).
+func parsesOwnFlags(args []string) bool {
+	sub := ""
+	if len(args) > 1 {
+		sub = args[1]
+	}
+	switch args[0] {
+	case "gc", "upload":
+		return true
+	case "token":
+		return sub == "create" || sub == "list" || sub == "revoke"
+	case "retention":
+		return sub == "plan"
+	case "debug-file":
+		return sub == "upload"
+	}
+	return false
+}
+
+// commandUsage is the part of the usage that describes one command (all of it for an unknown
+// command or "help").
+func commandUsage(name string) string {
+	head, rest, _ := strings.Cut(usage, "Commands:\n")
+	table, tail, _ := strings.Cut(rest, "\n\n")
+	var b strings.Builder
+	in := false
+	for _, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "   ") { // a command's first line (continuations are indented deeper)
+			in = strings.HasPrefix(strings.TrimSpace(line)+" ", name+" ")
+		}
+		if in {
+			b.WriteString(line + "\n")
+		}
+	}
+	if b.Len() == 0 {
+		return usage
+	}
+	_ = head
+	return "Usage:\n" + b.String() + "\n" + tail
+}
+
+// newFlagSet is the flag set of the command "slipway name": errors go to stderr, and its usage
+// names the command.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: slipway %s [flags]\n\nFlags:\n", name)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses a command's flags. With -h, -help or --help it prints the command's usage
+// and flags on stdout instead and returns errHelp (exit 0); a mistake is a usageError (exit 2).
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	if wantsHelp(args) {
+		return showUsage(fs, stdout)
+	}
+	if err := fs.Parse(args); err != nil {
+		return usageError(err.Error())
+	}
+	return nil
+}
+
+// showUsage prints fs's usage on stdout and returns errHelp.
+func showUsage(fs *flag.FlagSet, stdout io.Writer) error {
+	out := fs.Output()
+	fs.SetOutput(stdout)
+	fs.Usage()
+	fs.SetOutput(out)
+	return errHelp
 }
 
 // usageError is a mistake in the command line, reported with exit code 2.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -20,13 +19,12 @@ func retentionCmd(ctx context.Context, args []string, getenv func(string) string
 	if len(args) == 0 || args[0] != "plan" {
 		return usageError("usage: slipway retention plan [--channel ID] [--url URL --token TOKEN]")
 	}
-	fs := flag.NewFlagSet("retention plan", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("retention plan", stderr)
 	channel := fs.Int64("channel", 0, "only this channel (its id)")
 	serverURL := fs.String("url", "", "ask the server at this URL over its API instead of reading the database")
 	token := fs.String("token", "", "with --url: an API token (default $SLIPWAY_TOKEN)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return usageError(err.Error())
+	if err := parseFlags(fs, args[1:], stdout); err != nil {
+		return err
 	}
 	if fs.NArg() != 0 {
 		return usageError(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))

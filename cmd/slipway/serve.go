@@ -10,7 +10,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/buildinfo"
@@ -43,22 +42,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	api := httpapi.New(httpapi.Deps{Config: a.cfg, Service: a.svc, Metrics: a.metrics, Log: log})
-	// srv.Close does not wait for handlers, and a handler cut by it is still cleaning up then
-	// (aborting a multipart upload, forgetting its pending object): count them, so the process
-	// does not exit under them.
-	var handlers atomic.Int64
-	srv := &http.Server{
-		Addr: a.cfg.Addr,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			handlers.Add(1)
-			defer handlers.Add(-1)
-			api.ServeHTTP(w, r)
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return reqCtx },
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := api.HTTPServer(reqCtx)
 	ln, err := net.Listen("tcp", a.cfg.Addr)
 	if err != nil {
 		return err
@@ -97,9 +81,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	defer cancelClose()
 	_ = srv.Shutdown(closeCtx)
 	_ = srv.Close()
-	if !waitZero(&handlers, handlerCleanupTimeout) {
+	if !waitZero(api.InFlight, handlerCleanupTimeout) {
 		log.Warn("handlers still running after the connections were closed; exiting anyway",
-			slog.Int64("handlers", handlers.Load()), slog.Duration("waited", handlerCleanupTimeout))
+			slog.Int64("handlers", api.InFlight()), slog.Duration("waited", handlerCleanupTimeout))
 	}
 	<-gcDone
 	<-watchDone
@@ -115,10 +99,10 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 // storage calls have their own, similar bounds (Discard's 30 s).
 const handlerCleanupTimeout = 30 * time.Second
 
-// waitZero waits until n is zero, for at most timeout, and reports whether it is.
-func waitZero(n *atomic.Int64, timeout time.Duration) bool {
+// waitZero waits until n() is zero, for at most timeout, and reports whether it is.
+func waitZero(n func() int64, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
-	for n.Load() > 0 {
+	for n() > 0 {
 		if time.Now().After(deadline) {
 			return false
 		}

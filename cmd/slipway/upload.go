@@ -152,7 +152,7 @@ func (u *uploadFlags) send(getenv func(string) string, stderr io.Writer, path st
 func uploadCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("upload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, uploadUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), uploadUsage); fs.PrintDefaults() }
 	var common uploadFlags
 	common.register(fs)
 	var form uploader.AppForm
@@ -176,10 +176,11 @@ func uploadCmd(ctx context.Context, args []string, getenv func(string) string, s
 	fs.StringVar(&form.ReleaseVersion, "release-version", "", "release version, for packages without readable metadata (.dmg)")
 	fs.StringVar(&form.BuildVersion, "build-version", "", "build version, for packages without readable metadata (.dmg)")
 	fs.StringVar(&form.BundleID, "bundle-id", "", "bundle id, for packages without readable metadata (.dmg)")
+	if wantsHelp(args) {
+		return showUsage(fs, stdout)
+	}
 	pos, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	} else if err != nil {
+	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
@@ -229,17 +230,18 @@ func debugFileCmd(ctx context.Context, args []string, getenv func(string) string
 	}
 	fs := flag.NewFlagSet("debug-file upload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, debugFileUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), debugFileUsage); fs.PrintDefaults() }
 	var common uploadFlags
 	common.register(fs)
 	var form uploader.DebugFileForm
 	fs.StringVar(&form.ChannelKey, "channel-key", "", "channel of the app the debug file belongs to (required)")
 	fs.StringVar(&form.ReleaseVersion, "release-version", "", "release version (Android; ignored for dSYMs)")
 	fs.StringVar(&form.BuildVersion, "build-version", "", "build version (Android; ignored for dSYMs)")
+	if wantsHelp(args[1:]) {
+		return showUsage(fs, stdout)
+	}
 	pos, err := parseInterspersed(fs, args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	} else if err != nil {
+	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
@@ -274,9 +276,6 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err // the usage is printed; the caller exits 0
-			}
 			return nil, usageError(err.Error())
 		}
 		rest := fs.Args()

@@ -10,11 +10,12 @@ import (
 
 // listApps: GET /api/apps, paginated by id.
 func (s *Server) listApps(c *gin.Context) error {
+	ctx := reqCtx(c)
 	p, err := page(c)
 	if err != nil {
 		return err
 	}
-	apps, err := s.svc.ListApps(c, p)
+	apps, err := s.svc.ListApps(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -28,11 +29,12 @@ func (s *Server) listApps(c *gin.Context) error {
 
 // getApp: GET /api/apps/:id.
 func (s *Server) getApp(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	app, err := s.svc.App(c, id)
+	app, err := s.svc.App(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -51,11 +53,12 @@ func nameParam(c *gin.Context) (string, error) {
 
 // createApp: POST /api/apps → 201 with the bare App (schemes: []).
 func (s *Server) createApp(c *gin.Context) error {
+	ctx := reqCtx(c)
 	name, err := nameParam(c)
 	if err != nil {
 		return err
 	}
-	app, err := s.svc.CreateApp(c, name)
+	app, err := s.svc.CreateApp(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -65,6 +68,7 @@ func (s *Server) createApp(c *gin.Context) error {
 
 // updateApp: PUT /api/apps/:id renames the app.
 func (s *Server) updateApp(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -73,7 +77,7 @@ func (s *Server) updateApp(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	app, err := s.svc.RenameApp(c, id, name)
+	app, err := s.svc.RenameApp(ctx, id, name)
 	if err != nil {
 		return err
 	}
@@ -83,11 +87,12 @@ func (s *Server) updateApp(c *gin.Context) error {
 
 // destroyApp: DELETE /api/apps/:id removes the app and everything in it, objects included.
 func (s *Server) destroyApp(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	if err := s.svc.DestroyApp(c, id); err != nil {
+	if err := s.svc.DestroyApp(ctx, id); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)
@@ -96,11 +101,12 @@ func (s *Server) destroyApp(c *gin.Context) error {
 
 // listSchemes: GET /api/apps/:id/schemes, an app's schemes with their channels.
 func (s *Server) listSchemes(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	schemes, err := s.svc.Schemes(c, id)
+	schemes, err := s.svc.Schemes(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -130,6 +136,7 @@ func schemeChanges(c *gin.Context) (ch distribution.SchemeChanges, err error) {
 
 // createScheme: POST /api/apps/:id/schemes → 201 Scheme.
 func (s *Server) createScheme(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -138,7 +145,7 @@ func (s *Server) createScheme(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	sc, err := s.svc.CreateScheme(c, id, ch)
+	sc, err := s.svc.CreateScheme(ctx, id, ch)
 	if err != nil {
 		return err
 	}
@@ -148,11 +155,12 @@ func (s *Server) createScheme(c *gin.Context) error {
 
 // getScheme: GET /api/schemes/:id.
 func (s *Server) getScheme(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	sc, err := s.svc.Scheme(c, id)
+	sc, err := s.svc.Scheme(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -162,6 +170,7 @@ func (s *Server) getScheme(c *gin.Context) error {
 
 // updateScheme: PUT or PATCH /api/schemes/:id changes the fields sent.
 func (s *Server) updateScheme(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -170,7 +179,7 @@ func (s *Server) updateScheme(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	sc, err := s.svc.UpdateScheme(c, id, ch)
+	sc, err := s.svc.UpdateScheme(ctx, id, ch)
 	if err != nil {
 		return err
 	}
@@ -180,11 +189,12 @@ func (s *Server) updateScheme(c *gin.Context) error {
 
 // deleteScheme: DELETE /api/schemes/:id, with its channels, releases and their objects.
 func (s *Server) deleteScheme(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	if err := s.svc.DeleteScheme(c, id); err != nil {
+	if err := s.svc.DeleteScheme(ctx, id); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)
@@ -193,11 +203,12 @@ func (s *Server) deleteScheme(c *gin.Context) error {
 
 // listChannels: GET /api/schemes/:id/channels.
 func (s *Server) listChannels(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	channels, err := s.svc.Channels(c, id)
+	channels, err := s.svc.Channels(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -226,6 +237,7 @@ func channelChanges(c *gin.Context) (ch distribution.ChannelChanges, err error) 
 
 // createChannel: POST /api/schemes/:id/channels → 201 Channel.
 func (s *Server) createChannel(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -234,7 +246,7 @@ func (s *Server) createChannel(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	channel, err := s.svc.CreateChannel(c, id, ch)
+	channel, err := s.svc.CreateChannel(ctx, id, ch)
 	if err != nil {
 		return err
 	}
@@ -244,11 +256,12 @@ func (s *Server) createChannel(c *gin.Context) error {
 
 // getChannel: GET /api/channels/:id.
 func (s *Server) getChannel(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	cc, err := s.svc.ChannelByID(c, id)
+	cc, err := s.svc.ChannelByID(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -259,6 +272,7 @@ func (s *Server) getChannel(c *gin.Context) error {
 // updateChannel: PUT or PATCH /api/channels/:id changes the fields sent (an empty password
 // clears it).
 func (s *Server) updateChannel(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -267,7 +281,7 @@ func (s *Server) updateChannel(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	channel, err := s.svc.UpdateChannel(c, id, ch)
+	channel, err := s.svc.UpdateChannel(ctx, id, ch)
 	if err != nil {
 		return err
 	}
@@ -277,11 +291,12 @@ func (s *Server) updateChannel(c *gin.Context) error {
 
 // deleteChannel: DELETE /api/channels/:id, with its releases, debug files and their objects.
 func (s *Server) deleteChannel(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	if err := s.svc.DeleteChannel(c, id); err != nil {
+	if err := s.svc.DeleteChannel(ctx, id); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)

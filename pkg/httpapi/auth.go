@@ -27,6 +27,7 @@ func headerOrQueryToken(c *gin.Context) string {
 // 403. The token is kept on the context for the handler (tokenOf).
 func (s *Server) requireToken(scope string) func(c *gin.Context) error {
 	return func(c *gin.Context) error {
+		ctx := reqCtx(c)
 		secret := headerOrQueryToken(c)
 		if secret == "" {
 			p, err := readParams(c)
@@ -37,7 +38,7 @@ func (s *Server) requireToken(scope string) func(c *gin.Context) error {
 				return err
 			}
 		}
-		tok, err := s.svc.Authenticate(c, secret, scope)
+		tok, err := s.svc.Authenticate(ctx, secret, scope)
 		if err != nil {
 			return err
 		}

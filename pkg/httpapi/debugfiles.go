@@ -60,6 +60,7 @@ func (s *Server) updateDebugFile(c *gin.Context) error {
 // receiveDebugFile streams a debug archive and records it: a new debug file (id 0) or a
 // replacement of debug file id.
 func (s *Server) receiveDebugFile(c *gin.Context, id int64) error {
+	ctx := reqCtx(c)
 	up, err := s.readUpload(c, distribution.DebugFilePrefix)
 	if err != nil {
 		return err
@@ -71,9 +72,9 @@ func (s *Server) receiveDebugFile(c *gin.Context, id int64) error {
 	var df *distribution.DebugFile
 	status := http.StatusCreated
 	if id == 0 {
-		df, err = s.svc.UploadDebugFile(c, up.file, form)
+		df, err = s.svc.UploadDebugFile(ctx, up.file, form)
 	} else {
-		df, err = s.svc.ReplaceDebugFile(c, id, up.file, form)
+		df, err = s.svc.ReplaceDebugFile(ctx, id, up.file, form)
 		status = http.StatusOK
 	}
 	if err != nil {
@@ -94,6 +95,7 @@ func (s *Server) debugFileList(c *gin.Context, files []distribution.DebugFile) {
 // listDebugFiles: GET /api/debug_files, the channel's app's debug files of its device type,
 // newest first, paginated.
 func (s *Server) listDebugFiles(c *gin.Context) error {
+	ctx := reqCtx(c)
 	cc, err := s.channelFromQuery(c)
 	if err != nil {
 		return err
@@ -102,7 +104,7 @@ func (s *Server) listDebugFiles(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	files, err := s.svc.DebugFiles(c, cc, p)
+	files, err := s.svc.DebugFiles(ctx, cc, p)
 	if err != nil {
 		return err
 	}
@@ -126,11 +128,12 @@ func (s *Server) debugFileParams(c *gin.Context) (int64, string, error) {
 
 // getDebugFile: GET /api/debug_files/:id (token, channel_key).
 func (s *Server) getDebugFile(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, key, err := s.debugFileParams(c)
 	if err != nil {
 		return err
 	}
-	_, df, err := s.svc.DebugFileInChannel(c, id, key)
+	_, df, err := s.svc.DebugFileInChannel(ctx, id, key)
 	if err != nil {
 		return err
 	}
@@ -140,11 +143,12 @@ func (s *Server) getDebugFile(c *gin.Context) error {
 
 // deleteDebugFile: DELETE /api/debug_files/:id → {"mesage": "OK"}; the object is deleted too.
 func (s *Server) deleteDebugFile(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, key, err := s.debugFileParams(c)
 	if err != nil {
 		return err
 	}
-	if err := s.svc.DeleteDebugFile(c, id, key); err != nil {
+	if err := s.svc.DeleteDebugFile(ctx, id, key); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)
@@ -153,11 +157,12 @@ func (s *Server) deleteDebugFile(c *gin.Context) error {
 
 // downloadDebugFileByVersion: GET /api/debug_files/download → 302 to the archive, 404 when none.
 func (s *Server) downloadDebugFileByVersion(c *gin.Context) error {
+	ctx := reqCtx(c)
 	cc, err := s.channelFromQuery(c)
 	if err != nil {
 		return err
 	}
-	df, err := s.svc.FindDebugFileForDownload(c, cc, strings.TrimSpace(c.Query("release_version")),
+	df, err := s.svc.FindDebugFileForDownload(ctx, cc, strings.TrimSpace(c.Query("release_version")),
 		strings.TrimSpace(c.Query("build_version")), strings.TrimSpace(c.Query("order")))
 	if err != nil {
 		return err
@@ -167,11 +172,12 @@ func (s *Server) downloadDebugFileByVersion(c *gin.Context) error {
 
 // downloadDebugFile: GET /download/debug_files/:id (a debug file's file_url) → 302 to the archive.
 func (s *Server) downloadDebugFile(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	df, err := s.svc.DebugFile(c, id)
+	df, err := s.svc.DebugFile(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -181,11 +187,12 @@ func (s *Server) downloadDebugFile(c *gin.Context) error {
 // debugFileExistsVersion: GET /api/debug_files/exists/version (channel_key, release_version,
 // build_version) → the Debug file of that version, 404 when none.
 func (s *Server) debugFileExistsVersion(c *gin.Context) error {
+	ctx := reqCtx(c)
 	cc, err := s.channelFromQuery(c)
 	if err != nil {
 		return err
 	}
-	df, err := s.svc.DebugFileByVersion(c, cc, c.Query("release_version"), c.Query("build_version"))
+	df, err := s.svc.DebugFileByVersion(ctx, cc, c.Query("release_version"), c.Query("build_version"))
 	if err != nil {
 		return err
 	}
@@ -196,7 +203,8 @@ func (s *Server) debugFileExistsVersion(c *gin.Context) error {
 // debugFileExistsBinary: GET /api/debug_files/exists/binary (checksum: the archive's MD5, as
 // Zealot computes it, or its SHA-256) → the Debug file, 404 when none.
 func (s *Server) debugFileExistsBinary(c *gin.Context) error {
-	df, err := s.svc.DebugFileByChecksum(c, c.Query("checksum"))
+	ctx := reqCtx(c)
+	df, err := s.svc.DebugFileByChecksum(ctx, c.Query("checksum"))
 	if err != nil {
 		return err
 	}
@@ -207,7 +215,8 @@ func (s *Server) debugFileExistsBinary(c *gin.Context) error {
 // debugFileExistsUUID: GET /api/debug_files/exists/uuid (uuid: a Mach-O UUID or a ProGuard
 // mapping's UUID) → the Debug file holding it, 404 when none.
 func (s *Server) debugFileExistsUUID(c *gin.Context) error {
-	df, err := s.svc.DebugFileByUUID(c, c.Query("uuid"))
+	ctx := reqCtx(c)
+	df, err := s.svc.DebugFileByUUID(ctx, c.Query("uuid"))
 	if err != nil {
 		return err
 	}

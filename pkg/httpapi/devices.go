@@ -10,11 +10,12 @@ import (
 
 // listDevices: GET /api/devices, newest first, paginated.
 func (s *Server) listDevices(c *gin.Context) error {
+	ctx := reqCtx(c)
 	p, err := page(c)
 	if err != nil {
 		return err
 	}
-	devices, err := s.svc.Devices(c, p)
+	devices, err := s.svc.Devices(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -29,6 +30,7 @@ func (s *Server) listDevices(c *gin.Context) error {
 // syncDevice: PUT or PATCH /api/devices/:udid finds or creates the device and sets the fields
 // sent (fastlane's zealot_sync_devices sends name and model). 201 when it was created.
 func (s *Server) syncDevice(c *gin.Context) error {
+	ctx := reqCtx(c)
 	p, err := readParams(c)
 	if err != nil {
 		return err
@@ -40,7 +42,7 @@ func (s *Server) syncDevice(c *gin.Context) error {
 			return err
 		}
 	}
-	d, created, err := s.svc.SyncDevice(c, c.Param("udid"), ch)
+	d, created, err := s.svc.SyncDevice(ctx, c.Param("udid"), ch)
 	if err != nil {
 		return err
 	}
@@ -54,7 +56,8 @@ func (s *Server) syncDevice(c *gin.Context) error {
 
 // getDevice: GET /api/devices/:udid.
 func (s *Server) getDevice(c *gin.Context) error {
-	d, err := s.svc.Device(c, c.Param("udid"))
+	ctx := reqCtx(c)
+	d, err := s.svc.Device(ctx, c.Param("udid"))
 	if err != nil {
 		return err
 	}
@@ -64,7 +67,8 @@ func (s *Server) getDevice(c *gin.Context) error {
 
 // deleteDevice: DELETE /api/devices/:udid (admin).
 func (s *Server) deleteDevice(c *gin.Context) error {
-	if err := s.svc.DeleteDevice(c, c.Param("udid")); err != nil {
+	ctx := reqCtx(c)
+	if err := s.svc.DeleteDevice(ctx, c.Param("udid")); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)
@@ -74,7 +78,8 @@ func (s *Server) deleteDevice(c *gin.Context) error {
 // exportDevices: GET /api/devices/export → the devices as the Apple developer portal's
 // "register multiple devices" file (tab-separated text).
 func (s *Server) exportDevices(c *gin.Context) error {
-	body, err := s.svc.ExportDevices(c)
+	ctx := reqCtx(c)
+	body, err := s.svc.ExportDevices(ctx)
 	if err != nil {
 		return err
 	}

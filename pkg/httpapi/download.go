@@ -21,17 +21,19 @@ var contentTypes = map[string]string{
 // authorize lets the request into the channel of releaseID (see distribution.Service.Authorize):
 // the password cookie, an "access" token, or a "password" parameter.
 func (s *Server) authorize(c *gin.Context, ch *distribution.Channel, releaseID int64) error {
+	ctx := reqCtx(c)
 	req := distribution.AccessRequest{Token: c.Query("access"), Password: c.Query("password"), Client: c.ClientIP(), ReleaseID: releaseID}
 	if ck, err := c.Cookie(distribution.PasswordCookieName(ch.Slug)); err == nil {
 		req.Cookie = ck
 	}
-	return s.svc.Authorize(c, ch, req)
+	return s.svc.Authorize(ctx, ch, req)
 }
 
 // redirectToObject answers 302 to where the object can be fetched (distribution.ObjectURL: the
 // CDN, a presigned S3 URL, or the service's own signed URL). Location headers are never logged.
 func (s *Server) redirectToObject(c *gin.Context, key, filename, contentType string) error {
-	u, err := s.svc.ObjectURL(c, key, filename, contentType)
+	ctx := reqCtx(c)
+	u, err := s.svc.ObjectURL(ctx, key, filename, contentType)
 	if err != nil {
 		return err
 	}
@@ -43,9 +45,10 @@ func (s *Server) redirectToObject(c *gin.Context, key, filename, contentType str
 // serveObject: GET /objects/*key serves an object of the filesystem backend behind a signed,
 // expiring URL, with Range support.
 func (s *Server) serveObject(c *gin.Context) error {
+	ctx := reqCtx(c)
 	key := strings.TrimPrefix(c.Param("key"), "/")
 	name, ctype := c.Query("name"), c.Query("type")
-	f, err := s.svc.OpenSignedObject(c, key, name, ctype, c.Query("t"))
+	f, err := s.svc.OpenSignedObject(ctx, key, name, ctype, c.Query("t"))
 	if err != nil {
 		return err
 	}
@@ -102,15 +105,16 @@ func (s *Server) releaseIcon(c *gin.Context) error {
 // releaseForDownload loads the release of the :id path parameter (in the :slug channel, when the
 // route has one) and checks channel access.
 func (s *Server) releaseForDownload(c *gin.Context) (*distribution.ReleaseContext, error) {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return nil, err
 	}
 	var rc *distribution.ReleaseContext
 	if slug := c.Param("slug"); slug != "" {
-		rc, err = s.svc.ReleaseInChannel(c, slug, id)
+		rc, err = s.svc.ReleaseInChannel(ctx, slug, id)
 	} else {
-		rc, err = s.svc.Release(c, id)
+		rc, err = s.svc.Release(ctx, id)
 	}
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 // request. Internal errors are logged with the request id and shown to the client only as
 // "internal error" with that id.
 func (s *Server) fail(c *gin.Context, err error) {
+	ctx := reqCtx(c)
 	p := httperr.Describe(err)
 	body := gin.H{"error": p.Message}
 	if len(p.Entry) > 0 {
@@ -21,10 +22,10 @@ func (s *Server) fail(c *gin.Context, err error) {
 	}
 	switch p.Kind {
 	case errs.Internal:
-		s.log.ErrorContext(c, "internal error", slog.String("request_id", requestID(c)), slog.String("error", err.Error()))
+		s.log.ErrorContext(ctx, "internal error", slog.String("request_id", requestID(c)), slog.String("error", err.Error()))
 		body["request_id"] = requestID(c)
 	case errs.Unavailable:
-		s.log.WarnContext(c, "dependency unavailable", slog.String("request_id", requestID(c)), slog.String("error", err.Error()))
+		s.log.WarnContext(ctx, "dependency unavailable", slog.String("request_id", requestID(c)), slog.String("error", err.Error()))
 		if s.metrics != nil {
 			s.metrics.Unavailable.Inc()
 		}

@@ -19,7 +19,8 @@ func (s *Server) healthz(c *gin.Context) {
 
 // readyz: the database and object storage answer (readiness).
 func (s *Server) readyz(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c, 3*time.Second)
+	ctx := reqCtx(c)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	checks := gin.H{"database": "ok", "storage": "ok"}
 	status := http.StatusOK
@@ -45,7 +46,8 @@ func (s *Server) version(c *gin.Context) {
 
 // health: GET /api/health, Zealot's health check: 200 while the database answers.
 func (s *Server) health(c *gin.Context) error {
-	ctx, cancel := context.WithTimeout(c, 3*time.Second)
+	ctx := reqCtx(c)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := s.svc.DatabaseReady(ctx); err != nil {
 		return err

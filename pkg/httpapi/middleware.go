@@ -48,6 +48,7 @@ func validRequestID(id string) bool {
 // accessLog logs one line per request. It logs the path but never the query string, which may
 // carry a token, a password or a URL signature.
 func (s *Server) accessLog(c *gin.Context) {
+	ctx := reqCtx(c)
 	start := time.Now()
 	c.Next()
 	route := c.FullPath()
@@ -67,7 +68,7 @@ func (s *Server) accessLog(c *gin.Context) {
 	if route == "/healthz" || route == "/readyz" || route == "/metrics" {
 		level = slog.LevelDebug
 	}
-	s.log.LogAttrs(c, level, "request",
+	s.log.LogAttrs(ctx, level, "request",
 		slog.String("request_id", requestID(c)),
 		slog.String("method", c.Request.Method),
 		slog.String("route", route),

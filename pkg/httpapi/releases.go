@@ -15,21 +15,23 @@ import (
 
 // channelFromQuery resolves the required channel_key parameter.
 func (s *Server) channelFromQuery(c *gin.Context) (*distribution.ChannelContext, error) {
+	ctx := reqCtx(c)
 	key, err := requireQuery(c, "channel_key")
 	if err != nil {
 		return nil, err
 	}
-	return s.svc.Channel(c, key)
+	return s.svc.Channel(ctx, key)
 }
 
 // viewFromQuery resolves the required channel_key parameter to the channel's read model, which
 // the read cache may hold (distribution/readcache.go).
 func (s *Server) viewFromQuery(c *gin.Context) (*distribution.ChannelView, error) {
+	ctx := reqCtx(c)
 	key, err := requireQuery(c, "channel_key")
 	if err != nil {
 		return nil, err
 	}
-	return s.svc.ChannelView(c, key)
+	return s.svc.ChannelView(ctx, key)
 }
 
 // encode renders an answer once, with a strong ETag (the hash of its bytes).
@@ -55,6 +57,7 @@ func writeEncoded(c *gin.Context, e *distribution.Encoded) {
 
 // versions: GET /api/apps/versions, a channel's releases newest first, paginated.
 func (s *Server) versions(c *gin.Context) error {
+	ctx := reqCtx(c)
 	v, err := s.viewFromQuery(c)
 	if err != nil {
 		return err
@@ -64,7 +67,7 @@ func (s *Server) versions(c *gin.Context) error {
 		return err
 	}
 	e, err := v.Memo(fmt.Sprintf("versions\x00%d\x00%d", p.Page, p.PerPage), func() (*distribution.Encoded, error) {
-		rels, err := s.svc.Versions(c, v, p)
+		rels, err := s.svc.Versions(ctx, v, p)
 		if err != nil {
 			return nil, err
 		}
@@ -81,6 +84,7 @@ func (s *Server) versions(c *gin.Context) error {
 // bundle_id when given) as one object. With sdk (the Zealot iOS and Android SDKs), releases is the
 // array of releases newer than release_version/build_version, newest first, empty when up to date.
 func (s *Server) latest(c *gin.Context) error {
+	ctx := reqCtx(c)
 	v, err := s.viewFromQuery(c)
 	if err != nil {
 		return err
@@ -89,7 +93,7 @@ func (s *Server) latest(c *gin.Context) error {
 	q := distribution.LatestQuery{BundleID: c.Query("bundle_id"), ReleaseVersion: c.Query("release_version"),
 		BuildVersion: c.Query("build_version"), SDK: sdk}
 	e, err := v.Memo(q.Key(), func() (*distribution.Encoded, error) {
-		rels, err := s.svc.Latest(c, v, q)
+		rels, err := s.svc.Latest(ctx, v, q)
 		if err != nil {
 			return nil, err
 		}
@@ -107,6 +111,7 @@ func (s *Server) latest(c *gin.Context) error {
 
 // versionExist: GET /api/apps/version_exist, by bundle_id with both versions or with git_commit.
 func (s *Server) versionExist(c *gin.Context) error {
+	ctx := reqCtx(c)
 	v, err := s.viewFromQuery(c)
 	if err != nil {
 		return err
@@ -114,7 +119,7 @@ func (s *Server) versionExist(c *gin.Context) error {
 	q := distribution.VersionQuery{BundleID: c.Query("bundle_id"), ReleaseVersion: c.Query("release_version"),
 		BuildVersion: c.Query("build_version"), GitCommit: c.Query("git_commit")}
 	e, err := v.Memo(q.Key(), func() (*distribution.Encoded, error) {
-		r, err := s.svc.FindVersion(c, v, q)
+		r, err := s.svc.FindVersion(ctx, v, q)
 		if err != nil {
 			return nil, err
 		}
@@ -129,11 +134,12 @@ func (s *Server) versionExist(c *gin.Context) error {
 
 // getRelease: GET /api/releases/:id, the full Release.
 func (s *Server) getRelease(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	rc, err := s.svc.Release(c, id)
+	rc, err := s.svc.Release(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -144,6 +150,7 @@ func (s *Server) getRelease(c *gin.Context) error {
 // updateRelease: PUT or PATCH /api/releases/:id edits a release's metadata: an admin token any
 // release, an upload token those it uploaded.
 func (s *Server) updateRelease(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -168,7 +175,7 @@ func (s *Server) updateRelease(c *gin.Context) error {
 	if ch.Pinned, err = p.optBool("pinned"); err != nil {
 		return err
 	}
-	rc, err := s.svc.UpdateRelease(c, tokenOf(c), id, ch)
+	rc, err := s.svc.UpdateRelease(ctx, tokenOf(c), id, ch)
 	if err != nil {
 		return err
 	}
@@ -178,11 +185,12 @@ func (s *Server) updateRelease(c *gin.Context) error {
 
 // deleteRelease: DELETE /api/releases/:id; its package and icon are deleted from storage.
 func (s *Server) deleteRelease(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	if err := s.svc.DeleteRelease(c, id); err != nil {
+	if err := s.svc.DeleteRelease(ctx, id); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)

@@ -118,11 +118,12 @@ func (p *params) nullableInt(name string) (*int64, error) {
 
 // getSchemeRetention: GET /api/schemes/:id/retention.
 func (s *Server) getSchemeRetention(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	p, err := s.svc.SchemeRetention(c, id)
+	p, err := s.svc.SchemeRetention(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -132,6 +133,7 @@ func (s *Server) getSchemeRetention(c *gin.Context) error {
 
 // setSchemeRetention: PUT /api/schemes/:id/retention replaces the scheme's policy.
 func (s *Server) setSchemeRetention(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -140,7 +142,7 @@ func (s *Server) setSchemeRetention(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.svc.SetSchemeRetention(c, id, p); err != nil {
+	if err := s.svc.SetSchemeRetention(ctx, id, p); err != nil {
 		return err
 	}
 	return s.getSchemeRetention(c)
@@ -148,11 +150,12 @@ func (s *Server) setSchemeRetention(c *gin.Context) error {
 
 // getChannelRetention: GET /api/channels/:id/retention.
 func (s *Server) getChannelRetention(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	p, eff, err := s.svc.ChannelRetention(c, id)
+	p, eff, err := s.svc.ChannelRetention(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -162,6 +165,7 @@ func (s *Server) getChannelRetention(c *gin.Context) error {
 
 // setChannelRetention: PUT /api/channels/:id/retention replaces the channel's policy.
 func (s *Server) setChannelRetention(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -170,7 +174,7 @@ func (s *Server) setChannelRetention(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.svc.SetChannelRetention(c, id, p); err != nil {
+	if err := s.svc.SetChannelRetention(ctx, id, p); err != nil {
 		return err
 	}
 	return s.getChannelRetention(c)
@@ -179,6 +183,7 @@ func (s *Server) setChannelRetention(c *gin.Context) error {
 // planChannelRetention: GET /api/channels/:id/retention/plan shows what the policy deletes now;
 // POST with a policy shows what that policy would delete. Nothing is deleted.
 func (s *Server) planChannelRetention(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -189,7 +194,7 @@ func (s *Server) planChannelRetention(c *gin.Context) error {
 			return err
 		}
 	}
-	plan, err := s.svc.PlanChannelRetention(c, id, proposed)
+	plan, err := s.svc.PlanChannelRetention(ctx, id, proposed)
 	if err != nil {
 		return err
 	}
@@ -199,7 +204,8 @@ func (s *Server) planChannelRetention(c *gin.Context) error {
 
 // planAllRetention: GET /api/retention/plan lists what retention deletes now, channel by channel.
 func (s *Server) planAllRetention(c *gin.Context) error {
-	plans, err := s.svc.PlanAllRetention(c)
+	ctx := reqCtx(c)
+	plans, err := s.svc.PlanAllRetention(ctx)
 	if err != nil {
 		return err
 	}

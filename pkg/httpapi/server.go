@@ -5,8 +5,11 @@
 package httpapi
 
 import (
+	"context"
 	"log/slog"
+	"net"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -37,17 +40,23 @@ type Server struct {
 	// gate admits uploads: a few at once, the others in line (SLIPWAY_MAX_CONCURRENT_UPLOADS,
 	// SLIPWAY_UPLOAD_QUEUE_LENGTH, SLIPWAY_UPLOAD_QUEUE_TIMEOUT).
 	gate *uploadGate
+	// conns logs every connection's end and counts the handlers running (HTTPServer).
+	conns *connTracker
 }
 
 // New builds the router.
 func New(d Deps) *Server {
 	s := &Server{cfg: d.Config, svc: d.Service, metrics: d.Metrics, log: d.Log,
 		links: links.Links{Base: d.Config.PublicURL},
+		conns: newConnTracker(d.Log, func(outcome string) {
+			if d.Metrics != nil {
+				d.Metrics.ConnectionsClosed.WithLabelValues(outcome).Inc()
+			}
+		}),
 		gate:  newUploadGate(d.Config.MaxConcurrentUploads, d.Config.UploadQueueLength, d.Config.UploadQueueTimeout, d.Metrics)}
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
-	e.ContextWithFallback = true
 	_ = e.SetTrustedProxies(d.Config.TrustedProxies)
 	e.Use(requestIDs, s.accessLog, s.recovery, s.bodyDeadline, apiHeaders)
 	e.NoRoute(s.notFound)
@@ -189,3 +198,32 @@ func (s *Server) handle(fn func(c *gin.Context) error) gin.HandlerFunc {
 
 // ServeHTTP makes Server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.engine.ServeHTTP(w, r) }
+
+// HTTPServer is the http.Server that serves s on SLIPWAY_ADDR: its timeouts, its requests'
+// base context (base, which outlives a shutdown signal so that draining requests keep running),
+// its error log, and the connection tracking that logs every connection's end.
+func (s *Server) HTTPServer(base context.Context) *http.Server {
+	srv := &http.Server{
+		Addr:    s.cfg.Addr,
+		Handler: s,
+		// Headers must arrive within 10 s of a request's first byte; an idle kept-alive
+		// connection is closed after 2 min (clients' own idle timeouts are shorter: Go 90 s,
+		// Ruby's net/http 2 s, curl reuses at once).
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.conns.Track(srv)
+	return srv
+}
+
+// InFlight is the number of requests being handled by the server HTTPServer made. Shutdown
+// waits for it to reach zero: srv.Close does not wait for handlers, and a handler cut by it is
+// still cleaning up (aborting a multipart upload, forgetting its pending object).
+func (s *Server) InFlight() int64 { return s.conns.InFlight() }
+
+// reqCtx is the context a handler hands to the domain: the request's own. A *gin.Context is
+// pooled and serves the next request as soon as the handler returns, so it never leaves this
+// package as a context.Context (../shared/design.md, "A request's lifetime"; `make lint` checks).
+func reqCtx(c *gin.Context) context.Context { return c.Request.Context() }

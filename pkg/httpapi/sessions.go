@@ -57,6 +57,7 @@ func (s *Server) sessionView(sess *distribution.UploadSession, parts []distribut
 
 // startSession: POST /api/uploads (kind, filename, size, sha256 and the upload's fields) → 201.
 func (s *Server) startSession(c *gin.Context) error {
+	ctx := reqCtx(c)
 	p, err := readParams(c)
 	if err != nil {
 		return err
@@ -88,7 +89,7 @@ func (s *Server) startSession(c *gin.Context) error {
 			in.Fields[name] = *v
 		}
 	}
-	sess, parts, err := s.svc.StartSession(c, tokenOf(c), in)
+	sess, parts, err := s.svc.StartSession(ctx, tokenOf(c), in)
 	if err != nil {
 		return err
 	}
@@ -98,7 +99,8 @@ func (s *Server) startSession(c *gin.Context) error {
 
 // getSession: GET /api/uploads/:id, with the parts done and where to put the others.
 func (s *Server) getSession(c *gin.Context) error {
-	sess, parts, err := s.svc.Session(c, tokenOf(c), c.Param("session"))
+	ctx := reqCtx(c)
+	sess, parts, err := s.svc.Session(ctx, tokenOf(c), c.Param("session"))
 	if err != nil {
 		return err
 	}
@@ -110,6 +112,7 @@ func (s *Server) getSession(c *gin.Context) error {
 // takes parts itself (filesystem). The signature in the URL is the credential, as a presigned S3
 // URL's is. The body streams to storage; it waits for an upload slot like any upload.
 func (s *Server) putPart(c *gin.Context) error {
+	ctx := reqCtx(c)
 	n, err := strconv.Atoi(c.Param("part"))
 	if err != nil {
 		return errs.Field("part", "must be a part number")
@@ -117,13 +120,13 @@ func (s *Server) putPart(c *gin.Context) error {
 	if c.Request.ContentLength < 0 {
 		return errs.New(errs.Invalid, "send the part with a Content-Length")
 	}
-	release, err := s.gate.enter(c)
+	release, err := s.gate.enter(ctx)
 	if err != nil {
 		return err
 	}
 	defer release()
 	body := &idleBody{rc: c.Request.Body, ctl: http.NewResponseController(c.Writer), idle: s.cfg.UploadIdleTimeout}
-	if err := s.svc.PutPart(c, c.Param("session"), n, c.Query("t"), body, c.Request.ContentLength, c.GetHeader("Content-MD5")); err != nil {
+	if err := s.svc.PutPart(ctx, c.Param("session"), n, c.Query("t"), body, c.Request.ContentLength, c.GetHeader("Content-MD5")); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"number": n, "size": c.Request.ContentLength})
@@ -133,6 +136,7 @@ func (s *Server) putPart(c *gin.Context) error {
 // completeSession: POST /api/uploads/:id/complete (optionally with the file's sha256) → 201 with
 // the release (or debug file), as the upload answers; again for a completed session.
 func (s *Server) completeSession(c *gin.Context) error {
+	ctx := reqCtx(c)
 	p, err := readParams(c)
 	if err != nil {
 		return err
@@ -141,7 +145,7 @@ func (s *Server) completeSession(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.svc.CompleteSession(c, tokenOf(c), c.Param("session"), sum)
+	res, err := s.svc.CompleteSession(ctx, tokenOf(c), c.Param("session"), sum)
 	if err != nil {
 		return err
 	}
@@ -155,7 +159,8 @@ func (s *Server) completeSession(c *gin.Context) error {
 
 // abortSession: DELETE /api/uploads/:id ends an open session and deletes what was put.
 func (s *Server) abortSession(c *gin.Context) error {
-	if err := s.svc.AbortSession(c, tokenOf(c), c.Param("session")); err != nil {
+	ctx := reqCtx(c)
+	if err := s.svc.AbortSession(ctx, tokenOf(c), c.Param("session")); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)

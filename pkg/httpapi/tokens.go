@@ -8,7 +8,8 @@ import (
 
 // listTokens: GET /api/tokens, every token without its secret (admin).
 func (s *Server) listTokens(c *gin.Context) error {
-	toks, err := s.svc.Tokens(c)
+	ctx := reqCtx(c)
+	toks, err := s.svc.Tokens(ctx)
 	if err != nil {
 		return err
 	}
@@ -22,6 +23,7 @@ func (s *Server) listTokens(c *gin.Context) error {
 
 // createToken: POST /api/tokens (name, scope) → 201 with the secret in "token", shown only now.
 func (s *Server) createToken(c *gin.Context) error {
+	ctx := reqCtx(c)
 	p, err := readParams(c)
 	if err != nil {
 		return err
@@ -34,7 +36,7 @@ func (s *Server) createToken(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	secret, tok, err := s.svc.CreateToken(c, name, scope)
+	secret, tok, err := s.svc.CreateToken(ctx, name, scope)
 	if err != nil {
 		return err
 	}
@@ -46,11 +48,12 @@ func (s *Server) createToken(c *gin.Context) error {
 
 // revokeToken: DELETE /api/tokens/:id revokes a token at once, on every replica.
 func (s *Server) revokeToken(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	if _, err := s.svc.RevokeTokenByID(c, id); err != nil {
+	if _, err := s.svc.RevokeTokenByID(ctx, id); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)

@@ -58,6 +58,7 @@ type uploadHeaders struct {
 const uploadHeadersKey = "slipway.upload_headers"
 
 func (s *Server) checkUploadHeaders(c *gin.Context) (*uploadHeaders, error) {
+	ctx := reqCtx(c)
 	r := c.Request
 	mediaType, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mediaType != "multipart/form-data" || params["boundary"] == "" {
@@ -68,7 +69,7 @@ func (s *Server) checkUploadHeaders(c *gin.Context) (*uploadHeaders, error) {
 		return nil, errs.New(errs.TooLarge, "the upload is larger than the %d-byte limit", s.cfg.MaxUploadBytes)
 	}
 	if secret := headerOrQueryToken(c); secret != "" {
-		if h.token, err = s.svc.Authenticate(c, secret, distribution.ScopeUpload); err != nil {
+		if h.token, err = s.svc.Authenticate(ctx, secret, distribution.ScopeUpload); err != nil {
 			return nil, err
 		}
 	}
@@ -81,6 +82,7 @@ func (s *Server) checkUploadHeaders(c *gin.Context) (*uploadHeaders, error) {
 // in the header or query was checked before the body is read (checkUploadHeaders); one in the
 // form is checked when the form has been read, and the file is discarded if it is wrong.
 func (s *Server) readUpload(c *gin.Context, prefix string) (*multipartUpload, error) {
+	ctx := reqCtx(c)
 	const fileField = "file"
 	r := c.Request
 	v, _ := c.Get(uploadHeadersKey)
@@ -97,7 +99,7 @@ func (s *Server) readUpload(c *gin.Context, prefix string) (*multipartUpload, er
 	fieldBytes := 0
 	fail := func(err error) (*multipartUpload, error) {
 		if up.file != nil {
-			s.svc.Discard(c, up.file.Key)
+			s.svc.Discard(ctx, up.file.Key)
 		}
 		return nil, err
 	}
@@ -119,7 +121,7 @@ func (s *Server) readUpload(c *gin.Context, prefix string) (*multipartUpload, er
 			if up.file != nil {
 				return fail(errs.Field(fileField, "must be sent once"))
 			}
-			up.file, err = s.svc.StoreUpload(c, prefix, part, part.FileName())
+			up.file, err = s.svc.StoreUpload(ctx, prefix, part, part.FileName())
 			if err != nil {
 				return fail(err)
 			}
@@ -146,7 +148,7 @@ func (s *Server) readUpload(c *gin.Context, prefix string) (*multipartUpload, er
 		part.Close()
 	}
 	if up.token == nil {
-		if up.token, err = s.svc.Authenticate(c, up.fields["token"], distribution.ScopeUpload); err != nil {
+		if up.token, err = s.svc.Authenticate(ctx, up.fields["token"], distribution.ScopeUpload); err != nil {
 			return fail(err)
 		}
 	}
@@ -161,6 +163,7 @@ func (s *Server) readUpload(c *gin.Context, prefix string) (*multipartUpload, er
 // outcome, and renders the error handle returns.
 func (s *Server) upload(kind string, handle func(c *gin.Context) error) gin.HandlerFunc {
 	return s.handle(func(c *gin.Context) (err error) {
+		ctx := reqCtx(c)
 		start := time.Now()
 		defer func() {
 			if s.metrics != nil {
@@ -175,7 +178,7 @@ func (s *Server) upload(kind string, handle func(c *gin.Context) error) gin.Hand
 			return err
 		}
 		err = func() error {
-			release, err := s.gate.enter(c)
+			release, err := s.gate.enter(ctx)
 			if err != nil {
 				return err
 			}
@@ -208,6 +211,7 @@ func drainBody(c *gin.Context) {
 
 // uploadApp: POST /api/apps/upload → 201 with the full Release.
 func (s *Server) uploadApp(c *gin.Context) error {
+	ctx := reqCtx(c)
 	idem := strings.TrimSpace(c.GetHeader("Idempotency-Key"))
 	if len(idem) > 255 {
 		return errs.Field("Idempotency-Key", "must be at most 255 characters")
@@ -217,7 +221,7 @@ func (s *Server) uploadApp(c *gin.Context) error {
 		return err
 	}
 	form := distribution.ReleaseFormOf(up.fields)
-	rc, err := s.svc.CreateRelease(c, up.file, form, up.token.ID, idem)
+	rc, err := s.svc.CreateRelease(ctx, up.file, form, up.token.ID, idem)
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,8 @@ func collaboratorOf(m *distribution.Collaborator) collaboratorView {
 
 // listUsers: GET /api/users.
 func (s *Server) listUsers(c *gin.Context) error {
-	users, err := s.svc.ListUsers(c)
+	ctx := reqCtx(c)
+	users, err := s.svc.ListUsers(ctx)
 	if err != nil {
 		return err
 	}
@@ -69,7 +70,8 @@ func (s *Server) listUsers(c *gin.Context) error {
 
 // searchUser: GET /api/users/search?email=..., one user or 404.
 func (s *Server) searchUser(c *gin.Context) error {
-	u, err := s.svc.UserByEmail(c, c.Query("email"))
+	ctx := reqCtx(c)
+	u, err := s.svc.UserByEmail(ctx, c.Query("email"))
 	if err != nil {
 		return err
 	}
@@ -79,11 +81,12 @@ func (s *Server) searchUser(c *gin.Context) error {
 
 // getUser: GET /api/users/:id.
 func (s *Server) getUser(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	u, err := s.svc.User(c, id)
+	u, err := s.svc.User(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -99,6 +102,7 @@ func (s *Server) createUser(*gin.Context) error {
 // updateUser: PUT/PATCH /api/users/:id (role). Zealot's other fields (locale, appearance,
 // timezone, password) mean nothing here and are ignored.
 func (s *Server) updateUser(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -113,9 +117,9 @@ func (s *Server) updateUser(c *gin.Context) error {
 	}
 	var u *distribution.User
 	if role != nil {
-		u, err = s.svc.TokenSetUserRole(c, tokenOf(c), id, *role)
+		u, err = s.svc.TokenSetUserRole(ctx, tokenOf(c), id, *role)
 	} else {
-		u, err = s.svc.User(c, id)
+		u, err = s.svc.User(ctx, id)
 	}
 	if err != nil {
 		return err
@@ -128,11 +132,12 @@ func (s *Server) updateUser(c *gin.Context) error {
 // DELETE /api/users/:id/unlock enables them. 202 with Zealot's body.
 func (s *Server) lockUser(locked bool) func(c *gin.Context) error {
 	return func(c *gin.Context) error {
+		ctx := reqCtx(c)
 		id, err := pathID(c)
 		if err != nil {
 			return err
 		}
-		if _, err := s.svc.TokenLockUser(c, tokenOf(c), id, locked); err != nil {
+		if _, err := s.svc.TokenLockUser(ctx, tokenOf(c), id, locked); err != nil {
 			return err
 		}
 		c.JSON(http.StatusAccepted, deleted)
@@ -142,11 +147,12 @@ func (s *Server) lockUser(locked bool) func(c *gin.Context) error {
 
 // deleteUser: DELETE /api/users/:id.
 func (s *Server) deleteUser(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	if err := s.svc.TokenDeleteUser(c, tokenOf(c), id); err != nil {
+	if err := s.svc.TokenDeleteUser(ctx, tokenOf(c), id); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)
@@ -179,11 +185,12 @@ func collaboratorIDs(c *gin.Context, p *params) (int64, int64, error) {
 
 // getCollaborator: GET /api/apps/:id/collaborators/:user_id.
 func (s *Server) getCollaborator(c *gin.Context) error {
+	ctx := reqCtx(c)
 	appID, userID, err := collaboratorIDs(c, nil)
 	if err != nil {
 		return err
 	}
-	m, err := s.svc.Collaborator(c, appID, userID)
+	m, err := s.svc.Collaborator(ctx, appID, userID)
 	if err != nil {
 		return err
 	}
@@ -193,6 +200,7 @@ func (s *Server) getCollaborator(c *gin.Context) error {
 
 // addCollaborator: POST /api/apps/:id/collaborators (user_id, role) → 201; 409 when a member.
 func (s *Server) addCollaborator(c *gin.Context) error {
+	ctx := reqCtx(c)
 	p, err := readParams(c)
 	if err != nil {
 		return err
@@ -205,7 +213,7 @@ func (s *Server) addCollaborator(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.svc.AddCollaborator(c, tokenOf(c), appID, userID, deref(role))
+	m, err := s.svc.AddCollaborator(ctx, tokenOf(c), appID, userID, deref(role))
 	if err != nil {
 		return err
 	}
@@ -215,6 +223,7 @@ func (s *Server) addCollaborator(c *gin.Context) error {
 
 // updateCollaborator: PUT/PATCH /api/apps/:id/collaborators/:user_id (role).
 func (s *Server) updateCollaborator(c *gin.Context) error {
+	ctx := reqCtx(c)
 	p, err := readParams(c)
 	if err != nil {
 		return err
@@ -227,7 +236,7 @@ func (s *Server) updateCollaborator(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.svc.UpdateCollaborator(c, tokenOf(c), appID, userID, deref(role))
+	m, err := s.svc.UpdateCollaborator(ctx, tokenOf(c), appID, userID, deref(role))
 	if err != nil {
 		return err
 	}
@@ -237,11 +246,12 @@ func (s *Server) updateCollaborator(c *gin.Context) error {
 
 // removeCollaborator: DELETE /api/apps/:id/collaborators/:user_id.
 func (s *Server) removeCollaborator(c *gin.Context) error {
+	ctx := reqCtx(c)
 	appID, userID, err := collaboratorIDs(c, nil)
 	if err != nil {
 		return err
 	}
-	if err := s.svc.RemoveCollaborator(c, tokenOf(c), appID, userID); err != nil {
+	if err := s.svc.RemoveCollaborator(ctx, tokenOf(c), appID, userID); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)

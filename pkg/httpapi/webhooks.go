@@ -126,6 +126,7 @@ func readWebhookInput(c *gin.Context) (distribution.WebhookInput, error) {
 // secret, shown this once.
 func (s *Server) createWebhook(owner string) func(c *gin.Context) error {
 	return func(c *gin.Context) error {
+		ctx := reqCtx(c)
 		id, err := pathID(c)
 		if err != nil {
 			return err
@@ -140,7 +141,7 @@ func (s *Server) createWebhook(owner string) func(c *gin.Context) error {
 		} else {
 			channelID = id
 		}
-		w, err := s.svc.CreateWebhook(c, appID, channelID, in)
+		w, err := s.svc.CreateWebhook(ctx, appID, channelID, in)
 		if err != nil {
 			return err
 		}
@@ -152,6 +153,7 @@ func (s *Server) createWebhook(owner string) func(c *gin.Context) error {
 // listWebhooks: GET /api/apps/:id/webhooks, /api/channels/:id/webhooks or /api/webhooks.
 func (s *Server) listWebhooks(owner string) func(c *gin.Context) error {
 	return func(c *gin.Context) error {
+		ctx := reqCtx(c)
 		var appID, channelID int64
 		if owner != "" {
 			id, err := pathID(c)
@@ -159,18 +161,18 @@ func (s *Server) listWebhooks(owner string) func(c *gin.Context) error {
 				return err
 			}
 			if owner == "app" {
-				if _, err := s.svc.App(c, id); err != nil {
+				if _, err := s.svc.App(ctx, id); err != nil {
 					return err
 				}
 				appID = id
 			} else {
-				if _, err := s.svc.ChannelByID(c, id); err != nil {
+				if _, err := s.svc.ChannelByID(ctx, id); err != nil {
 					return err
 				}
 				channelID = id
 			}
 		}
-		hooks, err := s.svc.ListWebhooks(c, appID, channelID)
+		hooks, err := s.svc.ListWebhooks(ctx, appID, channelID)
 		if err != nil {
 			return err
 		}
@@ -185,11 +187,12 @@ func (s *Server) listWebhooks(owner string) func(c *gin.Context) error {
 
 // getWebhook: GET /api/webhooks/:id.
 func (s *Server) getWebhook(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	w, err := s.svc.Webhook(c, id)
+	w, err := s.svc.Webhook(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -199,6 +202,7 @@ func (s *Server) getWebhook(c *gin.Context) error {
 
 // updateWebhook: PUT/PATCH /api/webhooks/:id changes what is sent.
 func (s *Server) updateWebhook(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -207,7 +211,7 @@ func (s *Server) updateWebhook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	w, err := s.svc.UpdateWebhook(c, id, in)
+	w, err := s.svc.UpdateWebhook(ctx, id, in)
 	if err != nil {
 		return err
 	}
@@ -217,11 +221,12 @@ func (s *Server) updateWebhook(c *gin.Context) error {
 
 // deleteWebhook: DELETE /api/webhooks/:id.
 func (s *Server) deleteWebhook(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	if err := s.svc.DeleteWebhook(c, id); err != nil {
+	if err := s.svc.DeleteWebhook(ctx, id); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)
@@ -230,6 +235,7 @@ func (s *Server) deleteWebhook(c *gin.Context) error {
 
 // webhookDeliveries: GET /api/webhooks/:id/deliveries → the newest deliveries with every attempt.
 func (s *Server) webhookDeliveries(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
@@ -238,7 +244,7 @@ func (s *Server) webhookDeliveries(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	ds, err := s.svc.WebhookDeliveries(c, id, min(limit, 500))
+	ds, err := s.svc.WebhookDeliveries(ctx, id, min(limit, 500))
 	if err != nil {
 		return err
 	}
@@ -253,11 +259,12 @@ func (s *Server) webhookDeliveries(c *gin.Context) error {
 // testWebhook: POST /api/webhooks/:id/test sends a ping now and answers with the delivery (200
 // whatever the receiver said; the attempt tells).
 func (s *Server) testWebhook(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := pathID(c)
 	if err != nil {
 		return err
 	}
-	d, err := s.svc.TestWebhook(c, id)
+	d, err := s.svc.TestWebhook(ctx, id)
 	if err != nil {
 		return err
 	}

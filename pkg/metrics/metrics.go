@@ -14,6 +14,9 @@ type Metrics struct {
 	// HTTP
 	Requests        *prometheus.CounterVec   // route, method, status
 	RequestDuration *prometheus.HistogramVec // route, method
+	// ConnectionsClosed counts connections by how they ended (httpapi/connections.go): answered,
+	// no_request, unanswered (a request arrived but reached no handler), cut (mid-handler).
+	ConnectionsClosed *prometheus.CounterVec // outcome
 
 	// Uploads (apps and debug files)
 	UploadBytes    *prometheus.CounterVec   // kind: app, debug_file
@@ -61,6 +64,8 @@ func New() *Metrics {
 	m.RequestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "slipway_http_request_duration_seconds",
 		Help:    "HTTP request latency by route pattern and method.",
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}}, []string{"route", "method"})
+	m.ConnectionsClosed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slipway_http_connections_closed_total",
+		Help: "Client connections closed, by outcome: answered, no_request, unanswered (a request arrived but reached no handler), cut (closed while a handler ran)."}, []string{"outcome"})
 	m.UploadBytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slipway_upload_bytes_total",
 		Help: "Bytes received in upload file parts."}, []string{"kind"})
 	m.UploadDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "slipway_upload_duration_seconds",
@@ -111,7 +116,7 @@ func New() *Metrics {
 	}
 	for _, c := range []prometheus.Collector{m.Requests, m.RequestDuration, m.UploadBytes, m.UploadDuration, m.UploadsActive,
 		m.UploadsWaiting, m.UploadQueueWait, m.UploadsRefused,
-		m.ReadCacheLookups, m.ReadCacheInvalidations, m.ReadCacheEvictions, m.ReadCacheBytes, m.ReadCacheViews, m.ParseDuration, m.ParseGETs, m.ParseBytes, m.StorageErrors, m.Unavailable, m.GCDeleted, m.GCFailed} {
+		m.ConnectionsClosed, m.ReadCacheLookups, m.ReadCacheInvalidations, m.ReadCacheEvictions, m.ReadCacheBytes, m.ReadCacheViews, m.ParseDuration, m.ParseGETs, m.ParseBytes, m.StorageErrors, m.Unavailable, m.GCDeleted, m.GCFailed} {
 		f(c)
 	}
 	return m

@@ -72,6 +72,7 @@ type signInView struct {
 // consoleLogin: GET /console/login starts the identity provider's sign-in, or explains how to
 // sign in without one.
 func (h *Handler) consoleLogin(c *gin.Context) error {
+	ctx := reqCtx(c)
 	// After signing out, the page says so instead of going to the provider at once: the sign-out
 	// form's redirects may not leave the site (CSP form-action), and nobody wants to be signed
 	// straight back in.
@@ -83,7 +84,7 @@ func (h *Handler) consoleLogin(c *gin.Context) error {
 		h.render(c, http.StatusOK, "signin", page{Title: "Sign in · Slipway", Body: v}, true)
 		return nil
 	}
-	p, err := h.provider(c)
+	p, err := h.provider(ctx)
 	if err != nil {
 		return err
 	}
@@ -95,6 +96,7 @@ func (h *Handler) consoleLogin(c *gin.Context) error {
 
 // consoleCallback: GET /console/callback, where the provider sends the browser back.
 func (h *Handler) consoleCallback(c *gin.Context) error {
+	ctx := reqCtx(c)
 	if h.cfg.OIDC.Issuer == "" {
 		return errs.New(errs.NotFound, "no identity provider is configured")
 	}
@@ -112,11 +114,11 @@ func (h *Handler) consoleCallback(c *gin.Context) error {
 		return errs.New(errs.Unauthenticated, "the sign-in's state does not match; sign in again")
 	}
 	h.setCookie(c, oidcCookie, "", -time.Second)
-	p, err := h.provider(c)
+	p, err := h.provider(ctx)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(c, 15*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	tok, err := h.oauthConfig(p).Exchange(ctx, c.Query("code"), oauth2.VerifierOption(verifier))
 	if err != nil {
@@ -156,7 +158,7 @@ func (h *Handler) consoleCallback(c *gin.Context) error {
 			}
 		}
 	}
-	secret, _, err := h.svc.SignIn(c, id, distribution.SignInPolicy{AllowedDomains: h.cfg.OIDC.AllowedDomains,
+	secret, _, err := h.svc.SignIn(ctx, id, distribution.SignInPolicy{AllowedDomains: h.cfg.OIDC.AllowedDomains,
 		AllowedGroups: h.cfg.OIDC.AllowedGroups, AdminGroups: h.cfg.OIDC.AdminGroups})
 	if err != nil {
 		return err
@@ -168,7 +170,8 @@ func (h *Handler) consoleCallback(c *gin.Context) error {
 
 // consoleLoginLink: GET /console/login-link?token=... signs in with a one-time link.
 func (h *Handler) consoleLoginLink(c *gin.Context) error {
-	secret, _, err := h.svc.UseLoginLink(c, c.Query("token"))
+	ctx := reqCtx(c)
+	secret, _, err := h.svc.UseLoginLink(ctx, c.Query("token"))
 	if err != nil {
 		return err
 	}
@@ -201,15 +204,16 @@ type recentView struct {
 
 // consoleHome: GET /console, the signed-in person's home.
 func (h *Handler) consoleHome(c *gin.Context) error {
+	ctx := reqCtx(c)
 	session, u, ok := h.consoleUser(c)
 	if !ok {
 		return nil
 	}
-	apps, err := h.svc.ListApps(c, distribution.Page{Page: 1, PerPage: 50})
+	apps, err := h.svc.ListApps(ctx, distribution.Page{Page: 1, PerPage: 50})
 	if err != nil {
 		return err
 	}
-	recent, err := h.svc.RecentUploads(c, 15)
+	recent, err := h.svc.RecentUploads(ctx, 15)
 	if err != nil {
 		return err
 	}
@@ -226,9 +230,10 @@ func (h *Handler) consoleHome(c *gin.Context) error {
 
 // consoleUser returns the session and its user, or sends the browser to sign in.
 func (h *Handler) consoleUser(c *gin.Context) (string, *distribution.User, bool) {
+	ctx := reqCtx(c)
 	session, err := c.Cookie(SessionCookie)
 	if err == nil {
-		if u, err := h.svc.SessionUser(c, session); err == nil {
+		if u, err := h.svc.SessionUser(ctx, session); err == nil {
 			return session, u, true
 		}
 	}
@@ -238,11 +243,12 @@ func (h *Handler) consoleUser(c *gin.Context) (string, *distribution.User, bool)
 
 // consoleLogout: POST /console/logout (with the CSRF token) ends the session everywhere.
 func (h *Handler) consoleLogout(c *gin.Context) error {
+	ctx := reqCtx(c)
 	session, u, err := h.consoleForm(c)
 	if err != nil {
 		return err
 	}
-	if err := h.svc.SignOut(c, session, u); err != nil {
+	if err := h.svc.SignOut(ctx, session, u); err != nil {
 		return err
 	}
 	h.setCookie(c, SessionCookie, "", -time.Second)

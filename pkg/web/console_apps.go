@@ -83,11 +83,12 @@ const buildsPerPage = 10
 
 // renderApp renders an app's console page.
 func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User, appID int64, notice, secret string) error {
-	app, err := h.svc.App(c, appID)
+	ctx := reqCtx(c)
+	app, err := h.svc.App(ctx, appID)
 	if err != nil {
 		return err
 	}
-	v := consoleAppView{App: app, User: u, CSRF: h.csrfToken(session), Base: h.links.Base, CanManage: h.svc.CanManageApp(c, u, appID) == nil,
+	v := consoleAppView{App: app, User: u, CSRF: h.csrfToken(session), Base: h.links.Base, CanManage: h.svc.CanManageApp(ctx, u, appID) == nil,
 		Notice: notice, Secret: secret}
 	for _, sc := range app.Schemes {
 		if len(sc.Channels) == 0 {
@@ -103,7 +104,7 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 					pg = n
 				}
 			}
-			rels, err := h.svc.ConsoleChannelReleases(c, ch.ID, distribution.Page{Page: pg, PerPage: buildsPerPage})
+			rels, err := h.svc.ConsoleChannelReleases(ctx, ch.ID, distribution.Page{Page: pg, PerPage: buildsPerPage})
 			if err != nil {
 				return err
 			}
@@ -119,7 +120,7 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 					Downloads: r.Downloads, Pinned: r.Pinned})
 			}
 			// One read of the channel's retention state gives its policy, rules and plan.
-			if plan, err := h.svc.PlanChannelRetention(c, ch.ID, nil); err == nil {
+			if plan, err := h.svc.PlanChannelRetention(ctx, ch.ID, nil); err == nil {
 				own := plan.Policy
 				cv.Retention = plan.Rules
 				cv.Own.KeepBuilds, cv.Own.MaxAgeDays = optNumber(own.KeepBuilds), optNumber(own.MaxAgeDays)
@@ -132,7 +133,7 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 				}
 			}
 			if v.CanManage && u.Role == distribution.RoleAdmin {
-				if cv.Webhooks, err = h.svc.ListWebhooks(c, 0, ch.ID); err != nil {
+				if cv.Webhooks, err = h.svc.ListWebhooks(ctx, 0, ch.ID); err != nil {
 					return err
 				}
 			}
@@ -141,11 +142,11 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 	}
 	v.Events = webhook.Events
 	if v.CanManage && u.Role == distribution.RoleAdmin {
-		if v.AppWebhooks, err = h.svc.ListWebhooks(c, appID, 0); err != nil {
+		if v.AppWebhooks, err = h.svc.ListWebhooks(ctx, appID, 0); err != nil {
 			return err
 		}
 	}
-	if v.Members, err = h.svc.AppMembers(c, appID); err != nil {
+	if v.Members, err = h.svc.AppMembers(ctx, appID); err != nil {
 		return err
 	}
 	p := page{Title: app.Name + " · Console · Slipway", Body: v}
@@ -171,11 +172,12 @@ func (h *Handler) consoleApp(c *gin.Context) error {
 
 // appForm checks the session, the CSRF token and that the user may manage the app.
 func (h *Handler) appForm(c *gin.Context, appID int64) (string, *distribution.User, error) {
+	ctx := reqCtx(c)
 	session, u, err := h.consoleForm(c)
 	if err != nil {
 		return "", nil, err
 	}
-	return session, u, h.svc.CanManageApp(c, u, appID)
+	return session, u, h.svc.CanManageApp(ctx, u, appID)
 }
 
 func optionalForm(c *gin.Context, name string) *string {
@@ -187,6 +189,7 @@ func optionalForm(c *gin.Context, name string) *string {
 
 // consoleCreateChannel: POST /console/apps/:id/channels makes a channel (and its scheme when new).
 func (h *Handler) consoleCreateChannel(c *gin.Context) error {
+	ctx := reqCtx(c)
 	appID, err := h.appIDParam(c)
 	if err != nil {
 		return err
@@ -204,17 +207,18 @@ func (h *Handler) consoleCreateChannel(c *gin.Context) error {
 	if pw := c.PostForm("password"); pw != "" {
 		ch.Password = &pw
 	}
-	made, err := h.svc.CreateChannel(c, schemeID, ch)
+	made, err := h.svc.CreateChannel(ctx, schemeID, ch)
 	if err != nil {
 		return err
 	}
-	h.svc.Audit(c, u, "channel.create", made.Name, map[string]any{"channel_id": made.ID, "app_id": appID})
+	h.svc.Audit(ctx, u, "channel.create", made.Name, map[string]any{"channel_id": made.ID, "app_id": appID})
 	return h.renderApp(c, session, u, appID, "Channel "+made.Name+" made; its key is "+made.Slug+".", "")
 }
 
 // schemeNamed returns the app's scheme of that name, making it when missing.
 func (h *Handler) schemeNamed(c *gin.Context, appID int64, name string) (int64, error) {
-	schemes, err := h.svc.Schemes(c, appID)
+	ctx := reqCtx(c)
+	schemes, err := h.svc.Schemes(ctx, appID)
 	if err != nil {
 		return 0, err
 	}
@@ -223,7 +227,7 @@ func (h *Handler) schemeNamed(c *gin.Context, appID int64, name string) (int64, 
 			return s.ID, nil
 		}
 	}
-	s, err := h.svc.CreateScheme(c, appID, distribution.SchemeChanges{Name: &name})
+	s, err := h.svc.CreateScheme(ctx, appID, distribution.SchemeChanges{Name: &name})
 	if err != nil {
 		return 0, err
 	}
@@ -232,11 +236,12 @@ func (h *Handler) schemeNamed(c *gin.Context, appID int64, name string) (int64, 
 
 // channelApp returns the app a channel belongs to.
 func (h *Handler) channelApp(c *gin.Context) (int64, int64, error) {
+	ctx := reqCtx(c)
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
 		return 0, 0, errs.New(errs.NotFound, "there is no such channel")
 	}
-	cc, err := h.svc.ChannelByID(c, id)
+	cc, err := h.svc.ChannelByID(ctx, id)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -245,6 +250,7 @@ func (h *Handler) channelApp(c *gin.Context) (int64, int64, error) {
 
 // consoleSetRetention: POST /console/channels/:id/retention (empty fields inherit).
 func (h *Handler) consoleSetRetention(c *gin.Context) error {
+	ctx := reqCtx(c)
 	chID, appID, err := h.channelApp(c)
 	if err != nil {
 		return err
@@ -272,7 +278,7 @@ func (h *Handler) consoleSetRetention(c *gin.Context) error {
 	}
 	if c.PostForm("preview") != "" {
 		// Show what this policy would delete, without saving it.
-		plan, err := h.svc.PlanChannelRetention(c, chID, &p)
+		plan, err := h.svc.PlanChannelRetention(ctx, chID, &p)
 		if err != nil {
 			return err
 		}
@@ -286,10 +292,10 @@ func (h *Handler) consoleSetRetention(c *gin.Context) error {
 		}
 		return h.renderApp(c, session, u, appID, notice, "")
 	}
-	if err := h.svc.SetChannelRetention(c, chID, &p); err != nil {
+	if err := h.svc.SetChannelRetention(ctx, chID, &p); err != nil {
 		return err
 	}
-	h.svc.Audit(c, u, "retention.set", strconv.FormatInt(chID, 10), map[string]any{"channel_id": chID})
+	h.svc.Audit(ctx, u, "retention.set", strconv.FormatInt(chID, 10), map[string]any{"channel_id": chID})
 	return h.renderApp(c, session, u, appID, "Retention saved. It applies at the next enforcement run.", "")
 }
 
@@ -315,6 +321,7 @@ func (h *Handler) consoleCreateAppWebhook(c *gin.Context) error {
 // createWebhook makes an app's (hookApp) or a channel's webhook from the form: url, format and
 // the events ticked (none ticked: every event).
 func (h *Handler) createWebhook(c *gin.Context, appID, hookApp, hookChannel int64) error {
+	ctx := reqCtx(c)
 	session, u, err := h.appForm(c, appID)
 	if err != nil {
 		return err
@@ -329,16 +336,17 @@ func (h *Handler) createWebhook(c *gin.Context, appID, hookApp, hookChannel int6
 	if rs := strings.TrimSpace(c.PostForm("robot_secret")); rs != "" {
 		in.RobotSecret = &rs
 	}
-	w, err := h.svc.CreateWebhook(c, hookApp, hookChannel, in)
+	w, err := h.svc.CreateWebhook(ctx, hookApp, hookChannel, in)
 	if err != nil {
 		return err
 	}
-	h.svc.Audit(c, u, "webhook.create", w.Format, map[string]any{"webhook_id": w.ID, "channel_id": hookChannel, "app_id": appID})
+	h.svc.Audit(ctx, u, "webhook.create", w.Format, map[string]any{"webhook_id": w.ID, "channel_id": hookChannel, "app_id": appID})
 	return h.renderApp(c, session, u, appID, "Webhook added. Its signing secret is shown once:", w.Secret)
 }
 
 // consoleUpdateRelease: POST /console/releases/:id edits a release's changelog.
 func (h *Handler) consoleUpdateRelease(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
 		return errs.New(errs.NotFound, "there is no such release")
@@ -347,7 +355,7 @@ func (h *Handler) consoleUpdateRelease(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	rc, err := h.svc.ConsoleUpdateRelease(c, u, id, distribution.ReleaseChanges{Changelog: optionalForm(c, "changelog")})
+	rc, err := h.svc.ConsoleUpdateRelease(ctx, u, id, distribution.ReleaseChanges{Changelog: optionalForm(c, "changelog")})
 	if err != nil {
 		return err
 	}
@@ -356,12 +364,13 @@ func (h *Handler) consoleUpdateRelease(c *gin.Context) error {
 
 // consoleAddMember: POST /console/apps/:id/members (admins) makes someone a developer of the app.
 func (h *Handler) consoleAddMember(c *gin.Context) error {
+	ctx := reqCtx(c)
 	appID, session, u, err := h.idForm(c, "app")
 	if err != nil {
 		return err
 	}
 	email := c.PostForm("email")
-	if err := h.svc.AddAppMember(c, u, appID, email); err != nil {
+	if err := h.svc.AddAppMember(ctx, u, appID, email); err != nil {
 		return err
 	}
 	return h.renderApp(c, session, u, appID, email+" is now a developer of this app.", "")

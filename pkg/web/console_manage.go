@@ -48,6 +48,7 @@ func confirmed(c *gin.Context) error {
 // consoleUpdateChannel: POST /console/channels/:id renames a channel, changes its key, and sets
 // or clears its password (an empty password field leaves it as it is).
 func (h *Handler) consoleUpdateChannel(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, session, u, err := h.idForm(c, "channel")
 	if err != nil {
 		return err
@@ -62,11 +63,11 @@ func (h *Handler) consoleUpdateChannel(c *gin.Context) error {
 		empty := ""
 		ch.Password = &empty
 	}
-	cc, err := h.svc.ConsoleChannel(c, u, id)
+	cc, err := h.svc.ConsoleChannel(ctx, u, id)
 	if err != nil {
 		return err
 	}
-	out, err := h.svc.ConsoleUpdateChannel(c, u, id, ch)
+	out, err := h.svc.ConsoleUpdateChannel(ctx, u, id, ch)
 	if err != nil {
 		return err
 	}
@@ -76,18 +77,19 @@ func (h *Handler) consoleUpdateChannel(c *gin.Context) error {
 // consoleDeleteChannel: POST /console/channels/:id/delete (with "confirm") deletes a channel and
 // its builds.
 func (h *Handler) consoleDeleteChannel(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, session, u, err := h.idForm(c, "channel")
 	if err != nil {
 		return err
 	}
-	cc, err := h.svc.ConsoleChannel(c, u, id)
+	cc, err := h.svc.ConsoleChannel(ctx, u, id)
 	if err != nil {
 		return err
 	}
 	if err := confirmed(c); err != nil {
 		return err
 	}
-	if err := h.svc.ConsoleDeleteChannel(c, u, id); err != nil {
+	if err := h.svc.ConsoleDeleteChannel(ctx, u, id); err != nil {
 		return err
 	}
 	return h.renderApp(c, session, u, cc.App.ID, "Channel "+cc.Channel.Name+" deleted with its builds.", "")
@@ -96,12 +98,13 @@ func (h *Handler) consoleDeleteChannel(c *gin.Context) error {
 // consolePinRelease: POST /console/releases/:id/pin (pinned=true|false; admins) keeps a build from
 // retention, or lets retention take it again.
 func (h *Handler) consolePinRelease(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, session, u, err := h.idForm(c, "release")
 	if err != nil {
 		return err
 	}
 	pinned := c.PostForm("pinned") == "true"
-	rc, err := h.svc.ConsoleUpdateRelease(c, u, id, distribution.ReleaseChanges{Pinned: &pinned})
+	rc, err := h.svc.ConsoleUpdateRelease(ctx, u, id, distribution.ReleaseChanges{Pinned: &pinned})
 	if err != nil {
 		return err
 	}
@@ -114,6 +117,7 @@ func (h *Handler) consolePinRelease(c *gin.Context) error {
 
 // consoleDeleteRelease: POST /console/releases/:id/delete (with "confirm").
 func (h *Handler) consoleDeleteRelease(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, session, u, err := h.idForm(c, "release")
 	if err != nil {
 		return err
@@ -121,7 +125,7 @@ func (h *Handler) consoleDeleteRelease(c *gin.Context) error {
 	if err := confirmed(c); err != nil {
 		return err
 	}
-	rc, err := h.svc.ConsoleDeleteRelease(c, u, id)
+	rc, err := h.svc.ConsoleDeleteRelease(ctx, u, id)
 	if err != nil {
 		return err
 	}
@@ -130,11 +134,12 @@ func (h *Handler) consoleDeleteRelease(c *gin.Context) error {
 
 // consoleRenameApp: POST /console/apps/:id (name).
 func (h *Handler) consoleRenameApp(c *gin.Context) error {
+	ctx := reqCtx(c)
 	appID, session, u, err := h.idForm(c, "app")
 	if err != nil {
 		return err
 	}
-	app, err := h.svc.ConsoleRenameApp(c, u, appID, c.PostForm("name"))
+	app, err := h.svc.ConsoleRenameApp(ctx, u, appID, c.PostForm("name"))
 	if err != nil {
 		return err
 	}
@@ -144,6 +149,7 @@ func (h *Handler) consoleRenameApp(c *gin.Context) error {
 // consoleDeleteApp: POST /console/apps/:id/delete (with "confirm"; admins) deletes an app with
 // everything in it, then shows the console's home.
 func (h *Handler) consoleDeleteApp(c *gin.Context) error {
+	ctx := reqCtx(c)
 	appID, _, u, err := h.idForm(c, "app")
 	if err != nil {
 		return err
@@ -154,7 +160,7 @@ func (h *Handler) consoleDeleteApp(c *gin.Context) error {
 	if err := confirmed(c); err != nil {
 		return err
 	}
-	if err := h.svc.ConsoleDeleteApp(c, u, appID); err != nil {
+	if err := h.svc.ConsoleDeleteApp(ctx, u, appID); err != nil {
 		return err
 	}
 	c.Redirect(http.StatusSeeOther, h.links.Base+"/console")
@@ -163,6 +169,7 @@ func (h *Handler) consoleDeleteApp(c *gin.Context) error {
 
 // consoleRemoveMember: POST /console/apps/:id/members/:user/remove (admins).
 func (h *Handler) consoleRemoveMember(c *gin.Context) error {
+	ctx := reqCtx(c)
 	appID, err := h.appIDParam(c)
 	if err != nil {
 		return err
@@ -175,7 +182,7 @@ func (h *Handler) consoleRemoveMember(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := h.svc.RemoveAppMember(c, u, appID, userID); err != nil {
+	if err := h.svc.RemoveAppMember(ctx, u, appID, userID); err != nil {
 		return err
 	}
 	return h.renderApp(c, session, u, appID, "Member removed from this app.", "")
@@ -199,11 +206,12 @@ type webhookView struct {
 
 // renderWebhook renders a webhook's page: its newest deliveries and their attempts.
 func (h *Handler) renderWebhook(c *gin.Context, session string, u *distribution.User, id int64, notice string) error {
-	w, err := h.svc.ConsoleWebhook(c, u, id)
+	ctx := reqCtx(c)
+	w, err := h.svc.ConsoleWebhook(ctx, u, id)
 	if err != nil {
 		return err
 	}
-	ds, err := h.svc.WebhookDeliveries(c, id, 50)
+	ds, err := h.svc.WebhookDeliveries(ctx, id, 50)
 	if err != nil {
 		return err
 	}
@@ -231,10 +239,11 @@ func (h *Handler) renderWebhook(c *gin.Context, session string, u *distribution.
 
 // webhookApp is the app a webhook belongs to (directly, or through its channel); 0 if unknown.
 func (h *Handler) webhookApp(c *gin.Context, w *distribution.Webhook) int64 {
+	ctx := reqCtx(c)
 	if w.AppID != 0 {
 		return w.AppID
 	}
-	if cc, err := h.svc.ChannelByID(c, w.ChannelID); err == nil {
+	if cc, err := h.svc.ChannelByID(ctx, w.ChannelID); err == nil {
 		return cc.App.ID
 	}
 	return 0
@@ -255,11 +264,12 @@ func (h *Handler) consoleWebhook(c *gin.Context) error {
 
 // consoleTestWebhook: POST /console/webhooks/:id/test queues a test event (admins).
 func (h *Handler) consoleTestWebhook(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, session, u, err := h.idForm(c, "webhook")
 	if err != nil {
 		return err
 	}
-	if _, err := h.svc.ConsoleTestWebhook(c, u, id); err != nil {
+	if _, err := h.svc.ConsoleTestWebhook(ctx, u, id); err != nil {
 		return err
 	}
 	return h.renderWebhook(c, session, u, id, "Test event queued; reload to see how it went.")
@@ -267,16 +277,17 @@ func (h *Handler) consoleTestWebhook(c *gin.Context) error {
 
 // consoleDeleteWebhook: POST /console/webhooks/:id/delete (admins), then the app's page.
 func (h *Handler) consoleDeleteWebhook(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, session, u, err := h.idForm(c, "webhook")
 	if err != nil {
 		return err
 	}
-	w, err := h.svc.ConsoleWebhook(c, u, id)
+	w, err := h.svc.ConsoleWebhook(ctx, u, id)
 	if err != nil {
 		return err
 	}
 	appID := h.webhookApp(c, w)
-	if _, err := h.svc.ConsoleDeleteWebhook(c, u, id); err != nil {
+	if _, err := h.svc.ConsoleDeleteWebhook(ctx, u, id); err != nil {
 		return err
 	}
 	if appID == 0 {
@@ -296,10 +307,11 @@ type devicesView struct {
 
 // renderDevices renders the registered devices (developers and admins; admins may delete).
 func (h *Handler) renderDevices(c *gin.Context, session string, u *distribution.User, notice string) error {
+	ctx := reqCtx(c)
 	if err := distribution.RequireRole(u, distribution.RoleDeveloper); err != nil {
 		return err
 	}
-	ds, err := h.svc.Devices(c, distribution.Page{Page: 1, PerPage: 500})
+	ds, err := h.svc.Devices(ctx, distribution.Page{Page: 1, PerPage: 500})
 	if err != nil {
 		return err
 	}
@@ -319,11 +331,12 @@ func (h *Handler) consoleDevices(c *gin.Context) error {
 
 // consoleDeleteDevice: POST /console/devices/:udid/delete (admins).
 func (h *Handler) consoleDeleteDevice(c *gin.Context) error {
+	ctx := reqCtx(c)
 	session, u, err := h.consoleForm(c)
 	if err != nil {
 		return err
 	}
-	if err := h.svc.ConsoleDeleteDevice(c, u, c.Param("udid")); err != nil {
+	if err := h.svc.ConsoleDeleteDevice(ctx, u, c.Param("udid")); err != nil {
 		return err
 	}
 	return h.renderDevices(c, session, u, "Device "+c.Param("udid")+" deleted.")
@@ -339,7 +352,8 @@ type usersView struct {
 }
 
 func (h *Handler) renderUsers(c *gin.Context, session string, u *distribution.User, notice string) error {
-	users, err := h.svc.Users(c, u)
+	ctx := reqCtx(c)
+	users, err := h.svc.Users(ctx, u)
 	if err != nil {
 		return err
 	}
@@ -361,11 +375,12 @@ func (h *Handler) consoleUsers(c *gin.Context) error {
 // consoleUpdateUser: POST /console/users/:id (role, disabled; admins). Disabling ends the user's
 // sessions and stops their tokens at once.
 func (h *Handler) consoleUpdateUser(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, session, u, err := h.idForm(c, "user")
 	if err != nil {
 		return err
 	}
-	out, err := h.svc.SetUserAccess(c, u, id, c.PostForm("role"), c.PostForm("disabled") != "")
+	out, err := h.svc.SetUserAccess(ctx, u, id, c.PostForm("role"), c.PostForm("disabled") != "")
 	if err != nil {
 		return err
 	}
@@ -378,11 +393,12 @@ func (h *Handler) consoleUpdateUser(c *gin.Context) error {
 
 // consoleCreateApp: POST /console/apps (name; admins) makes an empty app and shows its page.
 func (h *Handler) consoleCreateApp(c *gin.Context) error {
+	ctx := reqCtx(c)
 	session, u, err := h.consoleForm(c)
 	if err != nil {
 		return err
 	}
-	app, err := h.svc.ConsoleCreateApp(c, u, c.PostForm("name"))
+	app, err := h.svc.ConsoleCreateApp(ctx, u, c.PostForm("name"))
 	if err != nil {
 		return err
 	}
@@ -391,11 +407,12 @@ func (h *Handler) consoleCreateApp(c *gin.Context) error {
 
 // consoleRenameScheme: POST /console/schemes/:id (name).
 func (h *Handler) consoleRenameScheme(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, session, u, err := h.idForm(c, "scheme")
 	if err != nil {
 		return err
 	}
-	sc, err := h.svc.ConsoleRenameScheme(c, u, id, c.PostForm("name"))
+	sc, err := h.svc.ConsoleRenameScheme(ctx, u, id, c.PostForm("name"))
 	if err != nil {
 		return err
 	}
@@ -405,17 +422,18 @@ func (h *Handler) consoleRenameScheme(c *gin.Context) error {
 // consoleDeleteScheme: POST /console/schemes/:id/delete (with "confirm") deletes a scheme with
 // its channels and builds.
 func (h *Handler) consoleDeleteScheme(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, session, u, err := h.idForm(c, "scheme")
 	if err != nil {
 		return err
 	}
-	if _, err := h.svc.ConsoleScheme(c, u, id); err != nil {
+	if _, err := h.svc.ConsoleScheme(ctx, u, id); err != nil {
 		return err
 	}
 	if err := confirmed(c); err != nil {
 		return err
 	}
-	sc, err := h.svc.ConsoleDeleteScheme(c, u, id)
+	sc, err := h.svc.ConsoleDeleteScheme(ctx, u, id)
 	if err != nil {
 		return err
 	}
@@ -424,11 +442,12 @@ func (h *Handler) consoleDeleteScheme(c *gin.Context) error {
 
 // consoleEnableWebhook: POST /console/webhooks/:id/enabled (enabled=true|false; admins).
 func (h *Handler) consoleEnableWebhook(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, session, u, err := h.idForm(c, "webhook")
 	if err != nil {
 		return err
 	}
-	w, err := h.svc.ConsoleSetWebhookEnabled(c, u, id, c.PostForm("enabled") == "true")
+	w, err := h.svc.ConsoleSetWebhookEnabled(ctx, u, id, c.PostForm("enabled") == "true")
 	if err != nil {
 		return err
 	}
@@ -442,6 +461,7 @@ func (h *Handler) consoleEnableWebhook(c *gin.Context) error {
 // consoleExportDevices: GET /console/devices/export, the devices in the Apple developer portal's
 // "register multiple devices" file (developers and admins).
 func (h *Handler) consoleExportDevices(c *gin.Context) error {
+	ctx := reqCtx(c)
 	_, u, ok := h.consoleUser(c)
 	if !ok {
 		return nil
@@ -449,7 +469,7 @@ func (h *Handler) consoleExportDevices(c *gin.Context) error {
 	if err := distribution.RequireRole(u, distribution.RoleDeveloper); err != nil {
 		return err
 	}
-	body, err := h.svc.ExportDevices(c)
+	body, err := h.svc.ExportDevices(ctx)
 	if err != nil {
 		return err
 	}

@@ -36,11 +36,12 @@ type auditView struct {
 
 // consoleForm checks the signed-in user and the form's CSRF token.
 func (h *Handler) consoleForm(c *gin.Context) (string, *distribution.User, error) {
+	ctx := reqCtx(c)
 	session, err := c.Cookie(SessionCookie)
 	if err != nil {
 		return "", nil, errs.New(errs.Unauthenticated, "sign in first")
 	}
-	u, err := h.svc.SessionUser(c, session)
+	u, err := h.svc.SessionUser(ctx, session)
 	if err != nil {
 		return "", nil, err
 	}
@@ -52,10 +53,11 @@ func (h *Handler) consoleForm(c *gin.Context) (string, *distribution.User, error
 
 // renderTokens renders the tokens page for an admin, with a just-made secret when there is one.
 func (h *Handler) renderTokens(c *gin.Context, session string, u *distribution.User, newName, newSecret string) error {
+	ctx := reqCtx(c)
 	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
 		return err
 	}
-	toks, err := h.svc.Tokens(c)
+	toks, err := h.svc.Tokens(ctx)
 	if err != nil {
 		return err
 	}
@@ -84,11 +86,12 @@ func (h *Handler) consoleTokens(c *gin.Context) error {
 // consoleCreateToken: POST /console/tokens makes a token and shows its secret once (in the page,
 // never in a URL).
 func (h *Handler) consoleCreateToken(c *gin.Context) error {
+	ctx := reqCtx(c)
 	session, u, err := h.consoleForm(c)
 	if err != nil {
 		return err
 	}
-	secret, t, err := h.svc.ConsoleCreateToken(c, u, strings.TrimSpace(c.PostForm("name")), c.PostForm("scope"))
+	secret, t, err := h.svc.ConsoleCreateToken(ctx, u, strings.TrimSpace(c.PostForm("name")), c.PostForm("scope"))
 	if err != nil {
 		return err
 	}
@@ -97,6 +100,7 @@ func (h *Handler) consoleCreateToken(c *gin.Context) error {
 
 // consoleRevokeToken: POST /console/tokens/:id/revoke.
 func (h *Handler) consoleRevokeToken(c *gin.Context) error {
+	ctx := reqCtx(c)
 	_, u, err := h.consoleForm(c)
 	if err != nil {
 		return err
@@ -105,7 +109,7 @@ func (h *Handler) consoleRevokeToken(c *gin.Context) error {
 	if err != nil || id <= 0 {
 		return errs.New(errs.NotFound, "there is no such token")
 	}
-	if err := h.svc.ConsoleRevokeToken(c, u, id); err != nil {
+	if err := h.svc.ConsoleRevokeToken(ctx, u, id); err != nil {
 		return err
 	}
 	c.Redirect(http.StatusSeeOther, h.links.Base+"/console/tokens")
@@ -114,6 +118,7 @@ func (h *Handler) consoleRevokeToken(c *gin.Context) error {
 
 // consoleAudit: GET /console/audit, the newest changes made in the console (admins).
 func (h *Handler) consoleAudit(c *gin.Context) error {
+	ctx := reqCtx(c)
 	_, u, ok := h.consoleUser(c)
 	if !ok {
 		return nil
@@ -121,7 +126,7 @@ func (h *Handler) consoleAudit(c *gin.Context) error {
 	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
 		return err
 	}
-	entries, err := h.svc.AuditLog(c, 200)
+	entries, err := h.svc.AuditLog(ctx, 200)
 	if err != nil {
 		return err
 	}

@@ -45,11 +45,12 @@ func uploadSessionOf(sess *distribution.UploadSession, parts []distribution.Sess
 
 // consoleScriptUser checks the session cookie and the X-CSRF-Token header of a script's call.
 func (h *Handler) consoleScriptUser(c *gin.Context) (*distribution.User, error) {
+	ctx := reqCtx(c)
 	session, err := c.Cookie(SessionCookie)
 	if err != nil {
 		return nil, errs.New(errs.Unauthenticated, "sign in first")
 	}
-	u, err := h.svc.SessionUser(c, session)
+	u, err := h.svc.SessionUser(ctx, session)
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +63,7 @@ func (h *Handler) consoleScriptUser(c *gin.Context) (*distribution.User, error) 
 // consoleStartUpload: POST /console/channels/:id/uploads (filename, size, changelog) → 201 with
 // the session and where to put its parts.
 func (h *Handler) consoleStartUpload(c *gin.Context) error {
+	ctx := reqCtx(c)
 	u, err := h.consoleScriptUser(c)
 	if err != nil {
 		return err
@@ -74,7 +76,7 @@ func (h *Handler) consoleStartUpload(c *gin.Context) error {
 	if err != nil {
 		return errs.Field("size", "must be the file's size in bytes")
 	}
-	sess, parts, err := h.svc.ConsoleStartUpload(c, u, chID, c.PostForm("filename"), size,
+	sess, parts, err := h.svc.ConsoleStartUpload(ctx, u, chID, c.PostForm("filename"), size,
 		map[string]string{"changelog": c.PostForm("changelog")})
 	if err != nil {
 		return err
@@ -86,11 +88,12 @@ func (h *Handler) consoleStartUpload(c *gin.Context) error {
 
 // consoleUploadSession: GET /console/uploads/:session, the parts done and fresh URLs for the rest.
 func (h *Handler) consoleUploadSession(c *gin.Context) error {
+	ctx := reqCtx(c)
 	u, err := h.consoleScriptUser(c)
 	if err != nil {
 		return err
 	}
-	sess, parts, err := h.svc.ConsoleUploadSession(c, u, c.Param("session"))
+	sess, parts, err := h.svc.ConsoleUploadSession(ctx, u, c.Param("session"))
 	if err != nil {
 		return err
 	}
@@ -101,11 +104,12 @@ func (h *Handler) consoleUploadSession(c *gin.Context) error {
 
 // consoleCompleteUpload: POST /console/uploads/:session/complete → 201 with the release recorded.
 func (h *Handler) consoleCompleteUpload(c *gin.Context) error {
+	ctx := reqCtx(c)
 	u, err := h.consoleScriptUser(c)
 	if err != nil {
 		return err
 	}
-	rc, err := h.svc.ConsoleCompleteUpload(c, u, c.Param("session"))
+	rc, err := h.svc.ConsoleCompleteUpload(ctx, u, c.Param("session"))
 	if err != nil {
 		return err
 	}

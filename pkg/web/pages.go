@@ -80,16 +80,17 @@ type channelView struct {
 
 // releasePage: GET /channels/:slug/releases/:id, the page a tester opens to install a build.
 func (h *Handler) releasePage(c *gin.Context) error {
+	ctx := reqCtx(c)
 	slug := c.Param("slug")
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
 		return errs.New(errs.NotFound, "there is no such release")
 	}
-	view, err := h.svc.ChannelView(c, slug)
+	view, err := h.svc.ChannelView(ctx, slug)
 	if err != nil {
 		return err
 	}
-	rc, err := h.svc.ReleaseInView(c, view, id)
+	rc, err := h.svc.ReleaseInView(ctx, view, id)
 	if err != nil {
 		return err
 	}
@@ -146,8 +147,9 @@ func (h *Handler) releaseView(rc *distribution.ReleaseContext, recent []distribu
 
 // channelPage: GET /channels/:slug, the channel's newest release and the list of its releases.
 func (h *Handler) channelPage(c *gin.Context) error {
+	ctx := reqCtx(c)
 	slug := c.Param("slug")
-	view, err := h.svc.ChannelView(c, slug)
+	view, err := h.svc.ChannelView(ctx, slug)
 	if err != nil {
 		return err
 	}
@@ -164,7 +166,7 @@ func (h *Handler) channelPage(c *gin.Context) error {
 	}
 	ch := &cc.Channel
 	total := view.Total
-	list, err := h.svc.Versions(c, view, distribution.Page{Page: pageNo, PerPage: channelPerPage})
+	list, err := h.svc.Versions(ctx, view, distribution.Page{Page: pageNo, PerPage: channelPerPage})
 	if err != nil {
 		return err
 	}

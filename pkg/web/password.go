@@ -28,6 +28,7 @@ type passwordView struct {
 // already knows, letting the victim's browser into that one channel, and the cookie it sets is
 // SameSite=Lax and HttpOnly, so other sites can neither send it in their own POSTs nor read it.
 func (h *Handler) gate(c *gin.Context, cc *distribution.ChannelContext, pageURL string) bool {
+	ctx := reqCtx(c)
 	ch := &cc.Channel
 	if c.Request.Method == http.MethodPost {
 		if !ch.HasPassword() {
@@ -35,7 +36,7 @@ func (h *Handler) gate(c *gin.Context, cc *distribution.ChannelContext, pageURL 
 			return false
 		}
 		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxFormBytes)
-		err := h.svc.CheckChannelPassword(c, ch, c.PostForm("password"), c.ClientIP())
+		err := h.svc.CheckChannelPassword(ctx, ch, c.PostForm("password"), c.ClientIP())
 		if err == nil {
 			h.setChannelCookie(c, ch)
 			c.Redirect(http.StatusSeeOther, pageURL)
@@ -51,7 +52,7 @@ func (h *Handler) gate(c *gin.Context, cc *distribution.ChannelContext, pageURL 
 	if ck, err := c.Cookie(distribution.PasswordCookieName(ch.Slug)); err == nil {
 		req.Cookie = ck
 	}
-	err := h.svc.Authorize(c, ch, req)
+	err := h.svc.Authorize(ctx, ch, req)
 	if err == nil {
 		return true
 	}

@@ -42,6 +42,7 @@ func qrSize(s string) (int, error) {
 // depends on nothing but the URL and the size, so its ETag is their hash and it may be cached
 // for a day (privately for a protected channel). Errors are the API's JSON.
 func (h *Handler) qrcode(c *gin.Context) error {
+	ctx := reqCtx(c)
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
 		return errs.Field("id", "must be a positive integer")
@@ -50,7 +51,7 @@ func (h *Handler) qrcode(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	rc, err := h.svc.ReleaseInChannel(c, c.Param("slug"), id)
+	rc, err := h.svc.ReleaseInChannel(ctx, c.Param("slug"), id)
 	if err != nil {
 		return err
 	}

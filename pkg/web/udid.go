@@ -73,6 +73,7 @@ func (h *Handler) udidProfile(c *gin.Context) error {
 // udidCallback: POST /udid/callback, the device's signed answer → 301 to its page (iOS follows
 // a 301 from a profile service in Safari).
 func (h *Handler) udidCallback(c *gin.Context) error {
+	ctx := reqCtx(c)
 	if !h.limiter.allow(c.ClientIP(), time.Now()) {
 		c.Header("Retry-After", "60")
 		return errs.New(errs.TooManyRequests, "too many device registrations from this address; try again in a minute")
@@ -85,22 +86,23 @@ func (h *Handler) udidCallback(c *gin.Context) error {
 	if err != nil {
 		return errs.Wrap(errs.Invalid, err, "the device's answer could not be read")
 	}
-	d, err := h.svc.RegisterDeviceAnswer(c, body)
+	d, err := h.svc.RegisterDeviceAnswer(ctx, body)
 	if err != nil {
 		return err
 	}
-	h.log.InfoContext(c, "device registered through the profile service", "product", d.Product, "os_version", d.OSVersion)
+	h.log.InfoContext(ctx, "device registered through the profile service", "product", d.Product, "os_version", d.OSVersion)
 	c.Redirect(http.StatusMovedPermanently, h.links.Base+"/udid/"+d.UDID)
 	return nil
 }
 
 // devicePage: GET /udid/:udid, the device and the builds it can install; remembers the device.
 func (h *Handler) devicePage(c *gin.Context) error {
-	d, err := h.svc.Device(c, c.Param("udid"))
+	ctx := reqCtx(c)
+	d, err := h.svc.Device(ctx, c.Param("udid"))
 	if err != nil {
 		return err
 	}
-	rels, err := h.svc.InstallableReleases(c, d.UDID)
+	rels, err := h.svc.InstallableReleases(ctx, d.UDID)
 	if err != nil {
 		return err
 	}
@@ -126,6 +128,7 @@ type deviceCheck struct {
 
 // checkDevice looks at the device cookie for an ad hoc or development build.
 func (h *Handler) checkDevice(c *gin.Context, r *distribution.Release) *deviceCheck {
+	ctx := reqCtx(c)
 	ck, err := c.Cookie(DeviceCookie)
 	if err != nil {
 		return nil
@@ -134,11 +137,11 @@ func (h *Handler) checkDevice(c *gin.Context, r *distribution.Release) *deviceCh
 	if err != nil {
 		return nil
 	}
-	d, err := h.svc.Device(c, udid)
+	d, err := h.svc.Device(ctx, udid)
 	if err != nil {
 		return nil
 	}
-	ok, err := h.svc.DeviceInProfile(c, r, udid)
+	ok, err := h.svc.DeviceInProfile(ctx, r, udid)
 	if err != nil {
 		return nil
 	}

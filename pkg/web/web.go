@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"html/template"
 	"log/slog"
@@ -179,9 +180,10 @@ const contentSecurityPolicy = "default-src 'none'; style-src 'self'; font-src 's
 // scriptSecurityPolicy is contentSecurityPolicy plus the console's own script, which may call the
 // service and PUT upload parts to storage's origin (presigned S3 URLs), nothing else.
 func (h *Handler) scriptSecurityPolicy(c *gin.Context) string {
+	ctx := reqCtx(c)
 	h.scriptPolicyOnce.Do(func() {
 		connect := "'self'"
-		if o := h.svc.PartUploadOrigin(c); o != "" {
+		if o := h.svc.PartUploadOrigin(ctx); o != "" {
 			connect += " " + o
 		}
 		h.scriptPolicy = "default-src 'none'; script-src 'self'; connect-src " + connect + "; style-src 'self'; font-src 'self'; " +
@@ -194,10 +196,11 @@ func (h *Handler) scriptSecurityPolicy(c *gin.Context) string {
 // since a channel's newest releases change. Referrer-Policy keeps the channel key (the unguessable
 // part of the URL) out of requests to git hosts and CI.
 func (h *Handler) render(c *gin.Context, status int, name string, p page, private bool) {
+	ctx := reqCtx(c)
 	p.Assets = h.assets()
 	var buf bytes.Buffer
 	if err := h.pages[name].ExecuteTemplate(&buf, "layout", p); err != nil {
-		h.log.ErrorContext(c, "rendering a page", slog.String("page", name), slog.String("error", err.Error()))
+		h.log.ErrorContext(ctx, "rendering a page", slog.String("page", name), slog.String("error", err.Error()))
 		c.Data(http.StatusInternalServerError, "text/plain; charset=utf-8", []byte("internal error\n"))
 		return
 	}
@@ -220,10 +223,11 @@ func (h *Handler) render(c *gin.Context, status int, name string, p page, privat
 // describe is what a client may see of err (httperr, shared with the API); internal errors are
 // logged here with the request id, which the client is shown.
 func (h *Handler) describe(c *gin.Context, err error) httperr.Problem {
+	ctx := reqCtx(c)
 	p := httperr.Describe(err)
 	if p.Internal() {
 		id := c.Writer.Header().Get("X-Request-ID")
-		h.log.ErrorContext(c, "internal error", slog.String("request_id", id), slog.String("error", err.Error()))
+		h.log.ErrorContext(ctx, "internal error", slog.String("request_id", id), slog.String("error", err.Error()))
 		p.Message = "internal error (request " + id + ")"
 	}
 	if p.RetryAfter > 0 {
@@ -256,3 +260,8 @@ func (h *Handler) failJSON(c *gin.Context, err error) {
 	c.Header("Cache-Control", "no-store")
 	c.AbortWithStatusJSON(p.Status, body)
 }
+
+// reqCtx is the context a handler hands to the domain: the request's own. A *gin.Context is
+// pooled and serves the next request as soon as the handler returns, so it never leaves this
+// package as a context.Context (../shared/design.md, "A request's lifetime"; `make lint` checks).
+func reqCtx(c *gin.Context) context.Context { return c.Request.Context() }

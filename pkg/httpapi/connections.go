@@ -1,0 +1,153 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Connection outcomes, as the "connection closed" log line and the
+// slipway_http_connections_closed_total metric name them.
+const (
+	// connAnswered: every request that arrived on the connection was answered.
+	connAnswered = "answered"
+	// connNoRequest: the connection closed before a request arrived (a probe, a client that
+	// connected and left, a header read that timed out before its first byte).
+	connNoRequest = "no_request"
+	// connUnanswered: a request began to arrive but never reached a handler: its headers were
+	// malformed, too large or too slow (the server may have written a bare 4xx), or the client
+	// went away while sending them. Nothing else logs such a request.
+	connUnanswered = "unanswered"
+	// connCut: the connection closed while a handler was still running (shutdown past the drain
+	// timeout, or a hijack).
+	connCut = "cut"
+)
+
+// connTracker follows every connection of an http.Server from accept to close, so that each one
+// the server ends, for whatever reason, leaves one log line and a metric with its outcome: a
+// request lost without an answer is always visible (../shared/design.md, "A request's lifetime").
+// Install it with Track.
+type connTracker struct {
+	log      *slog.Logger
+	closed   func(outcome string)
+	mu       sync.Mutex
+	conns    map[net.Conn]*connInfo
+	inFlight atomic.Int64 // handlers running, on every connection
+}
+
+// connInfo is what is known of one connection. Its counters are touched by the connection's own
+// goroutine (handler) and by ConnState, which net/http calls from that goroutine too, but the
+// final read happens on close, possibly from Shutdown's goroutine: hence atomics.
+type connInfo struct {
+	opened   time.Time
+	remote   string
+	arrived  atomic.Int64 // requests whose first bytes arrived (StateActive transitions)
+	started  atomic.Int64 // requests that reached the handler
+	finished atomic.Int64 // handlers that returned
+	probes   atomic.Int64 // of those, health and metrics probes
+	last     atomic.Value // string: the last request's id, method and path
+	status   atomic.Int64 // the last status written
+}
+
+type connInfoKey struct{}
+
+func newConnTracker(log *slog.Logger, closed func(outcome string)) *connTracker {
+	return &connTracker{log: log, closed: closed, conns: map[net.Conn]*connInfo{}}
+}
+
+// Track installs the tracker on srv: ConnContext, ConnState and a wrapper of srv.Handler.
+func (t *connTracker) Track(srv *http.Server) {
+	next := srv.Handler
+	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		info := &connInfo{opened: time.Now(), remote: c.RemoteAddr().String()}
+		t.mu.Lock()
+		t.conns[c] = info
+		t.mu.Unlock()
+		return context.WithValue(ctx, connInfoKey{}, info)
+	}
+	srv.ConnState = t.state
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.inFlight.Add(1)
+		defer t.inFlight.Add(-1)
+		info, _ := r.Context().Value(connInfoKey{}).(*connInfo)
+		if info != nil {
+			info.started.Add(1)
+			defer info.finished.Add(1)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// InFlight is the number of handlers running.
+func (t *connTracker) InFlight() int64 { return t.inFlight.Load() }
+
+func (t *connTracker) state(c net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateActive:
+		if info := t.info(c, false); info != nil {
+			info.arrived.Add(1)
+		}
+	case http.StateClosed, http.StateHijacked:
+		if info := t.info(c, true); info != nil {
+			t.report(info, st == http.StateHijacked)
+		}
+	}
+}
+
+func (t *connTracker) info(c net.Conn, remove bool) *connInfo {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	info := t.conns[c]
+	if remove {
+		delete(t.conns, c)
+	}
+	return info
+}
+
+// report writes the connection's one line: at warning level when a request was left without
+// an answer, at debug level when it served only probes, else at info level.
+func (t *connTracker) report(info *connInfo, hijacked bool) {
+	arrived, started, finished := info.arrived.Load(), info.started.Load(), info.finished.Load()
+	outcome, level := connAnswered, slog.LevelInfo
+	switch {
+	case started > finished || hijacked:
+		outcome, level = connCut, slog.LevelWarn
+	case arrived > started:
+		outcome, level = connUnanswered, slog.LevelWarn
+	case arrived == 0:
+		outcome, level = connNoRequest, slog.LevelDebug
+	case info.probes.Load() == finished:
+		level = slog.LevelDebug
+	}
+	if t.closed != nil {
+		t.closed(outcome)
+	}
+	last, _ := info.last.Load().(string)
+	t.log.LogAttrs(context.Background(), level, "connection closed",
+		slog.String("outcome", outcome),
+		slog.String("client_addr", info.remote),
+		slog.Int64("requests", finished),
+		slog.Int64("requests_arrived", arrived),
+		slog.String("last_request", last),
+		slog.Int64("last_status", info.status.Load()),
+		slog.Int64("open_ms", time.Since(info.opened).Milliseconds()),
+	)
+}
+
+// noteRequest records the request a connection served last, for its close line. The access log
+// calls it once the handler chain is done.
+func noteRequest(ctx context.Context, id, method, path string, status int, probe bool) {
+	info, _ := ctx.Value(connInfoKey{}).(*connInfo)
+	if info == nil {
+		return
+	}
+	info.last.Store(id + " " + method + " " + truncate(path, 100))
+	info.status.Store(int64(status))
+	if probe {
+		info.probes.Add(1)
+	}
+}
