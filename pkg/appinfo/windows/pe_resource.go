@@ -103,16 +103,20 @@ func (rs *peResources) dir(off uint32) ([]rsrcEntry, error) {
 }
 
 // find returns the data of the first resource of type typ (with id name when name > 0), in its
-// first language, or nil when there is none. Only three levels are walked, so a directory that
-// points back at an ancestor ends the walk instead of looping.
+// first language, or nil when there is none. Only three levels are walked, and a directory that
+// points back at an ancestor is an error, so a crafted tree cannot loop.
 func (rs *peResources) find(typ, name uint32, max int) ([]byte, error) {
 	root, err := rs.dir(0)
 	if err != nil {
 		return nil, err
 	}
+	loop := errs.Invalidf("the .exe's resource directory loops back on itself")
 	for _, t := range root {
 		if t.named || t.id != typ || !t.dir {
 			continue
+		}
+		if t.off == 0 {
+			return nil, loop
 		}
 		names, err := rs.dir(t.off)
 		if err != nil {
@@ -122,11 +126,17 @@ func (rs *peResources) find(typ, name uint32, max int) ([]byte, error) {
 			if !n.dir || (name > 0 && (n.named || n.id != name)) {
 				continue
 			}
+			if n.off == 0 || n.off == t.off {
+				return nil, loop
+			}
 			langs, err := rs.dir(n.off)
 			if err != nil {
 				return nil, err
 			}
 			for _, l := range langs {
+				if l.dir && (l.off == 0 || l.off == t.off || l.off == n.off) {
+					return nil, loop
+				}
 				if !l.dir {
 					return rs.data(l.off, max)
 				}
