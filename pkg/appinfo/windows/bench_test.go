@@ -73,7 +73,9 @@ func BenchmarkParseLargeEXEZip(b *testing.B) {
 	benchLarge(b, func(w io.Writer) error {
 		return windowstest.WriteZip(w, windowstest.Entry{Name: "Demo/readme.txt", Data: []byte("hello")},
 			windowstest.Entry{Name: "Demo/demo.exe", Size: 1, Fill: func(w io.Writer) error { _, err := windowstest.WritePE(w, benchEXE); return err }})
-	}, func(i *appinfo.Info) bool { return i.Format == appinfo.FormatEXEZip && i.Name == "Demo" && i.Icon != nil })
+	}, func(i *appinfo.Info) bool {
+		return i.Format == appinfo.FormatEXEZip && i.Name == "Demo" && i.Icon != nil
+	})
 }
 
 // BenchmarkParseLargeMSI: a 256 MiB cabinet stream first, the tables and the FAT after it.
@@ -86,6 +88,10 @@ func BenchmarkParseLargeMSI(b *testing.B) {
 
 // BenchmarkParseLargeMSIX: a 256 MiB stored payload before the manifest and logos.
 func BenchmarkParseLargeMSIX(b *testing.B) {
-	benchLarge(b, func(w io.Writer) error { return windowstest.WriteMSIX(w, windowstest.MSIXOptions{PayloadBytes: benchSize}) },
-		func(i *appinfo.Info) bool { return i.BundleID == "Acme.FieldTool" && i.Icon != nil && i.Icon.Width == 100 })
+	benchLarge(b, func(w io.Writer) error {
+		return windowstest.WriteMSIX(w, windowstest.MSIXOptions{PayloadBytes: benchSize})
+	},
+		func(i *appinfo.Info) bool {
+			return i.BundleID == "Acme.FieldTool" && i.Icon != nil && i.Icon.Width == 100
+		})
 }
