@@ -56,7 +56,7 @@ func ParseApp(a *zipread.Archive) (*appinfo.Info, error) {
 	}
 	info.ReleaseVersion = first(clean(pa.Version.Name), info.ReleaseVersion)
 	if pa.Version.Code != "" {
-		if info.BuildVersion, err = versionCode(pa.Version.Code); err != nil {
+		if info.BuildVersion, err = versionCode("pack.info summary.app.version.code", pa.Version.Code); err != nil {
 			return nil, err
 		}
 	}
@@ -122,6 +122,7 @@ func openNested(a *zipread.Archive, f *zip.File) (*zipread.Archive, error) {
 	var (
 		r    io.ReaderAt
 		size int64
+		sec  *section
 	)
 	switch f.Method {
 	case zip.Store:
@@ -137,7 +138,8 @@ func openNested(a *zipread.Archive, f *zip.File) (*zipread.Archive, error) {
 			return nil, errs.Invalidf("the entry HAP %q cannot be read in place", name)
 		}
 		outer, off, n := sr.Outer()
-		r, size = &section{r: outer, off: off, n: n}, n
+		sec = &section{r: outer, off: off, n: n}
+		r, size = sec, n
 	case zip.Deflate:
 		if f.UncompressedSize64 > MaxInflatedHAPBytes {
 			return nil, errs.Invalidf("the entry HAP %q is compressed and %d bytes long: a HAP inside an .app is read in place when stored, as the packing tool stores it, and inflated only up to %d bytes", name, f.UncompressedSize64, MaxInflatedHAPBytes)
@@ -155,6 +157,9 @@ func openNested(a *zipread.Archive, f *zip.File) (*zipread.Archive, error) {
 	}
 	inner, err := zipread.Open(r, size)
 	if err != nil {
+		if sec != nil && sec.short {
+			return nil, errs.Wrap(errs.Invalid, err, "the entry HAP %q declares %d bytes but the .app ends before them (a truncated upload, or a lying size)", name, size)
+		}
 		return nil, within(f.Name, err)
 	}
 	return inner, nil
@@ -166,6 +171,7 @@ func openNested(a *zipread.Archive, f *zip.File) (*zipread.Archive, error) {
 type section struct {
 	r      io.ReaderAt
 	off, n int64
+	short  bool // a read ended early
 }
 
 func (s *section) ReadAt(p []byte, off int64) (int, error) {
@@ -185,6 +191,7 @@ func (s *section) ReadAt(p []byte, off int64) (int, error) {
 	k, err := s.r.ReadAt(p, s.off+off)
 	if k < len(p) {
 		if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			s.short = true
 			err = errs.Invalidf("the entry HAP declares %d bytes but the .app ends before them (truncated or lying size)", s.n)
 		}
 		return k, err

@@ -166,13 +166,13 @@ func (h *hap) info(format appinfo.Format) (*appinfo.Info, error) {
 
 	info.BundleID = clean(app.BundleName)
 	info.ReleaseVersion = clean(app.VersionName)
-	code := app.VersionCode
+	code, codeField := app.VersionCode, "module.json app.versionCode"
 	if h.pack != nil {
 		pa := h.pack.Summary.App
 		info.BundleID = first(info.BundleID, clean(pa.BundleName))
 		info.ReleaseVersion = first(info.ReleaseVersion, clean(pa.Version.Name))
 		if code == "" {
-			code = pa.Version.Code
+			code, codeField = pa.Version.Code, "pack.info summary.app.version.code"
 		}
 	}
 	if info.BundleID == "" {
@@ -182,7 +182,7 @@ func (h *hap) info(format appinfo.Format) (*appinfo.Info, error) {
 		return nil, errs.Invalidf("%q is not a valid HarmonyOS bundle name (letters, digits, '_' and '.', starting with a letter, at most 128 bytes)", info.BundleID)
 	}
 	var err error
-	if info.BuildVersion, err = versionCode(code); err != nil {
+	if info.BuildVersion, err = versionCode(codeField, code); err != nil {
 		return nil, err
 	}
 	info.MinOS = apiVersionText(app.MinAPIVersion)
@@ -323,14 +323,15 @@ func numberID(n json.Number) uint32 {
 	return uint32(v)
 }
 
-// versionCode checks versionCode, a non-negative 32-bit integer, and returns it as text.
-func versionCode(n json.Number) (string, error) {
+// versionCode checks a version code (field names it), a non-negative 32-bit integer, and
+// returns it as text.
+func versionCode(field string, n json.Number) (string, error) {
 	if n == "" {
 		return "", nil
 	}
 	v, err := strconv.ParseUint(string(n), 10, 32)
 	if err != nil {
-		return "", errs.Invalidf("versionCode %q is not a non-negative 32-bit integer", clean(string(n)))
+		return "", errs.Invalidf("%s %q is not a non-negative 32-bit integer", field, clean(string(n)))
 	}
 	return strconv.FormatUint(v, 10), nil
 }
