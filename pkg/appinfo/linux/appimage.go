@@ -181,11 +181,11 @@ func squashInvalid(err error, what string) error {
 	var se *errSquash
 	switch {
 	case errors.As(err, &se):
-		return errs.Wrap(errs.Invalid, err, "%s is unreadable: %s", what, se.msg)
+		return errs.Invalidf("%s cannot be read: %s", what, se.msg)
 	case errors.Is(err, errNotFound):
 		return errs.Invalidf("%s is missing", what)
 	}
-	return errs.Wrap(errs.Invalid, err, "%s is unreadable", what)
+	return errs.Wrap(errs.Invalid, err, "%s cannot be read", what)
 }
 
 // parseDesktopEntry returns the keys of the [Desktop Entry] group of a desktop file
