@@ -72,7 +72,7 @@ func BenchmarkParseLargeEXE(b *testing.B) {
 func BenchmarkParseLargeEXEZip(b *testing.B) {
 	benchLarge(b, func(w io.Writer) error {
 		return windowstest.WriteZip(w, windowstest.Entry{Name: "Demo/readme.txt", Data: []byte("hello")},
-			windowstest.Entry{Name: "Demo/demo.exe", Size: 1, Fill: func(w io.Writer) error { _, err := windowstest.WritePE(w, benchEXE); return err }})
+			windowstest.Entry{Name: "Demo/demo.exe", Fill: func(w io.Writer) error { _, err := windowstest.WritePE(w, benchEXE); return err }})
 	}, func(i *appinfo.Info) bool {
 		return i.Format == appinfo.FormatEXEZip && i.Name == "Demo" && i.Icon != nil
 	})

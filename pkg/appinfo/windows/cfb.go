@@ -33,6 +33,8 @@ const (
 
 	cfbMaxDirBytes = 8 << 20 // the directory stream: 65536 entries of 128 bytes
 	cfbMiniSector  = 64
+	// cfbDIFATReadAhead bounds the DIFAT sectors read in one go (a 4 GiB file has 64).
+	cfbDIFATReadAhead = 128
 
 	cfbTypeStorage = 1
 	cfbTypeStream  = 2
@@ -53,7 +55,9 @@ type cfbFile struct {
 	difatNext uint32   // next DIFAT sector to read
 	difatLeft uint32   // DIFAT sectors the header declares and not yet read
 	difatSeen map[uint32]bool
-	fat       map[uint32][]byte // FAT sectors read, by position in the DIFAT
+	// difatAhead holds sectors read ahead of the DIFAT chain.
+	difatAhead map[uint32][]byte
+	fat        map[uint32][]byte // FAT sectors read, by position in the DIFAT
 
 	miniFatStart uint32
 	miniFat      *cfbChain // sectors of the mini FAT stream
@@ -149,7 +153,7 @@ func (c *cfbFile) fatSector(i uint32) (uint32, error) {
 			return 0, errs.Invalidf("the compound file's DIFAT chain loops or points outside the file (sector %d)", s)
 		}
 		c.difatSeen[s] = true
-		b, err := c.sector(s)
+		b, err := c.difatSector(s)
 		if err != nil {
 			return 0, err
 		}
@@ -160,6 +164,35 @@ func (c *cfbFile) fatSector(i uint32) (uint32, error) {
 		c.difatLeft--
 	}
 	return c.difat[i], nil
+}
+
+// difatSector reads a DIFAT sector. Writers put the DIFAT sectors one after the other, so the
+// first one read brings the rest the header declares (up to cfbDIFATReadAhead sectors) in the
+// same read; a chain that jumps elsewhere is read sector by sector.
+func (c *cfbFile) difatSector(s uint32) ([]byte, error) {
+	if b, ok := c.difatAhead[s]; ok {
+		return b, nil
+	}
+	n := int64(min(c.difatLeft, cfbDIFATReadAhead))
+	if s >= c.nsec {
+		return nil, errs.Invalidf("the compound file points at sector %d, outside the file (truncated?)", s)
+	}
+	n = max(1, min(n, int64(c.nsec-s)))
+	off := (int64(s) + 1) * c.ss
+	n = min(n, (c.size-off)/c.ss)
+	if n <= 1 {
+		return c.sector(s)
+	}
+	prefetch(c.r, off, n*c.ss)
+	b, err := readFull(c.r, off, int(n*c.ss))
+	if err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, "the compound file is truncated (sector %d)", s)
+	}
+	c.difatAhead = map[uint32][]byte{}
+	for i := range uint32(n) {
+		c.difatAhead[s+i] = b[int64(i)*c.ss : int64(i+1)*c.ss]
+	}
+	return c.difatAhead[s], nil
 }
 
 // sector reads one whole sector.

@@ -333,3 +333,28 @@ func TestMSIXLogoHostile(t *testing.T) {
 }
 
 var _ = appinfo.Parse
+
+// A database large enough for a DIFAT chain (over 109 FAT sectors): its chain looping back on
+// itself, or leaving the file, is an error, not a hang.
+func TestMSIDIFATHostile(t *testing.T) {
+	good := windowstest.BuildMSI(windowstest.MSIOptions{CabBytes: 16 << 20})
+	if n := le32(good, 72); n < 2 {
+		t.Fatalf("the database has %d DIFAT sectors, want at least 2", n)
+	}
+	if _, err := ParseMSI(bytes.NewReader(good), int64(len(good))); err != nil {
+		t.Fatal(err)
+	}
+	first := (le32(good, 68) + 1) * 512
+	for name, next := range map[string]int{"loops": le32(good, 68), "outside the file": 0x7ffffff} {
+		t.Run(name, func(t *testing.T) {
+			b := bytes.Clone(good)
+			put32(b, first+508, next)
+			_, err := ParseMSI(bytes.NewReader(b), int64(len(b)))
+			wantInvalid(t, err, "DIFAT chain loops or points outside the file")
+		})
+	}
+	b := bytes.Clone(good)
+	put32(b, 72, 1) // fewer DIFAT sectors than the FAT needs
+	_, err := ParseMSI(bytes.NewReader(b), int64(len(b)))
+	wantInvalid(t, err, "FAT is missing sector")
+}

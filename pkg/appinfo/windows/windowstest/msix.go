@@ -15,8 +15,7 @@ type Entry struct {
 	Name  string
 	Data  []byte
 	Store bool // stored instead of deflated
-	// Size and Fill write a large stored entry generated on the fly (Data is then ignored).
-	Size int64
+	// Fill, when set, writes a large stored entry on the fly (Data is then ignored).
 	Fill func(w io.Writer) error
 }
 
@@ -183,7 +182,7 @@ func WriteMSIX(w io.Writer, o MSIXOptions) error {
 	entries := []Entry{{Name: "App/FieldTool.exe", Data: BuildPE(PEOptions{Version: DefaultVersion("Field Tool", "1.2.3.0")})}}
 	if o.PayloadBytes > 0 {
 		n := o.PayloadBytes
-		entries = append(entries, Entry{Name: "App/data.bin", Size: n, Fill: func(w io.Writer) error { return writeRandom(w, n, 0xda7a) }})
+		entries = append(entries, Entry{Name: "App/data.bin", Fill: func(w io.Writer) error { return writeRandom(w, n, 0xda7a) }})
 	}
 	var blockMap strings.Builder
 	blockMap.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n" + `<BlockMap xmlns="http://schemas.microsoft.com/appx/2010/blockmap" HashMethod="http://www.w3.org/2001/04/xmlenc#sha256">` + "\n")
