@@ -23,7 +23,9 @@ import (
 // cache), keeps a *File per directory entry for the whole chain (memory in proportion to a
 // crafted file), recurses once per entry to traverse the tree, and brings msoleps along. This
 // one reads each FAT sector once (cached), coalesces contiguous sectors into one read, caps the
-// directory, and checks every sector number against the file before following it.
+// directory, and checks every sector number against the file before following it. On the
+// fieldtool fixture, opening it with mscfb and reading the string pool and Property table took
+// 65 ReadAt calls; the whole parse here takes 8.
 
 const (
 	cfbEndOfChain = 0xfffffffe

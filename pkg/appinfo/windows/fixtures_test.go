@@ -3,6 +3,7 @@ package windows
 import (
 	"bytes"
 	"image/png"
+	"os"
 	"reflect"
 	"testing"
 
@@ -100,4 +101,23 @@ func TestFixtureFieldToolMSI(t *testing.T) {
 			"UpgradeCode": "{0F1E2D3C-4B5A-4968-8776-A5B4C3D2E1F0}", "ProductLanguage": "1033",
 			"PackageCode": "{D67542DF-3CB2-4694-8038-02FE1A6084CA}"}})
 	checkIcon(t, info.Icon, 0)
+}
+
+// A real MSI made with wixl (testdata/wixl/README.md), with an icon in its Icon table.
+func TestWixlMSI(t *testing.T) {
+	data, err := os.ReadFile("testdata/wixl/fieldtool-lite-2.4.0.msi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := appinfo.Parse(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInfo(t, info, &appinfo.Info{Platform: appinfo.Windows, Format: appinfo.FormatMSI, Device: appinfo.DeviceWindows,
+		Name: "Field Tool Lite", BundleID: "Field Tool Lite", ReleaseVersion: "2.4.0", BuildVersion: "2.4.0",
+		Publisher: "Acme Labs", Description: "Field data collection", Architectures: []string{"x64"},
+		Properties: map[string]string{"ProductCode": "{3F2A1B0C-5D6E-4F70-8192-A3B4C5D6E7F8}",
+			"UpgradeCode": "{9A8B7C6D-5E4F-4A3B-9C2D-1E0F9A8B7C6D}", "ProductLanguage": "1033",
+			"PackageCode": "{D5E8DB38-20BC-45B7-8D82-6127BDFB00F8}"}})
+	checkIcon(t, info.Icon, 48)
 }

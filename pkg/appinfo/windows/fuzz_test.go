@@ -67,6 +67,9 @@ func FuzzParseMSI(f *testing.F) {
 	f.Add(windowstest.BuildMSI(windowstest.MSIOptions{CabBytes: 4096, Icon: windowstest.ICO(windowstest.IconImage{Size: 4})}))
 	f.Add(windowstest.BuildMSI(windowstest.MSIOptions{CabBytes: 4096, LongRefs: true, Codepage: 932}))
 	fuzzFixtures(f, "windows/*.msi")
+	if b, err := os.ReadFile("testdata/wixl/fieldtool-lite-2.4.0.msi"); err == nil {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		info, err := ParseMSI(bytes.NewReader(data), int64(len(data)))
 		checkFuzz(t, info, err)
