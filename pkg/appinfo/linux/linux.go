@@ -25,10 +25,12 @@
 // # RPM packages (.rpm)
 //
 // An .rpm is a 96-byte lead, a signature header, the main header and the compressed cpio
-// payload. The parser reads the lead, the signature header's 16-byte intro (to skip it), the
-// main header's intro and index (16 bytes per tag, at most maxRPMIndex tags) and the span of the
-// header's data store that holds the tags it uses (at most maxRPMSpan bytes); the payload and the
-// rest of the header (file lists, changelog, scripts) are never read.
+// payload. The parser reads the lead with the signature header's intro, the signature header
+// with the main header's intro (one read when under maxRPMSigRead; the SIZE it records is
+// checked against the file, so a truncated upload is refused), the main header's index (16
+// bytes per tag, at most maxRPMIndex tags) and the span of its data store that holds the tags
+// it uses (at most maxRPMSpan bytes): four reads. The payload and the rest of the header (file
+// lists, changelog, scripts) are never read.
 //
 //   - BundleID and Name: Name. ReleaseVersion: Version. BuildVersion: "Version-Release".
 //   - Properties["Release"], ["Epoch"], ["License"], ["URL"]; ["SourcePackage"] = "true" for a

@@ -23,6 +23,8 @@ const (
 	// 256 MiB); both are also checked against the file.
 	maxRPMIndex = 0xffff
 	maxRPMData  = 256 << 20
+	// maxRPMSigRead bounds the signature header read whole (with the main header's intro).
+	maxRPMSigRead = 256 << 10
 	// maxRPMSpan bounds the part of the data store read: the tags used sit together near its
 	// start (a few KiB, descriptions included).
 	maxRPMSpan = 4 << 20
@@ -41,11 +43,15 @@ const (
 	rpmTagURL       = 1020
 	rpmTagArch      = 1022
 	rpmTagSourceRPM = 1044
+
+	rpmSigSize     = 1000 // in the signature header: main header + payload bytes
+	rpmSigLongSize = 270  // the same, 64-bit
 )
 
 // RPM header value types.
 const (
 	rpmInt32       = 4
+	rpmInt64       = 5
 	rpmString      = 6
 	rpmStringArray = 8
 	rpmI18NString  = 9
@@ -98,8 +104,21 @@ func ParseRPM(r io.ReaderAt, size int64) (*appinfo.Info, error) {
 	if h > size-rpmIntroLen {
 		return nil, errs.Invalidf("the .rpm is truncated: it ends before its main header")
 	}
-	intro, err := readFull(r, h, rpmIntroLen)
-	if err != nil {
+	// The signature header is small (digests, a signature, reserved space): read it with the
+	// main header's intro in one read, and check the package's size it records. A larger one
+	// (IMA file signatures) is not read, and the size is not checked.
+	var intro []byte
+	sigStart := int64(rpmLeadLen + rpmIntroLen)
+	if h+rpmIntroLen-sigStart <= maxRPMSigRead {
+		sig, err := readFull(r, sigStart, int(h+rpmIntroLen-sigStart))
+		if err != nil {
+			return nil, errs.Wrap(errs.Invalid, err, "the .rpm's signature header is unreadable")
+		}
+		if err := rpmCheckSize(sig[:16*il], sig[16*il:16*il+dl], size-h); err != nil {
+			return nil, err
+		}
+		intro = sig[len(sig)-rpmIntroLen:]
+	} else if intro, err = readFull(r, h, rpmIntroLen); err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "the .rpm's main header is unreadable")
 	}
 	if il, dl, err = rpmIntro(intro, "main", h, size); err != nil {
@@ -132,6 +151,30 @@ func rpmIntro(b []byte, which string, off, size int64) (il, dl int64, err error)
 		return 0, 0, errs.Invalidf("the .rpm is truncated: its %s header declares %d tags and %d bytes, past the end of the file", which, il, dl)
 	}
 	return il, dl, nil
+}
+
+// rpmCheckSize compares the size the signature header records for the main header and the
+// payload (SIZE, or LONGSIZE past 4 GiB) with what the file holds after the signature: a
+// shorter file is a truncated upload.
+func rpmCheckSize(index, store []byte, have int64) error {
+	for i := 0; i+16 <= len(index); i += 16 {
+		tag, typ := binary.BigEndian.Uint32(index[i:]), binary.BigEndian.Uint32(index[i+4:])
+		off := int64(binary.BigEndian.Uint32(index[i+8:]))
+		var want int64
+		switch {
+		case tag == rpmSigSize && typ == rpmInt32 && off <= int64(len(store))-4:
+			want = int64(binary.BigEndian.Uint32(store[off:]))
+		case tag == rpmSigLongSize && typ == rpmInt64 && off <= int64(len(store))-8:
+			want = int64(binary.BigEndian.Uint64(store[off:]) & (1<<63 - 1))
+		default:
+			continue
+		}
+		if want > have {
+			return errs.Invalidf("the .rpm is truncated: its signature header records %d bytes of header and payload, the file holds %d", want, have)
+		}
+		return nil
+	}
+	return nil
 }
 
 // rpmParseHeader reads the wanted tags of the main header whose index is given; its data store

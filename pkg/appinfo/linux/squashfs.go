@@ -23,7 +23,8 @@ const (
 	sqMetaSize       = 8192       // uncompressed size of a full metadata block
 	sqNoFragment     = 0xffffffff
 	sqAbsent         = ^uint64(0) // an optional table that is not there
-	maxSquashBlocks  = 1024       // metadata and data blocks decompressed per parse
+	maxSquashBlocks  = 4096       // metadata and data blocks read per parse
+	maxSquashInflate = 64 << 20   // bytes decompressed per parse
 	maxDirBytes      = 1 << 20    // one directory listing
 	maxSymlinkTarget = 4096
 	maxSymlinkHops   = 8  // symbolic links followed in one lookup
@@ -66,9 +67,10 @@ type squashFS struct {
 	frags     int64 // fragment index, sqAbsent when none
 	dec       blockDecoder
 
-	meta   map[int64]metaBlock
-	fragc  map[int64][]byte
-	blocks int // decompressed so far
+	meta     map[int64]metaBlock
+	fragc    map[int64][]byte
+	blocks   int   // read so far
+	inflated int64 // bytes decompressed so far
 }
 
 type metaBlock struct {
@@ -154,12 +156,16 @@ func (s *squashFS) read(pos, n int64) ([]byte, error) {
 }
 
 // decode inflates a block read from the image to at most limit bytes, counting it against the
-// parse's budget.
+// parse's budgets.
 func (s *squashFS) decode(src []byte, limit int) ([]byte, error) {
 	if s.blocks++; s.blocks > maxSquashBlocks {
 		return nil, squashErr("the squashfs image needs more than %d blocks for a lookup (a loop?)", maxSquashBlocks)
 	}
+	if s.inflated > maxSquashInflate {
+		return nil, squashErr("the squashfs image needs more than %d bytes decompressed for a lookup", maxSquashInflate)
+	}
 	out, err := s.dec.decode(src, limit)
+	s.inflated += int64(len(out))
 	if errors.Is(err, errTooBig) {
 		return nil, squashErr("a squashfs block inflates to more than %d bytes", limit)
 	}
