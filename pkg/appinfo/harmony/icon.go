@@ -19,8 +19,8 @@ const (
 	// maxIconSide bounds an icon's width and height; larger images are skipped.
 	maxIconSide = 4096
 	// maxIconPixels bounds the images decoded (a JPEG to re-encode, the layers of a layered
-	// icon): 16 MiB as RGBA. Launcher icons are at most 1024×1024.
-	maxIconPixels = 2048 * 2048
+	// icon): 4 MiB as RGBA, and a bounded CPU cost. HarmonyOS asks for 1024×1024 layers.
+	maxIconPixels = 1024 * 1024
 	// maxIconReads is how many image or layered-image files one parse reads at most.
 	maxIconReads = 6
 	// maxLayeredJSONBytes bounds a layered-image description; real ones are under 100 bytes.

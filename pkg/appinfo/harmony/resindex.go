@@ -194,7 +194,7 @@ func (x *resIndex) decodeV1() error {
 		for k := range t.count {
 			p := t.off + k*resIDParamLen
 			id, item := binary.LittleEndian.Uint32(b[p:]), binary.LittleEndian.Uint32(b[p+4:])
-			if _, err := x.itemV1(id, item); err != nil {
+			if _, _, _, err := x.itemV1(id, item); err != nil {
 				return err
 			}
 		}
@@ -202,34 +202,39 @@ func (x *resIndex) decodeV1() error {
 	return nil
 }
 
-// itemV1 decodes the item at off, which the id table lists under id.
-func (x *resIndex) itemV1(id, off uint32) (resValue, error) {
+// itemV1 decodes the item at off, which the id table lists under id: its type, and its value
+// and name as they lie in the file (with their NULs).
+func (x *resIndex) itemV1(id, off uint32) (typ uint32, value, name []byte, err error) {
 	b := x.b
 	if uint64(off) < resV1HeaderLen || uint64(off)+resItemLenV1+4 > uint64(len(b)) {
-		return resValue{}, indexErr("resource 0x%08x points at byte %d, outside the file", id, off)
+		return 0, nil, nil, indexErr("resource 0x%08x points at byte %d, outside the file", id, off)
 	}
 	p := int(off)
-	typ := binary.LittleEndian.Uint32(b[p+4:])
+	typ = binary.LittleEndian.Uint32(b[p+4:])
 	if got := binary.LittleEndian.Uint32(b[p+8:]); got != id {
-		return resValue{}, indexErr("resource 0x%08x points at the item of resource 0x%08x", id, got)
+		return 0, nil, nil, indexErr("resource 0x%08x points at the item of resource 0x%08x", id, got)
 	}
 	if typ >= resTypeMax {
-		return resValue{}, indexErr("resource 0x%08x has unknown type %d", id, typ)
+		return 0, nil, nil, indexErr("resource 0x%08x has unknown type %d", id, typ)
 	}
 	p += resItemLenV1
 	value, p, ok := lenPrefixed(b, p)
 	if !ok {
-		return resValue{}, indexErr("the value of resource 0x%08x runs past the end of the file", id)
+		return 0, nil, nil, indexErr("the value of resource 0x%08x runs past the end of the file", id)
 	}
-	name, _, ok := lenPrefixed(b, p)
+	name, _, ok = lenPrefixed(b, p)
 	if !ok {
-		return resValue{}, indexErr("the name of resource 0x%08x runs past the end of the file", id)
+		return 0, nil, nil, indexErr("the name of resource 0x%08x runs past the end of the file", id)
 	}
-	v := resValue{typ: typ, id: id, name: trimNUL(name)}
-	if !isArrayType(typ) {
-		v.value = trimNUL(value)
+	return typ, value, name, nil
+}
+
+// nameIs reports whether the name field n (NUL-terminated) is name, without allocating.
+func nameIs(n []byte, name string) bool {
+	if i := bytes.IndexByte(n, 0); i >= 0 {
+		n = n[:i]
 	}
-	return v, nil
+	return string(n) == name
 }
 
 // lenPrefixed returns the n bytes after a little-endian u16 n at p, and the offset past them.
@@ -416,7 +421,7 @@ func (x *resIndex) lookup(typ, id uint32, name string) ([]resValue, error) {
 		if id != 0 {
 			return i == id
 		}
-		return t == typ && string(n) == name
+		return t == typ && nameIs(n, name)
 	}
 	if x.v2 {
 		var (
@@ -443,14 +448,17 @@ func (x *resIndex) lookup(typ, id uint32, name string) ([]resValue, error) {
 			if id != 0 && i != id {
 				continue
 			}
-			v, err := x.itemV1(i, item)
+			t2, value, n, err := x.itemV1(i, item)
 			if err != nil {
 				return nil, err
 			}
-			if id == 0 && (v.typ != typ || v.name != name) {
+			if id == 0 && (t2 != typ || !nameIs(n, name)) {
 				continue
 			}
-			v.config = &x.configs[t.config]
+			v := resValue{config: &x.configs[t.config], typ: t2, id: i, name: trimNUL(n)}
+			if !isArrayType(t2) {
+				v.value = trimNUL(value)
+			}
 			out = append(out, v)
 			break // one value per configuration
 		}
