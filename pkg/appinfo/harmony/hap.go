@@ -252,25 +252,27 @@ func (h *hap) label() (string, error) {
 	return "", nil
 }
 
-// text resolves a string resource, by id when id is not 0, else by the reference ref
-// ("$string:name" or "$string:16777216"); a ref that is not a reference is the text itself.
-// It returns "" when the index does not have the resource.
+// text resolves a string resource: by id when id is not 0, else by the reference ref
+// ("$string:name" or "$string:16777216"). A ref that is not a reference is the text itself
+// (used when an id does not resolve). It returns "" when the index does not have the resource.
 func (h *hap) text(id uint32, ref string) (string, error) {
 	kind, name, refID, isRef := parseRef(ref)
+	if isRef && kind != "string" {
+		name, refID = "", 0 // a reference to something else is no text
+	}
+	if id == 0 {
+		id = refID
+	}
+	if id != 0 || name != "" {
+		vals, err := h.index.lookup(resTypeString, id, name)
+		if s := pickString(vals); s != "" || err != nil {
+			return s, err
+		}
+	}
 	if !isRef {
 		return clean(ref), nil
 	}
-	if id == 0 && kind == "string" {
-		id = refID
-	}
-	if id == 0 && name == "" {
-		return "", nil
-	}
-	vals, err := h.index.lookup(resTypeString, id, name)
-	if err != nil {
-		return "", err
-	}
-	return pickString(vals), nil
+	return "", nil
 }
 
 // pickString returns the value of the default configuration: base, else English, else the

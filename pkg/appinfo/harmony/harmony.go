@@ -12,9 +12,10 @@
 // # Fields
 //
 // module.json of a built HAP is plain JSON holding the project's app.json5 merged in as its
-// "app" object (bundleName, versionCode, …) and its module.json5 as "module"; the packing tool
-// adds a numeric resource id beside each resource reference ("label": "$string:app_name",
-// "labelId": 16777216). From it:
+// "app" object (bundleName, versionCode, …) and its module.json5 as "module"; the build keeps
+// each resource reference by name and adds its numeric id beside it ("label":
+// "$string:app_name", "labelId": 16777216, as in the fixture). Resources are resolved by id,
+// else by name and type, else a reference by number ("$string:16777216"). From module.json:
 //
 //   - BundleID: app.bundleName (else pack.info summary.app.bundleName). It must be letters,
 //     digits, '_', '.' or '-', start with a letter and be at most 128 bytes.
@@ -66,23 +67,29 @@
 //
 // # resources.index
 //
-// The compiled resource table, written by restool; no library reads it, so it is decoded here
-// (resindex.go, after OpenHarmony's resource manager, global_resource_management
-// hap_parser_v1/v2). Two layouts exist, told apart by the version text:
+// The compiled resource table, written by restool; no Go library reads it, so it is decoded
+// here (resindex.go). The layout was read off the fixture's index and checked against
+// OpenHarmony's resource manager (openharmony/global_resource_management,
+// frameworks/resmgr: res_desc.h, hap_parser_v1.cpp, hap_parser_v2.cpp, hap_resource_v2.cpp and
+// the index builders of its malformed_index_test.cpp). Two layouts exist, told apart by the
+// version text (anything else starting "Restool" is read as V1, as the resource manager does):
 //
-//	"Restool 5.008" (V1, up to API 19):
+//	"Restool 5.008" (V1, restool 5, the fixture's):
 //	  header   version[128] fileSize:u32 configCount:u32
 //	  configs  configCount × { "KEYS" idssOffset:u32 qualifierCount:u32 {type:u32 value:u32}* }
 //	  ids      at each idssOffset: "IDSS" count:u32, count × { id:u32 itemOffset:u32 }
 //	  items    size:u32 type:u32 id:u32 valueLen:u16 value nameLen:u16 name (NUL-terminated,
 //	           the NUL counted in the length)
-//	"RestoolV2 6.0.0.001" (V2, API 20 and later):
+//	"RestoolV2 6.0.0.001" (V2, restool 6, from API 20):
 //	  header   version[128] fileSize:u32 configCount:u32 dataOffset:u32
 //	  configs  configCount × { "KEYS" configId:u32 qualifierCount:u32 {type:u32 value:u32}* }
 //	  ids      "IDSS" length:u32 typeCount:u32 idCount:u32, typeCount × { type:u32 length:u32
 //	           count:u32, count × { id:u32 infoOffset:u32 nameLen:u32 name } }
 //	  data     at each infoOffset: id:u32 length:u32 valueCount:u32,
 //	           valueCount × { configId:u32 valueOffset:u32 }; at valueOffset: len:u16 text
+//
+// No real V2 index was at hand, so the V2 decoder follows the resource manager's source and
+// tests; it reads a value's text up to len bytes or a NUL, whichever comes first.
 //
 // Numbers are little-endian, offsets from the start of the file. A configuration is a
 // qualifier folder: qualifiers are typed (0 language, 1 region, 2 screen density in dpi, 3

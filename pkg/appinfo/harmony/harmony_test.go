@@ -3,6 +3,9 @@ package harmony_test
 import (
 	"archive/zip"
 	"bytes"
+	"image"
+	"image/color"
+	"image/jpeg"
 	"image/png"
 	"io"
 	"reflect"
@@ -216,6 +219,10 @@ func TestSynthetic(t *testing.T) {
 		{name: "no index: bundle name and app_icon.png", o: harmonytest.HAPOptions{NoIndex: true}, iconW: 64, iconRGB: [3]uint8{200, 40, 40}, check: wantName("com.example.demo")},
 		{name: "no icon at all", o: harmonytest.HAPOptions{IconSize: -1}},
 		{name: "literal label", o: harmonytest.HAPOptions{App: map[string]any{"label": "Plain Text", "labelId": nil}}, iconW: 64, iconRGB: [3]uint8{200, 40, 40}, check: wantName("Plain Text")},
+		{name: "label id without a reference", o: harmonytest.HAPOptions{App: map[string]any{"label": nil}}, iconW: 64, iconRGB: [3]uint8{200, 40, 40}, check: wantName("Demo")},
+		{name: "label id of a media resource", o: harmonytest.HAPOptions{App: map[string]any{"label": nil, "labelId": harmonytest.IDAppIcon}}, iconW: 64, iconRGB: [3]uint8{200, 40, 40}, check: wantName("Demo Ability")},
+		{name: "label reference by number", o: harmonytest.HAPOptions{App: map[string]any{"label": "$string:16777216", "labelId": nil}}, iconW: 64, iconRGB: [3]uint8{200, 40, 40}, check: wantName("Demo")},
+		{name: "icon reference by number", o: harmonytest.HAPOptions{App: map[string]any{"icon": "$media:16777217", "iconId": nil}}, iconW: 64, iconRGB: [3]uint8{200, 40, 40}},
 		{name: "ability label when the app has none", o: harmonytest.HAPOptions{App: map[string]any{"label": nil, "labelId": nil}}, iconW: 64, iconRGB: [3]uint8{200, 40, 40}, check: wantName("Demo Ability")},
 		{name: "ability icon when the app has none", o: harmonytest.HAPOptions{App: map[string]any{"icon": nil, "iconId": nil}, IconSize: 20}, iconW: 20, iconRGB: [3]uint8{20, 20, 220}},
 		{name: "identity from pack.info", o: harmonytest.HAPOptions{App: map[string]any{"bundleName": nil, "versionName": nil, "versionCode": nil}, BundleName: "com.example.pack", VersionName: "2.0", VersionCode: 7},
@@ -329,5 +336,40 @@ func TestErrorsAreInvalid(t *testing.T) {
 	_, err := parse(t, harmonytest.BuildHAP(harmonytest.HAPOptions{RawModuleJSON: []byte("[]")}))
 	if !errs.Is(err, errs.Invalid) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestIconFormats: a JPEG icon is re-encoded as PNG, a WebP one kept, anything else skipped.
+func TestIconFormats(t *testing.T) {
+	img := image.NewNRGBA(image.Rect(0, 0, 24, 16))
+	var jpg bytes.Buffer
+	if err := jpeg.Encode(&jpg, img, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A VP8X header: canvas 33×17 (stored minus one, 24-bit little-endian).
+	webp := append([]byte("RIFF\x00\x00\x00\x00WEBPVP8X\x0a\x00\x00\x00\x00\x00\x00\x00"), 32, 0, 0, 16, 0, 0)
+	tests := []struct {
+		name  string
+		data  []byte
+		ctype string
+		w, h  int
+	}{
+		{"jpeg", jpg.Bytes(), "image/png", 24, 16},
+		{"webp", webp, "image/webp", 33, 17},
+		{"svg", []byte("<svg xmlns='http://www.w3.org/2000/svg'/>"), "", 0, 0},
+		{"truncated png", harmonytest.PNG(1, 1, color.NRGBA{})[:16], "", 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			info := mustParse(t, harmonytest.BuildHAP(harmonytest.HAPOptions{IconSize: -1,
+				Extra: []harmonytest.Entry{{Name: "resources/base/media/app_icon.png", Data: tt.data}}}))
+			ic := info.Icon
+			switch {
+			case tt.ctype == "" && ic != nil:
+				t.Errorf("icon %s, want none", ic.ContentType)
+			case tt.ctype != "" && (ic == nil || ic.ContentType != tt.ctype || ic.Width != tt.w || ic.Height != tt.h):
+				t.Errorf("icon %+v, want %s %dx%d", ic, tt.ctype, tt.w, tt.h)
+			}
+		})
 	}
 }

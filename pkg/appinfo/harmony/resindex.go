@@ -411,15 +411,15 @@ func (x *resIndex) configByID(id uint32) *resConfig {
 	return nil
 }
 
-// lookup returns the values of the resource with this id, or, when id is 0, of the resource of
-// this type named name; nil when the index has none.
+// lookup returns the values of the resource of this type with this id, or, when id is 0, the
+// one named name; nil when the index has none.
 func (x *resIndex) lookup(typ, id uint32, name string) ([]resValue, error) {
 	if x == nil {
 		return nil, nil
 	}
 	match := func(t, i uint32, n []byte) bool {
 		if id != 0 {
-			return i == id
+			return t == typ && i == id
 		}
 		return t == typ && nameIs(n, name)
 	}
@@ -452,7 +452,7 @@ func (x *resIndex) lookup(typ, id uint32, name string) ([]resValue, error) {
 			if err != nil {
 				return nil, err
 			}
-			if id == 0 && (t2 != typ || !nameIs(n, name)) {
+			if t2 != typ || (id == 0 && !nameIs(n, name)) {
 				continue
 			}
 			v := resValue{config: &x.configs[t.config], typ: t2, id: i, name: trimNUL(n)}
