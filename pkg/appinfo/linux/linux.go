@@ -80,9 +80,11 @@
 // with DecodeAll capped at the output limit, which also bounds the window it accepts); xz: the
 // container (stream and block headers, checks) is read here and each block's LZMA2 data is
 // decoded by github.com/ulikunitz/xz/lzma, because ulikunitz/xz's own xz reader allocates the
-// dictionary size a block header declares (up to 4 GiB). Here the dictionary is the declared
-// size or the output limit, whichever is smaller: a match can never reach further back than the
-// output so far, so a valid stream decodes the same.
+// dictionary size a block header declares (up to 4 GiB). Here the dictionary is the smallest of
+// the declared size, the output limit and the block's declared uncompressed size (dpkg-deb and
+// mksquashfs declare it): a match never reaches back further than the block's output so far, so
+// a valid stream decodes the same, and a 10 KiB control.tar costs a 10 KiB dictionary, not the
+// 8 MiB that xz's default preset declares.
 //
 // Every problem with the input is an errs.Invalid error whose message says what was wrong.
 package linux

@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ const (
 	maxSquashBlocks  = 4096       // metadata and data blocks read per parse
 	maxSquashInflate = 64 << 20   // bytes decompressed per parse
 	maxDirBytes      = 1 << 20    // one directory listing
+	maxDirScan       = 8 << 20    // directory listings scanned per parse
 	maxSymlinkTarget = 4096
 	maxSymlinkHops   = 8  // symbolic links followed in one lookup
 	maxPathSteps     = 64 // path components walked in one lookup, links included
@@ -69,6 +71,8 @@ type squashFS struct {
 
 	meta     map[int64]metaBlock
 	fragc    map[int64][]byte
+	found    map[sqFindKey]sqEntry
+	scanned  int64 // directory listing bytes scanned so far
 	blocks   int   // read so far
 	inflated int64 // bytes decompressed so far
 }
@@ -104,7 +108,7 @@ func parseSuperblock(r io.ReaderAt, base, size int64, sb []byte) (*squashFS, err
 	}
 	s := &squashFS{r: r, base: base, blockSize: int64(blockSize), fragCount: le.Uint32(sb[16:]),
 		compID: le.Uint16(sb[20:]), root: le.Uint64(sb[32:]),
-		meta: map[int64]metaBlock{}, fragc: map[int64][]byte{}}
+		meta: map[int64]metaBlock{}, fragc: map[int64][]byte{}, found: map[sqFindKey]sqEntry{}}
 	used := le.Uint64(sb[40:])
 	if used < sqSuperLen || used > uint64(size-base) {
 		return nil, squashErr("the squashfs image declares %d bytes, but the file holds %d after its start (truncated?)", used, size-base)
@@ -356,61 +360,111 @@ type sqEntry struct {
 
 // readDir lists a directory.
 func (s *squashFS) readDir(in *sqInode) ([]sqEntry, error) {
+	var out []sqEntry
+	err := s.walkDir(in, func(name []byte, ref uint64, typ uint16) bool {
+		out = append(out, sqEntry{name: string(name), ref: ref, typ: typ})
+		return true
+	})
+	return out, err
+}
+
+// find returns the entry of a directory with the given name, or errNotFound. Results are
+// cached for the parse, so a path that goes round a directory loop costs one listing scan.
+func (s *squashFS) find(in *sqInode, name string) (sqEntry, error) {
+	key := sqFindKey{in.dirBlock, in.dirOffset, in.dirSize, name}
+	if e, ok := s.found[key]; ok {
+		return e, nil
+	}
+	var found sqEntry
+	err := s.walkDir(in, func(n []byte, ref uint64, typ uint16) bool {
+		if string(n) == name {
+			found = sqEntry{name: name, ref: ref, typ: typ}
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return sqEntry{}, err
+	}
+	if found.name == "" {
+		return sqEntry{}, errNotFound
+	}
+	s.found[key] = found
+	return found, nil
+}
+
+type sqFindKey struct {
+	block  uint32
+	offset uint16
+	size   uint32
+	name   string
+}
+
+// walkDir calls fn for each entry of a directory listing until fn returns false. The names it
+// passes are only valid during the call. Listing bytes scanned per parse are bounded
+// (maxDirScan).
+func (s *squashFS) walkDir(in *sqInode, fn func(name []byte, ref uint64, typ uint16) bool) error {
+	if in.kind != sqDirType {
+		return errNotFound
+	}
 	if in.dirSize < 3 {
-		return nil, squashErr("a squashfs directory has a bad size (%d)", in.dirSize)
+		return squashErr("a squashfs directory has a bad size (%d)", in.dirSize)
 	}
 	left := int64(in.dirSize) - 3 // the size counts "." and "..", which are not stored
 	if left == 0 {
-		return nil, nil
+		return nil
 	}
 	if left > maxDirBytes {
-		return nil, squashErr("a squashfs directory listing is %d bytes, over the %d-byte limit", left, maxDirBytes)
+		return squashErr("a squashfs directory listing is %d bytes, over the %d-byte limit", left, maxDirBytes)
+	}
+	if s.scanned += left; s.scanned > maxDirScan {
+		return squashErr("the squashfs image needs more than %d bytes of directory listings for a lookup", maxDirScan)
 	}
 	m, err := s.metaAt(s.dirs, s.dirsEnd, uint64(in.dirBlock), int(in.dirOffset))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	le := binary.LittleEndian
-	var out []sqEntry
 	for left > 0 {
 		if left < 12 {
-			return nil, squashErr("a squashfs directory listing is corrupt")
+			return squashErr("a squashfs directory listing is corrupt")
 		}
 		h, err := m.bytes(12)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		left -= 12
 		count, start := int64(le.Uint32(h))+1, le.Uint32(h[4:])
 		if count > 256 || count*8 > left {
-			return nil, squashErr("a squashfs directory listing is corrupt (a header counts %d entries)", count)
+			return squashErr("a squashfs directory listing is corrupt (a header counts %d entries)", count)
 		}
 		for ; count > 0; count-- {
 			if left < 8 {
-				return nil, squashErr("a squashfs directory listing is corrupt")
+				return squashErr("a squashfs directory listing is corrupt")
 			}
 			e, err := m.bytes(8)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			offset, typ, nameLen := le.Uint16(e), le.Uint16(e[4:]), int64(le.Uint16(e[6:]))+1
 			left -= 8
 			if nameLen > 256 || nameLen > left {
-				return nil, squashErr("a squashfs directory listing is corrupt (a name of %d bytes)", nameLen)
+				return squashErr("a squashfs directory listing is corrupt (a name of %d bytes)", nameLen)
 			}
 			name, err := m.bytes(int(nameLen))
 			if err != nil {
-				return nil, err
+				return err
 			}
 			left -= nameLen
-			n := string(name)
-			if n == "." || n == ".." || strings.ContainsAny(n, "/\x00") {
-				return nil, squashErr("a squashfs directory holds an invalid name %q", clean(n))
+			if string(name) == "." || string(name) == ".." || bytes.ContainsAny(name, "/\x00") {
+				return squashErr("a squashfs directory holds an invalid name %q", clean(string(name)))
 			}
-			out = append(out, sqEntry{name: n, ref: uint64(start)<<16 | uint64(offset), typ: typ})
+			if !fn(name, uint64(start)<<16|uint64(offset), typ) {
+				return nil
+			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // lookup resolves a path from the root, following symbolic links (at most maxSymlinkHops,
@@ -447,21 +501,11 @@ func (s *squashFS) lookup(p string, maxData int64) (*sqInode, string, error) {
 		if dir.kind != sqDirType {
 			return nil, "", errNotFound
 		}
-		entries, err := s.readDir(dir)
+		e, err := s.find(dir, part)
 		if err != nil {
 			return nil, "", err
 		}
-		var ref uint64
-		found := false
-		for _, e := range entries {
-			if e.name == part {
-				ref, found = e.ref, true
-				break
-			}
-		}
-		if !found {
-			return nil, "", errNotFound
-		}
+		ref := e.ref
 		limit := maxData
 		if len(parts) > 0 {
 			limit = 0
@@ -498,7 +542,11 @@ func (s *squashFS) readFile(in *sqInode) ([]byte, error) {
 	// The blocks are contiguous: one read for all.
 	var total int64
 	for _, bs := range in.blockSizes {
-		total += int64(bs & 0xffffff)
+		n := int64(bs & 0xffffff)
+		if n > s.blockSize {
+			return nil, squashErr("a squashfs data block declares %d bytes, over the block size", n)
+		}
+		total += n
 	}
 	raw, err := s.read(int64(min(in.start, uint64(s.used))), total)
 	if err != nil {
@@ -507,9 +555,6 @@ func (s *squashFS) readFile(in *sqInode) ([]byte, error) {
 	for i, bs := range in.blockSizes {
 		want := min(s.blockSize, int64(in.size)-int64(i)*s.blockSize)
 		n := int64(bs & 0xffffff)
-		if n > s.blockSize {
-			return nil, squashErr("a squashfs data block declares %d bytes, over the block size", n)
-		}
 		var blk []byte
 		switch {
 		case n == 0: // a sparse block: zeros

@@ -66,7 +66,10 @@ func (x *xzReader) Read(p []byte) (int, error) {
 		}
 		n, err := x.block.Read(p)
 		if n > 0 {
-			x.out += int64(n)
+			if x.out += int64(n); x.declared >= 0 && x.out > x.declared {
+				x.err = errXZ
+				return 0, x.err
+			}
 			if x.h != nil {
 				x.h.Write(p[:n])
 			}
@@ -148,7 +151,12 @@ func (x *xzReader) startBlock() error {
 	if rest[0] == 40 {
 		dict = 1<<32 - 1
 	}
+	// A match reaches back at most to the start of the block's output: the dictionary need not
+	// be larger than the output limit, nor than the block's declared uncompressed size.
 	dc := int(min(dict, uint64(x.dictMax)))
+	if x.declared >= 0 {
+		dc = int(min(int64(dc), x.declared))
+	}
 	r, err := lzma.Reader2Config{DictCap: max(dc, lzma.MinDictCap)}.NewReader2(x.src)
 	if err != nil {
 		return errors.Join(errXZ, err)
