@@ -248,7 +248,21 @@ func isASCII(b []byte) bool {
 	return true
 }
 
-// propertyTable reads the Property table: two string columns, stored column by column.
+// msiWanted are the properties the parser reads; the others are not decoded.
+var msiWanted = map[string]bool{"ProductName": true, "ProductVersion": true, "Manufacturer": true,
+	"ProductCode": true, "UpgradeCode": true, "ProductLanguage": true, "ARPCOMMENTS": true, "ARPPRODUCTICON": true}
+
+// raw returns the stored bytes of string id; ok is false for an id outside the pool.
+func (st *msiStrings) raw(id uint32) ([]byte, bool) {
+	if int64(id) >= int64(len(st.spans)) {
+		return nil, false
+	}
+	s := st.spans[id]
+	return st.data[s.off : s.off+s.n], true
+}
+
+// propertyTable reads the wanted rows of the Property table: two string columns, stored column
+// by column. Property names are identifiers, compared as stored; only wanted values are decoded.
 func (st *msiStrings) propertyTable(b []byte) (map[string]string, error) {
 	row := 2 * st.refSize
 	if len(b)%row != 0 {
@@ -265,13 +279,13 @@ func (st *msiStrings) propertyTable(b []byte) (map[string]string, error) {
 	}
 	props := map[string]string{}
 	for i := range rows {
-		k, ok1 := st.str(ref(0, i))
-		v, ok2 := st.str(ref(1, i))
-		if !ok1 || !ok2 {
+		k, ok1 := st.raw(ref(0, i))
+		vid := ref(1, i)
+		if !ok1 || int64(vid) >= int64(len(st.spans)) {
 			return nil, errs.Invalidf("the MSI Property table refers to a string the pool does not hold")
 		}
-		if k != "" {
-			props[k] = v
+		if key := string(k); msiWanted[key] {
+			props[key], _ = st.str(vid)
 		}
 	}
 	return props, nil

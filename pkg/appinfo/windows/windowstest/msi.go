@@ -20,7 +20,7 @@ type MSIOptions struct {
 	// Icon, when set, is stored in the Icon table as "product.ico" and named by ARPPRODUCTICON.
 	Icon []byte
 	// CabBytes is the size of an embedded cabinet stream of pseudo-random bytes, written first
-	// as msitools does (default 8 KiB).
+	// as msitools does (default 8 KiB; at least 4096; negative for none).
 	CabBytes int64
 	// LongRefs stores string references in 3 bytes (bit 31 of the pool header), as databases
 	// with more than 65535 strings do.
@@ -152,8 +152,11 @@ func MSIStreams(o MSIOptions) []CFBStream {
 			CFBStream{Name: MSIStreamName("Icon.product.ico", false), Data: o.Icon})
 	}
 	cab := o.CabBytes
-	if cab <= 0 {
+	if cab == 0 {
 		cab = 8 << 10
+	}
+	if cab < 0 {
+		return append(streams, o.Streams...)
 	}
 	streams = append(streams, CFBStream{Name: MSIStreamName("tool.cab", false), Size: cab, Fill: func(w io.Writer) error {
 		if _, err := w.Write([]byte("MSCF")); err != nil {
