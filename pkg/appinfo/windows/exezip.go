@@ -40,7 +40,7 @@ func ParseEXEZip(a *zipread.Archive) (*appinfo.Info, error) {
 	if r := storedReaderAt(f); r != nil {
 		info, err = ParseEXE(r, size)
 	} else {
-		info, err = parseDeflatedEXE(a, f)
+		info, err = parseDeflatedEXE(a, f, MaxEXEInflate)
 	}
 	if err != nil {
 		return nil, err
@@ -64,15 +64,16 @@ func storedReaderAt(f *zip.File) io.ReaderAt {
 	return r
 }
 
-// parseDeflatedEXE reads a compressed .exe by inflating it forward (see the file comment).
-func parseDeflatedEXE(a *zipread.Archive, f *zip.File) (*appinfo.Info, error) {
+// parseDeflatedEXE reads a compressed .exe by inflating it forward, at most limit bytes (see the
+// file comment).
+func parseDeflatedEXE(a *zipread.Archive, f *zip.File, limit int64) (*appinfo.Info, error) {
 	size := int64(f.UncompressedSize64)
 	rc, err := a.Open(f, size)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	z := &inflateReaderAt{src: rc, limit: MaxEXEInflate}
+	z := &inflateReaderAt{src: rc, limit: limit}
 	if err := z.fillHead(min(size, exeZipHead)); err != nil {
 		return nil, err
 	}
@@ -86,7 +87,7 @@ func parseDeflatedEXE(a *zipread.Archive, f *zip.File) (*appinfo.Info, error) {
 			return nil, errs.Invalidf("the .exe's resource directory (RVA 0x%x) lies outside the file (truncated?)", pe.rsrcRVA)
 		}
 		// Keep the resource section from its directory on; resources elsewhere are read forward.
-		if off+min(avail, MaxResourceSectionKeep) > MaxEXEInflate {
+		if off+min(avail, MaxResourceSectionKeep) > limit {
 			pe.rsrcRVA = 0 // too far in: headers only
 		} else if err := z.keep(off, min(avail, MaxResourceSectionKeep)); err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/appinfo/windows/windowstest"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/zipread"
 )
 
 // wantInvalid fails unless err is an errs.Invalid error whose message contains want.
@@ -169,7 +170,19 @@ func TestEXEZipHostile(t *testing.T) {
 	// A stored .exe that is not a PE.
 	_, err = parse(t, windowstest.BuildZip(windowstest.Entry{Name: "demo.exe", Data: []byte("MZ but nothing else"), Store: true}))
 	wantInvalid(t, err, "truncated")
-	// Deflated with its resources past MaxEXEInflate is covered by inflateReaderAt's limit.
+	// Resources past the inflate limit: the headers only (the architecture), no error.
+	z = windowstest.BuildZip(windowstest.Entry{Name: "demo.exe", Data: exe})
+	a, err := zipread.Open(bytes.NewReader(z), int64(len(z)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := parseDeflatedEXE(a, mainEXE(a), 100<<10)
+	if err != nil || info.Name != "" || len(info.Architectures) != 1 {
+		t.Errorf("past the limit: %+v, %v", info, err)
+	}
+	if info, err = parseDeflatedEXE(a, mainEXE(a), 1<<20); err != nil || info.Name != "Demo" {
+		t.Errorf("within the limit: %+v, %v", info, err)
+	}
 	zr := &inflateReaderAt{src: bytes.NewReader(exe), limit: 1000}
 	if err := zr.fillHead(2000); !errs.Is(err, errs.Invalid) {
 		t.Errorf("inflating past the limit: %v", err)

@@ -17,7 +17,9 @@ import (
 // Why not debug/pe: pe.NewFile also reads the COFF symbol table and the string table that
 // follows it (NumberOfSymbols×18 bytes plus the strings); Go- and MinGW-built executables keep
 // them, often megabytes at the end of the file, which a ranged reader must then fetch for
-// nothing. It does not read resources either, so the parser reads the headers itself.
+// nothing: on a 1.7 MB hello-world built by Go 1.26 for Windows, pe.NewFile made 2051 ReadAt
+// calls (86 KB); ParseEXE makes 1 (4 KiB) for the whole parse. debug/pe does not read
+// resources either, so the parser reads the headers itself.
 
 const (
 	peHeadRead     = 4096     // the first read: DOS header, PE headers and section table
