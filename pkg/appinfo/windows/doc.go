@@ -25,7 +25,8 @@
 //   - BuildVersion: FileVersion, else the fixed file version, else ReleaseVersion.
 //   - Publisher: CompanyName. Description: FileDescription.
 //   - Architectures: the COFF Machine: "x86", "x64", "arm64" (also ARM64EC/ARM64X), "arm";
-//     empty for other machines.
+//     empty for other machines; "neutral" for a .NET assembly built for Any CPU (an x86 PE
+//     whose COR20 header says IL only, neither 32-bit required nor preferred).
 //   - Icon: the largest image (pixels, then bit depth) of the first RT_GROUP_ICON, read from
 //     RT_ICON; a PNG image is kept as is, a DIB (1, 4, 8, 24 or 32 bits) is converted to PNG
 //     with its AND mask as alpha (a 32-bit image's own alpha wins when it has one). Images over

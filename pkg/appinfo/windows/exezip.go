@@ -81,6 +81,7 @@ func parseDeflatedEXE(a *zipread.Archive, f *zip.File, limit int64) (*appinfo.In
 	if err != nil {
 		return nil, err
 	}
+	pe.readCLR(z) // the .NET header sits in .text, before the resources
 	if pe.rsrcRVA != 0 {
 		off, avail, ok := pe.offset(pe.rsrcRVA, 16)
 		if !ok {

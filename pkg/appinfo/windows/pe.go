@@ -47,6 +47,9 @@ type peFile struct {
 	sections      []peSection
 	rsrcRVA       uint32 // resource directory, 0 when absent
 	rsrcSize      uint32
+	clrRVA        uint32 // .NET (COR20) header, 0 when absent
+	clrFlags      uint32 // its Flags, once read
+	clrRead       bool
 }
 
 type peSection struct {
@@ -139,6 +142,9 @@ func parsePEHeaders(r io.ReaderAt, size int64) (*peFile, error) {
 			pe.rsrcRVA = binary.LittleEndian.Uint32(opt[ddOff+2*8:])
 			pe.rsrcSize = binary.LittleEndian.Uint32(opt[ddOff+2*8+4:])
 		}
+		if n > 14 {
+			pe.clrRVA = binary.LittleEndian.Uint32(opt[ddOff+14*8:])
+		}
 	}
 	sec := hdr[24+optLen : total]
 	pe.sections = make([]peSection, nsec)
@@ -186,6 +192,33 @@ func (pe *peFile) offset(rva uint32, n int64) (off, avail int64, ok bool) {
 // peArch names the COFF Machine; empty for machines Windows packages do not target.
 func peArch(machine uint16) string { return peMachines[machine] }
 
+// COR20 header flags.
+const (
+	clrILOnly         = 0x1
+	clr32BitRequired  = 0x2
+	clr32BitPreferred = 0x20000
+)
+
+// readCLR reads the flags of the .NET header, when the PE has one. A .NET assembly built for
+// "Any CPU" is marked x86 (PE32, i386) but runs natively on every architecture; its flags say so
+// (IL only, neither 32-bit required nor preferred). A header that cannot be read is ignored.
+func (pe *peFile) readCLR(r io.ReaderAt) {
+	if pe.clrRead || pe.clrRVA == 0 {
+		return
+	}
+	pe.clrRead = true
+	if off, _, ok := pe.offset(pe.clrRVA, 72); ok {
+		if b, err := readFull(r, off, 72); err == nil && binary.LittleEndian.Uint32(b) >= 72 {
+			pe.clrFlags = binary.LittleEndian.Uint32(b[16:])
+		}
+	}
+}
+
+// anyCPU reports a .NET assembly built for any architecture.
+func (pe *peFile) anyCPU() bool {
+	return pe.machine == 0x014c && pe.clrFlags&clrILOnly != 0 && pe.clrFlags&(clr32BitRequired|clr32BitPreferred) == 0
+}
+
 // ParseEXE reads a Windows PE executable: the version resource, the architecture and the
 // largest icon of the first icon group (see the package documentation).
 func ParseEXE(r io.ReaderAt, size int64) (*appinfo.Info, error) {
@@ -199,7 +232,11 @@ func ParseEXE(r io.ReaderAt, size int64) (*appinfo.Info, error) {
 // peInfo reads the resources of a PE whose headers are parsed and assembles its Info.
 func peInfo(r io.ReaderAt, pe *peFile, format appinfo.Format) (*appinfo.Info, error) {
 	info := &appinfo.Info{Platform: appinfo.Windows, Format: format, Device: appinfo.DeviceWindows}
-	if a := peArch(pe.machine); a != "" {
+	pe.readCLR(r)
+	switch a := peArch(pe.machine); {
+	case pe.anyCPU():
+		info.Architectures = []string{"neutral"}
+	case a != "":
 		info.Architectures = []string{a}
 	}
 	if pe.rsrcRVA == 0 {

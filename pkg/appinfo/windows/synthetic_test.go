@@ -37,6 +37,22 @@ func TestPEArchitectures(t *testing.T) {
 	}
 }
 
+func TestPEDotNetAnyCPU(t *testing.T) {
+	for flags, want := range map[uint32]string{0x1: "neutral", 0x3: "x86", 0x20001: "x86", 0x9: "neutral"} {
+		exe := windowstest.BuildPE(windowstest.PEOptions{Machine: windowstest.MachineX86, CLRFlags: flags, Version: windowstest.DefaultVersion("Demo", "1.0")})
+		for _, b := range [][]byte{exe, windowstest.BuildZip(windowstest.Entry{Name: "demo.exe", Data: exe})} {
+			if info := mustParse(t, b); !slices.Equal(info.Architectures, []string{want}) || info.Name != "Demo" {
+				t.Errorf("flags 0x%x (%s): Architectures %q, name %q, want %s", flags, info.Format, info.Architectures, info.Name, want)
+			}
+		}
+	}
+	// An x64 .NET assembly is x64, whatever its flags.
+	info := mustParse(t, windowstest.BuildPE(windowstest.PEOptions{CLRFlags: 0x1}))
+	if !slices.Equal(info.Architectures, []string{"x64"}) {
+		t.Errorf("x64 .NET: %q", info.Architectures)
+	}
+}
+
 func TestPEVersionResource(t *testing.T) {
 	info := mustParse(t, windowstest.BuildPE(windowstest.PEOptions{Version: windowstest.DefaultVersion("Demo", "1.2.3.4")}))
 	checkInfo(t, info, &appinfo.Info{Platform: appinfo.Windows, Format: appinfo.FormatEXE, Device: appinfo.DeviceWindows,

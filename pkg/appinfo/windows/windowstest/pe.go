@@ -38,6 +38,9 @@ type PEOptions struct {
 	TextBytes int64
 	// Resources are further raw resources (type, id, data), e.g. a second icon group.
 	Resources []Resource
+	// CLRFlags, when not zero, makes the executable a .NET assembly: a COR20 header with these
+	// flags (0x1 IL only, 0x2 32-bit required, 0x20000 32-bit preferred) at the start of .text.
+	CLRFlags uint32
 }
 
 // VersionInfo is a VS_VERSIONINFO resource.
@@ -148,6 +151,16 @@ func WritePE(w io.Writer, o PEOptions) (int64, error) {
 	binary.LittleEndian.PutUint32(opt[ddOff-4:], 16)
 	binary.LittleEndian.PutUint32(opt[ddOff+2*8:], uint32(rsrcVA))
 	binary.LittleEndian.PutUint32(opt[ddOff+2*8+4:], uint32(len(rsrc)))
+	var clr []byte
+	if o.CLRFlags != 0 {
+		clr = make([]byte, 72)
+		binary.LittleEndian.PutUint32(clr, 72)
+		binary.LittleEndian.PutUint16(clr[4:], 2)
+		binary.LittleEndian.PutUint16(clr[6:], 5)
+		binary.LittleEndian.PutUint32(clr[16:], o.CLRFlags)
+		binary.LittleEndian.PutUint32(opt[ddOff+14*8:], uint32(textVA))
+		binary.LittleEndian.PutUint32(opt[ddOff+14*8+4:], 72)
+	}
 	sec := p[24+optLen:]
 	putSection(sec, ".text", uint32(textBytes), uint32(textVA), uint32(textRaw), uint32(headers), 0x60000020)
 	putSection(sec[40:], ".rsrc", uint32(len(rsrc)), uint32(rsrcVA), uint32(rsrcRaw), uint32(int64(headers)+textRaw), 0x40000040)
@@ -156,7 +169,10 @@ func WritePE(w io.Writer, o PEOptions) (int64, error) {
 	if _, err := cw.Write(h); err != nil {
 		return cw.n, err
 	}
-	if err := writeRandom(cw, textRaw, 0x7e57); err != nil {
+	if _, err := cw.Write(clr); err != nil {
+		return cw.n, err
+	}
+	if err := writeRandom(cw, textRaw-int64(len(clr)), 0x7e57); err != nil {
 		return cw.n, err
 	}
 	if _, err := cw.Write(rsrc); err != nil {
