@@ -17,6 +17,9 @@ const (
 	shtNobits   = 8  // a section that takes no room in the file (.bss)
 	// maxSectionHeader bounds e_shentsize (64 for ELF64, 40 for ELF32).
 	maxSectionHeader = 1024
+	// maxIconSide bounds an icon's width and height (hicolor themes stop at 512; a larger
+	// declared size is a decompression bomb for whoever decodes it).
+	maxIconSide = 4096
 )
 
 // ELF machines (e_machine), as AppImage file names spell the architectures.
@@ -193,6 +196,7 @@ func squashInvalid(err error, what string) error {
 func parseDesktopEntry(b []byte) map[string]string {
 	out := map[string]string{}
 	in := false
+	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
 	for _, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(line)
 		switch {
@@ -226,7 +230,7 @@ func desktopUnescape(s string) string {
 
 // appImageIcon returns the root <icon>.png, else .DirIcon, following symbolic links inside the
 // image; nil when neither is a readable PNG. Problems with the icon cost the icon, not the
-// upload.
+// upload. Icons over maxIconSide pixels a side are skipped.
 func appImageIcon(fs *squashFS, name string) *appinfo.Icon {
 	var candidates []string
 	if name != "" && !strings.Contains(name, "/") {
@@ -246,7 +250,7 @@ func appImageIcon(fs *squashFS, name string) *appinfo.Icon {
 			continue
 		}
 		cfg, err := png.DecodeConfig(bytes.NewReader(data))
-		if err != nil || cfg.Width <= 0 || cfg.Height <= 0 {
+		if err != nil || cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > maxIconSide || cfg.Height > maxIconSide {
 			continue
 		}
 		return &appinfo.Icon{Data: data, ContentType: "image/png", Width: cfg.Width, Height: cfg.Height}

@@ -59,7 +59,8 @@
 //     leave it empty).
 //   - Icon: the root <Icon>.png named by the desktop entry's Icon key, else .DirIcon; symbolic
 //     links are followed inside the image (at most maxSymlinkHops). Only PNG icons are kept
-//     (an SVG icon gives none); a broken or oversized icon costs the icon, not the upload.
+//     (an SVG icon gives none), at most appinfo.MaxIconBytes and maxIconSide pixels a side; a
+//     broken or oversized icon costs the icon, not the upload.
 //   - Publisher: none (AppImages have no standard field for it).
 //
 // The squashfs reader is written here (squashfs.go): of the libraries the brief names,

@@ -362,6 +362,15 @@ func TestRPMHostile(t *testing.T) {
 	})
 }
 
+// pngWithSize returns a small PNG whose header declares w×h pixels.
+func pngWithSize(w, h uint32) []byte {
+	b := linuxtest.PNG(4, 4)
+	binary.BigEndian.PutUint32(b[16:], w)
+	binary.BigEndian.PutUint32(b[20:], h)
+	binary.BigEndian.PutUint32(b[29:], crc32.ChecksumIEEE(b[12:29]))
+	return b
+}
+
 // appImageLayout is a synthetic AppImage with uncompressed metadata, whose structures the
 // hostile cases patch in place.
 type appImageLayout struct {
@@ -515,6 +524,7 @@ func TestAppImageHostile(t *testing.T) {
 			"link loop":      {{Name: ".DirIcon", Symlink: "x"}, {Name: "x", Symlink: ".DirIcon"}},
 			"link to a dir":  {{Name: ".DirIcon", Symlink: "usr"}},
 			"not a png":      {{Name: ".DirIcon", Data: []byte("\x89PNG\r\n\x1a\nbroken")}},
+			"100000 pixels":  {{Name: ".DirIcon", Data: pngWithSize(100000, 100000)}},
 			"outside":        {{Name: ".DirIcon", Symlink: "../../../../etc/icon.png"}},
 		} {
 			info, err := parseAppImage(linuxtest.BuildAppImage(linuxtest.AppImageOptions{IconSize: -1, Squash: linuxtest.SquashOptions{Root: root}}))

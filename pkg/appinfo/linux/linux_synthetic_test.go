@@ -176,6 +176,9 @@ func TestAppImageSynthetic(t *testing.T) {
 		}},
 		{"other groups", linuxtest.AppImageOptions{Desktop: "[Desktop Action new]\nName=Action\n[Desktop Entry]\nName=Real\nName=Dup\nIcon=demo\n[X-Other]\nName=Other\n"},
 			func(w *want) { w.Name, w.Release, w.Build, w.Props = "Real", "", "", nil }},
+		{"byte order mark", linuxtest.AppImageOptions{Desktop: "\ufeff[Desktop Entry]\nName=Bom\nIcon=demo\n"}, func(w *want) {
+			w.Name, w.Release, w.Build, w.Props = "Bom", "", "", nil
+		}},
 		{"icon key with extension", linuxtest.AppImageOptions{Icon: "pic.png", IconSize: -1, Squash: linuxtest.SquashOptions{Root: []linuxtest.SquashEntry{
 			{Name: "pic.png", Data: linuxtest.PNG(40, 40)}}}}, func(w *want) { w.Icon = 40 }},
 		{"no icon", linuxtest.AppImageOptions{IconSize: -1}, func(w *want) { w.Icon = 0 }},
