@@ -133,7 +133,7 @@ func TestRealTestdata(t *testing.T) {
 	for file, w := range map[string]want{
 		"real-demo_2.0.1-3_amd64-gzip.deb": deb, "real-demo_2.0.1-3_amd64-zstd.deb": deb, "real-demo_2.0.1-3_amd64-none.deb": deb,
 		"real-demo-2.0.1-5.el9.noarch.rpm": rpm, "real-demo-2.0.1-5.el9.src.rpm": srpm,
-		"demo-xz.squashfs": app, "demo-zstd.squashfs": app,
+		"demo-xz.squashfs": app, "demo-zstd.squashfs": app, "demo-bigdir-gzip.squashfs": app,
 	} {
 		t.Run(file, func(t *testing.T) {
 			data, err := os.ReadFile("testdata/real/" + file)
