@@ -76,23 +76,23 @@ func ParseAppImage(r io.ReaderAt, size int64) (*appinfo.Info, error) {
 	if err != nil {
 		return nil, squashInvalid(err, "the AppImage's root directory")
 	}
-	entries, err := fs.readDir(root)
+	var desktopName string
+	err = fs.walkDir(root, func(name []byte, _ uint64, typ uint16) bool {
+		if bytes.HasSuffix(name, []byte(".desktop")) && len(name) > len(".desktop") && (typ == sqFileType || typ == sqSymlinkType) {
+			desktopName = string(name)
+			return false
+		}
+		return true
+	})
 	if err != nil {
 		return nil, squashInvalid(err, "the AppImage's root directory")
-	}
-	var desktopName string
-	for _, e := range entries {
-		if strings.HasSuffix(e.name, ".desktop") && len(e.name) > len(".desktop") && (e.typ == sqFileType || e.typ == sqSymlinkType) {
-			desktopName = e.name
-			break
-		}
 	}
 	if desktopName == "" {
 		return nil, errs.Invalidf("the AppImage has no .desktop file at the root of its image (AppImages must have one)")
 	}
 	in, _, err := fs.lookup(desktopName, MaxDesktopFileBytes)
 	if err != nil {
-		return nil, squashInvalid(err, "the AppImage's "+desktopName)
+		return nil, squashInvalid(err, "the AppImage's "+clean(desktopName))
 	}
 	if in.kind != sqFileType {
 		return nil, errs.Invalidf("the AppImage's %s is not a file", clean(desktopName))
@@ -102,10 +102,12 @@ func ParseAppImage(r io.ReaderAt, size int64) (*appinfo.Info, error) {
 	}
 	data, err := fs.readFile(in)
 	if err != nil {
-		return nil, squashInvalid(err, "the AppImage's "+desktopName)
+		return nil, squashInvalid(err, "the AppImage's "+clean(desktopName))
 	}
 	d := parseDesktopEntry(data)
-	info.BundleID = clean(strings.TrimSuffix(desktopName, ".desktop"))
+	if info.BundleID = clean(strings.TrimSuffix(desktopName, ".desktop")); info.BundleID == "" {
+		return nil, errs.Invalidf("the AppImage's desktop file has an unusable name %q", desktopName)
+	}
 	info.Name = clean(d["Name"])
 	if info.Name == "" {
 		info.Name = info.BundleID

@@ -7,10 +7,13 @@
 //
 // A .deb is an ar archive: debian-binary, control.tar[.gz|.xz|.zst], data.tar.*. The parser
 // reads the first 4 KiB (the ar headers and, usually, the whole control member), walks the
-// 60-byte member headers skipping members by their sizes, reads the control member (at most
-// MaxDebControlBytes, usually already in hand), inflates it as a stream (at most
-// MaxDebControlInflated; at most maxTarEntries tar entries) and reads its ./control file (at most
-// MaxDebControlFile). data.tar is never read. Fields come from the control file's first paragraph:
+// 60-byte member headers skipping members by their sizes (members named "_…", such as debsigs
+// signatures, may sit between; dpkg ignores them too), reads the control member (at most
+// MaxDebControlBytes, usually already in hand), inflates it (gzip and xz as a stream that stops
+// at ./control, zstd whole; at most MaxDebControlInflated either way; at most maxTarEntries tar
+// entries) and reads its ./control file (at most MaxDebControlFile). data.tar is never read, but
+// its member header is, and its declared size must fit in the file: a truncated upload is
+// refused. Fields come from the control file's first paragraph:
 //
 //   - BundleID and Name: Package. (A .deb names no display name; the .desktop file that might
 //     carry one is inside data.tar.)
@@ -57,8 +60,9 @@
 //   - Description: Comment. Properties["Categories"]: Categories without the final ";".
 //   - Architectures: from the runtime's e_machine: "x86_64", "aarch64", "armhf", "i686" (others
 //     leave it empty).
-//   - Icon: the root <Icon>.png named by the desktop entry's Icon key, else .DirIcon; symbolic
-//     links are followed inside the image (at most maxSymlinkHops). Only PNG icons are kept
+//   - Icon: the root <Icon>.png named by the desktop entry's Icon key (an Icon that is a path is
+//     not looked up), else .DirIcon; symbolic links are followed inside the image (at most
+//     maxSymlinkHops). Only PNG icons are kept
 //     (an SVG icon gives none), at most appinfo.MaxIconBytes and maxIconSide pixels a side; a
 //     broken or oversized icon costs the icon, not the upload.
 //   - Publisher: none (AppImages have no standard field for it).
@@ -71,8 +75,10 @@
 // on a hostile image); it also brings in logrus and an LZO library. The reader here reads only
 // the metadata and data blocks a lookup needs, checks every offset and size against the image,
 // decompresses each block to at most its format's size (8 KiB of metadata, one data block),
-// bounds path walks (components, symbolic link hops), so a directory entry pointing back at an
-// ancestor cannot loop, and supports the compressors AppImage tools use: gzip (mksquashfs's
+// bounds path walks (maxPathSteps components, maxSymlinkHops links; a name found in a directory
+// is remembered), so a directory entry pointing back at an ancestor cannot loop, bounds the work
+// of a parse (maxSquashBlocks blocks, maxSquashInflate bytes inflated, maxDirScan bytes of
+// listings scanned, each listing at most maxDirBytes), and supports the compressors AppImage tools use: gzip (mksquashfs's
 // default), xz and zstd. lzo, lz4 and lzma images are refused with a message saying so.
 //
 // # Decompressors
@@ -80,7 +86,9 @@
 // gzip (compress/gzip, compress/zlib); zstd (github.com/klauspost/compress/zstd, whole blocks
 // with DecodeAll capped at the output limit, which also bounds the window it accepts); xz: the
 // container (stream and block headers, checks) is read here and each block's LZMA2 data is
-// decoded by github.com/ulikunitz/xz/lzma, because ulikunitz/xz's own xz reader allocates the
+// decoded by github.com/ulikunitz/xz/lzma (one LZMA2 filter, as xz, dpkg-deb and mksquashfs
+// write by default; blocks with BCJ or delta filters, such as mksquashfs -Xbcj may write, are
+// refused), because ulikunitz/xz's own xz reader allocates the
 // dictionary size a block header declares (up to 4 GiB). Here the dictionary is the smallest of
 // the declared size, the output limit and the block's declared uncompressed size (dpkg-deb and
 // mksquashfs declare it): a match never reaches back further than the block's output so far, so

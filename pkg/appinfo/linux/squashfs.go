@@ -66,7 +66,7 @@ type squashFS struct {
 	dirs      int64 // directory table start
 	inodesEnd int64 // bounds of those tables
 	dirsEnd   int64
-	frags     int64 // fragment index, sqAbsent when none
+	frags     int64 // the fragment index, -1 when the image has no fragments
 	dec       blockDecoder
 
 	meta     map[int64]metaBlock
@@ -356,16 +356,6 @@ type sqEntry struct {
 	name string
 	ref  uint64 // inode reference: metadata block << 16 | offset
 	typ  uint16
-}
-
-// readDir lists a directory.
-func (s *squashFS) readDir(in *sqInode) ([]sqEntry, error) {
-	var out []sqEntry
-	err := s.walkDir(in, func(name []byte, ref uint64, typ uint16) bool {
-		out = append(out, sqEntry{name: string(name), ref: ref, typ: typ})
-		return true
-	})
-	return out, err
 }
 
 // find returns the entry of a directory with the given name, or errNotFound. Results are
