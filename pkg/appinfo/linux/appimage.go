@@ -53,11 +53,11 @@ func ParseAppImage(r io.ReaderAt, size int64) (*appinfo.Info, error) {
 	if !isAppImageHead(eh, 2) {
 		return nil, errs.Invalidf("not a type 2 AppImage (no ELF header with \"AI\\x02\" at byte 8)")
 	}
-	base, err := appImageOffset(r, size, eh)
+	base, sb, err := appImageOffset(r, size, eh)
 	if err != nil {
 		return nil, err
 	}
-	fs, err := openSquashfs(r, base, size)
+	fs, err := parseSuperblock(r, base, size, sb)
 	if err != nil {
 		return nil, squashInvalid(err, "the AppImage's squashfs image")
 	}
@@ -122,15 +122,16 @@ func ParseAppImage(r io.ReaderAt, size int64) (*appinfo.Info, error) {
 
 // appImageOffset finds where the squashfs image starts: where the ELF ends, computed as the
 // AppImage runtime does (the end of the section header table, or of the last section's data if
-// that is further). It reads the last section header and the superblock candidate in one read.
-func appImageOffset(r io.ReaderAt, size int64, eh []byte) (int64, error) {
+// that is further), and returns it with the superblock found there. It reads the last section
+// header and the superblock after it in one read.
+func appImageOffset(r io.ReaderAt, size int64, eh []byte) (int64, []byte, error) {
 	var shoff, shentsize, shnum uint64
 	order := binary.ByteOrder(binary.LittleEndian)
 	switch {
 	case eh[5] == 2:
 		order = binary.BigEndian
 	case eh[5] != 1:
-		return 0, errs.Invalidf("the AppImage's ELF header has an unknown byte order (%d)", eh[5])
+		return 0, nil, errs.Invalidf("the AppImage's ELF header has an unknown byte order (%d)", eh[5])
 	}
 	switch eh[4] {
 	case 2: // ELF64
@@ -138,22 +139,22 @@ func appImageOffset(r io.ReaderAt, size int64, eh []byte) (int64, error) {
 	case 1: // ELF32
 		shoff, shentsize, shnum = uint64(order.Uint32(eh[0x20:])), uint64(order.Uint16(eh[0x2e:])), uint64(order.Uint16(eh[0x30:]))
 	default:
-		return 0, errs.Invalidf("the AppImage's ELF header has an unknown class (%d)", eh[4])
+		return 0, nil, errs.Invalidf("the AppImage's ELF header has an unknown class (%d)", eh[4])
 	}
 	minEnt := uint64(40)
 	if eh[4] == 2 {
 		minEnt = 64
 	}
 	if shnum == 0 || shentsize < minEnt || shentsize > maxSectionHeader || shoff > uint64(size) {
-		return 0, errs.Invalidf("the AppImage's runtime has no valid section header table, so its squashfs image cannot be found")
+		return 0, nil, errs.Invalidf("the AppImage's runtime has no valid section header table, so its squashfs image cannot be found")
 	}
 	shtEnd := shoff + shentsize*shnum // no overflow: each term is bounded above
 	if shtEnd > uint64(size-sqSuperLen) {
-		return 0, errs.Invalidf("the AppImage is truncated: its runtime's section headers end at byte %d, leaving no room for the squashfs image", shtEnd)
+		return 0, nil, errs.Invalidf("the AppImage is truncated: its runtime's section headers end at byte %d, leaving no room for the squashfs image", shtEnd)
 	}
 	b, err := readFull(r, int64(shtEnd-shentsize), int(shentsize+sqSuperLen))
 	if err != nil {
-		return 0, errs.Wrap(errs.Invalid, err, "the AppImage's section headers are unreadable")
+		return 0, nil, errs.Wrap(errs.Invalid, err, "the AppImage's section headers are unreadable")
 	}
 	candidates := []uint64{shtEnd}
 	var typ uint32 = order.Uint32(b[4:])
@@ -167,18 +168,17 @@ func appImageOffset(r io.ReaderAt, size int64, eh []byte) (int64, error) {
 		candidates = []uint64{secEnd, shtEnd}
 	}
 	for _, c := range candidates {
-		if c == shtEnd {
-			if binary.LittleEndian.Uint32(b[shentsize:]) == sqMagic {
-				return int64(c), nil
+		sb := b[shentsize:]
+		if c != shtEnd {
+			if sb, err = readFull(r, int64(c), sqSuperLen); err != nil {
+				continue
 			}
-			continue
 		}
-		var m [4]byte
-		if _, err := r.ReadAt(m[:], int64(c)); err == nil && binary.LittleEndian.Uint32(m[:]) == sqMagic {
-			return int64(c), nil
+		if binary.LittleEndian.Uint32(sb) == sqMagic {
+			return int64(c), sb, nil
 		}
 	}
-	return 0, errs.Invalidf("the AppImage has no squashfs image where its runtime ends (byte %d)", candidates[0])
+	return 0, nil, errs.Invalidf("the AppImage has no squashfs image where its runtime ends (byte %d)", candidates[0])
 }
 
 // squashInvalid turns a squashfs reading error into an errs.Invalid error about what.

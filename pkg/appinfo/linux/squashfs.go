@@ -29,6 +29,8 @@ const (
 	maxDirBytes      = 1 << 20    // one directory listing
 	maxDirScan       = 8 << 20    // directory listings scanned per parse
 	maxSymlinkTarget = 4096
+	sqReadAhead      = 32 << 10 // bytes read at once for metadata (see readAhead)
+	maxReadAheads    = 16
 	maxSymlinkHops   = 8  // symbolic links followed in one lookup
 	maxPathSteps     = 64 // path components walked in one lookup, links included
 )
@@ -72,6 +74,7 @@ type squashFS struct {
 	meta     map[int64]metaBlock
 	fragc    map[int64][]byte
 	found    map[sqFindKey]sqEntry
+	ahead    []aheadChunk
 	scanned  int64 // directory listing bytes scanned so far
 	blocks   int   // read so far
 	inflated int64 // bytes decompressed so far
@@ -147,16 +150,58 @@ func parseSuperblock(r io.ReaderAt, base, size int64, sb []byte) (*squashFS, err
 
 func (s *squashFS) close() { s.dec.close() }
 
-// read reads n bytes at pos (relative to the image), which must lie within the image.
+// read reads n bytes at pos (relative to the image), which must lie within the image. It is
+// served from an earlier read ahead when one covers it. The bytes may be shared: callers must
+// not change them.
 func (s *squashFS) read(pos, n int64) ([]byte, error) {
 	if pos < 0 || n < 0 || pos > s.used || n > s.used-pos {
 		return nil, squashErr("the squashfs image points outside itself (byte %d)", pos)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	if b := s.fromAhead(pos, n); b != nil {
+		return b, nil
 	}
 	b, err := readFull(s.r, s.base+pos, int(n))
 	if err != nil {
 		return nil, squashErr("the squashfs image is unreadable at byte %d (truncated?)", pos)
 	}
 	return b, nil
+}
+
+// readAhead is read, but when it must read, it reads sqReadAhead bytes from pos and keeps them
+// for later reads (at most maxReadAheads times a parse): the metadata tables sit together at the
+// end of an image, so the first read of a small image's inode table brings its directory and
+// fragment tables too.
+func (s *squashFS) readAhead(pos, n int64) ([]byte, error) {
+	if pos < 0 || n < 0 || pos > s.used || n > s.used-pos {
+		return nil, squashErr("the squashfs image points outside itself (byte %d)", pos)
+	}
+	if n == 0 || n >= sqReadAhead || len(s.ahead) >= maxReadAheads || s.fromAhead(pos, n) != nil {
+		return s.read(pos, n)
+	}
+	chunk, err := s.read(pos, min(sqReadAhead, s.used-pos))
+	if err != nil {
+		return nil, err
+	}
+	s.ahead = append(s.ahead, aheadChunk{pos: pos, data: chunk})
+	return chunk[:n], nil
+}
+
+// fromAhead returns [pos, pos+n) from a read ahead, or nil.
+func (s *squashFS) fromAhead(pos, n int64) []byte {
+	for _, c := range s.ahead {
+		if pos >= c.pos && pos+n <= c.pos+int64(len(c.data)) {
+			return c.data[pos-c.pos : pos-c.pos+n]
+		}
+	}
+	return nil
+}
+
+type aheadChunk struct {
+	pos  int64
+	data []byte
 }
 
 // decode inflates a block read from the image to at most limit bytes, counting it against the
@@ -189,7 +234,7 @@ func (s *squashFS) metaBlock(pos, end int64) (metaBlock, error) {
 		return metaBlock{}, squashErr("a squashfs metadata reference points outside its table")
 	}
 	// One read: the 2-byte header and the largest block it can announce.
-	raw, err := s.read(pos, min(2+sqMetaSize, end-pos))
+	raw, err := s.readAhead(pos, min(2+sqMetaSize, end-pos))
 	if err != nil {
 		return metaBlock{}, err
 	}
@@ -584,7 +629,7 @@ func (s *squashFS) fragment(i uint32) ([]byte, error) {
 	if i >= s.fragCount || s.frags < 0 {
 		return nil, squashErr("a squashfs file names fragment %d of %d", i, s.fragCount)
 	}
-	ptr, err := s.read(s.frags+8*int64(i/512), 8)
+	ptr, err := s.readAhead(s.frags+8*int64(i/512), 8)
 	if err != nil {
 		return nil, err
 	}
