@@ -42,8 +42,10 @@
 //   - Publisher: Vendor, else Packager. Description: Summary (its first, untranslated string).
 //
 // The header reader is written here: github.com/cavaliergopher/rpm is not served by the module
-// proxy Slipway uses, and it reads each header whole through an io.Reader (the main header holds
-// every file's name, digest and size: megabytes for a large package).
+// proxy Slipway uses, and (in the version read for this decision) its ReadPackageHeader reads
+// each header whole through an io.Reader (the main header holds every file's name, digest and
+// size: megabytes for a large package), allocates the index and the data store at the sizes the
+// header declares without checking them, and scans strings in the store without bounds checks.
 //
 // # AppImages
 //
