@@ -2,9 +2,22 @@
 // from content, never from a file name. It reads only the entries it needs, each bounded in size,
 // so a parse of a package held in object storage fetches a small fraction of it.
 //
-// Apple (.ipa, zipped macOS .app, .pkg, .dmg) and Android (.apk, .aab) are parsed here; the other
-// platform families (HarmonyOS, Windows, Linux) live in folders of their own and register
-// themselves (family.go), the way image decoders do.
+// This package holds only what every platform family shares: Info (with Profile and Icon), the
+// Platform, Format, Device* and Release* constants, MaxIconBytes, Parse and the family registry
+// (family.go), and the description of an unrecognised file. It parses nothing itself. Each family
+// lives in a folder of its own and registers its parsers from its init function, the way image
+// decoders do:
+//
+//   - apple: .ipa, zipped macOS .app, .pkg (xar) and .dmg detection, with provisioning profiles,
+//     property lists, CgBI PNG and ICNS icons; builders in apple/appletest.
+//   - android: .apk and .aab; builders in android/androidtest.
+//   - harmony: HarmonyOS .hap and .app.
+//   - windows: .exe, .msi, .msix/.appx and their bundles, and (a fallback) a zip holding an .exe.
+//   - linux: .deb, .rpm and AppImage.
+//
+// Parse knows only the families whose packages the program imports. Import
+// github.com/slipwayhq/slipway/pkg/appinfo/platforms (blank) to register them all; it also
+// documents the order in which they claim a file (Family.Priority).
 //
 // Every problem with the input is an errs.Invalid error whose message says what was wrong.
 package appinfo
@@ -84,15 +97,10 @@ const (
 	ReleaseRelease    = "release"
 )
 
-// Caps on what one entry may inflate to. Over a cap, the parse fails with errs.Invalid.
-const (
-	MaxPlistBytes     = 4 << 20  // Info.plist, iTunesMetadata.plist
-	MaxProfileBytes   = 2 << 20  // embedded.mobileprovision
-	MaxManifestBytes  = 8 << 20  // AndroidManifest.xml (binary or protobuf)
-	MaxResourcesBytes = 64 << 20 // resources.arsc, resources.pb
-	MaxIconBytes      = 8 << 20  // one icon file (PNG, WebP, ICNS)
-	MaxXarTOCBytes    = 16 << 20 // a .pkg's table of contents (zlib-inflated)
-)
+// MaxIconBytes caps what one icon file (PNG, WebP, ICNS, ICO...) may inflate to, in every family.
+// Each family caps its own metadata entries (apple.MaxPlistBytes, android.MaxManifestBytes,
+// windows.MaxManifestBytes...).
+const MaxIconBytes = 8 << 20
 
 // Info is the metadata of one package.
 type Info struct {
@@ -188,60 +196,6 @@ func Parse(r io.ReaderAt, size int64) (*Info, error) {
 		return parse(r, size)
 	}
 	return nil, errs.Invalidf("not a package of a platform Slipway reads (%s): %s", strings.Join(Families(), ", "), sniff(r, size))
-}
-
-// The Apple and Android families, claimed in this order before any registered family.
-func init() {
-	Register(Family{Name: "android",
-		ClaimZip: func(a *zipread.Archive) ZipParser {
-			switch {
-			case a.File("AndroidManifest.xml") != nil:
-				return parseAPK
-			case a.File("base/manifest/AndroidManifest.xml") != nil:
-				return parseAAB
-			}
-			return nil
-		}})
-	Register(Family{Name: "apple",
-		ClaimZip: func(a *zipread.Archive) ZipParser {
-			switch {
-			case findIPAInfoPlist(a) != "":
-				return parseIPA
-			case findMacAppInfoPlist(a) != "":
-				return parseMacZip
-			}
-			return nil
-		},
-		ClaimFile: func(r io.ReaderAt, size int64) FileParser {
-			switch {
-			case isXar(r, size):
-				return parsePKG
-			case isDMG(r, size):
-				return func(io.ReaderAt, int64) (*Info, error) {
-					return &Info{Platform: MacOS, Format: FormatDMG, Device: DeviceMac}, nil
-				}
-			}
-			return nil
-		}})
-}
-
-func isXar(r io.ReaderAt, size int64) bool {
-	var magic [4]byte
-	if size < 28 {
-		return false
-	}
-	_, err := r.ReadAt(magic[:], 0)
-	return err == nil && string(magic[:]) == "xar!"
-}
-
-// isDMG looks for the UDIF trailer ("koly" block) in the last 512 bytes of a disk image.
-func isDMG(r io.ReaderAt, size int64) bool {
-	var trailer [4]byte
-	if size < 512 {
-		return false
-	}
-	_, err := r.ReadAt(trailer[:], size-512)
-	return err == nil && string(trailer[:]) == "koly"
 }
 
 // sniff describes the start of an unrecognised file for an error message.

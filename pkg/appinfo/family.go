@@ -1,7 +1,9 @@
 package appinfo
 
 import (
+	"cmp"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/slipwayhq/slipway/pkg/zipread"
@@ -17,9 +19,19 @@ type FileParser func(r io.ReaderAt, size int64) (*Info, error)
 // the file: zip archives by the entries their directory lists (ClaimZip), other files by their
 // first bytes or trailer (ClaimFile). A claim reads little (a magic number, the directory already
 // read), and the first family to claim a file parses it.
+//
+// The order of the claims is fixed by the families themselves, never by the order in which their
+// packages happen to be initialized (Go initializes packages that do not import one another in
+// the order of their import paths, whatever the order of the import lines): the families that are
+// not Fallback ones first, then the Fallback ones; within each group, higher Priority first, then
+// by Name.
 type Family struct {
 	// Name names the family in errors and tests ("apple", "windows").
 	Name string
+	// Priority puts a family's claims before those of lower Priority (0 unless set). Claims of
+	// different families are meant to be disjoint; Priority settles the odd archive that two of
+	// them would claim (a zip holding both an AndroidManifest.xml and an iOS Payload/).
+	Priority int
 	// ClaimZip returns the parser for a zip archive of this family, or nil.
 	ClaimZip func(a *zipread.Archive) ZipParser
 	// ClaimFile returns the parser for a file of this family that is not a zip, or nil.
@@ -34,12 +46,27 @@ var (
 	families   []Family
 )
 
-// Register adds a platform family. Families register from their package's init function; the
-// order of registration is the order of the claims (the Fallback ones last).
+// Register adds a platform family. Families register from their package's init function; where
+// a family is asked in turn does not depend on when it registered (see Family).
 func Register(f Family) {
 	familiesMu.Lock()
 	defer familiesMu.Unlock()
-	families = append(families, f)
+	next := append(slices.Clip(families), f)
+	slices.SortStableFunc(next, func(a, b Family) int {
+		return cmp.Or(compareBool(a.Fallback, b.Fallback), cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.Name, b.Name))
+	})
+	families = next
+}
+
+// compareBool orders false before true.
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // Families returns the names of the registered families, in the order they are asked.
@@ -51,18 +78,12 @@ func Families() []string {
 	return names
 }
 
+// ordered returns the registered families in the order they are asked. Register replaces the
+// slice rather than changing it, so the one returned stays valid without a copy.
 func ordered() []Family {
 	familiesMu.RLock()
 	defer familiesMu.RUnlock()
-	out := make([]Family, 0, len(families))
-	for _, fallback := range []bool{false, true} {
-		for _, f := range families {
-			if f.Fallback == fallback {
-				out = append(out, f)
-			}
-		}
-	}
-	return out
+	return families
 }
 
 func claimZip(a *zipread.Archive) ZipParser {

@@ -10,6 +10,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
+	// appinfo.Parse (in parse below) knows only the platform families a program imports: this
+	// registers all of them (Apple, Android, HarmonyOS, Windows, Linux).
+	_ "github.com/slipwayhq/slipway/pkg/appinfo/platforms"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/webhook"
 )

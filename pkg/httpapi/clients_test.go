@@ -17,7 +17,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
 
@@ -101,7 +102,7 @@ func TestRealClients(t *testing.T) {
 
 	t.Run("fastlane-plugin-zealot", func(t *testing.T) {
 		t.Parallel()
-		data := appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Lane", BundleID: "com.example.lane", Version: "1.0", Build: "1"})
+		data := appletest.BuildIPA(appletest.IPAOptions{AppName: "Lane", BundleID: "com.example.lane", Version: "1.0", Build: "1"})
 		rel := fastlaneSucceeded(t, e, fastlane(t, e, "", "Lane.ipa", data,
 			[2]string{"changelog", "- Fixed the login\n- Faster start"}, [2]string{"release_type", "adhoc"},
 			[2]string{"branch", "origin/main"}, [2]string{"git_commit", "deadbeef"}, [2]string{"source", "jenkins"},
@@ -114,7 +115,7 @@ func TestRealClients(t *testing.T) {
 			t.Fatal("fastlane upload differs on download")
 		}
 		// The next build, to the configured channel.
-		data2 := appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Lane", BundleID: "com.example.lane", Version: "1.0", Build: "2"})
+		data2 := appletest.BuildIPA(appletest.IPAOptions{AppName: "Lane", BundleID: "com.example.lane", Version: "1.0", Build: "2"})
 		rel2 := fastlaneSucceeded(t, e, fastlane(t, e, rel.Channel.Slug, "Lane.ipa", data2))
 		if rel2.Channel.Slug != rel.Channel.Slug || rel2.Version != 2 {
 			t.Fatalf("second fastlane upload %+v", rel2)
@@ -137,7 +138,7 @@ func TestRealClients(t *testing.T) {
 
 	t.Run("gradle plugin", func(t *testing.T) {
 		t.Parallel()
-		data := appinfotest.BuildAPK(appinfotest.APKOptions{AndroidManifest: appinfotest.AndroidManifest{
+		data := androidtest.BuildAPK(androidtest.APKOptions{AndroidManifest: androidtest.AndroidManifest{
 			Package: "com.example.gradle", VersionCode: 12, VersionName: "1.2.0", Label: "Gradle"}})
 		boundary := "b" + randomHex(18)
 		field := func(name, value string) rawPart {
@@ -176,7 +177,7 @@ func TestRealClients(t *testing.T) {
 			t.Skip("no curl binary")
 		}
 		// Over 1 MiB, so curl sends Expect: 100-continue.
-		data := appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Curled", BundleID: "com.example.curl", Version: "9.0", Build: "900", FillerBytes: 2 << 20})
+		data := appletest.BuildIPA(appletest.IPAOptions{AppName: "Curled", BundleID: "com.example.curl", Version: "9.0", Build: "900", FillerBytes: 2 << 20})
 		dir := t.TempDir()
 		file := filepath.Join(dir, "Curled App.ipa")
 		if err := os.WriteFile(file, data, 0o600); err != nil {

@@ -6,7 +6,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/debuginfo/debuginfotest"
 	"github.com/slipwayhq/slipway/test/apptest"
 	"github.com/slipwayhq/slipway/test/fixtures"
@@ -20,8 +21,8 @@ type debugEnv struct {
 
 func newDebugEnv(t *testing.T) *debugEnv {
 	e := apptest.New(t, apptest.Options{Storage: apptest.S3})
-	ipa := appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Demo", BundleID: "com.example.demo", Version: "1.0", Build: "1"})
-	apk := appinfotest.BuildAPK(appinfotest.APKOptions{AndroidManifest: appinfotest.AndroidManifest{Package: "com.example.droid", VersionCode: 3, VersionName: "1.2", MinSDK: 21, Label: "Droid"}})
+	ipa := appletest.BuildIPA(appletest.IPAOptions{AppName: "Demo", BundleID: "com.example.demo", Version: "1.0", Build: "1"})
+	apk := androidtest.BuildAPK(androidtest.APKOptions{AndroidManifest: androidtest.AndroidManifest{Package: "com.example.droid", VersionCode: 3, VersionName: "1.2", MinSDK: 21, Label: "Droid"}})
 	d := &debugEnv{Env: e}
 	d.ios = e.UploadApp(t, "demo.ipa", ipa)["channel"].(map[string]any)["slug"].(string)
 	d.android = e.UploadApp(t, "droid.apk", apk)["channel"].(map[string]any)["slug"].(string)

@@ -14,13 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
 
 func iconIPA(name, bundleID, version string) []byte {
-	return appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: name, BundleID: bundleID, Version: version, Build: "1",
-		Icons: []appinfotest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120, CgBI: true}}})
+	return appletest.BuildIPA(appletest.IPAOptions{AppName: name, BundleID: bundleID, Version: version, Build: "1",
+		Icons: []appletest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120, CgBI: true}}})
 }
 
 func TestDownloadsFS(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/debuginfo/debuginfotest"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
@@ -94,8 +94,8 @@ func (m *mgmt) fixture() (app, scheme, channel, release map[string]any) {
 	scheme = m.want(m.call("POST", fmt.Sprintf("/api/apps/%d/schemes", id(app)), m.e.AdminToken, `{"name":"Adhoc"}`), 201, "create scheme")
 	channel = m.want(m.call("POST", fmt.Sprintf("/api/schemes/%d/channels", id(scheme)), m.e.AdminToken,
 		`{"name":"iOS","slug":"harbor-ios","device_type":"ios","bundle_id":"com.example.*"}`), 201, "create channel")
-	release = m.e.UploadApp(m.t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor",
-		Version: "1.0", Build: "1", Icons: []appinfotest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}}}),
+	release = m.e.UploadApp(m.t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor",
+		Version: "1.0", Build: "1", Icons: []appletest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}}}),
 		apptest.Field("channel_key", "harbor-ios"), apptest.Field("changelog", "First"))
 	return
 }
@@ -341,7 +341,7 @@ func TestManagementChannelPassword(t *testing.T) {
 func TestManagementChannelKey(t *testing.T) {
 	m := newMgmt(t, apptest.Options{})
 	_, _, channel, _ := m.fixture()
-	m.e.UploadApp(t, "h2.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"}),
+	m.e.UploadApp(t, "h2.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"}),
 		apptest.Field("channel_key", "harbor-ios"))
 	m.want(m.call("PATCH", fmt.Sprintf("/api/channels/%d", id(channel)), m.e.AdminToken, `{"slug":"Zealot_Key-42"}`), 200, "new key")
 	if r := m.e.Get(t, "/api/apps/versions?channel_key=harbor-ios"); r.Status != 404 {

@@ -25,7 +25,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/debuginfo/debuginfotest"
 	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/test/apptest"
@@ -181,12 +182,12 @@ func (c mc) refuse(cases []refusal) {
 
 // dockIPA is an iOS build of com.example.dock, with an icon (so its release has two objects).
 func dockIPA(version, build string) []byte {
-	return appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Dock", BundleID: "com.example.dock", Version: version, Build: build,
-		Icons: []appinfotest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}}})
+	return appletest.BuildIPA(appletest.IPAOptions{AppName: "Dock", BundleID: "com.example.dock", Version: version, Build: build,
+		Icons: []appletest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}}})
 }
 
 func dockAPK(version string, code int) []byte {
-	return appinfotest.BuildAPK(appinfotest.APKOptions{AndroidManifest: appinfotest.AndroidManifest{
+	return androidtest.BuildAPK(androidtest.APKOptions{AndroidManifest: androidtest.AndroidManifest{
 		Package: "com.example.dock", VersionCode: code, VersionName: version, Label: "Dock"}})
 }
 

@@ -19,7 +19,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/slipwayhq/slipway/docs"
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/debuginfo/debuginfotest"
 	"github.com/slipwayhq/slipway/pkg/distribution"
@@ -168,8 +169,8 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 
 	// Releases: an iOS build with an icon, changelog and custom fields, twice with one
 	// Idempotency-Key; an Android build into a protected channel of its own.
-	ipa := appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Demo", BundleID: "com.example.demo", Version: "1.0", Build: "1",
-		Icons: []appinfotest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}}})
+	ipa := appletest.BuildIPA(appletest.IPAOptions{AppName: "Demo", BundleID: "com.example.demo", Version: "1.0", Build: "1",
+		Icons: []appletest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}}})
 	fields := []apptest.Part{apptest.Field("changelog", `[{"message":"Fix","author":"A","email":"a@example.com","date":"2026-11-21 05:18:00"}]`),
 		apptest.Field("custom_fields", `[{"name":"Env","value":"staging","icon":"fa fa-flask"}]`), apptest.Field("branch", "origin/main"),
 		apptest.Field("git_commit", "abc123"), apptest.Field("ci_url", "https://ci.example.com/1"), apptest.File("demo.ipa", ipa)}
@@ -184,7 +185,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	relID := int64(rel["id"].(float64))
 	appID := int64(rel["app"].(map[string]any)["id"].(float64))
 	slug := rel["channel"].(map[string]any)["slug"].(string)
-	apk := appinfotest.BuildAPK(appinfotest.APKOptions{AndroidManifest: appinfotest.AndroidManifest{Package: "com.example.droid", VersionCode: 3, VersionName: "1.2", MinSDK: 21, Label: "Droid"}})
+	apk := androidtest.BuildAPK(androidtest.APKOptions{AndroidManifest: androidtest.AndroidManifest{Package: "com.example.droid", VersionCode: 3, VersionName: "1.2", MinSDK: 21, Label: "Droid"}})
 	arel := e.UploadApp(t, "droid.apk", apk, apptest.Field("password", "secret"))
 	apkID := int64(arel["id"].(float64))
 	apkSlug := arel["channel"].(map[string]any)["slug"].(string)
@@ -373,7 +374,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/apps/%d/collaborators/%d", appID, carolID), nil, admin), 200, "remove collaborator")
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/users/%d", carolID), nil, admin), 200, "delete user")
 	// Upload sessions.
-	small := appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Sess", BundleID: "com.example.sess", Version: "1.0", Build: "1"})
+	small := appletest.BuildIPA(appletest.IPAOptions{AppName: "Sess", BundleID: "com.example.sess", Version: "1.0", Build: "1"})
 	sum := sha256.Sum256(small)
 	sess := dfJSON("POST", "/api/uploads", fmt.Sprintf(`{"filename":"s.ipa","size":%d,"sha256":"%x"}`, len(small), sum), e.UploadToken, 201).Map(t)
 	sessID := sess["id"].(string)

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/test/apptest"
@@ -33,12 +33,12 @@ func (m *mgmt) channelOf(name string, n int, expires func(i int) time.Time) (cha
 	channel = m.want(m.call("POST", fmt.Sprintf("/api/schemes/%d/channels", id(scheme)), m.e.AdminToken,
 		`{"name":"iOS","slug":"`+name+`-ios","device_type":"ios"}`), 201, "create channel")
 	for i := 1; i <= n; i++ {
-		opts := appinfotest.IPAOptions{AppName: name, BundleID: "com.example." + name, Version: "1.0", Build: fmt.Sprint(i),
-			Icons: []appinfotest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}}}
+		opts := appletest.IPAOptions{AppName: name, BundleID: "com.example." + name, Version: "1.0", Build: fmt.Sprint(i),
+			Icons: []appletest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}}}
 		if exp := expires(i); !exp.IsZero() {
-			opts.Profile = &appinfotest.ProfileOptions{ExpiresAt: exp, CreatedAt: exp.AddDate(-1, 0, 0), AppID: "TEAM123456.com.example." + name}
+			opts.Profile = &appletest.ProfileOptions{ExpiresAt: exp, CreatedAt: exp.AddDate(-1, 0, 0), AppID: "TEAM123456.com.example." + name}
 		}
-		rel := m.e.UploadApp(m.t, name+".ipa", appinfotest.BuildIPA(opts), apptest.Field("channel_key", name+"-ios"))
+		rel := m.e.UploadApp(m.t, name+".ipa", appletest.BuildIPA(opts), apptest.Field("channel_key", name+"-ios"))
 		ids = append(ids, id(rel))
 	}
 	return channel, ids

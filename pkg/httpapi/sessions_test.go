@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/debuginfo/debuginfotest"
 	"github.com/slipwayhq/slipway/test/apptest"
@@ -105,8 +105,8 @@ func TestUploadSessionRoundTrip(t *testing.T) {
 	for _, storage := range []string{apptest.FS, apptest.S3} {
 		t.Run(storage, func(t *testing.T) {
 			s := sessions{newMgmt(t, apptest.Options{Storage: storage})}
-			ipa := appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Big", BundleID: "com.example.big", Version: "3.0", Build: "30",
-				FillerBytes: 12 << 20, Icons: []appinfotest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}}})
+			ipa := appletest.BuildIPA(appletest.IPAOptions{AppName: "Big", BundleID: "com.example.big", Version: "3.0", Build: "30",
+				FillerBytes: 12 << 20, Icons: []appletest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}}})
 			sess := s.start(startBody("Big.ipa", len(ipa), sha(ipa), map[string]any{"changelog": []map[string]string{{"message": "Big build"}},
 				"custom_fields": `[{"name":"QA","value":"ok","icon":"fa fa-check"}]`, "branch": "origin/main"}), 201)
 			if sess.State != "open" || len(sess.Parts) != 3 || sess.Parts[2].Size != int64(len(ipa))-2*sess.PartSize {
@@ -179,7 +179,7 @@ func TestUploadSessionDebugFileAndChannel(t *testing.T) {
 	if df["metadata"].([]any)[0].(map[string]any)["uuid"] != "0A1B2C3D-4E5F-6071-8293-A4B5C6D7E8F9" {
 		t.Fatalf("debug file: %v", df)
 	}
-	ipa := appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"})
+	ipa := appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"})
 	sess = s.start(startBody("h.ipa", len(ipa), "", map[string]any{"channel_key": "harbor-ios"}), 201)
 	s.put(sess.Parts[0].URL, ipa)
 	rel := s.want(s.call("POST", "/api/uploads/"+sess.ID+"/complete", s.e.UploadToken, ""), 201, "complete into the channel")
@@ -194,7 +194,7 @@ func TestUploadSessionRefusals(t *testing.T) {
 	for _, storage := range []string{apptest.FS, apptest.S3} {
 		t.Run(storage, func(t *testing.T) {
 			s := sessions{newMgmt(t, apptest.Options{Storage: storage, Configure: func(c *config.Config) { c.MaxUploadBytes = 64 << 20 }})}
-			data := appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "R", BundleID: "com.example.r", Version: "1", Build: "1", FillerBytes: 6 << 20})
+			data := appletest.BuildIPA(appletest.IPAOptions{AppName: "R", BundleID: "com.example.r", Version: "1", Build: "1", FillerBytes: 6 << 20})
 			// Refused at the start.
 			for body, status := range map[string]int{
 				`{"size":10}`: 422, `{"filename":"a.ipa"}`: 422, `{"filename":"a.ipa","size":0}`: 422,
@@ -276,7 +276,7 @@ func TestUploadSessionRefusals(t *testing.T) {
 // period: it may take as long as its expiry allows.
 func TestUploadSessionOutlivesGrace(t *testing.T) {
 	s := sessions{newMgmt(t, apptest.Options{Configure: func(c *config.Config) { c.UploadSessionTTL = time.Hour }})}
-	ipa := appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Slow", BundleID: "com.example.slow", Version: "1", Build: "1"})
+	ipa := appletest.BuildIPA(appletest.IPAOptions{AppName: "Slow", BundleID: "com.example.slow", Version: "1", Build: "1"})
 	sess := s.start(startBody("s.ipa", len(ipa), "", nil), 201)
 	s.put(sess.Parts[0].URL, ipa)
 	if _, err := s.e.Service.CollectGarbage(context.Background(), 0); err != nil { // grace 0: every pending object is old

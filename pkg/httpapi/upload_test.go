@@ -32,7 +32,8 @@ import (
 
 	"howett.net/plist"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/test/apptest"
 	"github.com/slipwayhq/slipway/test/fixtures"
@@ -760,7 +761,7 @@ func dmg(n int) []byte {
 }
 
 func TestUploadSynthetic(t *testing.T) {
-	profile := func(o appinfotest.ProfileOptions) *appinfotest.ProfileOptions { return &o }
+	profile := func(o appletest.ProfileOptions) *appletest.ProfileOptions { return &o }
 	cases := []struct {
 		name   string
 		file   string
@@ -768,54 +769,54 @@ func TestUploadSynthetic(t *testing.T) {
 		fields []apptest.Part
 		want   expect
 	}{
-		{"ipa with a CgBI icon, development profile", "synth.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{
+		{"ipa with a CgBI icon, development profile", "synth.ipa", appletest.BuildIPA(appletest.IPAOptions{
 			AppName: "SynthIOS", DisplayName: "Synth iOS", BundleID: "com.example.synth", Version: "2.3.4", Build: "77",
-			Icons:   []appinfotest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120, CgBI: true}, {Name: "AppIcon60x60@3x.png", Size: 180, CgBI: true}},
-			Profile: profile(appinfotest.ProfileOptions{Devices: []string{"00008030-000000000000001E"}, GetTaskAllow: true}),
+			Icons:   []appletest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120, CgBI: true}, {Name: "AppIcon60x60@3x.png", Size: 180, CgBI: true}},
+			Profile: profile(appletest.ProfileOptions{Devices: []string{"00008030-000000000000001E"}, GetTaskAllow: true}),
 		}), nil, expect{"Synth iOS", "com.example.synth", "2.3.4", "77", "ios", "Debug", 180}},
-		{"ipa, ad-hoc profile, binary plist, standard PNG icon", "adhoc.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{
+		{"ipa, ad-hoc profile, binary plist, standard PNG icon", "adhoc.ipa", appletest.BuildIPA(appletest.IPAOptions{
 			AppName: "AdhocApp", BundleID: "com.example.adhoc", Version: "1.0", Build: "3", BinaryPlist: true,
-			Icons:   []appinfotest.IconFile{{Name: "AppIcon76x76@2x~ipad.png", Size: 152}},
-			Profile: profile(appinfotest.ProfileOptions{Devices: []string{"a", "b"}}),
+			Icons:   []appletest.IconFile{{Name: "AppIcon76x76@2x~ipad.png", Size: 152}},
+			Profile: profile(appletest.ProfileOptions{Devices: []string{"a", "b"}}),
 		}), nil, expect{"AdhocApp", "com.example.adhoc", "1.0", "3", "ios", "Adhoc", 152}},
-		{"ipa, enterprise profile", "ent.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{
-			AppName: "EntApp", BundleID: "com.example.ent", Profile: profile(appinfotest.ProfileOptions{AllDevices: true}),
+		{"ipa, enterprise profile", "ent.ipa", appletest.BuildIPA(appletest.IPAOptions{
+			AppName: "EntApp", BundleID: "com.example.ent", Profile: profile(appletest.ProfileOptions{AllDevices: true}),
 		}), nil, expect{"EntApp", "com.example.ent", "1.0", "1", "ios", "Enterprise", 0}},
-		{"ipa, distribution profile", "store.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{
-			AppName: "StoreApp", BundleID: "com.example.store", Profile: profile(appinfotest.ProfileOptions{BetaReportsActive: true}),
+		{"ipa, distribution profile", "store.ipa", appletest.BuildIPA(appletest.IPAOptions{
+			AppName: "StoreApp", BundleID: "com.example.store", Profile: profile(appletest.ProfileOptions{BetaReportsActive: true}),
 		}), nil, expect{"StoreApp", "com.example.store", "1.0", "1", "ios", "AppStore", 0}},
-		{"ipa from the App Store", "itunes.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{
-			AppName: "ITunesApp", BundleID: "com.example.itunes", AppStore: true, Profile: profile(appinfotest.ProfileOptions{Devices: []string{"a"}}),
+		{"ipa from the App Store", "itunes.ipa", appletest.BuildIPA(appletest.IPAOptions{
+			AppName: "ITunesApp", BundleID: "com.example.itunes", AppStore: true, Profile: profile(appletest.ProfileOptions{Devices: []string{"a"}}),
 		}), nil, expect{"ITunesApp", "com.example.itunes", "1.0", "1", "ios", "AppStore", 0}},
-		{"ipa without a profile", "noprofile.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "NoProfile", BundleID: "com.example.noprofile"}),
+		{"ipa without a profile", "noprofile.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "NoProfile", BundleID: "com.example.noprofile"}),
 			nil, expect{"NoProfile", "com.example.noprofile", "1.0", "1", "ios", "Debug", 0}},
-		{"release_type field wins", "typed.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Typed", BundleID: "com.example.typed"}),
+		{"release_type field wins", "typed.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Typed", BundleID: "com.example.typed"}),
 			[]apptest.Part{apptest.Field("release_type", "Beta")}, expect{"Typed", "com.example.typed", "1.0", "1", "ios", "Beta", 0}},
-		{"name field wins", "named.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Parsed", BundleID: "com.example.named"}),
+		{"name field wins", "named.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Parsed", BundleID: "com.example.named"}),
 			[]apptest.Part{apptest.Field("name", "  Given Name ")}, expect{"Given Name", "com.example.named", "1.0", "1", "ios", "Debug", 0}},
-		{"apk with PNG icons", "droid.apk", appinfotest.BuildAPK(appinfotest.APKOptions{AndroidManifest: appinfotest.AndroidManifest{
+		{"apk with PNG icons", "droid.apk", androidtest.BuildAPK(androidtest.APKOptions{AndroidManifest: androidtest.AndroidManifest{
 			Package: "com.example.droid", VersionCode: 42, VersionName: "3.1.0", MinSDK: 21, TargetSDK: 34,
 			LabelStrings: map[string]string{"": "Droid", "zh-CN": "机器人"},
-			Icons: []appinfotest.AndroidIcon{
-				{Density: 160, Path: "res/mipmap-mdpi-v4/ic_launcher.png", Data: appinfotest.AndroidPNG(48, 48)},
-				{Density: 640, Path: "res/mipmap-xxxhdpi-v4/ic_launcher.png", Data: appinfotest.AndroidPNG(192, 192)},
+			Icons: []androidtest.AndroidIcon{
+				{Density: 160, Path: "res/mipmap-mdpi-v4/ic_launcher.png", Data: androidtest.AndroidPNG(48, 48)},
+				{Density: 640, Path: "res/mipmap-xxxhdpi-v4/ic_launcher.png", Data: androidtest.AndroidPNG(192, 192)},
 			}}}), nil, expect{"Droid", "com.example.droid", "3.1.0", "42", "android", "Adhoc", 192}},
-		{"apk, release_type given", "typed.apk", appinfotest.BuildAPK(appinfotest.APKOptions{AndroidManifest: appinfotest.AndroidManifest{
+		{"apk, release_type given", "typed.apk", androidtest.BuildAPK(androidtest.APKOptions{AndroidManifest: androidtest.AndroidManifest{
 			Package: "com.example.typed.droid", VersionCode: 1, VersionName: "1.0", Label: "TypedDroid"}}),
 			[]apptest.Part{apptest.Field("release_type", "release")}, expect{"TypedDroid", "com.example.typed.droid", "1.0", "1", "android", "Release", 0}},
-		{"aab", "bundle.aab", appinfotest.BuildAAB(appinfotest.AABOptions{AndroidManifest: appinfotest.AndroidManifest{
+		{"aab", "bundle.aab", androidtest.BuildAAB(androidtest.AABOptions{AndroidManifest: androidtest.AndroidManifest{
 			Package: "com.example.bundle", VersionCode: 7, VersionName: "0.7", MinSDK: 24,
 			LabelStrings: map[string]string{"": "Bundle"},
-			Icons: []appinfotest.AndroidIcon{
-				{Density: 480, Path: "res/mipmap-xxhdpi-v4/ic_launcher.png", Data: appinfotest.AndroidPNG(144, 144)},
+			Icons: []androidtest.AndroidIcon{
+				{Density: 480, Path: "res/mipmap-xxhdpi-v4/ic_launcher.png", Data: androidtest.AndroidPNG(144, 144)},
 			}}}), nil, expect{"Bundle", "com.example.bundle", "0.7", "7", "android", "Adhoc", 144}},
-		{"zipped macOS app with an icns icon", "mac.zip", appinfotest.BuildMacZip(appinfotest.MacZipOptions{
+		{"zipped macOS app with an icns icon", "mac.zip", appletest.BuildMacZip(appletest.MacZipOptions{
 			AppName: "MacSynth", BundleID: "com.example.mac", Version: "4.5", Build: "45", IconSizes: []int{128, 256}, MacOSXJunk: true,
 		}), nil, expect{"MacSynth", "com.example.mac", "4.5", "45", "macos", "Debug", 256}},
-		{"zipped macOS app, distribution profile", "macrel.zip", appinfotest.BuildMacZip(appinfotest.MacZipOptions{
-			AppName: "MacRelease", BundleID: "com.example.macrel", Folder: "build/", Profile: profile(appinfotest.ProfileOptions{Platform: "OSX"}),
+		{"zipped macOS app, distribution profile", "macrel.zip", appletest.BuildMacZip(appletest.MacZipOptions{
+			AppName: "MacRelease", BundleID: "com.example.macrel", Folder: "build/", Profile: profile(appletest.ProfileOptions{Platform: "OSX"}),
 		}), nil, expect{"MacRelease", "com.example.macrel", "1.0", "1", "macos", "Release", 0}},
-		{"pkg", "installer.pkg", appinfotest.BuildPKG(appinfotest.PKGOptions{
+		{"pkg", "installer.pkg", appletest.BuildPKG(appletest.PKGOptions{
 			Distribution: true, Title: "Pkg Synth", AppName: "PkgApp", BundleID: "com.example.pkg", Version: "1.2", Build: "12",
 		}), nil, expect{"", "com.example.pkg", "1.2", "12", "macos", "", 0}},
 		{"dmg with its metadata as fields", "disk.dmg", dmg(8192), []apptest.Part{
@@ -890,14 +891,14 @@ func TestUploadRejectsNonPackages(t *testing.T) {
 		bad := map[string][]byte{
 			"text.ipa":        []byte("not-a-zip-file"),
 			"empty.ipa":       {},
-			"png.apk":         appinfotest.StandardPNG(8, 8),
-			"empty-payload":   appinfotest.BuildZip(appinfotest.Entry{Name: "Payload/"}),
-			"dsym.zip":        appinfotest.BuildZip(appinfotest.Entry{Name: "App.dSYM/Contents/Resources/DWARF/App", Data: []byte("x")}),
-			"broken-plist":    appinfotest.BuildIPA(appinfotest.IPAOptions{RawInfoPlist: []byte("<plist><dict><key>")}),
-			"manifest-text":   appinfotest.AndroidZip(appinfotest.AndroidEntry{Name: "AndroidManifest.xml", Data: []byte("<manifest package='a'/>")}),
-			"truncated.ipa":   appinfotest.BuildIPA(appinfotest.IPAOptions{})[:300],
+			"png.apk":         appletest.StandardPNG(8, 8),
+			"empty-payload":   appletest.BuildZip(appletest.Entry{Name: "Payload/"}),
+			"dsym.zip":        appletest.BuildZip(appletest.Entry{Name: "App.dSYM/Contents/Resources/DWARF/App", Data: []byte("x")}),
+			"broken-plist":    appletest.BuildIPA(appletest.IPAOptions{RawInfoPlist: []byte("<plist><dict><key>")}),
+			"manifest-text":   androidtest.AndroidZip(androidtest.AndroidEntry{Name: "AndroidManifest.xml", Data: []byte("<manifest package='a'/>")}),
+			"truncated.ipa":   appletest.BuildIPA(appletest.IPAOptions{})[:300],
 			"windows.exe":     append([]byte("MZ"), make([]byte, 1000)...),
-			"no-bundle-id.ip": appinfotest.BuildIPA(appinfotest.IPAOptions{InfoPlist: map[string]any{"CFBundleIdentifier": nil}}),
+			"no-bundle-id.ip": appletest.BuildIPA(appletest.IPAOptions{InfoPlist: map[string]any{"CFBundleIdentifier": nil}}),
 		}
 		t.Run("files", func(t *testing.T) {
 			for name, data := range bad {
@@ -915,11 +916,11 @@ func TestUploadRejectsNonPackages(t *testing.T) {
 // Upload rules of decisions.md.
 
 func ipa(bundleID, version, build string) []byte {
-	return appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Rules", BundleID: bundleID, Version: version, Build: build})
+	return appletest.BuildIPA(appletest.IPAOptions{AppName: "Rules", BundleID: bundleID, Version: version, Build: build})
 }
 
 func apk(pkg, version string, code int) []byte {
-	return appinfotest.BuildAPK(appinfotest.APKOptions{AndroidManifest: appinfotest.AndroidManifest{
+	return androidtest.BuildAPK(androidtest.APKOptions{AndroidManifest: androidtest.AndroidManifest{
 		Package: pkg, VersionCode: code, VersionName: version, Label: "RulesDroid"}})
 }
 
@@ -1215,7 +1216,7 @@ func TestUploadIdempotency(t *testing.T) {
 func TestUploadSizeLimit(t *testing.T) {
 	storages(t, func(t *testing.T, storage string) {
 		e := newEnv(t, apptest.Options{Storage: storage, Configure: func(c *config.Config) { c.MaxUploadBytes = 64 << 10 }})
-		big := appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Big", FillerBytes: 256 << 10})
+		big := appletest.BuildIPA(appletest.IPAOptions{AppName: "Big", FillerBytes: 256 << 10})
 		wantError(t, e.upload(t, apptest.Field("token", e.UploadToken), apptest.File("big.ipa", big)), http.StatusRequestEntityTooLarge)
 		// With the file before the token, the file is refused before the token is seen.
 		wantError(t, e.upload(t, apptest.File("big.ipa", big), apptest.Field("token", e.UploadToken)), http.StatusRequestEntityTooLarge)

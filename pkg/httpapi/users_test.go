@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
@@ -42,7 +42,7 @@ func TestUsersAndCollaborators(t *testing.T) {
 	}
 	signIn("alice") // the first: an admin
 	carolSession, carol := signIn("carol")
-	rel := e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.0", Build: "1"}))
+	rel := e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.0", Build: "1"}))
 	appID := int64(rel["app"].(map[string]any)["id"].(float64))
 	carolToken, _, err := e.Service.ConsoleCreateToken(ctx, &distribution.User{ID: carol.ID, Role: distribution.RoleAdmin}, "carol-ci", distribution.ScopeUpload)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/debuginfo/debuginfotest"
 	"github.com/slipwayhq/slipway/pkg/webhook"
@@ -127,7 +127,7 @@ func TestWebhookEvents(t *testing.T) {
 	}
 
 	// release.created (the fixture's release came before the webhook: not sent).
-	rel := m.e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"}),
+	rel := m.e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"}),
 		apptest.Field("channel_key", "harbor-ios"), apptest.Field("changelog", "Second"))
 	got := rcv.waitEvents(1)
 	if got[0].event != webhook.EventReleaseCreated || got[0].env.Release == nil || got[0].env.Release.ID != id(rel) ||
@@ -227,7 +227,7 @@ func TestWebhookEvents(t *testing.T) {
 
 	// Disabled webhooks get nothing; deleting removes the history.
 	m.want(m.call("PATCH", fmt.Sprintf("/api/webhooks/%d", id(hook)), admin, `{"enabled":false}`), 200, "disable")
-	m.e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.2", Build: "3"}),
+	m.e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.2", Build: "3"}),
 		apptest.Field("channel_key", "harbor-ios"))
 	time.Sleep(300 * time.Millisecond)
 	if n := len(rcv.events()); n != 3+downloaded { // the events and the successful ping
@@ -248,7 +248,7 @@ func TestWebhookGivesUp(t *testing.T) {
 	_, _, channel, _ := m.fixture()
 	hook := m.want(m.call("POST", fmt.Sprintf("/api/channels/%d/webhooks", id(channel)), m.e.AdminToken,
 		`{"url":"`+rcv.URL+`","events":"release.created"}`), 201, "webhook (events as form text)")
-	m.e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.0", Build: "9"}),
+	m.e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.0", Build: "9"}),
 		apptest.Field("channel_key", "harbor-ios"))
 	waitFor(t, "the delivery to fail for good", func() bool {
 		var state string
@@ -314,7 +314,7 @@ func TestWebhookRefusals(t *testing.T) {
 func TestDownloadCounts(t *testing.T) {
 	m := webhookEnv(t, true)
 	_, _, channel, rel := m.fixture()
-	other := m.e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"}),
+	other := m.e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"}),
 		apptest.Field("channel_key", "harbor-ios"))
 	var wg sync.WaitGroup
 	const workers, each = 8, 25
@@ -400,11 +400,11 @@ func TestWebhookCascadeDeletes(t *testing.T) {
 	m := webhookEnv(t, true)
 	admin := m.e.AdminToken
 	app, scheme, channel, first := m.fixture()
-	second := m.e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"}),
+	second := m.e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"}),
 		apptest.Field("channel_key", "harbor-ios"))
 	beta := m.want(m.call("POST", fmt.Sprintf("/api/apps/%d/schemes", id(app)), admin, `{"name":"Beta"}`), 201, "scheme")
 	m.want(m.call("POST", fmt.Sprintf("/api/schemes/%d/channels", id(beta)), admin, `{"name":"iOS","slug":"harbor-beta","device_type":"ios"}`), 201, "channel")
-	third := m.e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.0", Build: "3"}),
+	third := m.e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.0", Build: "3"}),
 		apptest.Field("channel_key", "harbor-beta"))
 	rcv := newReceiver(t)
 	hook := m.want(m.call("POST", fmt.Sprintf("/api/apps/%d/webhooks", id(app)), admin, `{"url":"`+rcv.URL+`/app","events":["release.deleted"]}`), 201, "app webhook")
@@ -464,7 +464,7 @@ func TestWebhookRobotSecret(t *testing.T) {
 	if strings.Contains(string(shown.Body), secret) || shown.Map(t)["robot_secret_set"] != true {
 		t.Errorf("shown: %s", shown.Body)
 	}
-	m.e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"}),
+	m.e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"}),
 		apptest.Field("channel_key", "harbor-ios"))
 	select {
 	case q := <-got:

@@ -20,7 +20,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/test/apptest"
 	"github.com/slipwayhq/slipway/test/fixtures"
 )
@@ -257,7 +257,7 @@ func (b *tester) checkQR(name, releaseURL string) {
 func TestBrowserTesterPath(t *testing.T) {
 	bctx := browser(t)
 	e := apptest.New(t, apptest.Options{})
-	icon := []appinfotest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}}
+	icon := []appletest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}}
 
 	changelog := `[{"message":"Sign in with a passkey","author":"Ada","date":"2026-11-20 10:00:00"},{"message":"Fixed the crash on launch"}]`
 	custom := `[{"name":"Tests","value":"312 passed","icon":"fa fa-check"},{"name":"Backend","value":"staging","icon":"fa-solid fa-server"}]`
@@ -268,23 +268,23 @@ func TestBrowserTesterPath(t *testing.T) {
 	// The real iOS fixtures' profiles have all expired: their pages say so and disable Install.
 	// A synthetic build with a valid profile shows the installable page (and is the README's).
 	ios := upload(t, e, "bundle.ipa", pkg(t, "ios/bundle-ipad-1.0-1.ipa", func() []byte {
-		return appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "bundle", Icons: icon, Profile: &appinfotest.ProfileOptions{Devices: []string{"x"}}}) // expired 2025
+		return appletest.BuildIPA(appletest.IPAOptions{AppName: "bundle", Icons: icon, Profile: &appletest.ProfileOptions{Devices: []string{"x"}}}) // expired 2025
 	}), ciFields...)
 	setGitURL(t, e, ios.Channel.Slug, "git@github.com:example/bundle.git")
 	validIPA := func() []byte {
-		return appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", DisplayName: "Harbor", BundleID: "com.example.harbor",
-			Version: "2.4.0", Build: "118", DeviceFamily: []int{1}, Profile: &appinfotest.ProfileOptions{
+		return appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", DisplayName: "Harbor", BundleID: "com.example.harbor",
+			Version: "2.4.0", Build: "118", DeviceFamily: []int{1}, Profile: &appletest.ProfileOptions{
 				Name: "Harbor Ad Hoc", TeamID: "ABCDE12345", TeamName: "Example Team", AppID: "ABCDE12345.com.example.harbor",
 				Devices: []string{"00008030-001A2C3E0E38802E"}, ExpiresAt: time.Now().AddDate(1, 0, 0)},
 			InfoPlist: map[string]any{"CFBundleIcons": map[string]any{"CFBundlePrimaryIcon": map[string]any{"CFBundleIconFiles": []string{"HarborIcon60x60"}}}},
-			Extra:     []appinfotest.Entry{{Name: "Payload/Harbor.app/HarborIcon60x60@3x.png", Data: harborIcon(180)}}})
+			Extra:     []appletest.Entry{{Name: "Payload/Harbor.app/HarborIcon60x60@3x.png", Data: harborIcon(180)}}})
 	}
 	demo := upload(t, e, "harbor.ipa", validIPA(), append(ciFields, apptest.Field("release_type", "adhoc"))...)
 	setGitURL(t, e, demo.Channel.Slug, "git@github.com:example/harbor.git")
 	android := upload(t, e, "app.apk", pkg(t, "android/appinfodemo-2.1.0-10.apk", func() []byte { return apk("AppInfoDemo", "2.1.0", 10) }), ciFields...)
 	hostile := `[{"message":"<script>document.title='pwned'</script>"},{"message":"<img src=x onerror=\"document.title='pwned'\">"}]`
 	mac := upload(t, e, "mac.zip", pkg(t, "macos/guiapp-unsigned-1.0-1.zip", func() []byte {
-		return appinfotest.BuildMacZip(appinfotest.MacZipOptions{AppName: "GuiApp", IconSizes: []int{128}})
+		return appletest.BuildMacZip(appletest.MacZipOptions{AppName: "GuiApp", IconSizes: []int{128}})
 	}), apptest.Field("changelog", hostile),
 		apptest.Field("custom_fields", `[{"name":"\"><script>document.title='pwned'</script>","value":"<b onmouseover=alert(1)>x</b>","icon":"fa\" onclick=\"alert(1)"}]`))
 	secret := upload(t, e, "harbor.ipa", validIPA(), apptest.Field("name", "Harbor Private"),

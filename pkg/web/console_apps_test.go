@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
@@ -41,8 +41,8 @@ func TestConsoleAppAuthorization(t *testing.T) {
 	carol, _ := signedIn(t, e, "carol") // will be a developer of Harbor
 	dave, _ := signedIn(t, e, "dave")   // a developer of another app
 	bob, _ := signedIn(t, e, "bob")     // a viewer
-	harbor := e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.0", Build: "1"}))
-	other := e.UploadApp(t, "o.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Other", BundleID: "com.example.other", Version: "1.0", Build: "1"}))
+	harbor := e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.0", Build: "1"}))
+	other := e.UploadApp(t, "o.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Other", BundleID: "com.example.other", Version: "1.0", Build: "1"}))
 	appID := int64(harbor["app"].(map[string]any)["id"].(float64))
 	otherID := int64(other["app"].(map[string]any)["id"].(float64))
 	chID := int64(harbor["channel"].(map[string]any)["id"].(float64))

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
@@ -27,7 +27,7 @@ func BenchmarkConsolePages(b *testing.B) {
 	var appID int64
 	for ch := range 5 {
 		for n := range 10 {
-			rel := e.UploadApp(b, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor",
+			rel := e.UploadApp(b, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor",
 				Version: fmt.Sprintf("1.%d", n), Build: fmt.Sprint(n + 1)}), apptest.Field("release_type", fmt.Sprintf("type%d", ch)))
 			appID = int64(rel["app"].(map[string]any)["id"].(float64))
 		}

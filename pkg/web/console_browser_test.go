@@ -11,7 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
@@ -86,7 +86,7 @@ func TestBrowserConsoleSignIn(t *testing.T) {
 
 	// The web upload: a 16 MiB build in four parts (5 MiB in tests), sent with progress.
 	path := filepath.Join(t.TempDir(), "Harbor-1.1.ipa")
-	if err := os.WriteFile(path, appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor",
+	if err := os.WriteFile(path, appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor",
 		Version: "1.1", Build: "2", FillerBytes: 16 << 20}), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/test/apptest"
@@ -80,9 +80,9 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	carol, _ := signedIn(t, e, "carol")
 	dave, _ := signedIn(t, e, "dave")
 	bob, _ := signedIn(t, e, "bob")
-	harbor := e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.0", Build: "1"}))
-	second := e.UploadApp(t, "h2.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"}))
-	other := e.UploadApp(t, "o.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Other", BundleID: "com.example.other", Version: "1.0", Build: "1"}))
+	harbor := e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.0", Build: "1"}))
+	second := e.UploadApp(t, "h2.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.1", Build: "2"}))
+	other := e.UploadApp(t, "o.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Other", BundleID: "com.example.other", Version: "1.0", Build: "1"}))
 	appID := int64(harbor["app"].(map[string]any)["id"].(float64))
 	otherID := int64(other["app"].(map[string]any)["id"].(float64))
 	chID := int64(harbor["channel"].(map[string]any)["id"].(float64))
@@ -411,7 +411,7 @@ func TestConsoleWebUpload(t *testing.T) {
 	admin, _ := signedIn(t, e, "alice")
 	carol, _ := signedIn(t, e, "carol")
 	dave, _ := signedIn(t, e, "dave")
-	harbor := e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.0", Build: "1"}))
+	harbor := e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.0", Build: "1"}))
 	appID := int64(harbor["app"].(map[string]any)["id"].(float64))
 	chID := int64(harbor["channel"].(map[string]any)["id"].(float64))
 	acsrf := csrfOf(t, admin, e.URL+"/console")
@@ -420,7 +420,7 @@ func TestConsoleWebUpload(t *testing.T) {
 	}
 	ccsrf := csrfOf(t, carol, fmt.Sprintf("%s/console/apps/%d", e.URL, appID))
 	dcsrf := csrfOf(t, dave, e.URL+"/console")
-	file := appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.0", Build: "7", FillerBytes: 11 << 20})
+	file := appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.0", Build: "7", FillerBytes: 11 << 20})
 	start := func(c *http.Client, csrf string, form url.Values) (int, map[string]any) {
 		return script(t, c, http.MethodPost, fmt.Sprintf("%s/console/channels/%d/uploads", e.URL, chID), csrf, form)
 	}
@@ -526,7 +526,7 @@ func TestConsoleBuildPages(t *testing.T) {
 	admin, _ := signedIn(t, e, "alice")
 	var appID, chID int64
 	for n := range 12 {
-		rel := e.UploadApp(t, "h.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor",
+		rel := e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor",
 			Version: fmt.Sprintf("1.%d", n), Build: fmt.Sprint(n + 1)}))
 		appID = int64(rel["app"].(map[string]any)["id"].(float64))
 		chID = int64(rel["channel"].(map[string]any)["id"].(float64))

@@ -20,7 +20,8 @@ import (
 	"github.com/makiuchi-d/gozxing"
 	gozxingqr "github.com/makiuchi-d/gozxing/qrcode"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
@@ -50,12 +51,12 @@ func upload(t testing.TB, e *apptest.Env, filename string, data []byte, fields .
 }
 
 func ipa(name, version, build string) []byte {
-	return appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: name, BundleID: "com.example." + strings.ToLower(name),
-		Version: version, Build: build, Icons: []appinfotest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}}})
+	return appletest.BuildIPA(appletest.IPAOptions{AppName: name, BundleID: "com.example." + strings.ToLower(name),
+		Version: version, Build: build, Icons: []appletest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}}})
 }
 
 func apk(label, version string, code int) []byte {
-	return appinfotest.BuildAPK(appinfotest.APKOptions{AndroidManifest: appinfotest.AndroidManifest{
+	return androidtest.BuildAPK(androidtest.APKOptions{AndroidManifest: androidtest.AndroidManifest{
 		Package: "com.example.droid", VersionCode: code, VersionName: version, MinSDK: 21, Label: label}})
 }
 
@@ -200,7 +201,7 @@ func TestReleasePageHTTPSAndPlatforms(t *testing.T) {
 		`id="install" href="`+e.Config.PublicURL+fmt.Sprintf("/download/releases/%d", a.ID)+`"`)
 	mustNotContain(t, resp.Body, "itms-services", `id="insecure-warning"`)
 
-	m := upload(t, e, "mac.zip", appinfotest.BuildMacZip(appinfotest.MacZipOptions{AppName: "MacDemo", Version: "3.1", Build: "9"}))
+	m := upload(t, e, "mac.zip", appletest.BuildMacZip(appletest.MacZipOptions{AppName: "MacDemo", Version: "3.1", Build: "9"}))
 	resp = get(t, e, local(m.ReleaseURL))
 	mustContain(t, resp.Body, "MacDemo", "3.1", "macOS", " Download</a>",
 		`id="install" href="`+e.Config.PublicURL+fmt.Sprintf("/download/releases/%d", m.ID)+`"`)
@@ -210,7 +211,7 @@ func TestExpiredProfileDisablesInstall(t *testing.T) {
 	t.Parallel()
 	e := apptest.New(t, apptest.Options{})
 	build := func(expires time.Time) []byte {
-		return appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Signed", Profile: &appinfotest.ProfileOptions{
+		return appletest.BuildIPA(appletest.IPAOptions{AppName: "Signed", Profile: &appletest.ProfileOptions{
 			TeamID: "ABCDE12345", TeamName: "Example Team", Devices: []string{"00008030-000000000000001E"}, ExpiresAt: expires}})
 	}
 	old := upload(t, e, "old.ipa", build(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)))

@@ -14,7 +14,7 @@ import (
 	"github.com/smallstep/pkcs7"
 	"howett.net/plist"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/profileservice/profileservicetest"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
@@ -23,8 +23,8 @@ const testUDID = "00008030-001A2B3C4D5E6F70"
 
 // adhocIPA is an ad hoc build whose profile lists devices (or provisions all of them).
 func adhocIPA(name, build string, devices []string, all bool) []byte {
-	return appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: name, BundleID: "com.example." + strings.ToLower(name), Version: "1.0", Build: build,
-		Profile: &appinfotest.ProfileOptions{Name: name + " Ad Hoc", AppID: "TEAM123456.com.example." + strings.ToLower(name),
+	return appletest.BuildIPA(appletest.IPAOptions{AppName: name, BundleID: "com.example." + strings.ToLower(name), Version: "1.0", Build: build,
+		Profile: &appletest.ProfileOptions{Name: name + " Ad Hoc", AppID: "TEAM123456.com.example." + strings.ToLower(name),
 			Devices: devices, AllDevices: all, CreatedAt: time.Now().AddDate(0, -1, 0), ExpiresAt: time.Now().AddDate(1, 0, 0)}})
 }
 

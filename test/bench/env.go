@@ -21,8 +21,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 )
 
 // env is what every scenario shares: the package, the slipway binary, a fresh database, a fresh
@@ -120,9 +119,9 @@ func (e *env) generatePackage() error {
 	if err != nil {
 		return err
 	}
-	_, err = appinfotest.WriteBenchIPA(f, appinfotest.BenchIPAOptions{
+	_, err = appletest.WriteBenchIPA(f, appletest.BenchIPAOptions{
 		Size: size,
-		App:  appinfotest.IPAOptions{AppName: "Bench", BundleID: "com.example.bench", Version: "1.0.0", Build: "1"},
+		App:  appletest.IPAOptions{AppName: "Bench", BundleID: "com.example.bench", Version: "1.0.0", Build: "1"},
 	})
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -403,7 +403,7 @@ func (rep *report) writeMarkdown(path string) error {
 
 	pk := rep.Package
 	p("## The package\n\n")
-	p("A synthetic .ipa of exactly %s (`appinfotest.WriteBenchIPA`) laid out like an exported app: `Info.plist` at offset %d and `embedded.mobileprovision` at %d (start of `Payload/Bench.app/`), then the executable and an `Assets.car` (incompressible, most of the bytes), the 4 app icons at %.1f–%.1f MiB (%.0f%% into the file), 6 frameworks and %d entries in all, mostly small deflated resources at the end; the central directory is %s. The upload keeps the stream's last 2 MiB to seed the parser's reader, so the directory costs no GET but `Info.plist`, the profile and the icons do. Generated in %s.\n\n",
+	p("A synthetic .ipa of exactly %s (`appletest.WriteBenchIPA`) laid out like an exported app: `Info.plist` at offset %d and `embedded.mobileprovision` at %d (start of `Payload/Bench.app/`), then the executable and an `Assets.car` (incompressible, most of the bytes), the 4 app icons at %.1f–%.1f MiB (%.0f%% into the file), 6 frameworks and %d entries in all, mostly small deflated resources at the end; the central directory is %s. The upload keeps the stream's last 2 MiB to seed the parser's reader, so the directory costs no GET but `Info.plist`, the profile and the icons do. Generated in %s.\n\n",
 		fmtMiB(float64(pk.Size)), pk.InfoPlistOffset, pk.ProfileOffset, float64(pk.FirstIconOffset)/(1<<20), float64(pk.LastIconEnd)/(1<<20),
 		float64(pk.FirstIconOffset)/float64(max(pk.Size, 1))*100, pk.Entries, fmtKiB(float64(pk.CentralDirBytes)), pk.GenerateTook.Round(100*time.Millisecond))
 

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/uploader"
 )
@@ -352,10 +352,10 @@ func (e *env) uploadSmallReleases(ctx context.Context, c *uploadClient) (string,
 	log.Printf("uploading %d small releases to one channel", e.opts.releases)
 	slug := ""
 	for i := range max(e.opts.releases, 1) {
-		ipa := appinfotest.BuildIPA(appinfotest.IPAOptions{
+		ipa := appletest.BuildIPA(appletest.IPAOptions{
 			AppName: "Reader", BundleID: "com.example.reader", Version: fmt.Sprintf("1.%d.0", i), Build: strconv.Itoa(i + 1),
-			Profile: &appinfotest.ProfileOptions{Devices: []string{"00008030-000A1B2C3D4E5F60"}},
-			Icons:   []appinfotest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120, CgBI: true}},
+			Profile: &appletest.ProfileOptions{Devices: []string{"00008030-000A1B2C3D4E5F60"}},
+			Icons:   []appletest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120, CgBI: true}},
 		})
 		fields := map[string]string{"changelog": fmt.Sprintf("- change %d\n- fix %d", i, i), "branch": "main",
 			"git_commit": fmt.Sprintf("%040x", i+1), "ci_url": "https://ci.example.com/builds/" + strconv.Itoa(i+1)}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/test/e2e"
 )
 
@@ -48,7 +48,7 @@ func TestZealotMigrationStory(t *testing.T) {
 	dir := t.TempDir()
 	var releaseIDs []int64
 	for _, build := range []string{"1", "2"} {
-		ipa := writeFile(t, dir, "Harbor-"+build+".ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{
+		ipa := writeFile(t, dir, "Harbor-"+build+".ipa", appletest.BuildIPA(appletest.IPAOptions{
 			AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.0", Build: build}))
 		res := h.Run(t, "upload", ipa, "--url", s.URL, "--token", ci, "--channel-key", zealotKey, "--changelog", "Build "+build, "--progress", "none")
 		if res.ExitCode != 0 {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/test/e2e"
 )
 
@@ -19,7 +19,7 @@ func TestRetentionPlanCommand(t *testing.T) {
 	dir := t.TempDir()
 	var channelID int64
 	for _, build := range []string{"1", "2", "3"} {
-		ipa := writeFile(t, dir, "Keep-"+build+".ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: "Keep", BundleID: "com.example.keep", Version: "1.0", Build: build}))
+		ipa := writeFile(t, dir, "Keep-"+build+".ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Keep", BundleID: "com.example.keep", Version: "1.0", Build: build}))
 		if res := h.Run(t, "upload", ipa, "--url", s.URL, "--token", admin, "--progress", "none"); res.ExitCode != 0 {
 			t.Fatalf("upload:\n%s", res)
 		}

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/uploader"
 	"github.com/slipwayhq/slipway/test/e2e"
@@ -43,8 +43,8 @@ func TestCLIUploadSessionResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	hash := sha256.New()
-	if _, err := appinfotest.WriteBenchIPA(io.MultiWriter(f, hash), appinfotest.BenchIPAOptions{Size: 1 << 30,
-		App: appinfotest.IPAOptions{AppName: "Big", BundleID: "com.example.big", Version: "9.0", Build: "900"}}); err != nil {
+	if _, err := appletest.WriteBenchIPA(io.MultiWriter(f, hash), appletest.BenchIPAOptions{Size: 1 << 30,
+		App: appletest.IPAOptions{AppName: "Big", BundleID: "com.example.big", Version: "9.0", Build: "900"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {

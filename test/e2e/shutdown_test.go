@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/test/e2e"
 )
 
@@ -34,7 +34,7 @@ func TestShutdownDrainsUploads(t *testing.T) {
 	s := h.Start(t, "SLIPWAY_DRAIN_TIMEOUT=5m")
 	token := h.CreateToken(t, "ci", "upload")
 
-	up := startSlowUpload(t, s, token, appinfotest.BuildIPA(appinfotest.IPAOptions{BundleID: "com.example.drain", FillerBytes: 12 << 20}))
+	up := startSlowUpload(t, s, token, appletest.BuildIPA(appletest.IPAOptions{BundleID: "com.example.drain", FillerBytes: 12 << 20}))
 	up.send(t, headStart)
 	waitUntil(t, "the server to start a multipart upload", func() bool { return len(h.MultipartUploads(t)) == 1 })
 
@@ -81,7 +81,7 @@ func TestShutdownAbortsUploadsPastDrainTimeout(t *testing.T) {
 	s := h.Start(t, "SLIPWAY_DRAIN_TIMEOUT=1s")
 	token := h.CreateToken(t, "ci", "upload")
 
-	up := startSlowUpload(t, s, token, appinfotest.BuildIPA(appinfotest.IPAOptions{BundleID: "com.example.cut", FillerBytes: 12 << 20}))
+	up := startSlowUpload(t, s, token, appletest.BuildIPA(appletest.IPAOptions{BundleID: "com.example.cut", FillerBytes: 12 << 20}))
 	up.send(t, headStart)
 	waitUntil(t, "the server to start a multipart upload", func() bool { return len(h.MultipartUploads(t)) == 1 })
 	stopTrickle := up.trickle(512, 20*time.Millisecond) // 25 KiB/s: far from done when the drain ends
@@ -131,7 +131,7 @@ func TestShutdownAbortsStalledUploads(t *testing.T) {
 	s := h.Start(t, "SLIPWAY_DRAIN_TIMEOUT=1s")
 	token := h.CreateToken(t, "ci", "upload")
 
-	up := startSlowUpload(t, s, token, appinfotest.BuildIPA(appinfotest.IPAOptions{BundleID: "com.example.stall", FillerBytes: 12 << 20}))
+	up := startSlowUpload(t, s, token, appletest.BuildIPA(appletest.IPAOptions{BundleID: "com.example.stall", FillerBytes: 12 << 20}))
 	up.send(t, headStart)
 	waitUntil(t, "the server to start a multipart upload", func() bool { return len(h.MultipartUploads(t)) == 1 })
 

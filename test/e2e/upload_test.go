@@ -12,7 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/debuginfo/debuginfotest"
 	"github.com/slipwayhq/slipway/test/e2e"
 )
@@ -52,7 +53,7 @@ func TestCLIUpload(t *testing.T) {
 	s := h.Start(t)
 	token := h.CreateToken(t, "ci", "upload")
 	dir := t.TempDir()
-	ipa := writeFile(t, dir, "Demo.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{
+	ipa := writeFile(t, dir, "Demo.ipa", appletest.BuildIPA(appletest.IPAOptions{
 		AppName: "Demo", BundleID: "com.example.e2e", Version: "1.2.3", Build: "45"}))
 
 	// The token comes from the environment, as CI jobs pass it.
@@ -89,8 +90,8 @@ func TestCLIUpload(t *testing.T) {
 	}
 
 	// An APK into a channel of its own, with --json: the full release on stdout.
-	apk := writeFile(t, dir, "app-release.apk", appinfotest.BuildAPK(appinfotest.APKOptions{
-		AndroidManifest: appinfotest.AndroidManifest{Package: "com.example.e2e.droid", VersionCode: 7, VersionName: "2.0", Label: "Droid"}}))
+	apk := writeFile(t, dir, "app-release.apk", androidtest.BuildAPK(androidtest.APKOptions{
+		AndroidManifest: androidtest.AndroidManifest{Package: "com.example.e2e.droid", VersionCode: 7, VersionName: "2.0", Label: "Droid"}}))
 	res = h.Run(t, "upload", apk, "--url", s.URL+"/", "--token", token, "--json", "--progress", "none",
 		"--changelog", `[{"message":"First Android build","author":"Ada","email":"ada@example.com","date":"2026-01-02 03:04:05"}]`,
 		"--custom-field", "Flavor=prod", "--release-type", "beta")
@@ -169,7 +170,7 @@ func TestCLIUploadFailures(t *testing.T) {
 	s := h.Start(t)
 	token := h.CreateToken(t, "ci", "upload")
 	dir := t.TempDir()
-	ipa := writeFile(t, dir, "Demo.ipa", appinfotest.BuildIPA(appinfotest.IPAOptions{}))
+	ipa := writeFile(t, dir, "Demo.ipa", appletest.BuildIPA(appletest.IPAOptions{}))
 	notes := writeFile(t, dir, "notes.ipa", []byte("these are release notes, not a package\n"))
 
 	// The server's own answers to the same requests, for comparison.

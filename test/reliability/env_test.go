@@ -20,7 +20,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/test/e2e"
 )
 
@@ -244,9 +244,9 @@ func uploadApp(s *e2e.Server, token string, pkg []byte, fields ...string) (*resp
 // ipa builds a synthetic .ipa with an icon (so each release has two objects), padded with filler
 // bytes of incompressible stored entries.
 func ipa(bundleID, build string, filler int64) []byte {
-	return appinfotest.BuildIPA(appinfotest.IPAOptions{
+	return appletest.BuildIPA(appletest.IPAOptions{
 		AppName: "Demo", BundleID: bundleID, Version: "1.0", Build: build, FillerBytes: filler,
-		Icons: []appinfotest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}},
+		Icons: []appletest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}},
 	})
 }
 

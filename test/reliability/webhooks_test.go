@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/webhook"
 	"github.com/slipwayhq/slipway/test/e2e"
 )
@@ -173,8 +173,8 @@ func TestRetentionAcrossReplicas(t *testing.T) {
 	e := newEnv(t, e2e.Options{}, 3, "SLIPWAY_RETENTION_INTERVAL=200ms", "SLIPWAY_RETENTION_KEEP_BUILDS=2")
 	for c := 0; c < 3; c++ {
 		for i := 0; i < 5; i++ {
-			pkg := appinfotest.BuildIPA(appinfotest.IPAOptions{AppName: fmt.Sprintf("Keep%d", c), BundleID: fmt.Sprintf("com.example.keep%d", c),
-				Version: "1.0", Build: fmt.Sprint(i), Icons: []appinfotest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}}})
+			pkg := appletest.BuildIPA(appletest.IPAOptions{AppName: fmt.Sprintf("Keep%d", c), BundleID: fmt.Sprintf("com.example.keep%d", c),
+				Version: "1.0", Build: fmt.Sprint(i), Icons: []appletest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}}})
 			r, err := uploadApp(e.server(i), e.upload, pkg)
 			if err != nil {
 				t.Fatal(err)

@@ -1,4 +1,4 @@
-package appinfo
+package android
 
 // Android App Bundles (.aab). The base module's manifest (base/manifest/AndroidManifest.xml) is an
 // aapt2 XmlNode and its resources (base/resources.pb) an aapt2 ResourceTable, both protobuf
@@ -14,13 +14,14 @@ import (
 	ab "github.com/shogo82148/androidbinary"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/zipread"
 )
 
 // parseAAB reads an AAB: its base module's protobuf manifest, and base/resources.pb (when
 // present) to resolve the label, versionName and launcher icon references.
-func parseAAB(a *zipread.Archive) (*Info, error) {
+func parseAAB(a *zipread.Archive) (*appinfo.Info, error) {
 	f := a.File("base/manifest/AndroidManifest.xml")
 	if f == nil {
 		return nil, errs.Invalidf("the app bundle has no base/manifest/AndroidManifest.xml")
@@ -41,7 +42,7 @@ func parseAAB(a *zipread.Archive) (*Info, error) {
 		}
 		res = newAABResources(b)
 	}
-	info, err := androidInfo(FormatAAB, m, res)
+	info, err := androidInfo(appinfo.FormatAAB, m, res)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,25 @@
-package appinfo
-
-// Android packages (.apk and .aab): the manifest model and the rules shared by both formats.
+// Package android reads Android packages for appinfo.Parse: an .apk and an .aab (app bundle). Its
+// init function registers the family "android" with appinfo; import it (or pkg/appinfo/platforms)
+// for that side effect.
+//
+// What lives where:
+//   - android.go: the family's registration and caps, the manifest model and the rules shared by
+//     both formats (which attributes are read, default-locale resolution, the device family).
+//   - apk.go, axml.go, arsc.go: the APK's binary XML manifest and resources.arsc.
+//   - aab.go: the app bundle's aapt2 protobuf manifest and resources.pb.
+//   - icon.go: the launcher icon.
+//   - androidtest: builders of synthetic APKs and app bundles for tests and benchmarks.
+//
+// How each appinfo.Info field is derived (Platform appinfo.Android, Format the container):
+//   - BundleID: the manifest's package attribute (a valid Android package name, or the parse fails).
+//   - Name: android:label of <application>, resolved to the default locale, else BundleID.
+//   - ReleaseVersion, BuildVersion: android:versionName and android:versionCode.
+//   - MinOS, TargetSDK: <uses-sdk> android:minSdkVersion and android:targetSdkVersion.
+//   - Device: appinfo.DeviceWatch, DeviceTV or DeviceAutomotive when a <uses-feature> declares
+//     one, else appinfo.DevicePhone.
+//   - Icon: the largest PNG or WebP file android:icon (else android:roundIcon) resolves to, as
+//     stored; adaptive (XML) icons are skipped.
+//   - Nothing else: no ReleaseType (the client may send one), Profile or Architectures.
 //
 // The APK's binary XML (AXML) and resources.arsc, and the AAB's aapt2 protobuf documents, are
 // decoded by small bounded readers in this package. github.com/shogo82148/androidbinary supplies
@@ -15,6 +34,7 @@ package appinfo
 //     truncated package chunk: out-of-memory and hangs are not recoverable with recover();
 //   - it misreads sparse and 16-bit-offset type chunks (aapt2 optimize, bundletool), which real
 //     release builds use, and it offers no way to list every density of an icon resource.
+package android
 
 import (
 	"strconv"
@@ -24,8 +44,33 @@ import (
 
 	ab "github.com/shogo82148/androidbinary"
 
+	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/zipread"
 )
+
+// Caps on what one metadata entry may inflate to (icons: appinfo.MaxIconBytes). Over a cap, the
+// parse fails with errs.Invalid.
+const (
+	MaxManifestBytes  = 8 << 20  // AndroidManifest.xml (binary or protobuf)
+	MaxResourcesBytes = 64 << 20 // resources.arsc, resources.pb
+)
+
+// Family registration: an APK by its AndroidManifest.xml, an app bundle by its base module's.
+// Priority 2 keeps the order appinfo had before the families moved to folders of their own:
+// Android first, so a zip holding both an AndroidManifest.xml and an iOS Payload/ is an APK.
+func init() {
+	appinfo.Register(appinfo.Family{Name: "android", Priority: 2,
+		ClaimZip: func(a *zipread.Archive) appinfo.ZipParser {
+			switch {
+			case a.File("AndroidManifest.xml") != nil:
+				return parseAPK
+			case a.File("base/manifest/AndroidManifest.xml") != nil:
+				return parseAAB
+			}
+			return nil
+		}})
+}
 
 // androidNS is the namespace URI of the android: attributes.
 const androidNS = "http://schemas.android.com/apk/res/android"
@@ -218,13 +263,13 @@ func (m *androidManifest) root(elem androidElem) {
 func (m *androidManifest) device() string {
 	switch {
 	case m.watch:
-		return DeviceWatch
+		return appinfo.DeviceWatch
 	case m.tv:
-		return DeviceTV
+		return appinfo.DeviceTV
 	case m.automotive:
-		return DeviceAutomotive
+		return appinfo.DeviceAutomotive
 	}
-	return DevicePhone
+	return appinfo.DevicePhone
 }
 
 // androidResEntry is one configuration's value of a resource.
@@ -348,7 +393,7 @@ func androidValidPackage(s string) bool {
 
 // androidInfo builds the Info of a decoded manifest, resolving references through res (nil when
 // the package has no resource table). The icon is read separately (androidIcon).
-func androidInfo(format Format, m *androidManifest, res androidResources) (*Info, error) {
+func androidInfo(format appinfo.Format, m *androidManifest, res androidResources) (*appinfo.Info, error) {
 	pkgText := androidText(m.fields[androidFieldPackage].str)
 	switch {
 	case pkgText == "":
@@ -356,7 +401,7 @@ func androidInfo(format Format, m *androidManifest, res androidResources) (*Info
 	case !androidValidPackage(pkgText):
 		return nil, errs.Invalidf("the manifest's package attribute %q is not a valid Android package name", pkgText)
 	}
-	info := &Info{Platform: Android, Format: format, BundleID: pkgText, Device: m.device()}
+	info := &appinfo.Info{Platform: appinfo.Android, Format: format, BundleID: pkgText, Device: m.device()}
 	for _, f := range []struct {
 		field androidField
 		dst   *string

@@ -1,13 +1,14 @@
-package appinfo
+package android
 
 import (
+	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/zipread"
 )
 
 // parseAPK reads an APK: its binary AndroidManifest.xml, and resources.arsc (when present) to
 // resolve the label, versionName and launcher icon references.
-func parseAPK(a *zipread.Archive) (*Info, error) {
+func parseAPK(a *zipread.Archive) (*appinfo.Info, error) {
 	f := a.File("AndroidManifest.xml")
 	if f == nil {
 		return nil, errs.Invalidf("the APK has no AndroidManifest.xml")
@@ -32,7 +33,7 @@ func parseAPK(a *zipread.Archive) (*Info, error) {
 		}
 		res = t
 	}
-	info, err := androidInfo(FormatAPK, m, res)
+	info, err := androidInfo(appinfo.FormatAPK, m, res)
 	if err != nil {
 		return nil, err
 	}

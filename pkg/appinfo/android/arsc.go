@@ -1,4 +1,4 @@
-package appinfo
+package android
 
 // resources.arsc, an APK's compiled resource table (ResTable_header, ResTable_package,
 // ResTable_type in ResourceTypes.h). Opening it walks and checks the chunk structure and notes

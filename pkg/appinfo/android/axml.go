@@ -1,4 +1,4 @@
-package appinfo
+package android
 
 // Binary XML (AXML), the compiled form of an APK's AndroidManifest.xml, and the string pool it
 // shares with resources.arsc. Layouts are those of frameworks/base libs/androidfw ResourceTypes.h.

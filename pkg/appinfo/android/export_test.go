@@ -1,16 +1,17 @@
-package appinfo
+package android
 
-// Hooks for the external tests (package appinfo_test), which import appinfotest.
+// Hooks for the external tests (package android_test), which import androidtest.
 
 import (
 	"bytes"
 
+	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/zipread"
 )
 
 // AndroidParseZip is Parse restricted to the Android parsers: an APK when the archive has
 // AndroidManifest.xml, else an app bundle.
-func AndroidParseZip(b []byte) (*Info, error) {
+func AndroidParseZip(b []byte) (*appinfo.Info, error) {
 	a, err := zipread.Open(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
 		return nil, err
@@ -24,7 +25,7 @@ func AndroidParseZip(b []byte) (*Info, error) {
 // AndroidDecodeAPK runs the archive-free part of the APK parser on a binary manifest and a
 // resources.arsc (nil for none): the Info without its icon, and the icon files the manifest's
 // icon and roundIcon resolve to.
-func AndroidDecodeAPK(manifest, arsc []byte) (*Info, []string, error) {
+func AndroidDecodeAPK(manifest, arsc []byte) (*appinfo.Info, []string, error) {
 	m, err := decodeAXML(manifest)
 	if err != nil {
 		return nil, nil, err
@@ -37,11 +38,11 @@ func AndroidDecodeAPK(manifest, arsc []byte) (*Info, []string, error) {
 		}
 		res = t
 	}
-	return androidDecodeRest(m, res, FormatAPK)
+	return androidDecodeRest(m, res, appinfo.FormatAPK)
 }
 
 // AndroidDecodeAAB is AndroidDecodeAPK for an app bundle's protobuf manifest and resources.pb.
-func AndroidDecodeAAB(manifest, pb []byte) (*Info, []string, error) {
+func AndroidDecodeAAB(manifest, pb []byte) (*appinfo.Info, []string, error) {
 	m, err := decodeAABManifest(manifest)
 	if err != nil {
 		return nil, nil, err
@@ -50,10 +51,10 @@ func AndroidDecodeAAB(manifest, pb []byte) (*Info, []string, error) {
 	if pb != nil {
 		res = newAABResources(pb)
 	}
-	return androidDecodeRest(m, res, FormatAAB)
+	return androidDecodeRest(m, res, appinfo.FormatAAB)
 }
 
-func androidDecodeRest(m *androidManifest, res androidResources, format Format) (*Info, []string, error) {
+func androidDecodeRest(m *androidManifest, res androidResources, format appinfo.Format) (*appinfo.Info, []string, error) {
 	info, err := androidInfo(format, m, res)
 	if err != nil {
 		return nil, nil, err

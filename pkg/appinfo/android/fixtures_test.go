@@ -1,4 +1,4 @@
-package appinfo_test
+package android_test
 
 import (
 	"archive/zip"
@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
 	"github.com/slipwayhq/slipway/test/fixtures"
 )
 
@@ -122,12 +122,12 @@ func TestAndroidHostileAXMLFixtures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		manifest := fixtures.Read(t, tt.file)
-		for _, opt := range []appinfotest.APKOptions{
+		for _, opt := range []androidtest.APKOptions{
 			{Manifest: manifest, NoResources: true},
-			{Manifest: manifest, AndroidManifest: appinfotest.AndroidManifest{LabelStrings: map[string]string{"": "Unrelated"}}},
+			{Manifest: manifest, AndroidManifest: androidtest.AndroidManifest{LabelStrings: map[string]string{"": "Unrelated"}}},
 		} {
 			t.Run(tt.file, func(t *testing.T) {
-				apk := appinfotest.BuildAPK(opt)
+				apk := androidtest.BuildAPK(opt)
 				info, err := appinfo.Parse(bytes.NewReader(apk), int64(len(apk)))
 				if err != nil {
 					t.Fatal(err)

@@ -1,4 +1,4 @@
-package appinfo_test
+package android_test
 
 import (
 	"os"
@@ -7,26 +7,27 @@ import (
 	"unicode/utf8"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/android"
+	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/test/fixtures"
 )
 
 // fuzzManifests are synthetic manifests covering the builders' options, with tiny icons: large
 // seeds make the fuzzer spend its time minimizing.
-func fuzzManifests() []appinfotest.AndroidManifest {
+func fuzzManifests() []androidtest.AndroidManifest {
 	full := fullManifest
-	full.Icons = []appinfotest.AndroidIcon{
-		{Density: 160, Path: "res/mipmap-mdpi-v4/ic_launcher.png", Data: appinfotest.AndroidPNG(1, 1)},
+	full.Icons = []androidtest.AndroidIcon{
+		{Density: 160, Path: "res/mipmap-mdpi-v4/ic_launcher.png", Data: androidtest.AndroidPNG(1, 1)},
 		{Density: 0xfffe, Path: "res/mipmap-anydpi-v26/ic_launcher.xml", Data: []byte("\x03\x00\x08\x00")},
-		{Density: 640, Path: "res/mipmap-xxxhdpi-v4/ic_launcher.webp", Data: appinfotest.AndroidWebPHead(4, 4)},
+		{Density: 640, Path: "res/mipmap-xxxhdpi-v4/ic_launcher.webp", Data: androidtest.AndroidWebPHead(4, 4)},
 	}
 	watch := full
 	watch.Features = []string{"android.hardware.type.watch", "android.software.leanback"}
 	watch.Label, watch.LabelStrings = "Literal", nil
-	return []appinfotest.AndroidManifest{
+	return []androidtest.AndroidManifest{
 		full, watch,
-		{Package: "a.b", VersionCode: -1, VersionName: "x", Icons: []appinfotest.AndroidIcon{{Density: 160, Path: "res/i.png", Data: appinfotest.AndroidPNG(2, 2)}}},
+		{Package: "a.b", VersionCode: -1, VersionName: "x", Icons: []androidtest.AndroidIcon{{Density: 160, Path: "res/i.png", Data: androidtest.AndroidPNG(2, 2)}}},
 	}
 }
 
@@ -54,9 +55,9 @@ func checkFuzzResult(t *testing.T, info *appinfo.Info, err error) {
 // FuzzAndroidZip parses arbitrary zip archives as APKs or app bundles.
 func FuzzAndroidZip(f *testing.F) {
 	for _, m := range fuzzManifests() {
-		f.Add(appinfotest.BuildAPK(appinfotest.APKOptions{AndroidManifest: m}))
-		f.Add(appinfotest.BuildAPK(appinfotest.APKOptions{AndroidManifest: m, SparseResources: true, UTF8: true}))
-		f.Add(appinfotest.BuildAAB(appinfotest.AABOptions{AndroidManifest: m}))
+		f.Add(androidtest.BuildAPK(androidtest.APKOptions{AndroidManifest: m}))
+		f.Add(androidtest.BuildAPK(androidtest.APKOptions{AndroidManifest: m, SparseResources: true, UTF8: true}))
+		f.Add(androidtest.BuildAAB(androidtest.AABOptions{AndroidManifest: m}))
 	}
 	// Fixtures of a few MB slow every execution down to seconds (instrumented inflation); their
 	// manifests and tables seed FuzzAXML and FuzzAAB instead.
@@ -69,11 +70,11 @@ func FuzzAndroidZip(f *testing.F) {
 	}
 	for _, path := range fixtures.Glob("android/axml/*.bin") {
 		if b, err := os.ReadFile(path); err == nil {
-			f.Add(appinfotest.BuildAPK(appinfotest.APKOptions{Manifest: b, NoResources: true}))
+			f.Add(androidtest.BuildAPK(androidtest.APKOptions{Manifest: b, NoResources: true}))
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		info, err := appinfo.AndroidParseZip(data)
+		info, err := android.AndroidParseZip(data)
 		checkFuzzResult(t, info, err)
 	})
 }
@@ -82,8 +83,8 @@ func FuzzAndroidZip(f *testing.F) {
 // resolving the label, versions and icon files.
 func FuzzAXML(f *testing.F) {
 	for _, m := range fuzzManifests() {
-		for _, o := range []appinfotest.APKOptions{{AndroidManifest: m}, {AndroidManifest: m, SparseResources: true, UTF8: true}} {
-			f.Add(appinfotest.BuildAXML(o), appinfotest.BuildARSC(o))
+		for _, o := range []androidtest.APKOptions{{AndroidManifest: m}, {AndroidManifest: m, SparseResources: true, UTF8: true}} {
+			f.Add(androidtest.BuildAXML(o), androidtest.BuildARSC(o))
 		}
 	}
 	for _, path := range fixtures.Glob("android/*.apk") {
@@ -98,7 +99,7 @@ func FuzzAXML(f *testing.F) {
 		if len(arsc) == 0 {
 			arsc = nil
 		}
-		info, _, err := appinfo.AndroidDecodeAPK(manifest, arsc)
+		info, _, err := android.AndroidDecodeAPK(manifest, arsc)
 		checkFuzzResult(t, info, err)
 	})
 }
@@ -106,8 +107,8 @@ func FuzzAXML(f *testing.F) {
 // FuzzAAB decodes arbitrary aapt2 protobuf manifests and resource tables (empty for none).
 func FuzzAAB(f *testing.F) {
 	for _, m := range fuzzManifests() {
-		for _, o := range []appinfotest.AABOptions{{AndroidManifest: m}, {AndroidManifest: m, TextValuesOnly: true}} {
-			f.Add(appinfotest.BuildAABManifest(o), appinfotest.BuildAABResources(o))
+		for _, o := range []androidtest.AABOptions{{AndroidManifest: m}, {AndroidManifest: m, TextValuesOnly: true}} {
+			f.Add(androidtest.BuildAABManifest(o), androidtest.BuildAABResources(o))
 		}
 	}
 	for _, path := range fixtures.Glob("android/*.aab") {
@@ -117,7 +118,7 @@ func FuzzAAB(f *testing.F) {
 		if len(pb) == 0 {
 			pb = nil
 		}
-		info, _, err := appinfo.AndroidDecodeAAB(manifest, pb)
+		info, _, err := android.AndroidDecodeAAB(manifest, pb)
 		checkFuzzResult(t, info, err)
 	})
 }

@@ -1,4 +1,4 @@
-package appinfo_test
+package android_test
 
 import (
 	"archive/zip"
@@ -16,7 +16,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/android"
+	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -43,7 +44,7 @@ func utf16Bytes(s string) []byte {
 }
 
 func TestAPKBadManifests(t *testing.T) {
-	good := appinfotest.BuildAXML(appinfotest.APKOptions{AndroidManifest: fullManifest})
+	good := androidtest.BuildAXML(androidtest.APKOptions{AndroidManifest: fullManifest})
 	garbage := make([]byte, 1000)
 	for i := range garbage {
 		garbage[i] = byte(rand.N(256))
@@ -51,7 +52,7 @@ func TestAPKBadManifests(t *testing.T) {
 	tooLong := bytes.Clone(good)
 	binary.LittleEndian.PutUint32(tooLong[4:], uint32(len(good)+1))
 	notManifest := bytes.Replace(good, utf16Bytes("manifest"), utf16Bytes("xanifest"), 1)
-	badAttrs := appinfotest.BuildAXML(appinfotest.APKOptions{AndroidManifest: appinfotest.AndroidManifest{Package: "a.b"}})
+	badAttrs := androidtest.BuildAXML(androidtest.APKOptions{AndroidManifest: androidtest.AndroidManifest{Package: "a.b"}})
 	// The first start element's attributeCount: 65535 attributes of 20 bytes cannot fit.
 	i := bytes.Index(badAttrs, []byte{0x02, 0x01, 0x10, 0x00})
 	binary.LittleEndian.PutUint16(badAttrs[i+16+12:], 0xffff)
@@ -69,8 +70,8 @@ func TestAPKBadManifests(t *testing.T) {
 		{"no elements", good[:8+int(binary.LittleEndian.Uint32(good[12:]))], "no elements"},
 		{"root is not manifest", notManifest, "root element is not <manifest>"},
 		{"attribute count overruns", badAttrs, "lie outside their chunk"},
-		{"no package", appinfotest.BuildAXML(appinfotest.APKOptions{AndroidManifest: appinfotest.AndroidManifest{VersionCode: 1}}), "the manifest has no package attribute"},
-		{"bad package", appinfotest.BuildAXML(appinfotest.APKOptions{AndroidManifest: appinfotest.AndroidManifest{Package: "../../etc/passwd"}}), "not a valid Android package name"},
+		{"no package", androidtest.BuildAXML(androidtest.APKOptions{AndroidManifest: androidtest.AndroidManifest{VersionCode: 1}}), "the manifest has no package attribute"},
+		{"bad package", androidtest.BuildAXML(androidtest.APKOptions{AndroidManifest: androidtest.AndroidManifest{Package: "../../etc/passwd"}}), "not a valid Android package name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,7 +79,7 @@ func TestAPKBadManifests(t *testing.T) {
 				tt.manifest = bytes.Clone(tt.manifest)
 				binary.LittleEndian.PutUint32(tt.manifest[4:], uint32(len(tt.manifest)))
 			}
-			_, err := parseBytes(t, appinfotest.BuildAPK(appinfotest.APKOptions{Manifest: tt.manifest}))
+			_, err := parseBytes(t, androidtest.BuildAPK(androidtest.APKOptions{Manifest: tt.manifest}))
 			wantInvalid(t, err, tt.want)
 		})
 	}
@@ -106,7 +107,7 @@ func chunk(typ, hdr uint16, size uint32, rest ...uint32) []byte {
 // TestAPKBadResources includes the tables on which androidbinary v1.0.5 panics, hangs or
 // allocates gigabytes (see android.go).
 func TestAPKBadResources(t *testing.T) {
-	good := appinfotest.BuildARSC(appinfotest.APKOptions{AndroidManifest: fullManifest})
+	good := androidtest.BuildARSC(androidtest.APKOptions{AndroidManifest: fullManifest})
 	tooLong := bytes.Clone(good)
 	binary.LittleEndian.PutUint32(tooLong[4:], uint32(len(good)+100))
 	tests := []struct {
@@ -115,7 +116,7 @@ func TestAPKBadResources(t *testing.T) {
 		want string
 	}{
 		{"empty", nil, "resources.arsc is not a resource table (0 bytes)"},
-		{"not a table", appinfotest.BuildAXML(appinfotest.APKOptions{AndroidManifest: fullManifest}), "resources.arsc is not a resource table"},
+		{"not a table", androidtest.BuildAXML(androidtest.APKOptions{AndroidManifest: fullManifest}), "resources.arsc is not a resource table"},
 		{"declared size over the file", tooLong, "resources.arsc declares"},
 		{"truncated package chunk", arscTable(chunk(0x0200, 288, 40)), "overruns the table"},
 		{"package header too short", arscTable(chunk(0x0200, 8, 8)), "package chunk with a 8-byte header"},
@@ -125,18 +126,18 @@ func TestAPKBadResources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := appinfotest.APKOptions{AndroidManifest: fullManifest, Resources: tt.arsc}
+			o := androidtest.APKOptions{AndroidManifest: fullManifest, Resources: tt.arsc}
 			if tt.arsc == nil {
 				o.Resources = []byte{}
 			}
-			_, err := parseBytes(t, appinfotest.BuildAPK(o))
+			_, err := parseBytes(t, androidtest.BuildAPK(o))
 			wantInvalid(t, err, tt.want)
 		})
 	}
 }
 
 func TestAABBadInput(t *testing.T) {
-	good := appinfotest.BuildAABManifest(appinfotest.AABOptions{AndroidManifest: fullManifest})
+	good := androidtest.BuildAABManifest(androidtest.AABOptions{AndroidManifest: fullManifest})
 	// XmlNode{element: XmlElement{name: "application"}}
 	appRoot := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType),
 		protowire.AppendString(protowire.AppendTag(nil, 3, protowire.BytesType), "application"))
@@ -148,15 +149,15 @@ func TestAABBadInput(t *testing.T) {
 		{"garbage manifest", []byte("\xff\xff\xff\xff\xff"), nil, "base/manifest/AndroidManifest.xml is not a valid protobuf XML document"},
 		{"truncated manifest", good[:len(good)-3], nil, "not a valid protobuf XML document"},
 		{"empty manifest", []byte{}, nil, "has no root element"},
-		{"binary AXML instead", appinfotest.BuildAXML(appinfotest.APKOptions{AndroidManifest: fullManifest}), nil, "base/manifest/AndroidManifest.xml"},
+		{"binary AXML instead", androidtest.BuildAXML(androidtest.APKOptions{AndroidManifest: fullManifest}), nil, "base/manifest/AndroidManifest.xml"},
 		{"root is not manifest", appRoot, nil, "root element is not <manifest>"},
-		{"no package", appinfotest.BuildAABManifest(appinfotest.AABOptions{AndroidManifest: appinfotest.AndroidManifest{VersionName: "1"}}), nil, "the manifest has no package attribute"},
+		{"no package", androidtest.BuildAABManifest(androidtest.AABOptions{AndroidManifest: androidtest.AndroidManifest{VersionName: "1"}}), nil, "the manifest has no package attribute"},
 		{"garbage resources.pb", good, []byte("\x12\x05\x0a\x03\x0a\x01"), "base/resources.pb is not a valid aapt2 resource table"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := appinfotest.AABOptions{AndroidManifest: fullManifest, Manifest: tt.manifest, Resources: tt.res}
-			_, err := parseBytes(t, appinfotest.BuildAAB(o))
+			o := androidtest.AABOptions{AndroidManifest: fullManifest, Manifest: tt.manifest, Resources: tt.res}
+			_, err := parseBytes(t, androidtest.BuildAAB(o))
 			wantInvalid(t, err, tt.want)
 		})
 	}
@@ -182,10 +183,10 @@ func TestAABDeepNesting(t *testing.T) {
 		el = append(el, x...)
 	}
 	doc := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), el)
-	if _, _, err := appinfo.AndroidDecodeAAB(doc, nil); !strings.Contains(fmt.Sprint(err), "no package") {
+	if _, _, err := android.AndroidDecodeAAB(doc, nil); !strings.Contains(fmt.Sprint(err), "no package") {
 		t.Fatalf("decoding: %v", err) // a malformed document would fail earlier, as "not a valid protobuf"
 	}
-	_, err := parseBytes(t, appinfotest.BuildAAB(appinfotest.AABOptions{Manifest: doc}))
+	_, err := parseBytes(t, androidtest.BuildAAB(androidtest.AABOptions{Manifest: doc}))
 	wantInvalid(t, err, "the manifest has no package attribute")
 }
 
@@ -219,9 +220,9 @@ func rawZip(t *testing.T, entries ...rawEntry) []byte {
 }
 
 func TestAndroidZipBombs(t *testing.T) {
-	manifest := appinfotest.BuildAXML(appinfotest.APKOptions{AndroidManifest: fullManifest})
-	arsc := appinfotest.BuildARSC(appinfotest.APKOptions{AndroidManifest: fullManifest})
-	bomb := make([]byte, appinfo.MaxManifestBytes+1)
+	manifest := androidtest.BuildAXML(androidtest.APKOptions{AndroidManifest: fullManifest})
+	arsc := androidtest.BuildARSC(androidtest.APKOptions{AndroidManifest: fullManifest})
+	bomb := make([]byte, android.MaxManifestBytes+1)
 	tests := []struct {
 		name    string
 		entries []rawEntry
@@ -241,13 +242,13 @@ func TestAndroidZipBombs(t *testing.T) {
 	}
 
 	// An icon lying about its size is skipped, not fatal: the next largest is used.
-	bigHead := append(appinfotest.AndroidPNG(256, 256), make([]byte, appinfo.MaxIconBytes)...)
-	o := appinfotest.APKOptions{AndroidManifest: appinfotest.AndroidManifest{Package: "a.b", Icons: []appinfotest.AndroidIcon{
+	bigHead := append(androidtest.AndroidPNG(256, 256), make([]byte, appinfo.MaxIconBytes)...)
+	o := androidtest.APKOptions{AndroidManifest: androidtest.AndroidManifest{Package: "a.b", Icons: []androidtest.AndroidIcon{
 		{Density: 640, Path: "res/bomb.png"}, {Density: 160, Path: "res/ok.png"},
 	}}}
 	b := rawZip(t,
-		rawEntry{"AndroidManifest.xml", appinfotest.BuildAXML(o), uint64(len(appinfotest.BuildAXML(o)))},
-		rawEntry{"resources.arsc", appinfotest.BuildARSC(o), uint64(len(appinfotest.BuildARSC(o)))},
+		rawEntry{"AndroidManifest.xml", androidtest.BuildAXML(o), uint64(len(androidtest.BuildAXML(o)))},
+		rawEntry{"resources.arsc", androidtest.BuildARSC(o), uint64(len(androidtest.BuildARSC(o)))},
 		rawEntry{"res/bomb.png", bigHead, 1000},
 		rawEntry{"res/ok.png", png48, uint64(len(png48))},
 	)
@@ -260,9 +261,9 @@ func TestAndroidZipBombs(t *testing.T) {
 // TestAndroidDeclaredSizesNotPreallocated: a kilobyte zip whose entries declare the largest
 // sizes allowed must not make the parse allocate that much (zipread.ReadFile once did).
 func TestAndroidDeclaredSizesNotPreallocated(t *testing.T) {
-	manifest := appinfotest.BuildAXML(appinfotest.APKOptions{AndroidManifest: fullManifest})
+	manifest := androidtest.BuildAXML(androidtest.APKOptions{AndroidManifest: fullManifest})
 	b := rawZip(t, rawEntry{"AndroidManifest.xml", manifest, uint64(len(manifest))},
-		rawEntry{"resources.arsc", []byte("tiny"), appinfo.MaxResourcesBytes})
+		rawEntry{"resources.arsc", []byte("tiny"), android.MaxResourcesBytes})
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	_, err := parseBytes(t, b)
@@ -276,29 +277,29 @@ func TestAndroidDeclaredSizesNotPreallocated(t *testing.T) {
 // TestAndroidMutations is a deterministic mini-fuzz: every truncation and many byte changes of
 // valid documents and packages must give a result or an errs.Invalid error, never a panic.
 func TestAndroidMutations(t *testing.T) {
-	o := appinfotest.APKOptions{AndroidManifest: fullManifest}
-	ao := appinfotest.AABOptions{AndroidManifest: fullManifest}
-	axml, arsc := appinfotest.BuildAXML(o), appinfotest.BuildARSC(o)
-	aabManifest, aabRes := appinfotest.BuildAABManifest(ao), appinfotest.BuildAABResources(ao)
+	o := androidtest.APKOptions{AndroidManifest: fullManifest}
+	ao := androidtest.AABOptions{AndroidManifest: fullManifest}
+	axml, arsc := androidtest.BuildAXML(o), androidtest.BuildARSC(o)
+	aabManifest, aabRes := androidtest.BuildAABManifest(ao), androidtest.BuildAABResources(ao)
 	// Packages for zip-level mutations: small icons keep each parse cheap.
 	small := fullManifest
-	small.Icons = []appinfotest.AndroidIcon{{Density: 160, Path: "res/i.png", Data: appinfotest.AndroidPNG(4, 4)}}
+	small.Icons = []androidtest.AndroidIcon{{Density: 160, Path: "res/i.png", Data: androidtest.AndroidPNG(4, 4)}}
 	docs := []struct {
 		name   string
 		data   []byte
 		decode func(b []byte) error
 	}{
-		{"AXML", axml, func(b []byte) error { _, _, err := appinfo.AndroidDecodeAPK(b, arsc); return err }},
-		{"AXML UTF-8", appinfotest.BuildAXML(appinfotest.APKOptions{AndroidManifest: fullManifest, UTF8: true}), func(b []byte) error { _, _, err := appinfo.AndroidDecodeAPK(b, nil); return err }},
-		{"ARSC", arsc, func(b []byte) error { _, _, err := appinfo.AndroidDecodeAPK(axml, b); return err }},
-		{"ARSC sparse", appinfotest.BuildARSC(appinfotest.APKOptions{AndroidManifest: fullManifest, SparseResources: true}), func(b []byte) error {
-			_, _, err := appinfo.AndroidDecodeAPK(axml, b)
+		{"AXML", axml, func(b []byte) error { _, _, err := android.AndroidDecodeAPK(b, arsc); return err }},
+		{"AXML UTF-8", androidtest.BuildAXML(androidtest.APKOptions{AndroidManifest: fullManifest, UTF8: true}), func(b []byte) error { _, _, err := android.AndroidDecodeAPK(b, nil); return err }},
+		{"ARSC", arsc, func(b []byte) error { _, _, err := android.AndroidDecodeAPK(axml, b); return err }},
+		{"ARSC sparse", androidtest.BuildARSC(androidtest.APKOptions{AndroidManifest: fullManifest, SparseResources: true}), func(b []byte) error {
+			_, _, err := android.AndroidDecodeAPK(axml, b)
 			return err
 		}},
-		{"AAB manifest", aabManifest, func(b []byte) error { _, _, err := appinfo.AndroidDecodeAAB(b, aabRes); return err }},
-		{"AAB resources", aabRes, func(b []byte) error { _, _, err := appinfo.AndroidDecodeAAB(aabManifest, b); return err }},
-		{"APK zip", appinfotest.BuildAPK(appinfotest.APKOptions{AndroidManifest: small}), func(b []byte) error { _, err := appinfo.Parse(bytes.NewReader(b), int64(len(b))); return err }},
-		{"AAB zip", appinfotest.BuildAAB(appinfotest.AABOptions{AndroidManifest: small}), func(b []byte) error { _, err := appinfo.Parse(bytes.NewReader(b), int64(len(b))); return err }},
+		{"AAB manifest", aabManifest, func(b []byte) error { _, _, err := android.AndroidDecodeAAB(b, aabRes); return err }},
+		{"AAB resources", aabRes, func(b []byte) error { _, _, err := android.AndroidDecodeAAB(aabManifest, b); return err }},
+		{"APK zip", androidtest.BuildAPK(androidtest.APKOptions{AndroidManifest: small}), func(b []byte) error { _, err := appinfo.Parse(bytes.NewReader(b), int64(len(b))); return err }},
+		{"AAB zip", androidtest.BuildAAB(androidtest.AABOptions{AndroidManifest: small}), func(b []byte) error { _, err := appinfo.Parse(bytes.NewReader(b), int64(len(b))); return err }},
 	}
 	for _, d := range docs {
 		t.Run(d.name, func(t *testing.T) {
@@ -333,7 +334,7 @@ func TestAndroidMutations(t *testing.T) {
 // a string type of 200,000 chunks (APK) or entries (AAB) that every lookup scans, ends with an
 // error instead of 20 million steps.
 func TestAndroidLookupBudget(t *testing.T) {
-	o := appinfotest.APKOptions{AndroidManifest: appinfotest.AndroidManifest{Package: "a.b", Icons: []appinfotest.AndroidIcon{{Path: "x"}}}}
+	o := androidtest.APKOptions{AndroidManifest: androidtest.AndroidManifest{Package: "a.b", Icons: []androidtest.AndroidIcon{{Path: "x"}}}}
 
 	for i := range 100 { // mipmap/ic_launcher in 100 densities, each a reference to string i
 		c := chunk(0x0201, 36, 56, 2, 1, 40) // type 2, one entry, entries at 40
@@ -350,7 +351,7 @@ func TestAndroidLookupBudget(t *testing.T) {
 	}
 	pkg := append(chunk(0x0200, 288, uint32(288+len(o.Resources)), 0x7f), make([]byte, 256+20)...)
 	o.Resources = arscTable(append(pkg, o.Resources...))
-	_, err := parseBytes(t, appinfotest.BuildAPK(o))
+	_, err := parseBytes(t, androidtest.BuildAPK(o))
 	wantInvalid(t, err, "resources.arsc is too convoluted")
 
 	bytesField := func(b []byte, num protowire.Number, v []byte) []byte {
@@ -373,7 +374,7 @@ func TestAndroidLookupBudget(t *testing.T) {
 	pb := bytesField(nil, 1, id(0x7f))
 	pb = bytesField(pb, 3, bytesField(bytesField(nil, 1, id(2)), 3, icon))
 	pb = bytesField(nil, 2, bytesField(pb, 3, strType))
-	ao := appinfotest.AABOptions{AndroidManifest: o.AndroidManifest, Resources: pb}
-	_, err = parseBytes(t, appinfotest.BuildAAB(ao))
+	ao := androidtest.AABOptions{AndroidManifest: o.AndroidManifest, Resources: pb}
+	_, err = parseBytes(t, androidtest.BuildAAB(ao))
 	wantInvalid(t, err, "base/resources.pb is too convoluted")
 }

@@ -1,4 +1,4 @@
-package appinfo
+package android
 
 // The launcher icon of an Android package: the largest raster (PNG or WebP) file the
 // application's android:icon resolves to in any configuration, else android:roundIcon's. Adaptive
@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/zipread"
 )
 
@@ -29,7 +30,7 @@ type androidIconSource struct {
 // files are read from the archive under prefix ("" for an APK, "base/" for an AAB). A candidate
 // that is missing, over MaxIconBytes, corrupt or not a PNG/WebP image is skipped, not an error:
 // the icon is optional and a bad one should not reject an otherwise valid package.
-func androidIcon(a *zipread.Archive, prefix string, m *androidManifest, res androidResources) (*Icon, error) {
+func androidIcon(a *zipread.Archive, prefix string, m *androidManifest, res androidResources) (*appinfo.Icon, error) {
 	for _, f := range []androidField{androidFieldIcon, androidFieldRoundIcon} {
 		srcs, err := androidIconSources(m.fields[f], res)
 		if err != nil {
@@ -102,7 +103,7 @@ func androidDensityRank(d uint16) int {
 
 // androidLargestRaster reads the header of each raster candidate and returns the one with the
 // most pixels, read whole.
-func androidLargestRaster(a *zipread.Archive, prefix string, srcs []androidIconSource) *Icon {
+func androidLargestRaster(a *zipread.Archive, prefix string, srcs []androidIconSource) *appinfo.Icon {
 	type probe struct {
 		f    *zip.File
 		area int
@@ -127,12 +128,12 @@ func androidLargestRaster(a *zipread.Archive, prefix string, srcs []androidIconS
 		if i == androidMaxIconReads {
 			break
 		}
-		data, err := a.ReadFile(p.f, MaxIconBytes)
+		data, err := a.ReadFile(p.f, appinfo.MaxIconBytes)
 		if err != nil {
 			continue
 		}
 		if ctype, w, h, ok := androidRasterSize(data); ok {
-			return &Icon{Data: data, ContentType: ctype, Width: w, Height: h}
+			return &appinfo.Icon{Data: data, ContentType: ctype, Width: w, Height: h}
 		}
 	}
 	return nil
@@ -140,7 +141,7 @@ func androidLargestRaster(a *zipread.Archive, prefix string, srcs []androidIconS
 
 // androidReadHead returns up to n first bytes of f, nil when it cannot be read within the caps.
 func androidReadHead(a *zipread.Archive, f *zip.File, n int) []byte {
-	rc, err := a.Open(f, MaxIconBytes)
+	rc, err := a.Open(f, appinfo.MaxIconBytes)
 	if err != nil {
 		return nil
 	}

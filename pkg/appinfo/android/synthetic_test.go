@@ -1,4 +1,4 @@
-package appinfo_test
+package android_test
 
 import (
 	"bytes"
@@ -8,15 +8,16 @@ import (
 	"github.com/shogo82148/androidbinary/apk"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/android"
+	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
 )
 
 // androidBuild builds the manifest as an APK or an AAB with default builder options.
-func androidBuild(format appinfo.Format, m appinfotest.AndroidManifest) []byte {
+func androidBuild(format appinfo.Format, m androidtest.AndroidManifest) []byte {
 	if format == appinfo.FormatAAB {
-		return appinfotest.BuildAAB(appinfotest.AABOptions{AndroidManifest: m})
+		return androidtest.BuildAAB(androidtest.AABOptions{AndroidManifest: m})
 	}
-	return appinfotest.BuildAPK(appinfotest.APKOptions{AndroidManifest: m})
+	return androidtest.BuildAPK(androidtest.APKOptions{AndroidManifest: m})
 }
 
 func parseBytes(t *testing.T, b []byte) (*appinfo.Info, error) {
@@ -34,16 +35,16 @@ func mustParse(t *testing.T, b []byte) *appinfo.Info {
 }
 
 var (
-	png48   = appinfotest.AndroidPNG(48, 48)
-	png192  = appinfotest.AndroidPNG(192, 192)
-	webp144 = appinfotest.AndroidWebPHead(144, 144)
+	png48   = androidtest.AndroidPNG(48, 48)
+	png192  = androidtest.AndroidPNG(192, 192)
+	webp144 = androidtest.AndroidWebPHead(144, 144)
 )
 
 // fullManifest declares everything the parsers read; icons in four densities, one adaptive XML.
-var fullManifest = appinfotest.AndroidManifest{
+var fullManifest = androidtest.AndroidManifest{
 	Package: "com.example.app", VersionCode: 42, VersionName: "1.2.3", MinSDK: 21, TargetSDK: 34,
 	LabelStrings: map[string]string{"": "Example", "zh-CN": "例子", "en": "Example (en)"},
-	Icons: []appinfotest.AndroidIcon{
+	Icons: []androidtest.AndroidIcon{
 		{Density: 160, Path: "res/mipmap-mdpi-v4/ic_launcher.png", Data: png48},
 		{Density: 0xfffe, Path: "res/mipmap-anydpi-v26/ic_launcher.xml", Data: []byte("\x03\x00\x08\x00")},
 		{Density: 640, Path: "res/mipmap-xxxhdpi-v4/ic_launcher.png", Data: png192},
@@ -66,17 +67,17 @@ func TestAndroidSynthetic(t *testing.T) {
 		})
 	}
 	// The APK encodings a build tool may choose: UTF-8 pools, sparse type chunks.
-	for _, o := range []appinfotest.APKOptions{{UTF8: true}, {SparseResources: true}, {UTF8: true, SparseResources: true}} {
+	for _, o := range []androidtest.APKOptions{{UTF8: true}, {SparseResources: true}, {UTF8: true, SparseResources: true}} {
 		o.AndroidManifest = fullManifest
-		checkAndroid(t, mustParse(t, appinfotest.BuildAPK(o)), want)
+		checkAndroid(t, mustParse(t, androidtest.BuildAPK(o)), want)
 	}
 }
 
 func TestAndroidFieldVariants(t *testing.T) {
-	base := appinfotest.AndroidManifest{Package: "org.example", VersionCode: 7, VersionName: "0.7", MinSDK: 9}
+	base := androidtest.AndroidManifest{Package: "org.example", VersionCode: 7, VersionName: "0.7", MinSDK: 9}
 	tests := []struct {
 		name   string
-		change func(m *appinfotest.AndroidManifest)
+		change func(m *androidtest.AndroidManifest)
 		check  func(t *testing.T, info *appinfo.Info)
 	}{
 		{"no target SDK, no label", nil, func(t *testing.T, info *appinfo.Info) {
@@ -84,32 +85,32 @@ func TestAndroidFieldVariants(t *testing.T) {
 				t.Errorf("TargetSDK %q, Name %q, Icon %v", info.TargetSDK, info.Name, info.Icon)
 			}
 		}},
-		{"literal label", func(m *appinfotest.AndroidManifest) { m.Label = "  Literal\tLabel\x00 " }, func(t *testing.T, info *appinfo.Info) {
+		{"literal label", func(m *androidtest.AndroidManifest) { m.Label = "  Literal\tLabel\x00 " }, func(t *testing.T, info *appinfo.Info) {
 			if info.Name != "Literal Label" {
 				t.Errorf("Name %q", info.Name)
 			}
 		}},
-		{"only a localized label", func(m *appinfotest.AndroidManifest) {
+		{"only a localized label", func(m *androidtest.AndroidManifest) {
 			m.LabelStrings = map[string]string{"fr": "Exemple", "en": "Example"}
 		}, func(t *testing.T, info *appinfo.Info) {
 			if info.Name != "Example" {
 				t.Errorf("Name %q, want the English value when no default exists", info.Name)
 			}
 		}},
-		{"no version", func(m *appinfotest.AndroidManifest) { m.VersionCode, m.VersionName, m.MinSDK = 0, "", 0 }, func(t *testing.T, info *appinfo.Info) {
+		{"no version", func(m *androidtest.AndroidManifest) { m.VersionCode, m.VersionName, m.MinSDK = 0, "", 0 }, func(t *testing.T, info *appinfo.Info) {
 			if info.BuildVersion != "" || info.ReleaseVersion != "" || info.MinOS != "" {
 				t.Errorf("versions %q %q %q", info.BuildVersion, info.ReleaseVersion, info.MinOS)
 			}
 		}},
-		{"adaptive icon only", func(m *appinfotest.AndroidManifest) {
-			m.Icons = []appinfotest.AndroidIcon{{Density: 0xfffe, Path: "res/ic.xml", Data: []byte("<x/>")}}
+		{"adaptive icon only", func(m *androidtest.AndroidManifest) {
+			m.Icons = []androidtest.AndroidIcon{{Density: 0xfffe, Path: "res/ic.xml", Data: []byte("<x/>")}}
 		}, func(t *testing.T, info *appinfo.Info) {
 			if info.Icon != nil {
 				t.Errorf("icon %+v from an XML-only icon", info.Icon.ContentType)
 			}
 		}},
-		{"icon files missing or not images", func(m *appinfotest.AndroidManifest) {
-			m.Icons = []appinfotest.AndroidIcon{
+		{"icon files missing or not images", func(m *androidtest.AndroidManifest) {
+			m.Icons = []androidtest.AndroidIcon{
 				{Density: 640, Path: "res/missing.png"},
 				{Density: 480, Path: "res/text.png", Data: []byte("not a png at all, just text")},
 				{Density: 320, Path: "res/ok.webp", Data: webp144},
@@ -119,8 +120,8 @@ func TestAndroidFieldVariants(t *testing.T) {
 				t.Errorf("icon %+v, want the 144px WebP", info.Icon)
 			}
 		}},
-		{"largest by pixels, not density", func(m *appinfotest.AndroidManifest) {
-			m.Icons = []appinfotest.AndroidIcon{
+		{"largest by pixels, not density", func(m *androidtest.AndroidManifest) {
+			m.Icons = []androidtest.AndroidIcon{
 				{Density: 640, Path: "res/a.png", Data: png48},
 				{Density: 160, Path: "res/b.png", Data: png192},
 			}
@@ -129,9 +130,9 @@ func TestAndroidFieldVariants(t *testing.T) {
 				t.Errorf("icon %+v, want 192px", info.Icon)
 			}
 		}},
-		{"icon over MaxIconBytes is skipped", func(m *appinfotest.AndroidManifest) {
-			huge := append(appinfotest.AndroidPNG(512, 512), make([]byte, appinfo.MaxIconBytes)...)
-			m.Icons = []appinfotest.AndroidIcon{
+		{"icon over MaxIconBytes is skipped", func(m *androidtest.AndroidManifest) {
+			huge := append(androidtest.AndroidPNG(512, 512), make([]byte, appinfo.MaxIconBytes)...)
+			m.Icons = []androidtest.AndroidIcon{
 				{Density: 640, Path: "res/huge.png", Data: huge},
 				{Density: 160, Path: "res/small.png", Data: png48},
 			}
@@ -140,9 +141,9 @@ func TestAndroidFieldVariants(t *testing.T) {
 				t.Errorf("icon %+v, want the 48px one", info.Icon)
 			}
 		}},
-		{"absurd icon size is skipped", func(m *appinfotest.AndroidManifest) {
-			m.Icons = []appinfotest.AndroidIcon{
-				{Density: 640, Path: "res/big.webp", Data: appinfotest.AndroidWebPHead(1<<20, 1<<20)},
+		{"absurd icon size is skipped", func(m *androidtest.AndroidManifest) {
+			m.Icons = []androidtest.AndroidIcon{
+				{Density: 640, Path: "res/big.webp", Data: androidtest.AndroidWebPHead(1<<20, 1<<20)},
 				{Density: 160, Path: "res/small.png", Data: png48},
 			}
 		}, func(t *testing.T, info *appinfo.Info) {
@@ -184,7 +185,7 @@ func TestAndroidDevice(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for _, format := range []appinfo.Format{appinfo.FormatAPK, appinfo.FormatAAB} {
-			info := mustParse(t, androidBuild(format, appinfotest.AndroidManifest{Package: "a.b", Features: tt.features}))
+			info := mustParse(t, androidBuild(format, androidtest.AndroidManifest{Package: "a.b", Features: tt.features}))
 			if info.Device != tt.want {
 				t.Errorf("%s %v: device %q, want %q", format, tt.features, info.Device, tt.want)
 			}
@@ -195,7 +196,7 @@ func TestAndroidDevice(t *testing.T) {
 // TestAABTextValues reads attributes that carry only their source text, no compiled item: plain
 // values are used, uncompiled references ("@string/app_name") are not taken for the label.
 func TestAABTextValues(t *testing.T) {
-	b := appinfotest.BuildAAB(appinfotest.AABOptions{AndroidManifest: fullManifest, TextValuesOnly: true})
+	b := androidtest.BuildAAB(androidtest.AABOptions{AndroidManifest: fullManifest, TextValuesOnly: true})
 	info := mustParse(t, b)
 	want := androidWant{"com.example.app", "com.example.app", "1.2.3", "42", "21", "34", appinfo.DevicePhone, "", 0, ""}
 	checkAndroid(t, info, want)
@@ -205,12 +206,12 @@ func TestAABTextValues(t *testing.T) {
 // decoder: androidbinary reads the same manifest and label.
 func TestAPKBuilderMatchesAndroidbinary(t *testing.T) {
 	for _, utf8 := range []bool{false, true} {
-		o := appinfotest.APKOptions{AndroidManifest: fullManifest, UTF8: utf8}
-		x, err := ab.NewXMLFile(bytes.NewReader(appinfotest.BuildAXML(o)))
+		o := androidtest.APKOptions{AndroidManifest: fullManifest, UTF8: utf8}
+		x, err := ab.NewXMLFile(bytes.NewReader(androidtest.BuildAXML(o)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		table, err := ab.NewTableFile(bytes.NewReader(appinfotest.BuildARSC(o)))
+		table, err := ab.NewTableFile(bytes.NewReader(androidtest.BuildARSC(o)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +239,7 @@ func TestAndroidRasterSize(t *testing.T) {
 		w, h  int
 	}{
 		{png48, "image/png", 48, 48},
-		{appinfotest.AndroidWebPHead(300, 200), "image/webp", 300, 200},
+		{androidtest.AndroidWebPHead(300, 200), "image/webp", 300, 200},
 		{vp8, "image/webp", 64, 48},
 		{vp8l, "image/webp", 64, 48},
 		{[]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x04CgBI\x50\x00\x20\x02"), "", 0, 0}, // Apple CgBI first
@@ -246,7 +247,7 @@ func TestAndroidRasterSize(t *testing.T) {
 		{[]byte("GIF89a"), "", 0, 0},
 	}
 	for i, tt := range tests {
-		ctype, w, h, ok := appinfo.AndroidRasterSize(tt.b)
+		ctype, w, h, ok := android.AndroidRasterSize(tt.b)
 		if ctype != tt.ctype || w != tt.w || h != tt.h || ok != (tt.ctype != "") {
 			t.Errorf("%d: %q %dx%d %v, want %q %dx%d", i, ctype, w, h, ok, tt.ctype, tt.w, tt.h)
 		}

@@ -1,12 +1,12 @@
-package appinfo
+package apple
 
 import (
+	"github.com/slipwayhq/slipway/pkg/appinfo"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
-
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
 )
 
 // appleCountingFile counts the bytes read from a file.
@@ -30,10 +30,10 @@ func BenchmarkParseLargeIPA(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	err = appinfotest.WriteIPA(f, appinfotest.IPAOptions{
+	err = appletest.WriteIPA(f, appletest.IPAOptions{
 		FillerBytes: 256 << 20,
-		Profile:     &appinfotest.ProfileOptions{Devices: []string{"a"}},
-		Icons: []appinfotest.IconFile{
+		Profile:     &appletest.ProfileOptions{Devices: []string{"a"}},
+		Icons: []appletest.IconFile{
 			{Name: "AppIcon60x60@2x.png", Size: 120, CgBI: true},
 			{Name: "AppIcon60x60@3x.png", Size: 180, CgBI: true},
 		},
@@ -53,7 +53,7 @@ func BenchmarkParseLargeIPA(b *testing.B) {
 	r := &appleCountingFile{f: f}
 	b.ReportAllocs()
 	for b.Loop() {
-		info, err := Parse(r, st.Size())
+		info, err := appinfo.Parse(r, st.Size())
 		if err != nil || info.Icon == nil || info.Icon.Width != 180 {
 			b.Fatalf("Parse = %+v, %v", info, err)
 		}

@@ -1,4 +1,4 @@
-package appinfo
+package apple
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/test/fixtures"
 )
@@ -15,8 +16,8 @@ import (
 // ReleaseType follows Slipway's rule from decisions.md, not app-info's.
 type appleWant struct {
 	file                                              string
-	platform                                          Platform
-	format                                            Format
+	platform                                          appinfo.Platform
+	format                                            appinfo.Format
 	name, bundleID, release, build, minOS, device, rt string
 	profile                                           *appleWantProfile
 	iconW, iconH                                      int // 0: no icon
@@ -35,58 +36,58 @@ func appleUTC(y int, mo time.Month, d, h, mi, s int) time.Time {
 
 var appleFixtures = []appleWant{
 	{
-		file: "ios/appinfodemo-iphone-1.2.3-5.ipa", platform: IOS, format: FormatIPA,
+		file: "ios/appinfodemo-iphone-1.2.3-5.ipa", platform: appinfo.IOS, format: appinfo.FormatIPA,
 		name: "AppInfoDemo", bundleID: "com.icyleaf.AppInfoDemo", release: "1.2.3", build: "5", minOS: "9.3",
-		device: DeviceIPhone, rt: ReleaseDebug, // development profile: get-task-allow
+		device: appinfo.DeviceIPhone, rt: appinfo.ReleaseDebug, // development profile: get-task-allow
 		profile: &appleWantProfile{"QYER Inc", "5PJA6N5A3B", "iOS Team Provisioning Profile: *", appleUTC(2017, 7, 27, 9, 44, 49), 100, false},
 	},
 	{
-		file: "ios/bundle-ipad-1.0-1.ipa", platform: IOS, format: FormatIPA,
+		file: "ios/bundle-ipad-1.0-1.ipa", platform: appinfo.IOS, format: appinfo.FormatIPA,
 		name: "bundle", bundleID: "com.icyleaf.bundle", release: "1.0", build: "1", minOS: "9.3",
-		device: DeviceIPad, rt: ReleaseAppStore, // no devices, not all devices, no get-task-allow
+		device: appinfo.DeviceIPad, rt: appinfo.ReleaseAppStore, // no devices, not all devices, no get-task-allow
 		profile: &appleWantProfile{"QYER Inc", "5PJA6N5A3B", "XC: *", appleUTC(2017, 4, 12, 9, 37, 18), 0, false},
 		iconW:   167, iconH: 167, // AppIcon83.5x83.5@2x~ipad.png, CgBI-crushed
 	},
 	{
-		file: "ios/demo-universal-enterprise-1.0-1.ipa", platform: IOS, format: FormatIPA,
+		file: "ios/demo-universal-enterprise-1.0-1.ipa", platform: appinfo.IOS, format: appinfo.FormatIPA,
 		name: "Demo", bundleID: "com.icyleaf.test.Demo", release: "1.0", build: "1", minOS: "14.3",
-		device: DeviceUniversal, rt: ReleaseEnterprise,
+		device: appinfo.DeviceUniversal, rt: appinfo.ReleaseEnterprise,
 		profile: &appleWantProfile{"Niceliving Beijing Technology Co. Ltd.", "72LA85G59H", "iOS Team Inhouse Provisioning Profile: com.icyleaf.test.Demo", appleUTC(2022, 1, 15, 6, 40, 53), 0, true},
 	},
 	{
-		file: "ios/ios-simple-objc-1.0-1.ipa", platform: IOS, format: FormatIPA,
+		file: "ios/ios-simple-objc-1.0-1.ipa", platform: appinfo.IOS, format: appinfo.FormatIPA,
 		name: "ios-simple-objc", bundleID: "Bitrise.ios-simple-objc", release: "1.0", build: "1", minOS: "8.1",
-		device: DeviceUniversal, rt: ReleaseDebug,
+		device: appinfo.DeviceUniversal, rt: appinfo.ReleaseDebug,
 		profile: &appleWantProfile{"BITFALL FEJLESZTO KORLATOLT FELELOSSEGU TARSASAG", "72SA8V3WYL", "BitriseBot-Wildcard", appleUTC(2018, 2, 17, 9, 33, 57), 1, false},
 	},
 	{
-		file: "ios/test-assetscar-icon-1.0-1.ipa", platform: IOS, format: FormatIPA,
+		file: "ios/test-assetscar-icon-1.0-1.ipa", platform: appinfo.IOS, format: appinfo.FormatIPA,
 		name: "Test", bundleID: "com.ineva.test-rtmp.Test", release: "1.0", build: "1", minOS: "13.1",
-		device: DeviceUniversal, rt: ReleaseDebug,
+		device: appinfo.DeviceUniversal, rt: appinfo.ReleaseDebug,
 		profile: &appleWantProfile{"Qin Junru", "GC6FQHF5NF", "iOS Team Provisioning Profile: com.ineva.test-rtmp.Test", appleUTC(2022, 5, 9, 6, 59, 38), 35, false},
 		// AppIcon60x60 is declared but only Assets.car exists: no icon, no error.
 	},
 	{
-		file: "ios/very-capable-app-1.0-1.ipa", platform: IOS, format: FormatIPA,
+		file: "ios/very-capable-app-1.0-1.ipa", platform: appinfo.IOS, format: appinfo.FormatIPA,
 		name: "very-capable-app", bundleID: "org.fastlane.very-capable-app", release: "1.0", build: "1", minOS: "11.2",
-		device: DeviceUniversal, rt: ReleaseDebug,
+		device: appinfo.DeviceUniversal, rt: appinfo.ReleaseDebug,
 		profile: &appleWantProfile{"TestFixture", "TestFixture", "org.fastlane.very-capable-app Development", appleUTC(2019, 4, 7, 1, 27, 21), 1, false},
 	},
 	{
-		file: "ios/helloworld-legacy-ios5-1.0-1.0.ipa", platform: IOS, format: FormatIPA,
+		file: "ios/helloworld-legacy-ios5-1.0-1.0.ipa", platform: appinfo.IOS, format: appinfo.FormatIPA,
 		name: "helloworld", bundleID: "com.kthcorp.helloworld", release: "1.0", build: "1.0", minOS: "5.0",
-		device: DeviceUniversal, rt: ReleaseEnterprise,
+		device: appinfo.DeviceUniversal, rt: appinfo.ReleaseEnterprise,
 		profile: &appleWantProfile{"", "M8ZCXDJQW4", "helloworld", appleUTC(2012, 6, 20, 5, 48, 15), 0, true}, // no TeamName key
 	},
 	{
-		file: "macos/guiapp-unsigned-1.0-1.zip", platform: MacOS, format: FormatMacZip,
+		file: "macos/guiapp-unsigned-1.0-1.zip", platform: appinfo.MacOS, format: appinfo.FormatMacZip,
 		name: "GuiApp", bundleID: "com.icyleaf.macos.GUIApp", release: "1.0", build: "1", minOS: "11.3",
-		device: DeviceMac, rt: ReleaseDebug, // no provisioning profile
+		device: appinfo.DeviceMac, rt: appinfo.ReleaseDebug, // no provisioning profile
 		iconW: 256, iconH: 256, // the largest PNG (ic13) of AppIcon.icns
 	},
 }
 
-func appleParseFile(t *testing.T, path string) (*Info, error) {
+func appleParseFile(t *testing.T, path string) (*appinfo.Info, error) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -97,7 +98,7 @@ func appleParseFile(t *testing.T, path string) (*Info, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Parse(f, st.Size())
+	return appinfo.Parse(f, st.Size())
 }
 
 func TestAppleFixtures(t *testing.T) {
@@ -153,7 +154,7 @@ func TestAppleFixtures(t *testing.T) {
 }
 
 // appleCheckIcon checks an icon is a standard PNG of w×h (or absent when w is 0).
-func appleCheckIcon(t *testing.T, icon *Icon, w, h int) {
+func appleCheckIcon(t *testing.T, icon *appinfo.Icon, w, h int) {
 	t.Helper()
 	if w == 0 {
 		if icon != nil {
@@ -211,12 +212,12 @@ func TestProfileFixtures(t *testing.T) {
 	const team, teamID = "Niceliving (Beijing) Technology Co., Ltd.", "WKR87TTKML"
 	const appID = "WKR87TTKML.com.icyleaf.appinfo.test"
 	for _, w := range []appleWantProfileFile{
-		{"ios/provisioning/ios_development.mobileprovision", "iOS Full Development", "iOS", appID, 1, true, false, appleUTC(2021, 7, 21, 8, 43, 27), ReleaseDebug},
-		{"ios/provisioning/ios_adhoc.mobileprovision", "iOS Full AdHoc", "iOS", appID, 1, false, false, appleUTC(2020, 10, 24, 8, 40, 28), ReleaseAdhoc},
-		{"ios/provisioning/ios_appstore.mobileprovision", "iOS Full AppStore", "iOS", appID, 0, false, true, appleUTC(2020, 10, 24, 8, 40, 28), ReleaseAppStore},
+		{"ios/provisioning/ios_development.mobileprovision", "iOS Full Development", "iOS", appID, 1, true, false, appleUTC(2021, 7, 21, 8, 43, 27), appinfo.ReleaseDebug},
+		{"ios/provisioning/ios_adhoc.mobileprovision", "iOS Full AdHoc", "iOS", appID, 1, false, false, appleUTC(2020, 10, 24, 8, 40, 28), appinfo.ReleaseAdhoc},
+		{"ios/provisioning/ios_appstore.mobileprovision", "iOS Full AppStore", "iOS", appID, 0, false, true, appleUTC(2020, 10, 24, 8, 40, 28), appinfo.ReleaseAppStore},
 		// macOS profiles carry no get-task-allow: a macOS app with either is "release".
-		{"ios/provisioning/macos_development.provisionprofile", "macOS Full development", "OSX", appID, 1, false, false, appleUTC(2021, 7, 21, 8, 44, 2), ReleaseRelease},
-		{"ios/provisioning/macos_appstore.provisionprofile", "macOS Full appstore", "OSX", appID, 0, false, false, appleUTC(2020, 10, 24, 8, 40, 28), ReleaseRelease},
+		{"ios/provisioning/macos_development.provisionprofile", "macOS Full development", "OSX", appID, 1, false, false, appleUTC(2021, 7, 21, 8, 44, 2), appinfo.ReleaseRelease},
+		{"ios/provisioning/macos_appstore.provisionprofile", "macOS Full appstore", "OSX", appID, 0, false, false, appleUTC(2020, 10, 24, 8, 40, 28), appinfo.ReleaseRelease},
 	} {
 		t.Run(w.file, func(t *testing.T) {
 			p, err := ParseProfile(fixtures.Read(t, w.file))
@@ -238,9 +239,9 @@ func TestProfileFixtures(t *testing.T) {
 			if !p.ExpiresAt.Equal(w.expires) || p.UUID == "" || p.CreatedAt.IsZero() {
 				t.Errorf("expires %v (want %v), UUID %q, created %v", p.ExpiresAt, w.expires, p.UUID, p.CreatedAt)
 			}
-			platform := IOS
+			platform := appinfo.IOS
 			if w.platform == "OSX" {
-				platform = MacOS
+				platform = appinfo.MacOS
 			}
 			if rt := releaseType(platform, false, p); rt != w.rt {
 				t.Errorf("release type = %s, want %s", rt, w.rt)

@@ -1,4 +1,4 @@
-package appinfo
+package apple
 
 import (
 	"bytes"
@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/zipread"
 	"github.com/slipwayhq/slipway/test/fixtures"
@@ -35,14 +36,14 @@ func appleZipOpenBytes(b []byte) (*zipread.Archive, error) {
 // appleSyntheticSeeds are small synthetic packages of every Apple kind.
 func appleSyntheticSeeds() [][]byte {
 	return [][]byte{
-		appinfotest.BuildIPA(appinfotest.IPAOptions{
-			Profile: &appinfotest.ProfileOptions{Devices: []string{"a"}},
-			Icons:   []appinfotest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 6, CgBI: true}, {Name: "AppIcon60x60@3x.png", Size: 4}},
+		appletest.BuildIPA(appletest.IPAOptions{
+			Profile: &appletest.ProfileOptions{Devices: []string{"a"}},
+			Icons:   []appletest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 6, CgBI: true}, {Name: "AppIcon60x60@3x.png", Size: 4}},
 		}),
-		appinfotest.BuildIPA(appinfotest.IPAOptions{BinaryPlist: true, AppStore: true, DeviceFamily: []int{3}}),
-		appinfotest.BuildMacZip(appinfotest.MacZipOptions{IconSizes: []int{4}, LegacyIcon: true, Profile: &appinfotest.ProfileOptions{Platform: "OSX"}}),
-		appinfotest.BuildPKG(appinfotest.PKGOptions{Distribution: true, Title: "T", MinOS: "11.0"}),
-		appinfotest.BuildPKG(appinfotest.PKGOptions{Uncompressed: true}),
+		appletest.BuildIPA(appletest.IPAOptions{BinaryPlist: true, AppStore: true, DeviceFamily: []int{3}}),
+		appletest.BuildMacZip(appletest.MacZipOptions{IconSizes: []int{4}, LegacyIcon: true, Profile: &appletest.ProfileOptions{Platform: "OSX"}}),
+		appletest.BuildPKG(appletest.PKGOptions{Distribution: true, Title: "T", MinOS: "11.0"}),
+		appletest.BuildPKG(appletest.PKGOptions{Uncompressed: true}),
 	}
 }
 
@@ -53,7 +54,7 @@ func FuzzParseApple(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		info, err := Parse(bytes.NewReader(data), int64(len(data)))
+		info, err := appinfo.Parse(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
 			if !errs.Is(err, errs.Invalid) {
 				t.Fatalf("error %v is not errs.Invalid", err)
@@ -73,8 +74,8 @@ func FuzzParseProfile(f *testing.F) {
 	for _, s := range appleSeedFiles(f, "ios/provisioning/*") {
 		f.Add(s)
 	}
-	f.Add(appinfotest.BuildProfile(appinfotest.ProfileOptions{Devices: []string{"a", "b"}, TeamName: "T", GetTaskAllow: true}))
-	f.Add(appinfotest.BuildProfile(appinfotest.ProfileOptions{Platform: "OSX", AllDevices: true}))
+	f.Add(appletest.BuildProfile(appletest.ProfileOptions{Devices: []string{"a", "b"}, TeamName: "T", GetTaskAllow: true}))
+	f.Add(appletest.BuildProfile(appletest.ProfileOptions{Platform: "OSX", AllDevices: true}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, err := ParseProfile(data); err != nil && !errs.Is(err, errs.Invalid) {
 			t.Fatalf("error %v is not errs.Invalid", err)
@@ -86,7 +87,7 @@ func FuzzParseProfile(f *testing.F) {
 // error must be a standard PNG of the dimensions the input declared.
 func FuzzConvertCgBI(f *testing.F) {
 	for _, size := range [][2]int{{1, 1}, {3, 2}, {8, 8}} {
-		f.Add(appinfotest.CgBIPNG(size[0], size[1]))
+		f.Add(appletest.CgBIPNG(size[0], size[1]))
 	}
 	for _, ipa := range appleSeedFiles(f, "ios/bundle-ipad-1.0-1.ipa") {
 		a, err := appleZipOpenBytes(ipa)
@@ -95,7 +96,7 @@ func FuzzConvertCgBI(f *testing.F) {
 		}
 		for _, zf := range a.Files() {
 			if strings.HasSuffix(zf.Name, "~ipad.png") && zf.UncompressedSize64 < 12<<10 {
-				b, err := a.ReadFile(zf, MaxIconBytes)
+				b, err := a.ReadFile(zf, appinfo.MaxIconBytes)
 				if err != nil {
 					f.Fatal(err)
 				}
@@ -149,7 +150,7 @@ func FuzzParsePKG(f *testing.F) {
 	for _, s := range appleSyntheticSeeds()[3:] {
 		f.Add(s)
 	}
-	f.Add(appinfotest.BuildPKG(appinfotest.PKGOptions{OmitBundle: true, Distribution: true}))
+	f.Add(appletest.BuildPKG(appletest.PKGOptions{OmitBundle: true, Distribution: true}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, err := parsePKG(bytes.NewReader(data), int64(len(data))); err != nil && !errs.Is(err, errs.Invalid) {
 			t.Fatalf("error %v is not errs.Invalid", err)
@@ -159,7 +160,7 @@ func FuzzParsePKG(f *testing.F) {
 
 // FuzzICNS feeds arbitrary bytes to the .icns reader.
 func FuzzICNS(f *testing.F) {
-	f.Add(appinfotest.BuildICNS([]int{2, 4}, true))
+	f.Add(appletest.BuildICNS([]int{2, 4}, true))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		icon, err := icnsIcon(data)
 		if err == nil && icon != nil {

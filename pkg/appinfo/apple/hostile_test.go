@@ -1,4 +1,4 @@
-package appinfo
+package apple
 
 import (
 	"archive/zip"
@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slipwayhq/slipway/pkg/appinfo/appinfotest"
+	"github.com/slipwayhq/slipway/pkg/appinfo"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -37,9 +38,9 @@ func appleBombIPA(t *testing.T, name string, declared uint64, inflated int) []by
 		fw.Write(chunk[:min(left, len(chunk))])
 	}
 	fw.Close()
-	base := appinfotest.BuildIPA(appinfotest.IPAOptions{
-		Profile: &appinfotest.ProfileOptions{Devices: []string{"a"}},
-		Icons:   []appinfotest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}},
+	base := appletest.BuildIPA(appletest.IPAOptions{
+		Profile: &appletest.ProfileOptions{Devices: []string{"a"}},
+		Icons:   []appletest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}},
 	})
 	a := appleOpenZip(t, base)
 	var out bytes.Buffer
@@ -89,9 +90,9 @@ func TestAppleZipBombs(t *testing.T) {
 }
 
 func TestAppleTruncatedAndCorrupt(t *testing.T) {
-	data := appinfotest.BuildIPA(appinfotest.IPAOptions{
-		Profile: &appinfotest.ProfileOptions{AllDevices: true},
-		Icons:   []appinfotest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 40, CgBI: true}},
+	data := appletest.BuildIPA(appletest.IPAOptions{
+		Profile: &appletest.ProfileOptions{AllDevices: true},
+		Icons:   []appletest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 40, CgBI: true}},
 	})
 	for n := 0; n < len(data); n += 1 + n/50 {
 		if _, err := appleParseBytes(t, data[:n]); !errs.Is(err, errs.Invalid) {
@@ -123,7 +124,7 @@ func TestAppleTruncatedAndCorrupt(t *testing.T) {
 
 func TestApplePathTraversal(t *testing.T) {
 	for _, name := range []string{"Payload/../../etc/passwd", "/etc/passwd", `Payload\..\..\evil`, "C:/evil"} {
-		data := appinfotest.BuildIPA(appinfotest.IPAOptions{Extra: []appinfotest.Entry{{Name: name, Data: []byte("x")}}})
+		data := appletest.BuildIPA(appletest.IPAOptions{Extra: []appletest.Entry{{Name: name, Data: []byte("x")}}})
 		appleWantInvalid(t, data, "zip entry")
 	}
 }
@@ -132,11 +133,11 @@ func TestAppleWrongMagic(t *testing.T) {
 	for name, data := range map[string][]byte{
 		"empty":         {},
 		"text":          []byte("not-a-zip-file"),
-		"png":           appinfotest.StandardPNG(8, 8),
+		"png":           appletest.StandardPNG(8, 8),
 		"zip magic":     append([]byte("PK\x03\x04"), bytes.Repeat([]byte{0xee}, 100)...),
 		"xar garbage":   append([]byte("xar!"), bytes.Repeat([]byte{0xee}, 100)...),
 		"random":        bytes.Repeat([]byte{0x13, 0x37, 0xc0, 0xde}, 300),
-		"mac zip empty": appinfotest.BuildZip(appinfotest.Entry{Name: "Demo.app/"}),
+		"mac zip empty": appletest.BuildZip(appletest.Entry{Name: "Demo.app/"}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := appleParseBytes(t, data); !errs.Is(err, errs.Invalid) {
@@ -215,7 +216,7 @@ func TestAppleHostilePlists(t *testing.T) {
 		{"binary truncated", []byte("bplist00\x00"), "truncated"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			data := appinfotest.BuildIPA(appinfotest.IPAOptions{RawInfoPlist: tc.plist})
+			data := appletest.BuildIPA(appletest.IPAOptions{RawInfoPlist: tc.plist})
 			if tc.want == "" {
 				appleMustParse(t, data)
 				return
@@ -301,22 +302,22 @@ func (c *appleCountingReader) ReadAt(p []byte, off int64) (int, error) {
 func (c *appleCountingReader) Prefetch(off, n int64) { c.prefetches++ }
 
 func TestApplePrefetchAndBoundedReads(t *testing.T) {
-	data := appinfotest.BuildIPA(appinfotest.IPAOptions{
+	data := appletest.BuildIPA(appletest.IPAOptions{
 		FillerBytes: 32 << 20,
-		Profile:     &appinfotest.ProfileOptions{},
-		Icons:       []appinfotest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120, CgBI: true}},
+		Profile:     &appletest.ProfileOptions{},
+		Icons:       []appletest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120, CgBI: true}},
 	})
 	r := &appleCountingReader{r: bytes.NewReader(data)}
-	info, err := Parse(r, int64(len(data)))
+	info, err := appinfo.Parse(r, int64(len(data)))
 	if err != nil || info.Icon == nil || info.Profile == nil {
 		t.Fatalf("Parse = %+v, %v", info, err)
 	}
 	if r.read > 1<<20 || r.prefetches == 0 {
 		t.Errorf("read %d bytes of %d with %d prefetch hints; want under 1 MiB and some hints", r.read, len(data), r.prefetches)
 	}
-	pkg := appinfotest.BuildPKG(appinfotest.PKGOptions{Distribution: true})
+	pkg := appletest.BuildPKG(appletest.PKGOptions{Distribution: true})
 	r = &appleCountingReader{r: bytes.NewReader(pkg)}
-	if _, err := Parse(r, int64(len(pkg))); err != nil || r.prefetches < 2 {
+	if _, err := appinfo.Parse(r, int64(len(pkg))); err != nil || r.prefetches < 2 {
 		t.Errorf("pkg: %v, %d prefetch hints", err, r.prefetches)
 	}
 }

@@ -1,10 +1,11 @@
-package appinfo
+package apple
 
 import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
+	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"slices"
 )
 
@@ -14,7 +15,7 @@ import (
 // An .icns file is "icns", a big-endian total length, then entries of a 4-byte type, a length that
 // includes the 8-byte entry header, and the data. Modern types (ic07–ic14, icp4–icp6) usually hold
 // a PNG; the data's signature tells.
-func icnsIcon(data []byte) (*Icon, error) {
+func icnsIcon(data []byte) (*appinfo.Icon, error) {
 	if len(data) < 8 || string(data[:4]) != "icns" {
 		return nil, errors.New("not an .icns file")
 	}

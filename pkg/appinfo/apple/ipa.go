@@ -1,4 +1,4 @@
-package appinfo
+package apple
 
 import (
 	"archive/zip"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/zipread"
 )
@@ -30,7 +31,7 @@ func findIPAInfoPlist(a *zipread.Archive) string {
 
 // parseIPA reads an iOS or tvOS app: the main bundle's Info.plist, its embedded provisioning
 // profile and its largest icon. Extensions (PlugIns/*.appex) and frameworks are ignored.
-func parseIPA(a *zipread.Archive) (*Info, error) {
+func parseIPA(a *zipread.Archive) (*appinfo.Info, error) {
 	plistName := findIPAInfoPlist(a)
 	if plistName == "" {
 		for _, f := range a.Files() {
@@ -49,9 +50,9 @@ func parseIPA(a *zipread.Archive) (*Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	info := &Info{
-		Platform:       IOS,
-		Format:         FormatIPA,
+	info := &appinfo.Info{
+		Platform:       appinfo.IOS,
+		Format:         appinfo.FormatIPA,
 		Name:           appleFirst(b.Name, strings.TrimSuffix(zipread.Base(appDir), ".app")),
 		BundleID:       b.BundleID,
 		ReleaseVersion: b.ReleaseVersion,
@@ -63,7 +64,7 @@ func parseIPA(a *zipread.Archive) (*Info, error) {
 	if info.Profile, err = readProfileEntry(a, appDir+"embedded.mobileprovision"); err != nil {
 		return nil, err
 	}
-	info.ReleaseType = releaseType(IOS, info.AppStore, info.Profile)
+	info.ReleaseType = releaseType(appinfo.IOS, info.AppStore, info.Profile)
 	info.Icon = iosIcon(a, appDir, d)
 	return info, nil
 }
@@ -78,7 +79,7 @@ func readPlistEntry(a *zipread.Archive, name, what string) (plistDict, error) {
 }
 
 // readProfileEntry parses the embedded provisioning profile name, nil when the bundle has none.
-func readProfileEntry(a *zipread.Archive, name string) (*Profile, error) {
+func readProfileEntry(a *zipread.Archive, name string) (*appinfo.Profile, error) {
 	f := a.File(name)
 	if f == nil {
 		return nil, nil
@@ -96,16 +97,16 @@ func iosDevice(d plistDict) string {
 	family := d.ints("UIDeviceFamily")
 	if slices.Contains(family, 3) || strings.EqualFold(d.str("DTPlatformName"), "appletvos") ||
 		slices.ContainsFunc(d.strs("CFBundleSupportedPlatforms"), func(s string) bool { return strings.EqualFold(s, "AppleTVOS") }) {
-		return DeviceAppleTV
+		return appinfo.DeviceAppleTV
 	}
 	iphone, ipad := slices.Contains(family, 1), slices.Contains(family, 2)
 	switch {
 	case iphone && ipad:
-		return DeviceUniversal
+		return appinfo.DeviceUniversal
 	case ipad:
-		return DeviceIPad
+		return appinfo.DeviceIPad
 	}
-	return DeviceIPhone
+	return appinfo.DeviceIPhone
 }
 
 // iosIconNames lists the icon base names Info.plist declares (CFBundleIcons, CFBundleIcons~ipad,
@@ -149,7 +150,7 @@ func iconFileStem(file string) (string, bool) {
 // iosIcon returns the largest of the declared icons found directly in the .app folder (not in
 // extensions), nil when none is present or usable: an icon is optional, and many modern apps
 // keep theirs only in Assets.car, which Slipway does not read.
-func iosIcon(a *zipread.Archive, appDir string, d plistDict) *Icon {
+func iosIcon(a *zipread.Archive, appDir string, d plistDict) *appinfo.Icon {
 	names := iosIconNames(d)
 	if len(names) == 0 {
 		return nil
@@ -173,14 +174,14 @@ func iosIcon(a *zipread.Archive, appDir string, d plistDict) *Icon {
 // largestPNGIcon reads the PNG header of each file to rank them by pixel count (file size breaks
 // ties and ranks files whose header is unreadable), then returns the first of the largest few that
 // decodes, converted to a standard PNG when Apple-crushed.
-func largestPNGIcon(a *zipread.Archive, files []*zip.File) *Icon {
+func largestPNGIcon(a *zipread.Archive, files []*zip.File) *appinfo.Icon {
 	type candidate struct {
 		f      *zip.File
 		pixels int
 	}
 	var cands []candidate
 	for _, f := range files {
-		if f.UncompressedSize64 > MaxIconBytes {
+		if f.UncompressedSize64 > appinfo.MaxIconBytes {
 			continue
 		}
 		c := candidate{f: f}
@@ -195,7 +196,7 @@ func largestPNGIcon(a *zipread.Archive, files []*zip.File) *Icon {
 		return cmp.Or(cmp.Compare(y.pixels, x.pixels), cmp.Compare(y.f.UncompressedSize64, x.f.UncompressedSize64))
 	})
 	for _, c := range cands[:min(len(cands), maxAppleIconAttempts)] {
-		data, err := a.ReadFile(c.f, MaxIconBytes)
+		data, err := a.ReadFile(c.f, appinfo.MaxIconBytes)
 		if err != nil {
 			continue
 		}
@@ -208,7 +209,7 @@ func largestPNGIcon(a *zipread.Archive, files []*zip.File) *Icon {
 
 // appleReadHead returns up to n first bytes of an entry, nil when it cannot be read.
 func appleReadHead(a *zipread.Archive, f *zip.File, n int) []byte {
-	rc, err := a.Open(f, MaxIconBytes)
+	rc, err := a.Open(f, appinfo.MaxIconBytes)
 	if err != nil {
 		return nil
 	}

@@ -1,10 +1,11 @@
-package appinfo
+package apple
 
 import (
 	"bytes"
 	"path"
 	"strings"
 
+	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/zipread"
 )
@@ -33,7 +34,7 @@ func findMacAppInfoPlist(a *zipread.Archive) string {
 
 // parseMacZip reads a zipped macOS app: X.app/Contents/Info.plist, the embedded provisioning
 // profile and the largest PNG image of the .icns icon that CFBundleIconFile names.
-func parseMacZip(a *zipread.Archive) (*Info, error) {
+func parseMacZip(a *zipread.Archive) (*appinfo.Info, error) {
 	plistName := findMacAppInfoPlist(a)
 	if plistName == "" {
 		return nil, errs.Invalidf("the zip holds no <name>.app/Contents/Info.plist")
@@ -47,27 +48,27 @@ func parseMacZip(a *zipread.Archive) (*Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	info := &Info{
-		Platform:       MacOS,
-		Format:         FormatMacZip,
+	info := &appinfo.Info{
+		Platform:       appinfo.MacOS,
+		Format:         appinfo.FormatMacZip,
 		Name:           appleFirst(b.Name, strings.TrimSuffix(zipread.Base(appDir), ".app")),
 		BundleID:       b.BundleID,
 		ReleaseVersion: b.ReleaseVersion,
 		BuildVersion:   b.BuildVersion,
 		MinOS:          d.str("LSMinimumSystemVersion"),
-		Device:         DeviceMac,
+		Device:         appinfo.DeviceMac,
 	}
 	if info.Profile, err = readProfileEntry(a, appDir+"Contents/embedded.provisionprofile"); err != nil {
 		return nil, err
 	}
-	info.ReleaseType = releaseType(MacOS, false, info.Profile)
+	info.ReleaseType = releaseType(appinfo.MacOS, false, info.Profile)
 	info.Icon = macIcon(a, appDir, d)
 	return info, nil
 }
 
 // macIcon reads the icon file named by CFBundleIconFile (else CFBundleIconName) from
 // Contents/Resources, adding the .icns extension the key may omit. Nil when absent or unusable.
-func macIcon(a *zipread.Archive, appDir string, d plistDict) *Icon {
+func macIcon(a *zipread.Archive, appDir string, d plistDict) *appinfo.Icon {
 	name := appleFirst(d.str("CFBundleIconFile"), d.str("CFBundleIconName"))
 	if name == "" {
 		return nil
@@ -75,7 +76,7 @@ func macIcon(a *zipread.Archive, appDir string, d plistDict) *Icon {
 	if path.Ext(name) == "" {
 		name += ".icns"
 	}
-	data, err := a.ReadName(appDir+"Contents/Resources/"+name, MaxIconBytes)
+	data, err := a.ReadName(appDir+"Contents/Resources/"+name, appinfo.MaxIconBytes)
 	if err != nil || data == nil {
 		return nil
 	}

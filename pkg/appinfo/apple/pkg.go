@@ -1,4 +1,4 @@
-package appinfo
+package apple
 
 import (
 	"compress/bzip2"
@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/zipread"
 )
@@ -93,7 +94,7 @@ type pkgInfo struct {
 // from the Distribution file, else from the PackageInfo files, and the title. Every read is
 // bounded. The release type stays empty: the provisioning profile, if any, is inside the
 // compressed payload, which Slipway does not unpack.
-func parsePKG(r io.ReaderAt, size int64) (*Info, error) {
+func parsePKG(r io.ReaderAt, size int64) (*appinfo.Info, error) {
 	toc, heap, err := readXarTOC(r, size)
 	if err != nil {
 		return nil, err
@@ -153,7 +154,7 @@ func parsePKG(r io.ReaderAt, size int64) (*Info, error) {
 // pkgInfoFrom assembles an Info: the main bundle (the shallowest .app) gives the identifier and
 // versions; without one, the Distribution's <product>, else the first package's identifier and
 // version stand in. The name is the title unless it is a localization key, else the app's name.
-func pkgInfoFrom(dist pkgDistribution, infos []pkgInfo, bundles []pkgBundle) (*Info, error) {
+func pkgInfoFrom(dist pkgDistribution, infos []pkgInfo, bundles []pkgBundle) (*appinfo.Info, error) {
 	main := mainPkgBundle(bundles)
 	var fallback pkgVersioned
 	switch {
@@ -169,7 +170,7 @@ func pkgInfoFrom(dist pkgDistribution, infos []pkgInfo, bundles []pkgBundle) (*I
 			}
 		}
 	}
-	info := &Info{Platform: MacOS, Format: FormatPKG, Device: DeviceMac}
+	info := &appinfo.Info{Platform: appinfo.MacOS, Format: appinfo.FormatPKG, Device: appinfo.DeviceMac}
 	if main.ID != "" {
 		info.BundleID = main.ID
 		info.ReleaseVersion = appleFirst(main.ShortVersion, main.Version)

@@ -1,4 +1,4 @@
-package appinfo
+package apple
 
 import (
 	"bytes"

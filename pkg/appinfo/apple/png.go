@@ -1,4 +1,4 @@
-package appinfo
+package apple
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"image"
 	"image/png"
 	"io"
@@ -48,7 +49,7 @@ func applePNGHeader(head []byte) (w, h int, cgbi, ok bool) {
 
 // appleIconFromPNG checks that data is a decodable PNG of reasonable size, converting an Apple-crushed one
 // to a standard PNG first, and returns it as an Icon.
-func appleIconFromPNG(data []byte) (*Icon, error) {
+func appleIconFromPNG(data []byte) (*appinfo.Icon, error) {
 	w, h, cgbi, ok := applePNGHeader(data)
 	switch {
 	case !ok:
@@ -67,7 +68,7 @@ func appleIconFromPNG(data []byte) (*Icon, error) {
 		return nil, err
 	}
 	b := img.Bounds()
-	return &Icon{Data: data, ContentType: "image/png", Width: b.Dx(), Height: b.Dy()}, nil
+	return &appinfo.Icon{Data: data, ContentType: "image/png", Width: b.Dx(), Height: b.Dy()}, nil
 }
 
 // convertCgBI converts an Apple-crushed PNG, which Go's image/png cannot read, to a standard PNG.

@@ -1,8 +1,9 @@
-package appinfo
+package apple
 
 import (
 	"bytes"
 
+	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -11,7 +12,7 @@ import (
 // is an XML property list; like app-info, ParseProfile takes the plist from between "<?xml" and
 // "</plist>" in the DER bytes instead of decoding the CMS structure, and does not check the
 // signature: Slipway shows what the profile says, the device enforces it on install.
-func ParseProfile(data []byte) (*Profile, error) {
+func ParseProfile(data []byte) (*appinfo.Profile, error) {
 	if len(data) == 0 {
 		return nil, errs.Invalidf("the provisioning profile is empty")
 	}
@@ -31,7 +32,7 @@ func ParseProfile(data []byte) (*Profile, error) {
 		return nil, err
 	}
 	ent := d.dict("Entitlements")
-	p := &Profile{
+	p := &appinfo.Profile{
 		UUID:              d.str("UUID"),
 		Name:              d.str("Name"),
 		TeamName:          d.str("TeamName"),
@@ -59,18 +60,18 @@ func ParseProfile(data []byte) (*Profile, error) {
 // tvOS adhoc when it lists devices, enterprise when it provisions all devices, else appstore.
 // Without a profile it is debug. (app-info differs: it calls any profile with devices adhoc and
 // any other enterprise.)
-func releaseType(platform Platform, appStore bool, p *Profile) string {
+func releaseType(platform appinfo.Platform, appStore bool, p *appinfo.Profile) string {
 	switch {
 	case appStore:
-		return ReleaseAppStore
+		return appinfo.ReleaseAppStore
 	case p == nil, p.GetTaskAllow:
-		return ReleaseDebug
-	case platform == MacOS:
-		return ReleaseRelease
+		return appinfo.ReleaseDebug
+	case platform == appinfo.MacOS:
+		return appinfo.ReleaseRelease
 	case len(p.Devices) > 0:
-		return ReleaseAdhoc
+		return appinfo.ReleaseAdhoc
 	case p.AllDevices:
-		return ReleaseEnterprise
+		return appinfo.ReleaseEnterprise
 	}
-	return ReleaseAppStore
+	return appinfo.ReleaseAppStore
 }

@@ -1,8 +1,9 @@
-package appinfotest
-
-// Synthetic Android packages: an APK with a binary AXML manifest and a resources.arsc, and an AAB
-// with aapt2 protobuf manifest and resource table, encoded from scratch so that the Android
-// parsers' tests mean something without the shared fixtures and can vary one thing at a time.
+// Package androidtest builds synthetic Android packages: an APK with a binary AXML manifest and a
+// resources.arsc, and an AAB with aapt2 protobuf manifest and resource table, encoded from scratch
+// so that the tests of package android and of the callers of appinfo.Parse mean something without
+// the shared fixtures and can vary one thing at a time. Apple's builders (and StandardPNG) are in
+// package appletest.
+package androidtest
 
 import (
 	"archive/zip"

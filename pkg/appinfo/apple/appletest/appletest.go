@@ -1,8 +1,9 @@
-// Package appinfotest builds synthetic app packages in memory, for the tests and benchmarks of
-// package appinfo and of its callers. They make those tests meaningful in a clone without the
-// shared real fixtures, and let tests craft what no real package holds (hostile input, a 256 MiB
-// upload) without storing it.
-package appinfotest
+// Package appletest builds synthetic Apple packages (.ipa, zipped macOS .app, .pkg, provisioning
+// profiles, CgBI PNG and ICNS icons), for the tests and benchmarks of package apple and of the
+// callers of appinfo.Parse (pkg/httpapi, pkg/web, test/...). They make those tests meaningful in a
+// clone without the shared real fixtures, and let tests craft what no real package holds (hostile
+// input, a 256 MiB upload) without storing it. Android's builders are in package androidtest.
+package appletest
 
 import (
 	"archive/zip"

@@ -1,4 +1,4 @@
-package appinfotest
+package appletest
 
 import (
 	"archive/zip"
@@ -51,7 +51,7 @@ const benchFrameworkBytes = 4 << 20
 // The content is deterministic: the same options always give the same bytes.
 func WriteBenchIPA(w io.Writer, o BenchIPAOptions) (int64, error) {
 	if o.Size <= 0 {
-		return 0, errors.New("appinfotest: BenchIPAOptions.Size must be positive")
+		return 0, errors.New("appletest: BenchIPAOptions.Size must be positive")
 	}
 	// A dry run with an empty Assets.car measures everything else; Assets.car takes the rest.
 	// Sizes do not depend on the random content, so the real run lands exactly on Size.
@@ -61,14 +61,14 @@ func WriteBenchIPA(w io.Writer, o BenchIPAOptions) (int64, error) {
 	}
 	assets := o.Size - dry.n
 	if assets < 0 {
-		return 0, fmt.Errorf("appinfotest: %d bytes is too small for this layout (it needs at least %d)", o.Size, dry.n)
+		return 0, fmt.Errorf("appletest: %d bytes is too small for this layout (it needs at least %d)", o.Size, dry.n)
 	}
 	cw := &benchCounter{w: w}
 	if err := writeBenchIPA(cw, o, assets); err != nil {
 		return cw.n, err
 	}
 	if cw.n != o.Size {
-		return cw.n, fmt.Errorf("appinfotest: wrote %d bytes, want %d (layout sizes are not deterministic)", cw.n, o.Size)
+		return cw.n, fmt.Errorf("appletest: wrote %d bytes, want %d (layout sizes are not deterministic)", cw.n, o.Size)
 	}
 	return cw.n, nil
 }

@@ -1,4 +1,4 @@
-package appinfotest
+package appletest
 
 import (
 	"bytes"
