@@ -37,7 +37,7 @@ lint:
 FUZZTIME ?= 20s
 .PHONY: fuzz
 fuzz:
-	@for pkg in ./pkg/appinfo ./pkg/debuginfo ./pkg/zipread; do \
+	@for pkg in ./pkg/appinfo/apple ./pkg/appinfo/android ./pkg/appinfo/harmony ./pkg/appinfo/windows ./pkg/appinfo/linux ./pkg/debuginfo ./pkg/zipread; do \
 	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "== $$pkg $$target"; $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 100x $$pkg || exit 1; \
 	  done; \

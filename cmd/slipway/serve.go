@@ -63,7 +63,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	background.Go(func() { a.svc.RunDownloadCounts(reqCtx, a.cfg.DownloadFlushInterval) })
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- srv.Serve(api.Listener(ln)) }()
 	select {
 	case err := <-serveErr:
 		return err

@@ -10,9 +10,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
-	// appinfo.Parse (in parse below) knows only the platform families a program imports: this
-	// registers all of them (Apple, Android, HarmonyOS, Windows, Linux).
-	_ "github.com/slipwayhq/slipway/pkg/appinfo/platforms"
+	// appinfo.Parse (in parse below) knows only the platform families a program imports. The
+	// HarmonyOS, Windows and Linux parsers (pkg/appinfo/platforms) join once releases, channels
+	// and pages carry their facts (issue 22); until then their packages are refused as before.
+	_ "github.com/slipwayhq/slipway/pkg/appinfo/android"
+	_ "github.com/slipwayhq/slipway/pkg/appinfo/apple"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/webhook"
 )

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,7 +17,7 @@ const (
 	// connAnswered: every request that arrived on the connection was answered.
 	connAnswered = "answered"
 	// connNoRequest: the connection closed before a request arrived (a probe, a client that
-	// connected and left, a header read that timed out before its first byte).
+	// connected and left, or sent nothing for the idle timeout).
 	connNoRequest = "no_request"
 	// connUnanswered: a request began to arrive but never reached a handler: its headers were
 	// malformed, too large or too slow (the server may have written a bare 4xx), or the client
@@ -138,6 +139,19 @@ func (t *connTracker) report(info *connInfo, hijacked bool) {
 	)
 }
 
+// silent reports a connection that closed before sending a byte (firstByteListener).
+func (t *connTracker) silent(remote string, opened time.Time) {
+	if t.closed != nil {
+		t.closed(connNoRequest)
+	}
+	t.log.LogAttrs(context.Background(), slog.LevelDebug, "connection closed",
+		slog.String("outcome", connNoRequest),
+		slog.String("client_addr", remote),
+		slog.Int64("requests", 0),
+		slog.Int64("open_ms", time.Since(opened).Milliseconds()),
+	)
+}
+
 // noteRequest records the request a connection served last, for its close line. The access log
 // calls it once the handler chain is done.
 func noteRequest(ctx context.Context, id, method, path string, status int, probe bool) {
@@ -150,4 +164,133 @@ func noteRequest(ctx context.Context, id, method, path string, status int, probe
 	if probe {
 		info.probes.Add(1)
 	}
+}
+
+// firstByteListener hands a connection to the HTTP server only once its first byte has arrived,
+// and closes (and logs) one that sends nothing for idle.
+//
+// Why: net/http starts a new connection's header timeout (ReadHeaderTimeout, 10 s) when it
+// accepts it, but a kept-alive connection's only when the next request's first byte arrives (it
+// waits IdleTimeout for that). A client that opens a connection and then stalls before writing,
+// a CI job on an overloaded runner, or a Go client whose transport parks a freshly dialed
+// connection in its pool, found the connection closed after 10 s, and it began its upload on
+// it just then: the upload failed with "broken pipe", "EOF" or "server closed idle connection",
+// and Go's transport does not retry on a fresh connection ("there's no reason the server
+// should've hung up"). Nothing was logged, because no request had arrived (issue 19). Waiting
+// for the first byte here gives a new connection the same idle allowance as a kept-alive one;
+// the header timeout then bounds a slow header from its first byte, as it does for kept-alive
+// connections.
+type firstByteListener struct {
+	net.Listener
+	idle    time.Duration
+	tracker *connTracker
+
+	ready     chan net.Conn
+	errs      chan error
+	done      chan struct{}
+	closeOnce sync.Once
+	mu        sync.Mutex
+	pending   map[net.Conn]struct{} // accepted, waiting for their first byte
+}
+
+func newFirstByteListener(ln net.Listener, idle time.Duration, t *connTracker) *firstByteListener {
+	l := &firstByteListener{Listener: ln, idle: idle, tracker: t, ready: make(chan net.Conn),
+		errs: make(chan error, 1), done: make(chan struct{}), pending: map[net.Conn]struct{}{}}
+	go l.acceptLoop()
+	return l
+}
+
+func (l *firstByteListener) acceptLoop() {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			// The HTTP server decides: it retries temporary errors (EMFILE) after a pause and
+			// stops on others; a closed listener ends this loop.
+			select {
+			case l.errs <- err:
+			case <-l.done:
+				return
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		l.mu.Lock()
+		select {
+		case <-l.done:
+			l.mu.Unlock()
+			_ = c.Close()
+			return
+		default:
+		}
+		l.pending[c] = struct{}{}
+		l.mu.Unlock()
+		go l.awaitFirstByte(c)
+	}
+}
+
+// awaitFirstByte reads one byte with a deadline of idle, then hands the connection on with that
+// byte put back in front.
+func (l *firstByteListener) awaitFirstByte(c net.Conn) {
+	opened := time.Now()
+	var b [1]byte
+	_ = c.SetReadDeadline(opened.Add(l.idle))
+	n, _ := c.Read(b[:])
+	_ = c.SetReadDeadline(time.Time{})
+	l.mu.Lock()
+	delete(l.pending, c)
+	l.mu.Unlock()
+	if n == 0 { // nothing came: closed, reset or silent for idle
+		_ = c.Close()
+		l.tracker.silent(c.RemoteAddr().String(), opened)
+		return
+	}
+	select {
+	case l.ready <- &firstByteConn{Conn: c, first: b[0], has: true}:
+	case <-l.done:
+		_ = c.Close()
+	}
+}
+
+// Accept returns the next connection whose first byte has arrived.
+func (l *firstByteListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ready:
+		return c, nil
+	case err := <-l.errs:
+		return nil, err
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops accepting and closes the connections still waiting for their first byte.
+func (l *firstByteListener) Close() error {
+	err := l.Listener.Close()
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		close(l.done)
+		for c := range l.pending {
+			_ = c.Close()
+		}
+		l.mu.Unlock()
+	})
+	return err
+}
+
+// firstByteConn is a connection whose first byte was read by firstByteListener; its first Read
+// returns that byte. net/http never reads a connection from two goroutines at once.
+type firstByteConn struct {
+	net.Conn
+	first byte
+	has   bool
+}
+
+func (c *firstByteConn) Read(p []byte) (int, error) {
+	if c.has && len(p) > 0 {
+		p[0], c.has = c.first, false
+		return 1, nil
+	}
+	return c.Conn.Read(p)
 }

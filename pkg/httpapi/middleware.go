@@ -65,9 +65,11 @@ func (s *Server) accessLog(c *gin.Context) {
 	if status >= 500 {
 		level = slog.LevelError
 	}
-	if route == "/healthz" || route == "/readyz" || route == "/metrics" {
+	probe := route == "/healthz" || route == "/readyz" || route == "/metrics"
+	if probe {
 		level = slog.LevelDebug
 	}
+	noteRequest(ctx, requestID(c), c.Request.Method, route, status, probe)
 	s.log.LogAttrs(ctx, level, "request",
 		slog.String("request_id", requestID(c)),
 		slog.String("method", c.Request.Method),

@@ -42,18 +42,21 @@ type Server struct {
 	gate *uploadGate
 	// conns logs every connection's end and counts the handlers running (HTTPServer).
 	conns *connTracker
+	// headerTimeout and idleTimeout are the connection timeouts (tests shorten them).
+	headerTimeout, idleTimeout time.Duration
 }
 
 // New builds the router.
 func New(d Deps) *Server {
 	s := &Server{cfg: d.Config, svc: d.Service, metrics: d.Metrics, log: d.Log,
-		links: links.Links{Base: d.Config.PublicURL},
+		links:         links.Links{Base: d.Config.PublicURL},
+		headerTimeout: defaultHeaderTimeout, idleTimeout: defaultIdleTimeout,
 		conns: newConnTracker(d.Log, func(outcome string) {
 			if d.Metrics != nil {
 				d.Metrics.ConnectionsClosed.WithLabelValues(outcome).Inc()
 			}
 		}),
-		gate:  newUploadGate(d.Config.MaxConcurrentUploads, d.Config.UploadQueueLength, d.Config.UploadQueueTimeout, d.Metrics)}
+		gate: newUploadGate(d.Config.MaxConcurrentUploads, d.Config.UploadQueueLength, d.Config.UploadQueueTimeout, d.Metrics)}
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
@@ -199,23 +202,37 @@ func (s *Server) handle(fn func(c *gin.Context) error) gin.HandlerFunc {
 // ServeHTTP makes Server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.engine.ServeHTTP(w, r) }
 
+// The server's own timeouts. Headers must arrive within defaultHeaderTimeout of a request's first
+// byte; a connection, new or kept alive, may stay silent for defaultIdleTimeout before that byte.
+// The idle timeout is longer than clients' own (Go 90 s, Ruby's net/http 2 s), so a client closes
+// an idle connection before the server does, and never starts a request on one being closed.
+const (
+	defaultHeaderTimeout = 10 * time.Second
+	defaultIdleTimeout   = 120 * time.Second
+)
+
 // HTTPServer is the http.Server that serves s on SLIPWAY_ADDR: its timeouts, its requests'
 // base context (base, which outlives a shutdown signal so that draining requests keep running),
 // its error log, and the connection tracking that logs every connection's end.
 func (s *Server) HTTPServer(base context.Context) *http.Server {
 	srv := &http.Server{
-		Addr:    s.cfg.Addr,
-		Handler: s,
-		// Headers must arrive within 10 s of a request's first byte; an idle kept-alive
-		// connection is closed after 2 min (clients' own idle timeouts are shorter: Go 90 s,
-		// Ruby's net/http 2 s, curl reuses at once).
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		Addr:              s.cfg.Addr,
+		Handler:           s,
+		ReadHeaderTimeout: s.headerTimeout,
+		IdleTimeout:       s.idleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	s.conns.Track(srv)
 	return srv
+}
+
+// Listener wraps ln for the server HTTPServer made: a connection reaches it only once its first
+// byte has arrived, so the 10 s header timeout counts from the first byte, and a connection that
+// sends nothing is closed after the idle timeout (2 min), as a kept-alive one is
+// (firstByteListener).
+func (s *Server) Listener(ln net.Listener) net.Listener {
+	return newFirstByteListener(ln, s.idleTimeout, s.conns)
 }
 
 // InFlight is the number of requests being handled by the server HTTPServer made. Shutdown

@@ -101,6 +101,11 @@ func TestUploadConcurrencyCap(t *testing.T) {
 		held = append(held, st)
 	}
 	waitFor(t, time.Minute, "both held uploads to take a slot", func() bool { return uploadsInFlight(t, s) == 2 })
+	// A slot is taken before the body is read: wait until both have reached storage too (their
+	// objects are recorded as pending), so the count below tells the refused uploads' part.
+	waitFor(t, time.Minute, "both held uploads to reach storage", func() bool {
+		return queryInt(t, e.db, `SELECT count(*) FROM storage_objects`) == 2
+	})
 
 	r, err := uploadApp(s, e.upload, ipa("com.example.cap", "9", 0), "channel_key", seed.Channel.Slug)
 	if err != nil {
