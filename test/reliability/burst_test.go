@@ -25,11 +25,10 @@ func TestUploadBurst(t *testing.T) {
 	seed := decodeRelease(t, mustUpload(t, s, e.upload, ipa("com.example.burst", "0", 0)))
 
 	// Big enough to go through S3 multipart (over one 8 MiB part), small enough for a shared CI box.
+	// Each package is written while it is sent (streamUpload), so the test holds a few buffers,
+	// not 40 packages and 40 request bodies: a client process that spends seconds in garbage
+	// collection would not be a fleet of CI jobs.
 	const uploads, filler = 40, 20 << 20
-	pkgs := make([][]byte, uploads)
-	for i := range pkgs {
-		pkgs[i] = ipa("com.example.burst", strconv.Itoa(i+1), filler)
-	}
 	var wg sync.WaitGroup
 	results := make([]*response, uploads)
 	errs := make([]error, uploads)
@@ -39,7 +38,8 @@ func TestUploadBurst(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			results[i], errs[i] = uploadApp(s, e.upload, pkgs[i], "channel_key", seed.Channel.Slug)
+			results[i], errs[i] = streamUpload(s, e.upload, ipaOptions("com.example.burst", strconv.Itoa(i+1), filler),
+				"channel_key", seed.Channel.Slug)
 		}()
 	}
 	close(start)
@@ -68,7 +68,7 @@ func TestUploadBurst(t *testing.T) {
 	}
 	bound := cfg.MemorySoftLimit() + 32<<20
 	peak := vmHWM(t, s.PID)
-	t.Logf("%d concurrent uploads of %d MiB: peak RSS %d MiB (bound %d MiB)", uploads, len(pkgs[0])>>20, peak>>20, bound>>20)
+	t.Logf("%d concurrent uploads of %d MiB: peak RSS %d MiB (bound %d MiB)", uploads, filler>>20, peak>>20, bound>>20)
 	if peak > bound {
 		t.Errorf("peak RSS %d MiB exceeds %d MiB", peak>>20, bound>>20)
 	}

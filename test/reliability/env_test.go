@@ -244,10 +244,37 @@ func uploadApp(s *e2e.Server, token string, pkg []byte, fields ...string) (*resp
 // ipa builds a synthetic .ipa with an icon (so each release has two objects), padded with filler
 // bytes of incompressible stored entries.
 func ipa(bundleID, build string, filler int64) []byte {
-	return appletest.BuildIPA(appletest.IPAOptions{
+	return appletest.BuildIPA(ipaOptions(bundleID, build, filler))
+}
+
+func ipaOptions(bundleID, build string, filler int64) appletest.IPAOptions {
+	return appletest.IPAOptions{
 		AppName: "Demo", BundleID: bundleID, Version: "1.0", Build: build, FillerBytes: filler,
 		Icons: []appletest.IconFile{{Name: "AppIcon60x60@2x.png", Size: 120}},
-	})
+	}
+}
+
+// streamUpload posts the .ipa o describes to POST /api/apps/upload of s, writing it while it is
+// sent (a chunked body, as a client streaming a file of unknown size sends), with fields before
+// the file.
+func streamUpload(s *e2e.Server, token string, o appletest.IPAOptions, fields ...string) (*response, error) {
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		for i := 0; i+1 < len(fields); i += 2 {
+			_ = mw.WriteField(fields[i], fields[i+1])
+		}
+		fw, err := mw.CreateFormFile("file", "App.ipa")
+		if err == nil {
+			err = appletest.WriteIPA(fw, o)
+		}
+		if err == nil {
+			err = mw.Close()
+		}
+		_ = pw.CloseWithError(err)
+	}()
+	defer pr.Close()
+	return request(http.MethodPost, s.URL+"/api/apps/upload", pr, "Content-Type", mw.FormDataContentType(), "Authorization", "Token "+token)
 }
 
 // release is the part of an upload's response the tests read.
