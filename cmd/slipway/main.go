@@ -8,9 +8,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
