@@ -76,8 +76,9 @@ func TestUploadUsage(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"upload", "-h"}, env(nil), &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "--custom-field") {
-		t.Errorf("upload -h: exit %d, %q", code, stderr.String())
+	// Asked-for help goes to stdout (TestHelpOfEveryCommand).
+	if code := run(context.Background(), []string{"upload", "-h"}, env(nil), &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "--custom-field") {
+		t.Errorf("upload -h: exit %d, %q", code, stdout.String())
 	}
 	// A missing file fails before any request (and before any progress output).
 	code := run(context.Background(), []string{"upload", "/nonexistent.ipa", "--url", "http://127.0.0.1:1", "--token", "secret-token"}, env(nil), &stdout, &stderr)
