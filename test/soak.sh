@@ -12,7 +12,7 @@ root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
 parent=$(dirname "$root")
 logs=${SOAK_LOGS:-$parent/soak-logs}
 clone=$parent/soak-clone
-commit=$(git -C "$root" rev-parse --short HEAD)
+commit=$(git -C "$root" rev-parse --short HEAD) # every run tests this commit, whatever lands meanwhile
 if [ -n "$(git -C "$root" status --porcelain --untracked-files=no)" ]; then
   echo "soak: uncommitted changes are not tested; the clone is of $commit" >&2
 fi
@@ -22,7 +22,7 @@ failures=()
 start=$(date +%s)
 for i in $(seq 1 "$runs"); do
   rm -rf "$clone"
-  git clone -q "$root" "$clone"
+  git clone -q "$root" "$clone" && git -C "$clone" checkout -q "$commit"
   log=$logs/run-$i.log
   t0=$(date +%s)
   (cd "$clone" && CI=true bash .ci/run) >"$log" 2>&1

@@ -190,7 +190,7 @@ func TestReadCacheWriterDoesNotJoinAnOlderLoad(t *testing.T) {
 	var mine *ChannelView
 	select {
 	case mine = <-writer:
-	case <-time.After(10 * time.Second): // it joined the older load, which waits for release
+	case <-time.After(time.Minute): // it joined the older load, which waits for release
 		close(release)
 		mine = <-writer
 		<-reader
