@@ -9,10 +9,8 @@
 # Usage: test/with-services.sh go test ./...
 set -euo pipefail
 
-MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 CACHE_DIR=${SLIPWAY_CACHE_DIR:-$HOME/.cache/slipway}
 BIN_DIR=$CACHE_DIR/bin
-MINIO=$BIN_DIR/minio-$MINIO_VERSION
 
 log() { echo "with-services: $*" >&2; }
 
@@ -26,35 +24,50 @@ if command -v pg_isready >/dev/null && ! pg_isready -q -h 127.0.0.1 -p 5432; the
   fi
 fi
 
-# --- MinIO --------------------------------------------------------------------------------------
+# --- Tools, built or installed once and cached ------------------------------------------------
+# MinIO, the OpenID Connect provider and helm are built with `go install` at pinned versions;
+# Chromium comes from Debian. On a fresh machine these take most of the first run's time, so
+# they are prepared side by side (the apt install waits on the network and disk while the builds
+# use the CPU); later runs find them cached and go straight on.
+build_once() { # build_once PACKAGE@VERSION BINARY-NAME DESTINATION
+  local tmpbin
+  tmpbin=$(mktemp -d)
+  (cd "$tmpbin" && GOBIN="$tmpbin" GOFLAGS=-mod=mod go install "$1")
+  mv "$tmpbin/$2" "$3"
+  rm -rf "$tmpbin"
+}
+MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
+MINIO=$BIN_DIR/minio-$MINIO_VERSION
+# The zitadel/oidc library's example provider (a static user, in-memory clients), for the
+# console's sign-in tests, which start it on a free port.
+OIDC_VERSION=v3.51.17
+OIDC_PROVIDER=$BIN_DIR/oidc-example-provider-$OIDC_VERSION
+mkdir -p "$BIN_DIR"
+TOOLS=$(mktemp -d)
+pids=()
 if [ ! -x "$MINIO" ]; then
   log "building MinIO $MINIO_VERSION once (a few minutes; cached in $BIN_DIR)"
-  mkdir -p "$BIN_DIR"
-  tmpbin=$(mktemp -d)
-  (cd "$tmpbin" && GOBIN="$tmpbin" GOFLAGS=-mod=mod go install "github.com/minio/minio@$MINIO_VERSION")
-  mv "$tmpbin/minio" "$MINIO"
-  rm -rf "$tmpbin"
+  build_once "github.com/minio/minio@$MINIO_VERSION" minio "$MINIO" & pids+=($!)
 fi
+if [ ! -x "$OIDC_PROVIDER" ]; then
+  log "building the example OpenID Connect provider $OIDC_VERSION once (cached in $BIN_DIR)"
+  build_once "github.com/zitadel/oidc/v3/example/server@$OIDC_VERSION" server "$OIDC_PROVIDER" & pids+=($!)
+fi
+bash "$(dirname "$0")/tools.sh" helm >"$TOOLS/helm" & pids+=($!)
+bash "$(dirname "$0")/chromium.sh" >"$TOOLS/chromium" & pids+=($!)
+for pid in "${pids[@]}"; do
+  wait "$pid" || { log "preparing the test tools failed (see above)"; exit 1; }
+done
+export SLIPWAY_TEST_OIDC_PROVIDER=$OIDC_PROVIDER
+export SLIPWAY_TEST_HELM=$(cat "$TOOLS/helm")
+export SLIPWAY_TEST_CHROMIUM=$(cat "$TOOLS/chromium")
+rm -rf "$TOOLS"
 
 free_port() { python3 - <<'PY'
 import socket
 s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
 PY
 }
-
-# --- An OpenID Connect provider for the console's sign-in tests ---------------------------------
-# The zitadel/oidc library's example provider (a static user, in-memory clients): built once with
-# `go install` at a pinned version and cached like MinIO; tests start it on a free port.
-OIDC_VERSION=v3.51.17
-OIDC_PROVIDER=$BIN_DIR/oidc-example-provider-$OIDC_VERSION
-if [ ! -x "$OIDC_PROVIDER" ]; then
-  log "building the example OpenID Connect provider $OIDC_VERSION once (cached in $BIN_DIR)"
-  tmpbin=$(mktemp -d)
-  (cd "$tmpbin" && GOBIN="$tmpbin" GOFLAGS=-mod=mod go install "github.com/zitadel/oidc/v3/example/server@$OIDC_VERSION")
-  mv "$tmpbin/server" "$OIDC_PROVIDER"
-  rm -rf "$tmpbin"
-fi
-export SLIPWAY_TEST_OIDC_PROVIDER=$OIDC_PROVIDER
 
 MINIO_DATA=$(mktemp -d -t slipway-minio.XXXXXX)
 MINIO_PORT=$(free_port)
@@ -88,8 +101,6 @@ export SLIPWAY_TEST_MINIO_PID=$MINIO_PID
 export SLIPWAY_TEST_MINIO_DATA=$MINIO_DATA
 export SLIPWAY_TEST_REQUIRE_SERVICES=1
 log "MinIO on $SLIPWAY_TEST_S3_ENDPOINT, Postgres at 127.0.0.1:5432"
-export SLIPWAY_TEST_HELM=$(bash "$(dirname "$0")/tools.sh" helm)
-export SLIPWAY_TEST_CHROMIUM=$(bash "$(dirname "$0")/chromium.sh")
 
 set +e
 "$@"
