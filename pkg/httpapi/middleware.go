@@ -58,8 +58,9 @@ func (s *Server) accessLog(c *gin.Context) {
 	status := c.Writer.Status()
 	d := time.Since(start)
 	if s.metrics != nil {
-		s.metrics.Requests.WithLabelValues(route, c.Request.Method, strconv.Itoa(status)).Inc()
-		s.metrics.RequestDuration.WithLabelValues(route, c.Request.Method).Observe(d.Seconds())
+		method := metricMethod(c.Request.Method)
+		s.metrics.Requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+		s.metrics.RequestDuration.WithLabelValues(route, method).Observe(d.Seconds())
 	}
 	level := slog.LevelInfo
 	if status >= 500 {
@@ -81,6 +82,18 @@ func (s *Server) accessLog(c *gin.Context) {
 		slog.String("client_ip", c.ClientIP()),
 		slog.String("user_agent", truncate(c.Request.UserAgent(), 200)),
 	)
+}
+
+// metricMethod is a request's method as a metric label: one of a closed set, "other" for the
+// rest. Clients choose the method freely, and a label per method they invent would grow the
+// metrics without bound (issue 20: 384k methods took /metrics to 712 MB).
+func metricMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
 }
 
 // recovery turns a panic into a logged internal error and a JSON 500, never a stack trace.
