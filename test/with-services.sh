@@ -106,4 +106,9 @@ set +e
 "$@"
 status=$?
 set -e
+# A failed run shows what MinIO said meanwhile: a storage error in a test is then explained.
+if [ "$status" != 0 ] && [ -s "$MINIO_DATA.log" ]; then
+  log "the command failed; MinIO's log (last 200 lines):"
+  tail -n 200 "$MINIO_DATA.log" >&2
+fi
 exit $status
