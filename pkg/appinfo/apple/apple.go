@@ -6,7 +6,11 @@
 //   - apple.go: the family's registration, its caps and the .pkg and .dmg magic checks.
 //   - ipa.go: the .ipa (Payload/X.app/Info.plist, embedded.mobileprovision, declared PNG icons).
 //   - macos.go: the zipped .app (X.app/Contents/Info.plist, embedded.provisionprofile, .icns icon).
-//   - pkg.go: the .pkg's xar header, table of contents, Distribution and PackageInfo files.
+//   - pkg.go: the .pkg's xar header, table of contents (streamed token by token, keeping only the
+//     files read), Distribution and PackageInfo files.
+//   - xmlbound.go: the .pkg's XML read within limits on elements, depth and token size, and one
+//     element budget per parse, so that a few KB that inflate to megabytes of elements cost
+//     milliseconds (issue 20).
 //   - plist.go: bounded XML and binary property-list decoding (howett.net/plist after shape checks).
 //   - profile.go: ParseProfile (provisioning profiles) and the release type rule.
 //   - png.go, icns.go: icons: Apple-crushed (CgBI) PNGs re-encoded as standard PNGs, .icns files.

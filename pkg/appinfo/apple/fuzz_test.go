@@ -151,6 +151,11 @@ func FuzzParsePKG(f *testing.F) {
 		f.Add(s)
 	}
 	f.Add(appletest.BuildPKG(appletest.PKGOptions{OmitBundle: true, Distribution: true}))
+	// Issue 20's finding 6 and its variants (xar_hostile_test.go); the 24 KB package itself is in
+	// testdata/fuzz/FuzzParsePKG.
+	for _, b := range applePKGBombs() {
+		f.Add(b.data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, err := parsePKG(bytes.NewReader(data), int64(len(data))); err != nil && !errs.Is(err, errs.Invalid) {
 			t.Fatalf("error %v is not errs.Invalid", err)

@@ -255,7 +255,8 @@ func TestAppleHostilePKG(t *testing.T) {
 	zw, _ := zlib.NewWriterLevel(&bomb, zlib.BestSpeed)
 	zw.Write(make([]byte, MaxPlistBytes+1000))
 	zw.Close()
-	hugeTOC := toc(strings.Repeat("<file><name>x</name></file>", MaxXarTOCBytes/27+1))
+	// Few elements and tokens under the TOC's limits, so that the inflation cap is what trips.
+	hugeTOC := toc(strings.Repeat("<file><name>x</name></file>"+strings.Repeat(" ", 60_000), MaxXarTOCBytes/60_000+1))
 	for _, tc := range []struct {
 		name, want string
 		data       []byte

@@ -8,6 +8,7 @@ import (
 	"io"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
@@ -33,25 +34,27 @@ const (
 // xarLocaleKeyRE matches a Distribution title that is a localization key (SU_TITLE), not a name.
 var xarLocaleKeyRE = regexp.MustCompile(`^[A-Z0-9]+_[A-Z0-9_]+$`)
 
-// xarTOC is the part of a xar table of contents Slipway reads.
+// xarTOC is what Slipway keeps of a xar table of contents: the first Distribution file at the
+// root, and the first maxXarPkgInfos PackageInfo files at the root or one directory down (a
+// product archive's component packages), in document order.
 type xarTOC struct {
-	Files []xarFile `xml:"toc>file"`
+	Distribution *xarFile
+	PackageInfos []*xarFile
 }
 
+// xarFile is a <file> of the table of contents: its name, type and <data>.
 type xarFile struct {
-	Name  string    `xml:"name"`
-	Type  string    `xml:"type"`
-	Data  *xarData  `xml:"data"`
-	Files []xarFile `xml:"file"`
+	Name string
+	Type string
+	Data *xarData
 }
 
+// xarData is a file's <data>: where its archived bytes are in the heap and how they are encoded.
 type xarData struct {
-	Length   int64 `xml:"length"` // extracted size
-	Offset   int64 `xml:"offset"` // from the start of the heap
-	Size     int64 `xml:"size"`   // archived size
-	Encoding struct {
-		Style string `xml:"style,attr"`
-	} `xml:"encoding"`
+	Length int64  // extracted size
+	Offset int64  // from the start of the heap
+	Size   int64  // archived size
+	Style  string // <encoding style="...">
 }
 
 // pkgBundle is a <bundle> element of a Distribution (under pkg-ref/bundle-version) or PackageInfo.
@@ -95,39 +98,26 @@ type pkgInfo struct {
 // bounded. The release type stays empty: the provisioning profile, if any, is inside the
 // compressed payload, which Slipway does not unpack.
 func parsePKG(r io.ReaderAt, size int64) (*appinfo.Info, error) {
-	toc, heap, err := readXarTOC(r, size)
+	budget := newXMLBudget()
+	toc, heap, err := readXarTOC(r, size, budget)
 	if err != nil {
 		return nil, err
 	}
 	var (
-		dist     pkgDistribution
-		infos    []pkgInfo
-		bundles  []pkgBundle
-		hasDist  bool
-		pkgInfos []*xarFile
+		dist    pkgDistribution
+		infos   []pkgInfo
+		bundles []pkgBundle
 	)
-	for i := range toc.Files {
-		f := &toc.Files[i]
-		switch {
-		case f.Name == "Distribution" && f.Type != "directory" && !hasDist:
-			data, err := readXarFile(r, size, heap, f)
-			if err != nil {
-				return nil, err
-			}
-			if err := xml.Unmarshal(data, &dist); err != nil {
-				return nil, errs.Wrap(errs.Invalid, err, "the .pkg's Distribution file is not valid XML")
-			}
-			hasDist = true
-		case f.Name == "PackageInfo" && f.Type != "directory":
-			pkgInfos = append(pkgInfos, f)
-		case f.Type == "directory":
-			for j := range f.Files {
-				if g := &f.Files[j]; g.Name == "PackageInfo" && g.Type != "directory" {
-					pkgInfos = append(pkgInfos, g)
-				}
-			}
+	if toc.Distribution != nil {
+		data, err := readXarFile(r, size, heap, toc.Distribution)
+		if err != nil {
+			return nil, err
+		}
+		if err := decodeXML(data, &dist, fileXMLLimits, budget, "the .pkg's Distribution file"); err != nil {
+			return nil, err
 		}
 	}
+	hasDist, pkgInfos := toc.Distribution != nil, toc.PackageInfos
 	for _, ref := range dist.PkgRefs {
 		bundles = append(bundles, ref.Bundles...)
 	}
@@ -135,14 +125,14 @@ func parsePKG(r io.ReaderAt, size int64) (*appinfo.Info, error) {
 		return nil, errs.Invalidf("the .pkg holds neither a Distribution nor a PackageInfo file")
 	}
 	if len(bundles) == 0 || !hasDist {
-		for _, f := range pkgInfos[:min(len(pkgInfos), maxXarPkgInfos)] {
+		for _, f := range pkgInfos {
 			data, err := readXarFile(r, size, heap, f)
 			if err != nil {
 				return nil, err
 			}
 			var pi pkgInfo
-			if err := xml.Unmarshal(data, &pi); err != nil {
-				return nil, errs.Wrap(errs.Invalid, err, "the .pkg's PackageInfo file is not valid XML")
+			if err := decodeXML(data, &pi, fileXMLLimits, budget, "the .pkg's PackageInfo file"); err != nil {
+				return nil, err
 			}
 			infos = append(infos, pi)
 			bundles = append(bundles, pi.Bundles...)
@@ -225,9 +215,10 @@ func mainPkgBundle(bundles []pkgBundle) pkgBundle {
 	return best
 }
 
-// readXarTOC reads the header and the zlib-compressed table of contents (at most MaxXarTOCBytes
-// inflated) and returns it with the offset of the heap.
-func readXarTOC(r io.ReaderAt, size int64) (*xarTOC, int64, error) {
+// readXarTOC reads the header and streams the zlib-compressed table of contents (at most
+// MaxXarTOCBytes inflated, within tocXMLLimits and budget) through decodeXarTOC. It returns what
+// the TOC says of the files Slipway reads, and the offset of the heap.
+func readXarTOC(r io.ReaderAt, size int64, budget *xmlBudget) (*xarTOC, int64, error) {
 	var h [xarHeaderLen]byte
 	if size < xarHeaderLen {
 		return nil, 0, errs.Invalidf("the .pkg is truncated (%d bytes)", size)
@@ -253,18 +244,169 @@ func readXarTOC(r io.ReaderAt, size int64) (*xarTOC, int64, error) {
 	if err != nil {
 		return nil, 0, errs.Wrap(errs.Invalid, err, "the .pkg's table of contents is not zlib-compressed")
 	}
-	data, err := io.ReadAll(io.LimitReader(zr, MaxXarTOCBytes+1))
-	switch {
-	case err != nil:
-		return nil, 0, errs.Wrap(errs.Invalid, err, "the .pkg's table of contents is corrupt")
-	case len(data) > MaxXarTOCBytes:
-		return nil, 0, errs.Invalidf("the .pkg's table of contents inflates to more than %d bytes", MaxXarTOCBytes)
+	toc, err := decodeXarTOC(&inflateCap{r: zr, left: MaxXarTOCBytes}, budget)
+	if err != nil {
+		return nil, 0, err
 	}
-	var toc xarTOC
-	if err := xml.Unmarshal(data, &toc); err != nil {
-		return nil, 0, errs.Wrap(errs.Invalid, err, "the .pkg's table of contents is not valid XML")
+	return toc, hlen + int64(tocLen), nil
+}
+
+// inflateCap reads the inflated TOC, failing once it passes the cap (a zlib bomb) and calling
+// any other failure of the stream corrupt.
+type inflateCap struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *inflateCap) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errs.Invalidf("the .pkg's table of contents inflates to more than %d bytes", MaxXarTOCBytes)
 	}
-	return &toc, hlen + int64(tocLen), nil
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if err != nil && err != io.EOF {
+		err = errs.Wrap(errs.Invalid, err, "the .pkg's table of contents is corrupt")
+	}
+	return n, err
+}
+
+// maxXarText bounds the text kept of a <name>, <type> or a number: longer ones match no name
+// Slipway looks for, or are not numbers.
+const maxXarText = 1 << 10
+
+// xarFrame is an open element of the table of contents being read.
+type xarFrame struct {
+	name string
+	file *xarFile   // the element is a <file> at the root (level 1) or one down (level 2)
+	kids []*xarFile // a level-1 file's PackageInfo children
+	data *xarData   // the element is a kept file's <data>
+}
+
+// decodeXarTOC reads a table of contents token by token, keeping only the files Slipway reads
+// (see xarTOC) and of each only its name, type and data; everything else is counted against
+// tocXMLLimits and dropped. It stops at the end of the root element. Like xml.Unmarshal into
+// <root><toc><file>, the root element may have any name, and a field's text is the text directly
+// inside it.
+func decodeXarTOC(r io.Reader, budget *xmlBudget) (*xarTOC, error) {
+	const what = "the .pkg's table of contents"
+	var (
+		toc       xarTOC
+		stack     []xarFrame
+		text      []byte
+		textDepth = -1 // depth of the field whose text is being kept, or -1
+	)
+	keep := func(f *xarFile) {
+		if len(toc.PackageInfos) < maxXarPkgInfos {
+			toc.PackageInfos = append(toc.PackageInfos, f)
+		}
+	}
+	bt := newBoundedTokens(r, tocXMLLimits, budget, what)
+	for {
+		tok, err := bt.Token()
+		if err == io.EOF {
+			return nil, errs.Invalidf("%s is not valid XML (no root element)", what)
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			var parent *xarFrame
+			if len(stack) > 0 {
+				parent = &stack[len(stack)-1]
+			}
+			fr, name := xarFrame{name: t.Name.Local}, t.Name.Local
+			switch {
+			case name == "file" && len(stack) == 2 && stack[1].name == "toc":
+				fr.file = &xarFile{}
+			case name == "file" && len(stack) == 3 && parent.file != nil:
+				fr.file = &xarFile{}
+			case parent != nil && parent.file != nil && (name == "name" || name == "type"):
+				textDepth, text = len(stack), text[:0]
+			case parent != nil && parent.file != nil && name == "data":
+				parent.file.Data = &xarData{}
+				fr.data = parent.file.Data
+			case parent != nil && parent.data != nil && (name == "length" || name == "offset" || name == "size"):
+				textDepth, text = len(stack), text[:0]
+			case parent != nil && parent.data != nil && name == "encoding":
+				for _, a := range t.Attr {
+					if a.Name.Local == "style" {
+						parent.data.Style = a.Value
+					}
+				}
+			}
+			stack = append(stack, fr)
+		case xml.CharData:
+			if len(stack) == textDepth+1 && len(text) <= maxXarText {
+				text = append(text, t[:min(len(t), maxXarText+1-len(text))]...)
+			}
+		case xml.EndElement:
+			fr := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			var parent *xarFrame
+			if len(stack) > 0 {
+				parent = &stack[len(stack)-1]
+			}
+			if len(stack) == textDepth {
+				textDepth = -1
+				if err := setXarField(parent, fr.name, text); err != nil {
+					return nil, err
+				}
+			}
+			switch f := fr.file; {
+			case f == nil:
+			case len(stack) == 3: // a file one directory down
+				if f.Name == "PackageInfo" && f.Type != "directory" && len(parent.kids) < maxXarPkgInfos {
+					parent.kids = append(parent.kids, f)
+				}
+			case f.Name == "Distribution" && f.Type != "directory" && toc.Distribution == nil:
+				toc.Distribution = f
+			case f.Name == "PackageInfo" && f.Type != "directory":
+				keep(f)
+			case f.Type == "directory":
+				for _, k := range fr.kids {
+					keep(k)
+				}
+			}
+			if len(stack) == 0 {
+				return &toc, nil
+			}
+		}
+	}
+}
+
+// setXarField stores the text of a file's <name> or <type>, or of its data's <length>, <offset>
+// or <size> (parsed as xml.Unmarshal parses an int64: spaces trimmed, empty is 0).
+func setXarField(parent *xarFrame, name string, text []byte) error {
+	if parent.file != nil {
+		switch name {
+		case "name":
+			parent.file.Name = string(text)
+		case "type":
+			parent.file.Type = string(text)
+		}
+		return nil
+	}
+	s := strings.TrimSpace(string(text))
+	var n int64
+	if s != "" {
+		var err error
+		if n, err = strconv.ParseInt(s, 10, 64); err != nil {
+			return errs.Invalidf("the .pkg's table of contents has a <%s> that is not a number (%.40q)", name, s)
+		}
+	}
+	switch name {
+	case "length":
+		parent.data.Length = n
+	case "offset":
+		parent.data.Offset = n
+	case "size":
+		parent.data.Size = n
+	}
+	return nil
 }
 
 // readXarFile returns the extracted content of a file in the heap, at most maxXarFileBytes.
@@ -282,7 +424,7 @@ func readXarFile(r io.ReaderAt, size, heap int64, f *xarFile) ([]byte, error) {
 	}
 	xarPrefetch(r, heap+d.Offset, d.Size)
 	var src io.Reader = io.NewSectionReader(r, heap+d.Offset, d.Size)
-	switch style := d.Encoding.Style; style {
+	switch style := d.Style; style {
 	case "", "application/octet-stream":
 	case "application/x-gzip": // xar's "gzip" is a zlib stream
 		zr, err := zlib.NewReader(src)

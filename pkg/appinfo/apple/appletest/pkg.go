@@ -1,12 +1,14 @@
 package appletest
 
 import (
+	"bufio"
 	"bytes"
 	"compress/zlib"
 	"crypto/sha1"
 	"encoding/binary"
 	"fmt"
 	"html"
+	"io"
 )
 
 // PKGOptions describes a synthetic macOS installer package (xar). Zero values get defaults.
@@ -116,4 +118,46 @@ func BuildPKG(o PKGOptions) []byte {
 	binary.BigEndian.PutUint32(out[24:], 1) // SHA-1
 	out = append(out, ztoc.Bytes()...)
 	return append(out, h...)
+}
+
+// BuildXar returns a xar archive holding toc as its table of contents (zlib-compressed at the best
+// ratio, with its real inflated size in the header) and heap after it. Hostile tests build their
+// archives with it.
+func BuildXar(toc, heap []byte) []byte {
+	return buildXarStream(func(w io.Writer) { _, _ = w.Write(toc) }, uint64(len(toc)), heap)
+}
+
+// BuildTOCBomb returns a .pkg whose table of contents is "<xar><toc>", head, unit repeated to
+// about tocBytes in all, then "</toc></xar>", followed by heap; the TOC is compressed without
+// ever being held in memory. BuildTOCBomb("", "<file/>", 16<<20, nil) is the 24 KB package of
+// issue 20 (finding 6), whose table of contents inflates to 16 MiB of empty file elements.
+func BuildTOCBomb(head, unit string, tocBytes int, heap []byte) []byte {
+	const open, end = "<xar><toc>", "</toc></xar>"
+	n := max(0, (tocBytes-len(open)-len(end)-len(head))/max(1, len(unit)))
+	size := len(open) + len(head) + n*len(unit) + len(end)
+	return buildXarStream(func(w io.Writer) {
+		bw := bufio.NewWriterSize(w, 64<<10)
+		bw.WriteString(open + head)
+		for range n {
+			bw.WriteString(unit)
+		}
+		bw.WriteString(end)
+		_ = bw.Flush()
+	}, uint64(size), heap)
+}
+
+// buildXarStream writes a xar archive whose TOC (of tocLen bytes) write produces.
+func buildXarStream(write func(io.Writer), tocLen uint64, heap []byte) []byte {
+	var z bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
+	write(zw)
+	_ = zw.Close()
+	out := make([]byte, 28, 28+z.Len()+len(heap))
+	copy(out, "xar!")
+	binary.BigEndian.PutUint16(out[4:], 28)
+	binary.BigEndian.PutUint16(out[6:], 1)
+	binary.BigEndian.PutUint64(out[8:], uint64(z.Len()))
+	binary.BigEndian.PutUint64(out[16:], tocLen)
+	out = append(out, z.Bytes()...)
+	return append(out, heap...)
 }
