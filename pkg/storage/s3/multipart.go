@@ -29,7 +29,7 @@ func (s *Store) CreateMultipart(ctx context.Context, key, contentType string) (s
 	}
 	out, err := s.client.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{
 		Bucket: &s.bucket, Key: aws.String(s.prefix + key), ContentType: optional(contentType),
-	})
+	}, writeOpts...)
 	if err != nil {
 		return "", fmt.Errorf("s3 storage: start upload of %q: %w", key, err)
 	}
@@ -92,7 +92,7 @@ func (s *Store) CompleteMultipart(ctx context.Context, key, uploadID string, par
 	_, err := s.client.CompleteMultipartUpload(ctx, &awss3.CompleteMultipartUploadInput{
 		Bucket: &s.bucket, Key: aws.String(s.prefix + key), UploadId: &uploadID,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: done},
-	})
+	}, writeOpts...)
 	return uploadErr("complete upload of", key, err)
 }
 

@@ -56,6 +56,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -135,14 +136,26 @@ var (
 	_ storage.Presigner = (*Store)(nil)
 )
 
-// payloadOpts makes uploads sign UNSIGNED-PAYLOAD instead of the body's SHA-256 (see the package
-// documentation).
+// payloadOpts are the options of the calls that send an object's bytes (PutObject, UploadPart):
+// UNSIGNED-PAYLOAD instead of the body's SHA-256 unless asked (see the package documentation),
+// and writeOpts.
 func (s *Store) payloadOpts() []func(*awss3.Options) {
 	if s.signPayload {
-		return nil
+		return writeOpts
 	}
-	return []func(*awss3.Options){awss3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)}
+	return append([]func(*awss3.Options){awss3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)}, writeOpts...)
 }
+
+// writeOpts are the options of the calls that create an object: AccessDenied is retried, with the
+// SDK's backoff and attempt limit. MinIO keeps a key's folders on its drive, and a delete removes
+// the folders it leaves empty: a write into a folder that a concurrent delete of its last object
+// is removing is answered AccessDenied (seen about once in 3,000 writes beside deletes of the same
+// day's keys; TestConcurrentWritesAndDeletes), and succeeds when sent again. Slipway's clients do
+// not retry an upload, so Slipway does. On AWS S3, AccessDenied is a permission problem that a
+// retry does not change: the error comes a moment later, the same.
+var writeOpts = []func(*awss3.Options){func(o *awss3.Options) {
+	o.Retryer = retry.AddWithErrorCodes(o.Retryer, "AccessDenied")
+}}
 
 // New returns a Store for cfg. It makes no request: use Ping to check the bucket is reachable.
 func New(ctx context.Context, cfg Config) (*Store, error) {
@@ -314,7 +327,7 @@ func (s *Store) putMultipart(ctx context.Context, key string, first []byte, r io
 	k := aws.String(s.prefix + key)
 	created, err := s.client.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{
 		Bucket: &s.bucket, Key: k, ContentType: optional(opts.ContentType),
-	})
+	}, writeOpts...)
 	if err != nil {
 		return 0, fmt.Errorf("s3 storage: put %q: start multipart upload: %w", key, err)
 	}
@@ -426,7 +439,7 @@ func (s *Store) putMultipart(ctx context.Context, key string, first []byte, r io
 	if _, err := s.client.CompleteMultipartUpload(ctx, &awss3.CompleteMultipartUploadInput{
 		Bucket: &s.bucket, Key: k, UploadId: id,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
-	}); err != nil {
+	}, writeOpts...); err != nil {
 		return total, fmt.Errorf("s3 storage: put %q: complete multipart upload: %w", key, err)
 	}
 	return total, nil
