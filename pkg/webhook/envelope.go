@@ -108,18 +108,24 @@ type DebugFileInfo struct {
 // discordLimit is Discord's maximum message length, in characters.
 const discordLimit = 2000
 
-// Render returns the request body of env in format.
+// Render returns the request body of env in format. In the chat formats, every value that comes
+// from a user or a package is escaped for that format (escape.go), so that it can neither mention
+// anyone nor add a link; the release-page link is Slipway's own.
 func Render(format string, env *Envelope) ([]byte, error) {
 	if format == FormatSlipway {
 		return json.Marshal(env)
 	}
-	title, text, link := summary(env)
+	if !ValidFormat(format) {
+		return nil, fmt.Errorf("unknown webhook format %q", format)
+	}
+	title, text, link := summary(env, escaperFor(format))
+	link = safeLink(link)
 	var body any
 	switch format {
 	case FormatSlack:
 		msg := "*" + title + "*\n" + text
 		if link != "" {
-			msg += "\n<" + link + "|Open the release page>"
+			msg += "\n<" + escapeSlack(link) + "|Open the release page>"
 		}
 		body = map[string]string{"text": msg}
 	case FormatTeams:
@@ -134,7 +140,8 @@ func Render(format string, env *Envelope) ([]byte, error) {
 		if link != "" {
 			msg += "\n" + link
 		}
-		body = map[string]string{"content": truncateRunes(msg, discordLimit)}
+		// allowed_mentions with an empty parse list: the message pings no one, whatever it says.
+		body = map[string]any{"content": truncateRunes(msg, discordLimit), "allowed_mentions": map[string][]string{"parse": {}}}
 	case FormatDingTalk:
 		md := "### " + title + "\n\n" + text
 		if link != "" {
@@ -159,19 +166,21 @@ func Render(format string, env *Envelope) ([]byte, error) {
 	return json.Marshal(body)
 }
 
-// summary is the human message of an event: a title, a line or more of text, and a link.
-func summary(env *Envelope) (title, text, link string) {
+// summary is the human message of an event: a title, a line or more of text, and a link. Every
+// value from a user or a package (names, versions, branch, changelog, platform) goes through esc;
+// the link, Slipway's own, does not.
+func summary(env *Envelope, esc escaper) (title, text, link string) {
 	app := "an app"
 	if env.App != nil {
-		app = env.App.Name
+		app = esc(env.App.Name)
 	}
 	where := ""
 	if env.Channel != nil {
-		where = fmt.Sprintf(" (%s, channel %s)", platformName(env.Channel.DeviceType), env.Channel.Name)
+		where = fmt.Sprintf(" (%s, channel %s)", esc(platformName(env.Channel.DeviceType)), esc(env.Channel.Name))
 	}
 	version := ""
 	if r := env.Release; r != nil {
-		version = fmt.Sprintf("%s (%s)", r.ReleaseVersion, r.BuildVersion)
+		version = fmt.Sprintf("%s (%s)", esc(r.ReleaseVersion), esc(r.BuildVersion))
 		link = r.ReleaseURL
 	}
 	switch env.Event {
@@ -180,10 +189,10 @@ func summary(env *Envelope) (title, text, link string) {
 		text = "Version " + version
 		if r := env.Release; r != nil {
 			if r.Branch != "" {
-				text += " from " + r.Branch
+				text += " from " + esc(r.Branch)
 			}
 			for _, line := range r.Changelog {
-				text += "\n• " + line
+				text += "\n• " + esc(line)
 			}
 		}
 	case EventReleaseDeleted:
@@ -196,13 +205,13 @@ func summary(env *Envelope) (title, text, link string) {
 	case EventDebugFileCreated:
 		title = "Debug file uploaded for " + app
 		if d := env.DebugFile; d != nil {
-			text = fmt.Sprintf("Version %s (%s), %s", d.ReleaseVersion, d.BuildVersion, platformName(d.DeviceType))
+			text = fmt.Sprintf("Version %s (%s), %s", esc(d.ReleaseVersion), esc(d.BuildVersion), esc(platformName(d.DeviceType)))
 		}
 	case EventPing:
 		title = "Test message from Slipway"
 		text = "This webhook works."
 	default:
-		title, text = "Slipway event "+env.Event, ""
+		title, text = "Slipway event "+esc(env.Event), ""
 	}
 	return title, text, link
 }

@@ -25,15 +25,74 @@ const allowHint = "webhooks may not target loopback, private or link-local addre
 
 // special networks a webhook may not reach unless allowed: besides what netip classifies
 // (loopback, private, link-local, multicast, unspecified), shared address space (CGNAT), "this
-// network", IETF protocol assignments and benchmarking.
+// network", IETF protocol assignments and benchmarking; and IPv6 prefixes that are deprecated or
+// reach an IPv4 address Slipway cannot check (see embeddedIPv4).
 var special = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"), netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"), netip.MustParsePrefix("255.255.255.255/32"), netip.MustParsePrefix("64:ff9b:1::/48"),
+	netip.MustParsePrefix("198.18.0.0/15"), netip.MustParsePrefix("255.255.255.255/32"),
 }
 
+// IPv6 forms that embed an IPv4 address (issue 20). Where the prefix has a use today and the IPv4
+// address is at a fixed place, that address is checked like any other; where it has none, or the
+// address cannot be found, the whole prefix is refused.
+var (
+	// nat64 is the well-known NAT64 prefix (RFC 6052): 64:ff9b::a.b.c.d reaches a.b.c.d through a
+	// NAT64 gateway. IPv6-only networks with DNS64 use it for every IPv4 host, so it is checked.
+	nat64 = netip.MustParsePrefix("64:ff9b::/96")
+	// sixToFour is 6to4 (RFC 3056): 2002:AABB:CCDD::/48 is the network of AA.BB.CC.DD. Deprecated,
+	// but its IPv4 address is at a fixed place, so it is checked.
+	sixToFour = netip.MustParsePrefix("2002::/16")
+	// refused6 are refused whatever they embed:
+	//   - 64:ff9b:1::/48, local-use NAT64 (RFC 8215): the IPv4 address may sit after a /48, /56,
+	//     /64 or /96 prefix, as the operator chose;
+	//   - ::/96, IPv4-compatible addresses (::a.b.c.d, deprecated by RFC 4291); :: and ::1 are
+	//     refused as unspecified and loopback before this list is consulted;
+	//   - ::ffff:0:0:0/96, SIIT's IPv4-translated addresses (RFC 2765, obsoleted);
+	//   - 2001::/32, Teredo (RFC 4380): the client's IPv4 address is obfuscated and the server's
+	//     is any, so the destination cannot be told;
+	//   - fec0::/10, site-local (deprecated by RFC 3879, still routed inside some networks);
+	//   - 100::/64, discard-only, and 2001:db8::/32, documentation: never a receiver.
+	refused6 = []netip.Prefix{
+		netip.MustParsePrefix("64:ff9b:1::/48"), netip.MustParsePrefix("::/96"), netip.MustParsePrefix("::ffff:0:0:0/96"),
+		netip.MustParsePrefix("2001::/32"), netip.MustParsePrefix("fec0::/10"), netip.MustParsePrefix("100::/64"),
+		netip.MustParsePrefix("2001:db8::/32"),
+	}
+)
+
 // Disallowed reports why a webhook may not reach ip (cloud metadata at 169.254.169.254 is
-// link-local).
+// link-local). An IPv6 address that embeds an IPv4 address is judged by that address, or refused
+// when it cannot be (see refused6).
 func Disallowed(ip netip.Addr) (reason string, bad bool) {
+	// A zone (fe80::1%eth0) would make every netip.Prefix.Contains below false.
+	ip = ip.WithZone("")
+	if reason, bad := disallowed(ip); bad {
+		return reason, true
+	}
+	if v4, ok := embeddedIPv4(ip); ok {
+		if reason, bad := disallowed(v4); bad {
+			return fmt.Sprintf("an IPv6 address that embeds %s, %s", v4, reason), true
+		}
+	}
+	return "", false
+}
+
+// embeddedIPv4 returns the IPv4 address a NAT64 or 6to4 address reaches.
+func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
+	if !ip.Is6() || ip.Is4In6() {
+		return netip.Addr{}, false
+	}
+	b := ip.As16()
+	switch {
+	case nat64.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[12:16])), true
+	case sixToFour.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[2:6])), true
+	}
+	return netip.Addr{}, false
+}
+
+// disallowed judges one address by its own class, without looking inside it.
+func disallowed(ip netip.Addr) (reason string, bad bool) {
 	ip = ip.Unmap()
 	switch {
 	case !ip.IsValid():
@@ -52,6 +111,11 @@ func Disallowed(ip netip.Addr) (reason string, bad bool) {
 	for _, p := range special {
 		if p.Contains(ip) {
 			return "a reserved address", true
+		}
+	}
+	for _, p := range refused6 {
+		if p.Contains(ip) {
+			return "a deprecated or translated IPv6 address (" + p.String() + ")", true
 		}
 	}
 	return "", false

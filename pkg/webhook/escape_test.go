@@ -1,0 +1,118 @@
+package webhook
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// hostileEnvelope is a release whose user- and package-supplied values carry each chat format's
+// mention and link syntax (issue 20, finding 9): an uploader could ping a whole channel or show
+// "Release page" linking anywhere.
+func hostileEnvelope() *Envelope {
+	env := sampleEnvelope(EventReleaseCreated)
+	env.App.Name = "<!channel> Demo @everyone"
+	env.Channel.Name = "<!here|here> @here"
+	env.Release.Branch = "<@U024BE7LH>"
+	env.Release.ReleaseVersion = "[1.2.0](https://evil.example/v)"
+	env.Release.Changelog = []string{
+		"<https://evil.example/a|Release page>",
+		"[Release page](https://evil.example/b)",
+		"![](https://evil.example/pixel.png)",
+		`<at user_id="all">所有人</at>`,
+		"<@wecom_user> <@&123456789012345678> <font color=\"red\">urgent</font>",
+		"[Release page][x]\n[x]: https://evil.example/c",
+		"a & b",
+	}
+	return env
+}
+
+// chatMessage returns the text a chat service renders from body, and the body as a map.
+func chatMessage(t *testing.T, format string, body []byte) (string, map[string]any) {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("%s: %v", format, err)
+	}
+	get := func(path ...string) string {
+		var v any = m
+		for _, p := range path {
+			mm, _ := v.(map[string]any)
+			v = mm[p]
+		}
+		s, _ := v.(string)
+		return s
+	}
+	switch format {
+	case FormatSlack:
+		return get("text"), m
+	case FormatDiscord:
+		return get("content"), m
+	case FormatDingTalk:
+		return get("markdown", "title") + "\n" + get("markdown", "text"), m
+	case FormatFeishu:
+		return get("content", "text"), m
+	case FormatWeCom:
+		return get("markdown", "content"), m
+	case FormatTeams:
+		return get("title") + "\n" + get("summary") + "\n" + get("text"), m
+	}
+	t.Fatalf("no chat format %s", format)
+	return "", nil
+}
+
+// TestChatMessagesEscapeUserText replays issue 20's finding 9: mentions and masked links in app
+// and channel names, branches, versions and changelogs reach no chat format as syntax, while the
+// release-page link Slipway adds stays a link.
+func TestChatMessagesEscapeUserText(t *testing.T) {
+	const page = "https://slipway.example/channels/beta/releases/3"
+	// Syntax that must not survive, by format: live mentions, masked links, images, tags.
+	markdownLinks := []string{"](https://evil", "][x]", "]: https://evil", `<at user_id="all">`, "<@wecom_user>", "<font", "<https://evil"}
+	forbidden := map[string][]string{
+		FormatSlack:    {"<!channel>", "<!here", "<@U024BE7LH>", "<https://evil", "<@wecom_user>", "<font", "a & b"},
+		FormatDiscord:  append([]string{"@everyone", "@here", "<@&123456789012345678>", "[Release page](", "[1.2.0]("}, markdownLinks...),
+		FormatDingTalk: markdownLinks,
+		FormatFeishu:   markdownLinks,
+		FormatWeCom:    markdownLinks,
+		FormatTeams:    markdownLinks,
+	}
+	// What Slipway itself puts in stays: the release page as a link, and the text readable.
+	required := map[string][]string{
+		FormatSlack:    {"<" + page + "|Open the release page>", "&lt;!channel&gt;", "a &amp; b", "Release page"},
+		FormatDiscord:  {page, "Release page"},
+		FormatDingTalk: {"[Open the release page](" + page + ")", "Release page", "所有人"},
+		FormatFeishu:   {page, "Release page", "所有人"},
+		FormatWeCom:    {"[Open the release page](" + page + ")", "Release page"},
+		FormatTeams:    {"Release page"},
+	}
+	for format, bad := range forbidden {
+		t.Run(format, func(t *testing.T) {
+			body, err := Render(format, hostileEnvelope())
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg, m := chatMessage(t, format, body)
+			for _, s := range bad {
+				if strings.Contains(msg, s) {
+					t.Errorf("the message carries %q:\n%s", s, msg)
+				}
+			}
+			for _, s := range required[format] {
+				if !strings.Contains(msg, s) {
+					t.Errorf("the message lacks %q:\n%s", s, msg)
+				}
+			}
+			switch format {
+			case FormatDiscord:
+				am, _ := m["allowed_mentions"].(map[string]any)
+				if p, ok := am["parse"].([]any); !ok || len(p) != 0 {
+					t.Errorf("allowed_mentions = %v; want {\"parse\": []}", m["allowed_mentions"])
+				}
+			case FormatTeams:
+				if !strings.Contains(string(body), `"uri":"`+page+`"`) {
+					t.Errorf("the card has no action opening the release page: %s", body)
+				}
+			}
+		})
+	}
+}
