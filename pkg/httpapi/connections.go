@@ -124,9 +124,6 @@ func (t *connTracker) report(info *connInfo, hijacked bool) {
 	case info.probes.Load() == finished:
 		level = slog.LevelDebug
 	}
-	if t.closed != nil {
-		t.closed(outcome)
-	}
 	last, _ := info.last.Load().(string)
 	t.log.LogAttrs(context.Background(), level, "connection closed",
 		slog.String("outcome", outcome),
@@ -137,19 +134,23 @@ func (t *connTracker) report(info *connInfo, hijacked bool) {
 		slog.Int64("last_status", info.status.Load()),
 		slog.Int64("open_ms", time.Since(info.opened).Milliseconds()),
 	)
+	// Counted after the line is written: whoever sees the count finds the line.
+	if t.closed != nil {
+		t.closed(outcome)
+	}
 }
 
 // silent reports a connection that closed before sending a byte (firstByteListener).
 func (t *connTracker) silent(remote string, opened time.Time) {
-	if t.closed != nil {
-		t.closed(connNoRequest)
-	}
 	t.log.LogAttrs(context.Background(), slog.LevelDebug, "connection closed",
 		slog.String("outcome", connNoRequest),
 		slog.String("client_addr", remote),
 		slog.Int64("requests", 0),
 		slog.Int64("open_ms", time.Since(opened).Milliseconds()),
 	)
+	if t.closed != nil {
+		t.closed(connNoRequest)
+	}
 }
 
 // noteRequest records the request a connection served last, for its close line. The access log
