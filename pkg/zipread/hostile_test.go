@@ -1,10 +1,12 @@
 package zipread
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/zipread/ziptest"
 )
 
 // hiddenEntriesAttacks are central directories that hold more than the end record admits. Each
@@ -102,4 +104,36 @@ func TestOpenAtTheCap(t *testing.T) {
 		}
 		a = nil
 	}
+}
+
+// TestWriteHiddenEntries: ziptest's streamed archive is the attack, byte for byte the synthetic
+// one above, and Open refuses it.
+func TestWriteHiddenEntries(t *testing.T) {
+	var buf bytes.Buffer
+	n, err := ziptest.WriteHiddenEntries(&buf, MaxEntries+1)
+	if err != nil || n != int64(buf.Len()) {
+		t.Fatalf("wrote %d (%d), %v", n, buf.Len(), err)
+	}
+	_, err = Open(bytes.NewReader(buf.Bytes()), n)
+	if errs.KindOf(err) != errs.Invalid || !strings.Contains(err.Error(), "entries") {
+		t.Fatalf("Open: %v", err)
+	}
+	synth := newSynth(synthSegment{centralHeader("a", 0), MaxEntries + 1}, synthSegment{data: endRecord(MaxEntries+1, 47*(MaxEntries+1), 0)})
+	want := make([]byte, synth.size)
+	if _, err := synth.ReadAt(want, 0); err != nil || !bytes.Equal(want, buf.Bytes()) {
+		t.Fatalf("ziptest's archive differs from the synthetic one (%v)", err)
+	}
+}
+
+// BenchmarkOpenHiddenEntries refuses issue 20's 2.6 M-header archive: time, allocations and bytes
+// read per refusal.
+func BenchmarkOpenHiddenEntries(b *testing.B) {
+	f := newSynth(synthSegment{centralHeader("a", 0), 2_600_000}, synthSegment{data: endRecord(2_600_000, 47*2_600_000, 0)})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Open(f, f.size); err == nil {
+			b.Fatal("accepted")
+		}
+	}
+	b.ReportMetric(float64(f.read.Load())/float64(b.N), "bytes-read/op")
 }
