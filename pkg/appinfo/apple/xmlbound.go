@@ -14,8 +14,8 @@ import (
 // thousandfold: a 24 KB package held 16 MiB of <file/> elements, which xml.Unmarshal turned into
 // 1.4 GB of allocations and seconds of CPU (issue 20). So the XML is read token by token through
 // boundedTokens, which refuses a document past a number of elements, a depth, or a token size,
-// before the decoder allocates for it. CPU per document is then bounded by the element cap and
-// the bytes the document may inflate to.
+// before the decoder allocates for it; and the documents of one parse share a budget of elements
+// and bytes, which bounds its CPU.
 
 // xmlLimits bounds the parse of one XML document.
 type xmlLimits struct {
@@ -28,19 +28,28 @@ type xmlLimits struct {
 // of them), about 20 elements each, signature certificates being the longest text; Distribution
 // and PackageInfo files hold a few hundred elements, and a Distribution's script may be long.
 // One parse reads up to ten documents (the TOC, a Distribution, maxXarPkgInfos PackageInfo
-// files), so they also share one budget of elements, maxPKGXMLElements.
+// files), so they also share one budget of elements and bytes (maxPKGXMLElements, maxPKGXMLBytes).
 var (
 	tocXMLLimits  = xmlLimits{elements: 50_000, depth: 64, token: 64 << 10}
 	fileXMLLimits = xmlLimits{elements: 20_000, depth: 64, token: 1 << 20}
 )
 
-// maxPKGXMLElements bounds the elements of all the XML one .pkg parse reads: about 100 ms of CPU.
-const maxPKGXMLElements = 100_000
+// Budget of one .pkg parse, across its documents: encoding/xml decodes about 50 MB/s and 1.3 M
+// elements a second here, so each of these is under 200 ms of CPU.
+const (
+	maxPKGXMLElements = 100_000
+	maxPKGXMLBytes    = 8 << 20
+)
 
 // xmlBudget is what the documents of one parse may still read, shared by them.
-type xmlBudget struct{ elements int }
+type xmlBudget struct {
+	elements int
+	bytes    int64
+}
 
-func newXMLBudget() *xmlBudget { return &xmlBudget{elements: maxPKGXMLElements} }
+func newXMLBudget() *xmlBudget {
+	return &xmlBudget{elements: maxPKGXMLElements, bytes: maxPKGXMLBytes}
+}
 
 // boundedTokens is an xml.TokenReader over an xml.Decoder that stops, with an errs.Invalid error
 // naming what, once the document passes its limits.
@@ -60,7 +69,7 @@ func newBoundedTokens(r io.Reader, lim xmlLimits, budget *xmlBudget, what string
 	if !ok {
 		br = bufio.NewReaderSize(r, 32<<10)
 	}
-	in := &tokenBytes{r: br, max: int64(lim.token), what: what}
+	in := &tokenBytes{r: br, max: int64(lim.token), budget: budget, what: what}
 	return &boundedTokens{d: xml.NewDecoder(in), in: in, lim: lim, budget: budget, what: what}
 }
 
@@ -102,14 +111,16 @@ func (b *boundedTokens) Token() (xml.Token, error) {
 }
 
 // tokenBytes is the decoder's input: it counts the bytes read since the last token ended and
-// fails once one token takes more than max, before the decoder buffers more of it.
+// fails once one token takes more than max, before the decoder buffers more of it, or once the
+// parse's budget of bytes is spent.
 type tokenBytes struct {
-	r     *bufio.Reader
-	n     int64 // bytes read
-	start int64 // offset where the current token began
-	max   int64
-	what  string
-	err   error
+	r      *bufio.Reader
+	n      int64 // bytes read
+	start  int64 // offset where the current token began
+	max    int64
+	budget *xmlBudget
+	what   string
+	err    error
 }
 
 // ReadByte is how xml.Decoder reads (it uses io.ByteReader when the reader has it).
@@ -117,13 +128,18 @@ func (t *tokenBytes) ReadByte() (byte, error) {
 	if t.err != nil {
 		return 0, t.err
 	}
-	if t.n-t.start >= t.max {
+	switch {
+	case t.n-t.start >= t.max:
 		t.err = errs.Invalidf("%s has a text, tag or comment over %d bytes", t.what, t.max)
+		return 0, t.err
+	case t.budget.bytes <= 0:
+		t.err = errs.Invalidf("the .pkg's XML files hold more than %d bytes in all", maxPKGXMLBytes)
 		return 0, t.err
 	}
 	c, err := t.r.ReadByte()
 	if err == nil {
 		t.n++
+		t.budget.bytes--
 	}
 	return c, err
 }
