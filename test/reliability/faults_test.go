@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -101,6 +102,9 @@ func TestMinIOHungMidUpload(t *testing.T) {
 	if err := m.proc.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	// SIGSTOP takes effect when each thread next runs; on a loaded machine a readyz sent at once
+	// was answered 200 by a MinIO not yet stopped (once in a soak). Wait until every thread is.
+	waitFor(t, time.Minute, "every MinIO thread to be stopped", func() bool { return stopped(m.proc.cmd.Process.Pid) })
 	resumed := false
 	resume := func() {
 		if !resumed {
@@ -132,6 +136,26 @@ func TestMinIOHungMidUpload(t *testing.T) {
 	decodeRelease(t, mustUpload(t, s, e.upload, ipa("com.example.hang", "2", 6<<20)))
 	noServerErrors(t, s)
 	checkConsistent(t, e)
+}
+
+// stopped reports whether every thread of process pid is stopped (state T in /proc).
+func stopped(pid int) bool {
+	stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if len(stats) == 0 {
+		return false
+	}
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return false
+		}
+		// The state follows the command name, which is in parentheses and may hold spaces.
+		_, rest, ok := strings.Cut(string(b), ") ")
+		if !ok || !strings.HasPrefix(rest, "T") {
+			return false
+		}
+	}
+	return true
 }
 
 // trafficOp is one kind of request the traffic generators send, with the statuses it may get
