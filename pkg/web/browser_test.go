@@ -231,6 +231,10 @@ func (b *tester) checkQR(name, releaseURL string) {
 		if err != nil {
 			b.t.Fatal(err)
 		}
+		if got, err := decodeQRGrid(img); err == nil {
+			check(got)
+			return
+		}
 		for _, scale := range []int{1, 2} {
 			if got, err := decodeQRAt(img, scale); err == nil {
 				check(got)

@@ -19,6 +19,8 @@ import (
 
 	"github.com/makiuchi-d/gozxing"
 	gozxingqr "github.com/makiuchi-d/gozxing/qrcode"
+	qrdecoder "github.com/makiuchi-d/gozxing/qrcode/decoder"
+	"github.com/skip2/go-qrcode"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
@@ -319,11 +321,16 @@ func TestQRCode(t *testing.T) {
 
 func decodeQR(t testing.TB, img image.Image) string {
 	t.Helper()
+	// An upright image (the PNG the server sends, a screenshot of it) is read module by module,
+	// which always works: gozxing's locator misses a share of valid codes (seen in a soak: a
+	// served PNG it read at no scale, "dimension = 27"), so it is only the fallback.
+	text, err := decodeQRGrid(img)
+	if err == nil {
+		return text
+	}
 	// A screenshot may crop the quiet zone and scale modules unevenly (256 px shown at 200 px):
-	// give the decoder a white margin and let it try harder. gozxing's locator misses a small
-	// share of valid codes at some scales, so a miss is retried at twice the size before it fails
-	// the test (the code itself does not change).
-	var lastErr error
+	// give the locator a white margin and let it try harder, at a few sizes.
+	lastErr := err
 	for _, scale := range []int{1, 2, 3} {
 		text, err := decodeQRAt(img, scale)
 		if err == nil {
@@ -333,6 +340,55 @@ func decodeQR(t testing.TB, img image.Image) string {
 	}
 	t.Fatalf("decoding the QR code: %v", lastErr)
 	return ""
+}
+
+// decodeQRGrid reads an upright QR code without locating it: the dark modules' bounding box is
+// the symbol, the top-left finder pattern (7 modules) gives the module size, and each module is
+// sampled at its centre; gozxing's decoder then reads the module matrix.
+func decodeQRGrid(img image.Image) (string, error) {
+	b := img.Bounds()
+	dark := func(x, y int) bool {
+		r, g, bl, _ := img.At(x, y).RGBA()
+		return r+g+bl < 3*0x8000
+	}
+	minX, minY, maxX, maxY := b.Max.X, b.Max.Y, b.Min.X-1, b.Min.Y-1
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			if dark(x, y) {
+				minX, minY, maxX, maxY = min(minX, x), min(minY, y), max(maxX, x), max(maxY, y)
+			}
+		}
+	}
+	if maxX < minX {
+		return "", fmt.Errorf("no dark pixel: not a QR code")
+	}
+	// The finder pattern's top edge is a run of 7 dark modules from the symbol's corner.
+	run := 0
+	for x := minX; x <= maxX && dark(x, minY); x++ {
+		run++
+	}
+	width, height := float64(maxX-minX+1), float64(maxY-minY+1)
+	n := int(width*7/float64(run) + 0.5)
+	n = (n-17+2)/4*4 + 17 // the nearest size a QR code has: 21, 25, 29, ...
+	if n < 21 {
+		return "", fmt.Errorf("a symbol of %d modules is not a QR code", n)
+	}
+	bits, err := gozxing.NewBitMatrix(n, n)
+	if err != nil {
+		return "", err
+	}
+	for r := range n {
+		for c := range n {
+			if dark(minX+int((float64(c)+0.5)*width/float64(n)), minY+int((float64(r)+0.5)*height/float64(n))) {
+				bits.Set(c, r)
+			}
+		}
+	}
+	res, err := qrdecoder.NewDecoder().Decode(bits, nil)
+	if err != nil {
+		return "", err
+	}
+	return res.GetText(), nil
 }
 
 // decodeQRAt decodes img scaled up by scale (nearest neighbour) inside a white margin.
@@ -505,3 +561,26 @@ func TestChannelPagePagination(t *testing.T) {
 		t.Errorf("unknown channel: %d", resp.Status)
 	}
 }
+
+// The tests' QR reader reads every code the server can make: release URLs of every length the
+// pages use, at the sizes the pages ask for (it once failed on a valid code; see decodeQR).
+func TestDecodeQRGridReadsServedCodes(t *testing.T) {
+	for i := range 300 {
+		url := fmt.Sprintf("https://apps.example.com/channels/%x/releases/%d", uint64(i)*0x9E3779B97F4A7C15, i*7919)
+		for _, size := range []int{200, 256, 300} {
+			png, err := qrcode.Encode(url, qrcode.Medium, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			img, err := pngDecode(png)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := decodeQRGrid(img); err != nil || got != url {
+				t.Fatalf("%d px code of %q reads %q, %v", size, url, got, err)
+			}
+		}
+	}
+}
+
+func pngDecode(b []byte) (image.Image, error) { return png.Decode(bytes.NewReader(b)) }
