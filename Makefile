@@ -50,6 +50,26 @@ fuzz:
 bench:
 	bash test/with-services.sh $(GO) run ./test/bench -out docs/benchmarks.md
 
+# The container image for linux/amd64 and linux/arm64 with docker buildx (the Dockerfile's build
+# stage cross-compiles on the builder's platform, so no emulation is needed). Without a running
+# buildx builder it says so and fails. By default the image is written as an OCI archive to
+# IMAGE_OCI (IMAGE_OUTPUT takes any buildx --output); PUSH=1 pushes IMAGE to its registry instead.
+# test/deploy (TestImageMultiArch) builds it where a builder exists and checks each platform's binary.
+IMAGE           ?= ghcr.io/slipwayhq/slipway:$(VERSION)
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+IMAGE_OCI       ?= bin/slipway-image.oci.tar
+IMAGE_OUTPUT    ?= type=oci,dest=$(IMAGE_OCI)
+.PHONY: image
+image:
+	@if ! docker buildx version >/dev/null 2>&1; then \
+	  echo "make image: docker buildx is not available: install Docker with the buildx plugin (https://docs.docker.com/build/)" >&2; exit 1; fi
+	@if ! docker buildx inspect --bootstrap >/dev/null 2>&1; then \
+	  echo "make image: no buildx builder is running: start the Docker engine, or create a builder with 'docker buildx create --use'" >&2; exit 1; fi
+	@mkdir -p $(dir $(IMAGE_OCI))
+	docker buildx build --platform $(IMAGE_PLATFORMS) \
+	  --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) \
+	  $(if $(PUSH),--push,--output $(IMAGE_OUTPUT)) .
+
 .PHONY: clean
 clean:
 	rm -rf bin data
