@@ -157,8 +157,9 @@ func checkServer(t *testing.T, r *rendered) server {
 		t.Fatal("terminationGracePeriodSeconds is not set")
 	}
 	grace := time.Duration(*pod.TerminationGracePeriodSeconds) * time.Second
-	if grace <= drain+preStop {
-		t.Errorf("terminationGracePeriodSeconds %s is not longer than preStop %s + SLIPWAY_DRAIN_TIMEOUT %s", grace, preStop, drain)
+	if want := preStop + drain + shutdownAfterDrain; grace != want {
+		t.Errorf("terminationGracePeriodSeconds %s, want preStop %s + SLIPWAY_DRAIN_TIMEOUT %s + %s (what serve does after the drain) = %s",
+			grace, preStop, drain, shutdownAfterDrain, want)
 	}
 
 	// Pods roll when the settings change.
@@ -442,7 +443,7 @@ func checkConfigLoads(t *testing.T, r *rendered, s server) *config.Config {
 
 func TestChartDefaultValues(t *testing.T) {
 	r := render(t)
-	want := map[string]int{"Deployment": 1, "Service": 1, "ConfigMap": 1, "Secret": 2, "ServiceAccount": 1, "Job": 1, "PodDisruptionBudget": 1}
+	want := map[string]int{"Deployment": 1, "Service": 1, "ConfigMap": 1, "Secret": 2, "ServiceAccount": 1, "Job": 1, "PodDisruptionBudget": 1, "Pod": 1}
 	if !reflect.DeepEqual(r.Kinds, want) {
 		t.Errorf("kinds %v, want %v", r.Kinds, want)
 	}
@@ -455,11 +456,11 @@ func TestChartDefaultValues(t *testing.T) {
 	if !isSHA256(s.deploy.Spec.Template.Annotations["checksum/secret"]) {
 		t.Error("no checksum/secret annotation")
 	}
-	if cfg.DrainTimeout != 30*time.Second || cfg.MaxUploadBytes != 4<<30 || cfg.MaxConcurrentUploads != 16 {
+	if cfg.DrainTimeout != 240*time.Second || cfg.MaxUploadBytes != 4<<30 || cfg.MaxConcurrentUploads != 16 {
 		t.Errorf("defaults: drain %s, max upload %d, concurrent %d", cfg.DrainTimeout, cfg.MaxUploadBytes, cfg.MaxConcurrentUploads)
 	}
-	if got := *s.deploy.Spec.Template.Spec.TerminationGracePeriodSeconds; got != 45 {
-		t.Errorf("terminationGracePeriodSeconds %d, want 45 (5 preStop + 30 drain + 10)", got)
+	if got := *s.deploy.Spec.Template.Spec.TerminationGracePeriodSeconds; got != 285 {
+		t.Errorf("terminationGracePeriodSeconds %d, want 285 (5 preStop + 240 drain + 40)", got)
 	}
 	if s.deploy.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
 		t.Errorf("strategy %s, want RollingUpdate", s.deploy.Spec.Strategy.Type)
@@ -479,8 +480,9 @@ func TestChartDefaultValues(t *testing.T) {
 
 func TestChartFullValues(t *testing.T) {
 	r := render(t, "-f", fullValues(t))
-	want := map[string]int{"Deployment": 1, "Service": 1, "ConfigMap": 1, "Secret": 2, "ServiceAccount": 1, "Job": 1,
-		"PodDisruptionBudget": 1, "Ingress": 1, "HorizontalPodAutoscaler": 1, "ServiceMonitor": 1}
+	want := map[string]int{"Deployment": 1, "Service": 1, "ConfigMap": 2, "Secret": 2, "ServiceAccount": 1, "Job": 1,
+		"PodDisruptionBudget": 1, "Ingress": 1, "HorizontalPodAutoscaler": 1, "ServiceMonitor": 1,
+		"PrometheusRule": 1, "NetworkPolicy": 1, "HTTPRoute": 1, "Pod": 1}
 	if !reflect.DeepEqual(r.Kinds, want) {
 		t.Errorf("kinds %v, want %v", r.Kinds, want)
 	}
@@ -502,8 +504,8 @@ func TestChartFullValues(t *testing.T) {
 	if cfg.PublicURL != "https://apps.example.com" || cfg.CDNURL != "https://cdn.example.com/slipway" || cfg.DrainTimeout != 600*time.Second {
 		t.Errorf("config: public %q, cdn %q, drain %s", cfg.PublicURL, cfg.CDNURL, cfg.DrainTimeout)
 	}
-	if got := *s.deploy.Spec.Template.Spec.TerminationGracePeriodSeconds; got != 620 {
-		t.Errorf("terminationGracePeriodSeconds %d, want 620 (10 preStop + 600 drain + 10)", got)
+	if got := *s.deploy.Spec.Template.Spec.TerminationGracePeriodSeconds; got != 650 {
+		t.Errorf("terminationGracePeriodSeconds %d, want 650 (10 preStop + 600 drain + 40)", got)
 	}
 
 	// Autoscaling owns the replica count.

@@ -131,6 +131,68 @@ type serviceMonitor struct {
 	} `json:"spec"`
 }
 
+// prometheusRule is the part of the Prometheus Operator's PrometheusRule (monitoring.coreos.com/v1)
+// the chart uses, with the CRD's field names.
+type prometheusRule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Groups []struct {
+			Name  string `json:"name"`
+			Rules []struct {
+				Alert       string            `json:"alert,omitempty"`
+				Record      string            `json:"record,omitempty"`
+				Expr        string            `json:"expr"`
+				For         string            `json:"for,omitempty"`
+				Labels      map[string]string `json:"labels,omitempty"`
+				Annotations map[string]string `json:"annotations,omitempty"`
+			} `json:"rules"`
+		} `json:"groups"`
+	} `json:"spec"`
+}
+
+// httpRoute is the part of Gateway API's HTTPRoute (gateway.networking.k8s.io/v1,
+// sigs.k8s.io/gateway-api apis/v1 httproute_types.go) the chart renders, with its field names.
+type httpRoute struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		ParentRefs []struct {
+			Group       *string `json:"group,omitempty"`
+			Kind        *string `json:"kind,omitempty"`
+			Namespace   *string `json:"namespace,omitempty"`
+			Name        string  `json:"name"`
+			SectionName *string `json:"sectionName,omitempty"`
+			Port        *int32  `json:"port,omitempty"`
+		} `json:"parentRefs"`
+		Hostnames []string `json:"hostnames,omitempty"`
+		Rules     []struct {
+			Matches []struct {
+				Path *struct {
+					Type  string `json:"type"`
+					Value string `json:"value"`
+				} `json:"path,omitempty"`
+				Headers     []map[string]string `json:"headers,omitempty"`
+				QueryParams []map[string]string `json:"queryParams,omitempty"`
+				Method      string              `json:"method,omitempty"`
+			} `json:"matches,omitempty"`
+			Filters     []map[string]any `json:"filters,omitempty"`
+			BackendRefs []struct {
+				Group     *string `json:"group,omitempty"`
+				Kind      *string `json:"kind,omitempty"`
+				Name      string  `json:"name"`
+				Namespace *string `json:"namespace,omitempty"`
+				Port      *int32  `json:"port,omitempty"`
+				Weight    *int32  `json:"weight,omitempty"`
+			} `json:"backendRefs,omitempty"`
+			Timeouts *struct {
+				Request        string `json:"request,omitempty"`
+				BackendRequest string `json:"backendRequest,omitempty"`
+			} `json:"timeouts,omitempty"`
+		} `json:"rules"`
+	} `json:"spec"`
+}
+
 // kinds maps each kind the chart may render to its apiVersion and a fresh typed object.
 var kinds = map[string]struct {
 	apiVersion string
@@ -147,6 +209,10 @@ var kinds = map[string]struct {
 	"Secret":                  {"v1", func() any { return &corev1.Secret{} }},
 	"PersistentVolumeClaim":   {"v1", func() any { return &corev1.PersistentVolumeClaim{} }},
 	"ServiceMonitor":          {"monitoring.coreos.com/v1", func() any { return &serviceMonitor{} }},
+	"PrometheusRule":          {"monitoring.coreos.com/v1", func() any { return &prometheusRule{} }},
+	"NetworkPolicy":           {"networking.k8s.io/v1", func() any { return &networkingv1.NetworkPolicy{} }},
+	"HTTPRoute":               {"gateway.networking.k8s.io/v1", func() any { return &httpRoute{} }},
+	"Pod":                     {"v1", func() any { return &corev1.Pod{} }},
 }
 
 // rendered is one `helm template` output, every document decoded strictly into its API type.
@@ -162,6 +228,10 @@ type rendered struct {
 	Secrets         []*corev1.Secret
 	PVCs            []*corev1.PersistentVolumeClaim
 	ServiceMonitors []*serviceMonitor
+	PrometheusRules []*prometheusRule
+	NetworkPolicies []*networkingv1.NetworkPolicy
+	HTTPRoutes      []*httpRoute
+	Pods            []*corev1.Pod
 	// Kinds counts the documents of each kind.
 	Kinds map[string]int
 }
@@ -228,6 +298,14 @@ func decode(t testing.TB, out string) *rendered {
 			r.PVCs = append(r.PVCs, o)
 		case *serviceMonitor:
 			r.ServiceMonitors = append(r.ServiceMonitors, o)
+		case *prometheusRule:
+			r.PrometheusRules = append(r.PrometheusRules, o)
+		case *networkingv1.NetworkPolicy:
+			r.NetworkPolicies = append(r.NetworkPolicies, o)
+		case *httpRoute:
+			r.HTTPRoutes = append(r.HTTPRoutes, o)
+		case *corev1.Pod:
+			r.Pods = append(r.Pods, o)
 		}
 	}
 	return r

@@ -83,6 +83,9 @@ it), else the Service's in-cluster URL.
 {{- end }}
 {{- end }}
 {{- printf "%s://%s" $scheme $host }}
+{{- else if and .Values.httpRoute.enabled .Values.httpRoute.hostnames }}
+{{- /* TLS ends at the Gateway's listener, which the chart cannot see: assume https. */}}
+{{- printf "https://%s" (first .Values.httpRoute.hostnames) }}
 {{- else }}
 {{- $port := "" }}
 {{- if ne (int .Values.service.port) 80 }}
@@ -126,6 +129,9 @@ Refuses configurations that cannot work. Included by the Deployment, which is al
 {{- end }}
 {{- else if not (hasPrefix "s3://" $url) }}
 {{- fail "storage.url must be s3://BUCKET[/PREFIX]?region=... (or file:///PATH for a single replica with persistence)." }}
+{{- end }}
+{{- if and .Values.httpRoute.enabled (not .Values.httpRoute.parentRefs) }}
+{{- fail "httpRoute.enabled: set httpRoute.parentRefs to the Gateway (and listener) the route attaches to, e.g. [{name: public, namespace: gateways}]." }}
 {{- end }}
 {{- if .Values.podDisruptionBudget.enabled }}
 {{- $max := toString .Values.podDisruptionBudget.maxUnavailable }}
@@ -240,22 +246,27 @@ Env entries read from a Secret, plus GOMEMLIMIT and extraEnv. Call with
 */}}
 {{- define "slipway.env" -}}
 {{- $root := .root -}}
+{{- /* The chart's own Secrets use the variable names as keys; existingSecret's are configurable. */}}
+{{- $keys := dict "databaseURL" "SLIPWAY_DATABASE_URL" "secret" "SLIPWAY_SECRET" "oidcClientSecret" "SLIPWAY_OIDC_CLIENT_SECRET" "awsAccessKeyID" "AWS_ACCESS_KEY_ID" "awsSecretAccessKey" "AWS_SECRET_ACCESS_KEY" }}
+{{- if $root.Values.existingSecret }}
+{{- $keys = merge (deepCopy $root.Values.existingSecretKeys) $keys }}
+{{- end -}}
 - name: SLIPWAY_DATABASE_URL
   valueFrom:
     secretKeyRef:
       name: {{ .secretName }}
-      key: SLIPWAY_DATABASE_URL
+      key: {{ $keys.databaseURL | quote }}
 - name: SLIPWAY_SECRET
   valueFrom:
     secretKeyRef:
       name: {{ .secretName }}
-      key: SLIPWAY_SECRET
+      key: {{ $keys.secret | quote }}
 {{- if or $root.Values.existingSecret $root.Values.config.oidc.clientSecret }}
 - name: SLIPWAY_OIDC_CLIENT_SECRET
   valueFrom:
     secretKeyRef:
       name: {{ .secretName }}
-      key: SLIPWAY_OIDC_CLIENT_SECRET
+      key: {{ $keys.oidcClientSecret | quote }}
       optional: {{ not (empty $root.Values.existingSecret) }}
 {{- end }}
 {{- if or $root.Values.existingSecret $root.Values.s3Credentials.accessKeyID }}
@@ -263,13 +274,13 @@ Env entries read from a Secret, plus GOMEMLIMIT and extraEnv. Call with
   valueFrom:
     secretKeyRef:
       name: {{ .secretName }}
-      key: AWS_ACCESS_KEY_ID
+      key: {{ $keys.awsAccessKeyID | quote }}
       optional: {{ not (empty $root.Values.existingSecret) }}
 - name: AWS_SECRET_ACCESS_KEY
   valueFrom:
     secretKeyRef:
       name: {{ .secretName }}
-      key: AWS_SECRET_ACCESS_KEY
+      key: {{ $keys.awsSecretAccessKey | quote }}
       optional: {{ not (empty $root.Values.existingSecret) }}
 {{- end }}
 {{- if and .resources .resources.limits .resources.limits.memory }}
@@ -316,9 +327,70 @@ seccompProfile:
 {{- end }}
 
 {{/*
-terminationGracePeriodSeconds: the preStop sleep, the drain timeout, then 5 s Slipway gives
-cancelled requests to abort their uploads, plus 5 s margin.
+terminationGracePeriodSeconds: the preStop sleep, the drain timeout, then what `slipway serve` does
+after it (cmd/slipway/serve.go): up to 5 s for the cancelled requests' connections to close, up to
+30 s (handlerCleanupTimeout) for their handlers to abort their uploads, and 5 s for the background
+loops to stop and the process to exit. test/deploy checks the sum.
 */}}
+{{- define "slipway.shutdownAfterDrainSeconds" -}}
+{{- add 5 30 5 }}
+{{- end }}
+
 {{- define "slipway.terminationGracePeriodSeconds" -}}
-{{- add (int .Values.lifecycle.preStopSleepSeconds) (int .Values.config.drainTimeoutSeconds) 10 }}
+{{- add (int .Values.lifecycle.preStopSleepSeconds) (int .Values.config.drainTimeoutSeconds) (include "slipway.shutdownAfterDrainSeconds" . | int) }}
+{{- end }}
+
+{{/*
+The name of the container port Prometheus scrapes /metrics on (the ServiceMonitor's and the
+NetworkPolicy's monitoring rule). Today /metrics is served on the http port.
+*/}}
+{{- define "slipway.metricsPortName" -}}
+http
+{{- end }}
+
+{{/*
+The Slipway pods' affinity: `affinity` when set, else spread.antiAffinity.
+*/}}
+{{- define "slipway.affinity" -}}
+{{- if .Values.affinity }}
+{{- toYaml .Values.affinity }}
+{{- else if eq .Values.spread.antiAffinity.type "soft" }}
+podAntiAffinity:
+  preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: {{ int .Values.spread.antiAffinity.weight }}
+      podAffinityTerm:
+        topologyKey: {{ .Values.spread.antiAffinity.topologyKey }}
+        labelSelector:
+          matchLabels:
+            {{- include "slipway.serverSelectorLabels" . | nindent 12 }}
+{{- else if eq .Values.spread.antiAffinity.type "hard" }}
+podAntiAffinity:
+  requiredDuringSchedulingIgnoredDuringExecution:
+    - topologyKey: {{ .Values.spread.antiAffinity.topologyKey }}
+      labelSelector:
+        matchLabels:
+          {{- include "slipway.serverSelectorLabels" . | nindent 10 }}
+{{- end }}
+{{- end }}
+
+{{/*
+The Slipway pods' topologySpreadConstraints: `topologySpreadConstraints` when set, else one per
+spread.topologySpread key. matchLabelKeys pod-template-hash counts only the pods of the same
+ReplicaSet, so a rollout's old pods do not skew the new ones.
+*/}}
+{{- define "slipway.topologySpreadConstraints" -}}
+{{- if .Values.topologySpreadConstraints }}
+{{- toYaml .Values.topologySpreadConstraints }}
+{{- else if .Values.spread.topologySpread.enabled }}
+{{- range .Values.spread.topologySpread.topologyKeys }}
+- topologyKey: {{ . }}
+  maxSkew: {{ int $.Values.spread.topologySpread.maxSkew }}
+  whenUnsatisfiable: {{ $.Values.spread.topologySpread.whenUnsatisfiable }}
+  labelSelector:
+    matchLabels:
+      {{- include "slipway.serverSelectorLabels" $ | nindent 6 }}
+  matchLabelKeys:
+    - pod-template-hash
+{{- end }}
+{{- end }}
 {{- end }}
