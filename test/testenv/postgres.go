@@ -91,6 +91,9 @@ func DB(tb testing.TB) *store.DB {
 	return db
 }
 
+// templateComment starts the comment of a template database; the time it was made follows.
+const templateComment = "slipway test template, made "
+
 // ensureTemplate creates (once per schema version, shared by parallel test processes through an
 // advisory lock) a database holding the migrated schema, named after a hash of the migrations.
 func ensureTemplate(ctx context.Context, base string) (string, error) {
@@ -121,13 +124,22 @@ func ensureTemplate(ctx context.Context, base string) (string, error) {
 	if exists {
 		return name, nil
 	}
-	// Templates of older schemas are no longer needed.
-	rows, _ := conn.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'slipway_tmpl_%'")
+	// Templates of other schemas may still be in use: another checkout's test run (a branch, a
+	// worktree, an older commit's soak) on the same Postgres clones from its own template, and
+	// dropping it under that run failed every one of its tests at once. Only templates made over
+	// a day ago are dropped (their comment says when).
+	rows, _ := conn.Query(ctx, `SELECT d.datname FROM pg_database d JOIN pg_shdescription s ON s.objoid = d.oid
+		AND s.classoid = 'pg_database'::regclass
+		WHERE d.datname LIKE 'slipway_tmpl_%' AND s.description LIKE $1 || '%'
+		AND substr(s.description, length($1) + 1)::timestamptz < now() - interval '1 day'`, templateComment)
 	old, _ := pgx.CollectRows(rows, pgx.RowTo[string])
 	for _, o := range old {
 		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+o+" WITH (FORCE)")
 	}
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", err
+	}
+	if _, err := conn.Exec(ctx, fmt.Sprintf("COMMENT ON DATABASE %s IS '%s%s'", name, templateComment, time.Now().UTC().Format(time.RFC3339))); err != nil {
 		return "", err
 	}
 	db, err := store.Open(ctx, withDatabase(base, name), store.Options{})
