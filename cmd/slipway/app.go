@@ -45,7 +45,7 @@ func openApp(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{CreateDatabase: createDB})
+	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{CreateDatabase: createDB, Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func openDB(ctx context.Context, getenv func(string) string, stderr io.Writer) (
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{CreateDatabase: true})
+	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{CreateDatabase: true, Log: log})
 	return db, log, err
 }
 

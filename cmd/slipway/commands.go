@@ -14,54 +14,6 @@ import (
 	"github.com/slipwayhq/slipway/pkg/uploader"
 )
 
-func migrateUp(db *store.DB) error {
-	m, err := store.NewMigrator(db)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	return m.Up()
-}
-
-// migrateCmd: slipway migrate up|down|version.
-func migrateCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) != 1 {
-		return usageError("want one of: up, down, version")
-	}
-	db, _, err := openDB(ctx, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	m, err := store.NewMigrator(db)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	switch args[0] {
-	case "up":
-		err = m.Up()
-	case "down":
-		err = m.Down()
-	case "version":
-	default:
-		return usageError(fmt.Sprintf("unknown migrate action %q; want up, down or version", args[0]))
-	}
-	if err != nil {
-		return err
-	}
-	v, dirty, err := m.Version()
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "schema version %d", v)
-	if dirty {
-		fmt.Fprint(stdout, " (dirty: a migration failed half-way; fix it, then force the version)")
-	}
-	fmt.Fprintln(stdout)
-	return nil
-}
-
 // tokenCmd: slipway token create|list|revoke, against the database (on the server, for the
 // first admin token) or, with --url, against a running server's API with an admin token.
 func tokenCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

@@ -14,7 +14,7 @@ func TestHelpOfEveryCommand(t *testing.T) {
 	getenv := func(string) string { return "" } // no database: a command that tried to run would fail
 	for _, line := range [][]string{
 		{"help"}, {"--help"}, {"-h"},
-		{"serve", "--help"}, {"migrate", "--help"}, {"migrate", "up", "-h"}, {"token", "--help"},
+		{"serve", "--help"}, {"migrate", "--help"}, {"migrate", "up", "-h"}, {"migrate", "down", "--help"}, {"migrate", "force", "-h"}, {"token", "--help"},
 		{"token", "create", "--help"}, {"token", "list", "-h"}, {"token", "revoke", "--help"},
 		{"gc", "--help"}, {"admin", "login-link", "--help"}, {"retention", "--help"},
 		{"retention", "plan", "-help"}, {"upload", "--help"}, {"upload", "app.ipa", "--url", "x", "-h"},

@@ -25,7 +25,9 @@ const usage = `Usage: slipway <command> [arguments]
 
 Commands:
   serve                               run migrations, then serve HTTP until SIGTERM/SIGINT
-  migrate up|down|version             manage the database schema
+  migrate up|version                  apply the pending migrations; print the schema's version
+  migrate down [N] [--yes]            revert the N newest migrations (default 1); without --yes, only list them
+  migrate force VERSION               record VERSION and clear the dirty flag, running nothing (after an interrupted migration)
   token create --name NAME [--scope upload|admin]
                                       create an API token (printed once, on the last line)
   token list                          list tokens (never their secrets)
@@ -120,6 +122,8 @@ func parsesOwnFlags(args []string) bool {
 	switch args[0] {
 	case "gc", "upload":
 		return true
+	case "migrate":
+		return sub == "down"
 	case "token":
 		return sub == "create" || sub == "list" || sub == "revoke"
 	case "retention":

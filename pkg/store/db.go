@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"strings"
@@ -22,6 +23,7 @@ import (
 // DB is a pool of connections to Slipway's database.
 type DB struct {
 	Pool *pgxpool.Pool
+	log  *slog.Logger
 }
 
 // Options tune Open.
@@ -31,6 +33,8 @@ type Options struct {
 	CreateDatabase bool
 	// MaxConns caps the pool (0: pgxpool's default, max(4, cores)).
 	MaxConns int32
+	// Log receives the store's own warnings (a schema newer than the binary); nil: slog.Default.
+	Log *slog.Logger
 }
 
 // Open connects to the database at url, creating it first when asked and permitted.
@@ -47,6 +51,12 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 		cfg.MaxConns = opts.MaxConns
 	}
 	cfg.HealthCheckPeriod = 15 * time.Second
+	// After a failover, a connection may be left on a server that no longer accepts writes (the
+	// demoted primary, back as a standby). A connection that gets read_only_sql_transaction is
+	// dropped when it returns to the pool, so the next one is made afresh: with
+	// target_session_attrs=read-write in the URL, to the new primary.
+	cfg.ConnConfig.Tracer = readOnlyTracer{}
+	cfg.AfterRelease = func(c *pgx.Conn) bool { return !markedReadOnly(c.PgConn()) }
 	if opts.CreateDatabase {
 		if err := createDatabase(ctx, cfg.ConnConfig); err != nil {
 			return nil, err
@@ -56,14 +66,62 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
-	return &DB{Pool: pool}, nil
+	return &DB{Pool: pool, log: opts.Log}, nil
 }
 
 // Close releases all connections.
 func (db *DB) Close() { db.Pool.Close() }
 
-// Ping checks that the database answers.
+// Ping checks that the database answers. A standby answers too: see Writable.
 func (db *DB) Ping(ctx context.Context) error { return dbErr(db.Pool.Ping(ctx)) }
+
+// Writable reports whether the database accepts writes: nil on a primary; errs.Unavailable on a
+// standby (pg_is_in_recovery, as a demoted primary is after a failover) or a database whose
+// transactions are read-only (default_transaction_read_only), and when it cannot be reached.
+// Ping succeeds in both cases while every write fails with SQLSTATE 25006. The connection it
+// checked is dropped when read-only, so the pool makes a new one (see Open).
+func (db *DB) Writable(ctx context.Context) error {
+	conn, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		return dbErr(err)
+	}
+	defer conn.Release()
+	var standby bool
+	var readOnly string
+	err = conn.QueryRow(ctx, `SELECT pg_is_in_recovery(), current_setting('transaction_read_only')`).Scan(&standby, &readOnly)
+	if err != nil {
+		return dbErr(err)
+	}
+	switch {
+	case standby:
+		markReadOnly(conn.Conn().PgConn())
+		return errs.New(errs.Unavailable, "the database is a standby (in recovery) and refuses writes; a failover may be under way")
+	case readOnly == "on":
+		markReadOnly(conn.Conn().PgConn())
+		return errs.New(errs.Unavailable, "the database refuses writes (transaction_read_only is on)")
+	}
+	return nil
+}
+
+// readOnlyKey marks, in a connection's CustomData, a connection found read-only.
+const readOnlyKey = "slipway.read_only"
+
+func markReadOnly(c *pgconn.PgConn) { c.CustomData()[readOnlyKey] = true }
+
+func markedReadOnly(c *pgconn.PgConn) bool { return c.CustomData()[readOnlyKey] == true }
+
+// readOnlyTracer marks a connection on which a statement failed with read_only_sql_transaction.
+type readOnlyTracer struct{}
+
+func (readOnlyTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (readOnlyTracer) TraceQueryEnd(_ context.Context, c *pgx.Conn, data pgx.TraceQueryEndData) {
+	if isCode(data.Err, "25006") {
+		markReadOnly(c.PgConn())
+	}
+}
 
 // createDatabase connects to the server's maintenance database and creates cfg's database when it
 // does not exist. A missing permission is not an error here: the connection that follows reports
@@ -111,10 +169,12 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// dbErr classifies a database error once, where it arises: failures to reach the database become
-// errs.Unavailable (503 with Retry-After), values the database refuses (NUL bytes, invalid UTF-8,
-// check constraints) errs.Invalid; the rest are left as they are (internal). Errors that are
-// already *errs.Error pass through.
+// dbErr classifies a database error once, where it arises: failures to reach the database (and a
+// database that cannot write, during a failover) become errs.Unavailable (503 with Retry-After),
+// as do transactions the database aborted in a conflict with another (serialization failure,
+// deadlock), which a retry resolves; values the database refuses (NUL bytes, invalid UTF-8,
+// check constraints) become errs.Invalid; the rest are left as they are (internal). Errors that
+// are already *errs.Error pass through.
 func dbErr(err error) error {
 	if err == nil {
 		return nil
@@ -129,6 +189,10 @@ func dbErr(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
+		case "40001", "40P01": // serialization_failure, deadlock_detected: the other transaction won
+			e := errs.Wrap(errs.Unavailable, err, "the database ended the transaction in a conflict with another; retry")
+			e.RetryAfter = time.Second
+			return e
 		case "22021", "22P05": // character_not_in_repertoire, untranslatable_character: NUL or bad UTF-8
 			return errs.Wrap(errs.Invalid, err, "a parameter holds a NUL byte or invalid UTF-8")
 		case "22001", "22003": // string_data_right_truncation, numeric_value_out_of_range
@@ -140,8 +204,8 @@ func dbErr(err error) error {
 	return err
 }
 
-// IsUnavailable reports whether err means the database could not be reached or went away, as
-// opposed to a query that the database refused.
+// IsUnavailable reports whether err means the database could not be reached, went away or cannot
+// write (a standby, during a failover), as opposed to a query that the database refused.
 func IsUnavailable(err error) bool {
 	var connErr *pgconn.ConnectError
 	var netErr net.Error
@@ -149,9 +213,10 @@ func IsUnavailable(err error) bool {
 	switch {
 	case errors.As(err, &pgErr):
 		// Class 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot
-		// connect now; 53300: too many connections.
+		// connect now; 53300: too many connections; 25006: read_only_sql_transaction, a write on
+		// a connection left on a demoted primary (or a read-only database).
 		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" ||
-			pgErr.Code == "57P03" || pgErr.Code == "53300"
+			pgErr.Code == "57P03" || pgErr.Code == "53300" || pgErr.Code == "25006"
 	case errors.As(err, &connErr), errors.As(err, &netErr):
 		return true
 	case pgconn.SafeToRetry(err), pgconn.Timeout(err):

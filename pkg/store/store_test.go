@@ -2,49 +2,13 @@ package store_test
 
 import (
 	"context"
-	"io/fs"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
-	"github.com/slipwayhq/slipway/migrations"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/store"
 	"github.com/slipwayhq/slipway/test/testenv"
 )
-
-func TestMigrateDownAndUp(t *testing.T) {
-	db := testenv.DB(t)
-	m, err := store.NewMigrator(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	v, dirty, err := m.Version()
-	newest := uint(0)
-	files, _ := fs.Glob(migrations.FS, "*.up.sql")
-	for _, f := range files {
-		n, _ := strconv.Atoi(strings.SplitN(f, "_", 2)[0])
-		newest = max(newest, uint(n))
-	}
-	if err != nil || dirty || v != newest {
-		t.Fatalf("version = %d dirty=%v err=%v, want %d clean", v, dirty, err, newest)
-	}
-	// Every migration reverts cleanly, one step at a time, down to an empty database.
-	for want := newest; want > 0; want-- {
-		if err := m.Down(); err != nil {
-			t.Fatalf("down from %d: %v", want, err)
-		}
-		if v, dirty, _ := m.Version(); v != want-1 || dirty {
-			t.Fatalf("after down from %d: version %d dirty %v", want, v, dirty)
-		}
-	}
-	if err := m.Up(); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func TestTokens(t *testing.T) {
 	ctx := context.Background()
