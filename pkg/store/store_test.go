@@ -5,8 +5,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/store"
 	"github.com/slipwayhq/slipway/test/testenv"
 )
 
@@ -89,5 +93,89 @@ func TestCollectorAndClaimAreOrdered(t *testing.T) {
 	keys, _ = db.Collectable(ctx, 3600e9, 10)
 	if len(keys) != 1 || keys[0] != "icons/b" {
 		t.Fatalf("deleted objects are collectable at once: %v", keys)
+	}
+}
+
+// TestFailoverToAStandby plays a connection pool left on a server that no longer accepts writes
+// (a demoted primary, back as a standby; here, the same effect with default_transaction_read_only,
+// which makes Postgres answer writes with SQLSTATE 25006): Ping still succeeds, Writable says
+// the database refuses writes, writes are errs.Unavailable (503 with Retry-After) while reads keep
+// working, and once a writable server is back the pool drops the read-only connections and
+// writes work again, without a restart.
+func TestFailoverToAStandby(t *testing.T) {
+	ctx := context.Background()
+	url := testenv.DatabaseURL(t)
+	db, err := store.Open(ctx, url, store.Options{MaxConns: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Writable(ctx); err != nil {
+		t.Fatalf("Writable on a primary: %v", err)
+	}
+	if _, err := db.CreateApp(ctx, "before"); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	setReadOnly := func(on bool) {
+		t.Helper()
+		q := `ALTER DATABASE ` + admin.Config().Database + ` SET default_transaction_read_only = on`
+		if !on {
+			q = `ALTER DATABASE ` + admin.Config().Database + ` RESET default_transaction_read_only`
+		}
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setReadOnly(true)
+	// The connections made before the failover are gone (a demoted primary restarts); the pool
+	// reconnects to the same address, now a standby.
+	var conns []*pgxpool.Conn
+	for range 3 {
+		c, err := db.Pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Hijack().Close(ctx)
+	}
+
+	if err := db.Ping(ctx); err != nil {
+		t.Fatalf("Ping on a standby: %v (it should answer: this is why readiness needs Writable)", err)
+	}
+	if err := db.Writable(ctx); errs.KindOf(err) != errs.Unavailable {
+		t.Fatalf("Writable on a read-only database: %v, want Unavailable", err)
+	}
+	if _, err := db.CreateApp(ctx, "during"); errs.KindOf(err) != errs.Unavailable {
+		t.Fatalf("a write on a read-only database: %v (kind %v), want Unavailable (503)", err, errs.KindOf(err))
+	}
+	if apps, err := db.ListApps(ctx, distribution.Page{Page: 1, PerPage: 10}); err != nil || len(apps) != 1 {
+		t.Fatalf("reads during the failover: %v %v", apps, err)
+	}
+
+	// The failover is over: new connections reach a writable server. Connections found read-only
+	// are dropped as they come back, so within a few tries (at most one per pooled connection)
+	// writes work again.
+	setReadOnly(false)
+	var werr error
+	for range 5 {
+		if _, werr = db.CreateApp(ctx, "after"); werr == nil {
+			break
+		}
+		if errs.KindOf(werr) != errs.Unavailable {
+			t.Fatalf("a write after the failover: %v", werr)
+		}
+	}
+	if werr != nil {
+		t.Fatalf("writes still fail after the failover: %v (the pool kept its read-only connections)", werr)
+	}
+	if err := db.Writable(ctx); err != nil {
+		t.Fatalf("Writable after the failover: %v", err)
 	}
 }
