@@ -52,6 +52,9 @@ type Config struct {
 	// random one is generated and SecretGenerated is true: fine for one process, wrong for replicas.
 	Secret          []byte
 	SecretGenerated bool
+	// SecretPrevious are former secrets still accepted when verifying signatures, never used to
+	// sign (SLIPWAY_SECRET_PREVIOUS, comma-separated): the window of a key rotation.
+	SecretPrevious [][]byte
 	// LogLevel and LogFormat configure slog (SLIPWAY_LOG_LEVEL, SLIPWAY_LOG_FORMAT: json or text).
 	LogLevel  slog.Level
 	LogFormat string
@@ -132,6 +135,7 @@ var Vars = []Var{
 	{"SLIPWAY_PRESIGN_TTL", "15m", "lifetime of presigned download URLs"},
 	{"SLIPWAY_CDN_URL", "", "when set, downloads redirect to CDN_URL/<object key>"},
 	{"SLIPWAY_SECRET", "(generated per process)", "HMAC key for signed URLs and cookies; share it across replicas"},
+	{"SLIPWAY_SECRET_PREVIOUS", "", "comma-separated keys also accepted when checking signatures (never used to sign): a SLIPWAY_SECRET rotation's window"},
 	{"SLIPWAY_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"SLIPWAY_LOG_FORMAT", "json", "json or text"},
 	{"SLIPWAY_TIMEZONE", "UTC", "zone timestamps are rendered in"},
@@ -229,6 +233,20 @@ func Load(getenv func(string) string) (*Config, error) {
 		b := make([]byte, 32)
 		_, _ = rand.Read(b)
 		c.Secret, c.SecretGenerated = []byte(hex.EncodeToString(b)), true
+	}
+	if v := getenv("SLIPWAY_SECRET_PREVIOUS"); strings.TrimSpace(v) != "" {
+		if c.SecretGenerated {
+			return nil, fmt.Errorf("SLIPWAY_SECRET_PREVIOUS: set SLIPWAY_SECRET too (previous keys only make sense beside a current one)")
+		}
+		for i, k := range strings.Split(v, ",") {
+			k = strings.TrimSpace(k)
+			if len(k) < 32 {
+				return nil, fmt.Errorf("SLIPWAY_SECRET_PREVIOUS: key %d of the comma-separated list must be at least 32 characters", i+1)
+			}
+			if k != string(c.Secret) {
+				c.SecretPrevious = append(c.SecretPrevious, []byte(k))
+			}
+		}
 	}
 	if err := c.LogLevel.UnmarshalText([]byte(get("SLIPWAY_LOG_LEVEL"))); err != nil {
 		return nil, fmt.Errorf("SLIPWAY_LOG_LEVEL: must be debug, info, warn or error")

@@ -65,3 +65,29 @@ func TestReadmeDocumentsEveryVariable(t *testing.T) {
 		}
 	}
 }
+
+// SLIPWAY_SECRET_PREVIOUS lists former keys, comma-separated, each as long as a secret must be;
+// it needs a current SLIPWAY_SECRET, and its errors never echo a key.
+func TestSecretPrevious(t *testing.T) {
+	const cur, old1, old2 = "current-key-current-key-current-k", "old-key-one-old-key-one-old-key-1", "old-key-two-old-key-two-old-key-2"
+	c, err := Load(env(map[string]string{"SLIPWAY_SECRET": cur, "SLIPWAY_SECRET_PREVIOUS": " " + old1 + " , " + old2 + "," + cur}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(c.Secret) != cur || len(c.SecretPrevious) != 2 || string(c.SecretPrevious[0]) != old1 || string(c.SecretPrevious[1]) != old2 {
+		t.Fatalf("Secret %q, SecretPrevious %q", c.Secret, c.SecretPrevious)
+	}
+	if c, err := Load(env(map[string]string{"SLIPWAY_SECRET": cur})); err != nil || len(c.SecretPrevious) != 0 {
+		t.Fatalf("unset: %v %v", c.SecretPrevious, err)
+	}
+	for _, bad := range []map[string]string{
+		{"SLIPWAY_SECRET": cur, "SLIPWAY_SECRET_PREVIOUS": old1 + ",short-hunter2"},
+		{"SLIPWAY_SECRET": cur, "SLIPWAY_SECRET_PREVIOUS": old1 + ","},
+		{"SLIPWAY_SECRET_PREVIOUS": old1},
+	} {
+		_, err := Load(env(bad))
+		if err == nil || !strings.HasPrefix(err.Error(), "SLIPWAY_SECRET_PREVIOUS:") || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), old1) {
+			t.Errorf("%v: error %v", bad, err)
+		}
+	}
+}

@@ -13,7 +13,7 @@ import (
 // New wires the domain to its database, object storage and configuration: the one place the
 // service (serve, the commands) and the tests build it.
 func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, log *slog.Logger) *Service {
-	svc := &Service{Store: db, Storage: st, Metrics: m, Log: log, Signer: signing.New(cfg.Secret),
+	svc := &Service{Store: db, Storage: st, Metrics: m, Log: log, Signer: signing.New(cfg.Secret, cfg.SecretPrevious...),
 		MaxUploadBytes: cfg.MaxUploadBytes,
 		Downloads:      DownloadConfig{PublicURL: cfg.PublicURL, CDNURL: cfg.CDNURL, TTL: cfg.PresignTTL},
 		Sessions:       SessionConfig{TTL: cfg.UploadSessionTTL},

@@ -1,7 +1,13 @@
 // Package signing makes and checks HMAC-SHA256 signatures with the shared SLIPWAY_SECRET: signed,
 // expiring URLs for objects the service serves itself (filesystem storage), channel-password
-// cookies, and install links for password-protected channels. Every replica with the same secret
-// accepts what another signed, so no state is shared.
+// cookies, install links for password-protected channels, the console's OpenID Connect flow
+// state and CSRF tokens, upload-session part URLs and UDID challenges. Every replica with the
+// same secret accepts what another signed, so no state is shared.
+//
+// A Signer signs with one key and verifies with that key and any previous ones
+// (SLIPWAY_SECRET_PREVIOUS), so the secret can be rotated while replicas with the old and the new
+// key run side by side and what the old key signed stays valid for a window (docs/operations.md,
+// "Rotating SLIPWAY_SECRET").
 package signing
 
 import (
@@ -13,18 +19,26 @@ import (
 	"time"
 )
 
-// Signer signs with one key.
+// Signer signs with its current key and verifies with the current and the previous keys.
 type Signer struct {
-	key []byte
+	key      []byte
+	previous [][]byte
 }
 
-// New returns a Signer for the secret.
-func New(secret []byte) *Signer { return &Signer{key: secret} }
+// New returns a Signer that signs with secret and also accepts signatures made with any of the
+// previous secrets.
+func New(secret []byte, previous ...[]byte) *Signer {
+	return &Signer{key: secret, previous: previous}
+}
 
-// Sign returns a URL-safe signature of purpose and parts; purpose keeps signatures made for one
-// use from being replayed for another.
+// Sign returns a URL-safe signature of purpose and parts, with the current key; purpose keeps
+// signatures made for one use from being replayed for another.
 func (s *Signer) Sign(purpose string, parts ...string) string {
-	m := hmac.New(sha256.New, s.key)
+	return sign(s.key, purpose, parts)
+}
+
+func sign(key []byte, purpose string, parts []string) string {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte(purpose))
 	for _, p := range parts {
 		m.Write([]byte{0})
@@ -33,9 +47,14 @@ func (s *Signer) Sign(purpose string, parts ...string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// Verify checks a signature in constant time.
+// Verify checks a signature in constant time against the current key, then each previous one.
 func (s *Signer) Verify(sig, purpose string, parts ...string) bool {
-	return hmac.Equal([]byte(sig), []byte(s.Sign(purpose, parts...)))
+	ok := hmac.Equal([]byte(sig), []byte(sign(s.key, purpose, parts)))
+	for _, k := range s.previous {
+		// Every key is tried, so the time taken does not tell which one matched.
+		ok = hmac.Equal([]byte(sig), []byte(sign(k, purpose, parts))) || ok
+	}
+	return ok
 }
 
 // Token returns "<unix expiry>.<signature>" for purpose and parts, valid until now+ttl.

@@ -185,6 +185,12 @@ func (h *Handler) csrfToken(session string) string {
 	return h.svc.Signer.Sign("console-csrf", session)
 }
 
+// csrfValid checks a form's CSRF token, made with the current or a previous SLIPWAY_SECRET (a page
+// rendered before a key rotation still posts).
+func (h *Handler) csrfValid(session, token string) bool {
+	return h.svc.Signer.Verify(token, "console-csrf", session)
+}
+
 type consoleView struct {
 	User      *distribution.User
 	CSRF      string

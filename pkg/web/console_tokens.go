@@ -1,7 +1,6 @@
 package web
 
 import (
-	"crypto/hmac"
 	"net/http"
 	"strconv"
 	"strings"
@@ -45,7 +44,7 @@ func (h *Handler) consoleForm(c *gin.Context) (string, *distribution.User, error
 	if err != nil {
 		return "", nil, err
 	}
-	if !hmac.Equal([]byte(c.PostForm("csrf")), []byte(h.csrfToken(session))) {
+	if !h.csrfValid(session, c.PostForm("csrf")) {
 		return "", nil, errs.New(errs.Forbidden, "the form's CSRF token is missing or wrong; reload the page and try again")
 	}
 	return session, u, nil

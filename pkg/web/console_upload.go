@@ -1,7 +1,6 @@
 package web
 
 import (
-	"crypto/hmac"
 	"net/http"
 	"strconv"
 	"strings"
@@ -54,7 +53,7 @@ func (h *Handler) consoleScriptUser(c *gin.Context) (*distribution.User, error) 
 	if err != nil {
 		return nil, err
 	}
-	if !hmac.Equal([]byte(c.GetHeader(csrfHeader)), []byte(h.csrfToken(session))) {
+	if !h.csrfValid(session, c.GetHeader(csrfHeader)) {
 		return nil, errs.New(errs.Forbidden, "the CSRF token is missing or wrong; reload the page and try again")
 	}
 	return u, nil
