@@ -222,6 +222,7 @@ func TestChartExistingSecretKeys(t *testing.T) {
 	keys := map[string]string{
 		"SLIPWAY_DATABASE_URL":       "database-url",
 		"SLIPWAY_SECRET":             "signing-key",
+		"SLIPWAY_SECRET_PREVIOUS":    "previous-signing-keys",
 		"AWS_ACCESS_KEY_ID":          "s3.access-key",
 		"AWS_SECRET_ACCESS_KEY":      "s3.secret-key",
 		"SLIPWAY_OIDC_CLIENT_SECRET": "oidc_client_secret",
@@ -229,6 +230,7 @@ func TestChartExistingSecretKeys(t *testing.T) {
 	args := []string{"--set", "existingSecret=vault-slipway",
 		"--set", "existingSecretKeys.databaseURL=database-url",
 		"--set", "existingSecretKeys.secret=signing-key",
+		"--set", "existingSecretKeys.secretPrevious=previous-signing-keys",
 		"--set", "existingSecretKeys.awsAccessKeyID=s3.access-key",
 		"--set", "existingSecretKeys.awsSecretAccessKey=s3.secret-key",
 		"--set", "existingSecretKeys.oidcClientSecret=oidc_client_secret",

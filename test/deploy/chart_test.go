@@ -595,13 +595,13 @@ func TestChartExistingSecret(t *testing.T) {
 					t.Errorf("%s: %s reads %s/%s", c.Name, e.Name, ref.Name, ref.Key)
 				}
 				optional := ref.Optional != nil && *ref.Optional
-				if optional != (strings.HasPrefix(e.Name, "AWS_") || e.Name == "SLIPWAY_OIDC_CLIENT_SECRET") {
-					t.Errorf("%s: %s optional=%v (only the S3 keys and the OIDC client secret are optional)", c.Name, e.Name, optional)
+				if optional != (strings.HasPrefix(e.Name, "AWS_") || e.Name == "SLIPWAY_OIDC_CLIENT_SECRET" || e.Name == "SLIPWAY_SECRET_PREVIOUS") {
+					t.Errorf("%s: %s optional=%v (only the S3 keys, the OIDC client secret and the previous keys are optional)", c.Name, e.Name, optional)
 				}
 				refs[e.Name] = true
 			}
 		}
-		if !reflect.DeepEqual(sortedKeys(refs), []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "SLIPWAY_DATABASE_URL", "SLIPWAY_OIDC_CLIENT_SECRET", "SLIPWAY_SECRET"}) {
+		if !reflect.DeepEqual(sortedKeys(refs), []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "SLIPWAY_DATABASE_URL", "SLIPWAY_OIDC_CLIENT_SECRET", "SLIPWAY_SECRET", "SLIPWAY_SECRET_PREVIOUS"}) {
 			t.Errorf("%s reads %v from the existing Secret", c.Name, sortedKeys(refs))
 		}
 	}
@@ -710,6 +710,7 @@ func TestChartSecretValues(t *testing.T) {
 		"AWS_ACCESS_KEY_ID":          "AKIAEXAMPLE",
 		"AWS_SECRET_ACCESS_KEY":      "example-secret-access-key",
 		"SLIPWAY_OIDC_CLIENT_SECRET": "s3cret-client",
+		"SLIPWAY_SECRET_PREVIOUS":    "previous-key-previous-key-previous-key-0123",
 	}
 	for k, v := range want {
 		if string(main.Data[k]) != v {

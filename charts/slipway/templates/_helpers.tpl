@@ -172,6 +172,9 @@ The Secret's data (chart-managed Secret and the migration hook's copy), base64-e
 {{- define "slipway.secretData" -}}
 SLIPWAY_DATABASE_URL: {{ .Values.database.url | b64enc | quote }}
 SLIPWAY_SECRET: {{ include "slipway.secretValue" . | b64enc | quote }}
+{{- if .Values.secret.previous }}
+SLIPWAY_SECRET_PREVIOUS: {{ .Values.secret.previous | b64enc | quote }}
+{{- end }}
 {{- if .Values.config.oidc.clientSecret }}
 SLIPWAY_OIDC_CLIENT_SECRET: {{ .Values.config.oidc.clientSecret | b64enc | quote }}
 {{- end }}
@@ -247,7 +250,7 @@ Env entries read from a Secret, plus GOMEMLIMIT and extraEnv. Call with
 {{- define "slipway.env" -}}
 {{- $root := .root -}}
 {{- /* The chart's own Secrets use the variable names as keys; existingSecret's are configurable. */}}
-{{- $keys := dict "databaseURL" "SLIPWAY_DATABASE_URL" "secret" "SLIPWAY_SECRET" "oidcClientSecret" "SLIPWAY_OIDC_CLIENT_SECRET" "awsAccessKeyID" "AWS_ACCESS_KEY_ID" "awsSecretAccessKey" "AWS_SECRET_ACCESS_KEY" }}
+{{- $keys := dict "databaseURL" "SLIPWAY_DATABASE_URL" "secret" "SLIPWAY_SECRET" "secretPrevious" "SLIPWAY_SECRET_PREVIOUS" "oidcClientSecret" "SLIPWAY_OIDC_CLIENT_SECRET" "awsAccessKeyID" "AWS_ACCESS_KEY_ID" "awsSecretAccessKey" "AWS_SECRET_ACCESS_KEY" }}
 {{- if $root.Values.existingSecret }}
 {{- $keys = merge (deepCopy $root.Values.existingSecretKeys) $keys }}
 {{- end -}}
@@ -261,6 +264,14 @@ Env entries read from a Secret, plus GOMEMLIMIT and extraEnv. Call with
     secretKeyRef:
       name: {{ .secretName }}
       key: {{ $keys.secret | quote }}
+{{- if or $root.Values.existingSecret $root.Values.secret.previous }}
+- name: SLIPWAY_SECRET_PREVIOUS
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: {{ $keys.secretPrevious | quote }}
+      optional: {{ not (empty $root.Values.existingSecret) }}
+{{- end }}
 {{- if or $root.Values.existingSecret $root.Values.config.oidc.clientSecret }}
 - name: SLIPWAY_OIDC_CLIENT_SECRET
   valueFrom:
