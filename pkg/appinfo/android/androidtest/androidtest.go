@@ -9,9 +9,12 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
+	"io"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,11 +77,24 @@ type APKOptions struct {
 	Resources   []byte
 	NoResources bool
 	Entries     []AndroidEntry
+	// FillerBytes writes that many bytes of incompressible native libraries first, as stored
+	// entries of at most 16 MiB (lib/arm64-v8a/libfillerNNNN.so), to make large packages without
+	// holding them in memory (WriteAPK).
+	FillerBytes int64
 }
 
-// BuildAPK returns a synthetic APK: AndroidManifest.xml, resources.arsc, the icon files and any
-// extra entries.
+// BuildAPK returns a synthetic APK: AndroidManifest.xml, resources.arsc, classes.dex, the icon
+// files and any extra entries.
 func BuildAPK(o APKOptions) []byte {
+	var buf bytes.Buffer
+	if err := WriteAPK(&buf, o); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
+}
+
+// WriteAPK streams the APK BuildAPK returns to w, after o.FillerBytes of native libraries.
+func WriteAPK(w io.Writer, o APKOptions) error {
 	manifest := o.Manifest
 	if manifest == nil {
 		manifest = BuildAXML(o)
@@ -97,7 +113,7 @@ func BuildAPK(o APKOptions) []byte {
 			entries = append(entries, AndroidEntry{ic.Path, ic.Data})
 		}
 	}
-	return AndroidZip(append(entries, o.Entries...)...)
+	return writeAndroidZip(w, "lib/arm64-v8a/", o.FillerBytes, append(entries, o.Entries...))
 }
 
 // AABOptions describes a synthetic Android App Bundle.
@@ -112,11 +128,24 @@ type AABOptions struct {
 	Resources   []byte
 	NoResources bool
 	Entries     []AndroidEntry
+	// FillerBytes writes that many bytes of incompressible native libraries first, as stored
+	// entries of at most 16 MiB (base/lib/arm64-v8a/libfillerNNNN.so), to make large bundles
+	// without holding them in memory (WriteAAB).
+	FillerBytes int64
 }
 
 // BuildAAB returns a synthetic app bundle: BundleConfig.pb, the base module's protobuf manifest
 // and resources.pb, its icon files (under base/) and any extra entries.
 func BuildAAB(o AABOptions) []byte {
+	var buf bytes.Buffer
+	if err := WriteAAB(&buf, o); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
+}
+
+// WriteAAB streams the bundle BuildAAB returns to w, after o.FillerBytes of native libraries.
+func WriteAAB(w io.Writer, o AABOptions) error {
 	manifest := o.Manifest
 	if manifest == nil {
 		manifest = BuildAABManifest(o)
@@ -134,26 +163,50 @@ func BuildAAB(o AABOptions) []byte {
 			entries = append(entries, AndroidEntry{"base/" + ic.Path, ic.Data})
 		}
 	}
-	return AndroidZip(append(entries, o.Entries...)...)
+	return writeAndroidZip(w, "base/lib/arm64-v8a/", o.FillerBytes, append(entries, o.Entries...))
 }
 
 // AndroidZip returns a zip archive of the entries, deflated, in order.
 func AndroidZip(entries ...AndroidEntry) []byte {
 	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, e := range entries {
-		w, err := zw.CreateHeader(&zip.FileHeader{Name: e.Name, Method: zip.Deflate, Modified: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)})
-		if err == nil {
-			_, err = w.Write(e.Data)
-		}
-		if err != nil {
-			panic(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
+	if err := writeAndroidZip(&buf, "", 0, entries); err != nil {
 		panic(err)
 	}
 	return buf.Bytes()
+}
+
+// writeAndroidZip writes filler bytes of stored, incompressible (deterministic) libraries of at
+// most 16 MiB under fillerDir, then the entries, deflated, in order.
+func writeAndroidZip(w io.Writer, fillerDir string, filler int64, entries []AndroidEntry) error {
+	zw := zip.NewWriter(w)
+	const part = 16 << 20
+	rng := rand.NewChaCha8([32]byte{'a', 'n', 'd', 'r', 'o', 'i', 'd'})
+	chunk := make([]byte, 1<<20)
+	for i := 0; filler > 0; i++ {
+		fw, err := zw.CreateHeader(&zip.FileHeader{Name: fmt.Sprintf("%slibfiller%04d.so", fillerDir, i), Method: zip.Store})
+		if err != nil {
+			return err
+		}
+		for left := min(filler, part); left > 0; {
+			c := chunk[:min(left, int64(len(chunk)))]
+			_, _ = rng.Read(c)
+			if _, err := fw.Write(c); err != nil {
+				return err
+			}
+			left -= int64(len(c))
+			filler -= int64(len(c))
+		}
+	}
+	for _, e := range entries {
+		ew, err := zw.CreateHeader(&zip.FileHeader{Name: e.Name, Method: zip.Deflate, Modified: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)})
+		if err == nil {
+			_, err = ew.Write(e.Data)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return zw.Close()
 }
 
 // AndroidPNG returns a w×h PNG image.
