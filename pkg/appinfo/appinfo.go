@@ -138,13 +138,19 @@ type Info struct {
 	Publisher string
 	// Description is a one-line summary (a Debian Description's first line, an RPM Summary).
 	Description string
-	// Permissions the package asks for (HarmonyOS requestPermissions, MSIX capabilities).
+	// Permissions the package asks for (Android uses-permission, HarmonyOS requestPermissions,
+	// MSIX capabilities), in the order declared, without duplicates.
 	Permissions []string
 	// Debuggable marks a debug build (HarmonyOS app.json "debug").
 	Debuggable bool
 	// Properties are further facts of the format, shown on the release page under these names:
 	// "ProductCode", "UpgradeCode", "FileVersion", "Release" and the like.
 	Properties map[string]string
+
+	// Sizes is what the package is made of (sizes.go): for a zip package, its components and
+	// largest files from the central directory; for any other, only Download (the file size).
+	// Parse always sets it.
+	Sizes *Breakdown
 }
 
 // Profile is an Apple provisioning profile (embedded.mobileprovision or embedded.provisionprofile).
@@ -163,6 +169,11 @@ type Profile struct {
 	GetTaskAllow bool
 	// BetaReportsActive is the beta-reports-active entitlement (App Store / TestFlight).
 	BetaReportsActive bool
+	// Entitlements are the profile's Entitlements dictionary, each value in short text form:
+	// "true", "production", a list as "a, b", a dictionary as "{key, key}" (see the apple
+	// package for the exact rendering and its caps). They are what the profile allows the app,
+	// which is what its signature may claim: the capabilities (push, iCloud, App Groups...).
+	Entitlements map[string]string
 }
 
 // Expired reports whether the profile has expired at time now.
@@ -188,14 +199,25 @@ func Parse(r io.ReaderAt, size int64) (*Info, error) {
 			return nil, err
 		}
 		if parse := claimZip(a); parse != nil {
-			return parse(a)
+			info, err := parse(a)
+			return withSizes(info, err, size)
 		}
 		return nil, errs.Invalidf("not a package of a platform Slipway reads (%s): %s", strings.Join(Families(), ", "), a.Describe(5))
 	}
 	if parse := claimFile(r, size); parse != nil {
-		return parse(r, size)
+		info, err := parse(r, size)
+		return withSizes(info, err, size)
 	}
 	return nil, errs.Invalidf("not a package of a platform Slipway reads (%s): %s", strings.Join(Families(), ", "), sniff(r, size))
+}
+
+// withSizes gives a parsed Info of a package of size bytes, whose parser set no Sizes, its
+// Download alone.
+func withSizes(info *Info, err error, size int64) (*Info, error) {
+	if err == nil && info != nil && info.Sizes == nil {
+		info.Sizes = &Breakdown{Download: size}
+	}
+	return info, err
 }
 
 // sniff describes the start of an unrecognised file for an error message.

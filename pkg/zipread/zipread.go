@@ -35,6 +35,7 @@ type Prefetcher interface {
 // Archive is an opened zip archive.
 type Archive struct {
 	r     io.ReaderAt
+	size  int64
 	zr    *zip.Reader
 	index map[string]*zip.File
 }
@@ -57,7 +58,7 @@ func Open(r io.ReaderAt, size int64) (*Archive, error) {
 		// the directory differently.
 		return nil, errs.Invalidf("zip archive holds more than %d entries", MaxEntries)
 	}
-	a := &Archive{r: r, zr: zr, index: make(map[string]*zip.File, len(zr.File))}
+	a := &Archive{r: r, size: size, zr: zr, index: make(map[string]*zip.File, len(zr.File))}
 	for _, f := range zr.File {
 		if err := CheckName(f.Name); err != nil {
 			return nil, err
@@ -99,6 +100,10 @@ func CheckName(name string) error {
 	}
 	return nil
 }
+
+// Size returns the size in bytes of the archive, as given to Open: what the entries' compressed
+// sizes and the zip's own records (local headers, central directory) add up to.
+func (a *Archive) Size() int64 { return a.size }
 
 // Files returns the archive's entries in central-directory order.
 func (a *Archive) Files() []*zip.File { return a.zr.File }

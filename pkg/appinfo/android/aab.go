@@ -49,6 +49,8 @@ func parseAAB(a *zipread.Archive) (*appinfo.Info, error) {
 	if info.Icon, err = androidIcon(a, "base/", m, res); err != nil {
 		return nil, err
 	}
+	info.Architectures = androidABIs(a, true)
+	info.Sizes = appinfo.ZipBreakdown(a, aabCut(a))
 	return info, nil
 }
 
@@ -184,10 +186,7 @@ func aabAttribute(m *androidManifest, elem androidElem, b []byte) error {
 	if !m.want(f) {
 		return nil
 	}
-	maxText := androidMaxText
-	if f == androidFieldFeature {
-		maxText = 64
-	}
+	maxText := f.maxText()
 	var v androidValue
 	if item != nil {
 		if v, err = aabItem(item, maxText); err != nil {

@@ -37,6 +37,7 @@
 package android
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -107,6 +108,10 @@ const (
 	androidMaxRefDepth   = 8    // resource references followed in a chain
 	androidMaxConfigs    = 4096 // values kept for one resource id
 	androidMaxIconProbes = 32   // icon files whose header is read
+	// androidMaxPermissions bounds the uses-permission names kept (real apps declare a few dozen;
+	// Android itself defines a few hundred); androidMaxPermissionText bounds one name.
+	androidMaxPermissions    = 512
+	androidMaxPermissionText = 256
 	// androidMaxLookupWork bounds the steps (type chunks or protobuf fields visited) all resource
 	// lookups of one parse may take: each lookup rescans its part of the table, and references
 	// can fan out. Real packages need a few thousand.
@@ -141,6 +146,7 @@ const (
 	androidElemUsesSDK
 	androidElemUsesFeature
 	androidElemApplication
+	androidElemUsesPermission
 )
 
 // androidElemOf classifies an element by depth (the root is 1) and name.
@@ -156,6 +162,8 @@ func androidElemOf(depth int, name string) androidElem {
 		return androidElemUsesFeature
 	case name == "application":
 		return androidElemApplication
+	case name == "uses-permission" || name == "uses-permission-sdk-23" || name == "uses-permission-sdk-m":
+		return androidElemUsesPermission
 	}
 	return androidElemOther
 }
@@ -174,6 +182,7 @@ const (
 	androidFieldIcon
 	androidFieldRoundIcon
 	androidFieldFeature
+	androidFieldPermission
 	androidFieldCount
 )
 
@@ -207,6 +216,10 @@ func androidFieldOf(elem androidElem, id uint32, ns, name string) androidField {
 		if is(androidAttrName, "name") {
 			return androidFieldFeature
 		}
+	case androidElemUsesPermission:
+		if is(androidAttrName, "name") {
+			return androidFieldPermission
+		}
 	case androidElemApplication:
 		switch {
 		case is(androidAttrLabel, "label"):
@@ -229,15 +242,44 @@ type androidManifest struct {
 	watch      bool
 	tv         bool
 	automotive bool
+	// permissions are the uses-permission names, in order, without duplicates, at most
+	// androidMaxPermissions.
+	permissions []string
 }
 
 // want reports whether the decoder should decode the value of an attribute for field f.
 func (m *androidManifest) want(f androidField) bool {
-	return f != androidFieldNone && (f == androidFieldFeature || m.fields[f].kind == androidNone)
+	switch f {
+	case androidFieldNone:
+		return false
+	case androidFieldFeature:
+		return true
+	case androidFieldPermission:
+		return len(m.permissions) < androidMaxPermissions
+	}
+	return m.fields[f].kind == androidNone
+}
+
+// maxText is the most bytes of an attribute's text kept for field f.
+func (f androidField) maxText() int {
+	switch f {
+	case androidFieldFeature:
+		return 64 // only compared with the few feature names that set the device
+	case androidFieldPermission:
+		return androidMaxPermissionText
+	}
+	return androidMaxText
 }
 
 // set records the value of field f.
 func (m *androidManifest) set(f androidField, v androidValue) {
+	if f == androidFieldPermission {
+		// A permission is named by a literal string; a reference names nothing Android grants.
+		if s := androidText(v.str); v.kind == androidString && s != "" && len(m.permissions) < androidMaxPermissions && !slices.Contains(m.permissions, s) {
+			m.permissions = append(m.permissions, s)
+		}
+		return
+	}
 	if f != androidFieldFeature {
 		m.fields[f] = v
 		return
@@ -421,5 +463,6 @@ func androidInfo(format appinfo.Format, m *androidManifest, res androidResources
 	if info.Name == "" {
 		info.Name = info.BundleID // no label, or one that cannot be resolved
 	}
+	info.Permissions = m.permissions
 	return info, nil
 }

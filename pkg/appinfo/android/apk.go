@@ -40,5 +40,7 @@ func parseAPK(a *zipread.Archive) (*appinfo.Info, error) {
 	if info.Icon, err = androidIcon(a, "", m, res); err != nil {
 		return nil, err
 	}
+	info.Architectures = androidABIs(a, false)
+	info.Sizes = appinfo.ZipBreakdown(a, apkCut)
 	return info, nil
 }

@@ -256,10 +256,7 @@ func axmlElement(m *androidManifest, c []byte, hdr uint64, depth int, pool *andr
 		if !m.want(f) {
 			continue
 		}
-		maxText := androidMaxText
-		if f == androidFieldFeature {
-			maxText = 64 // only compared with the few feature names that set the device
-		}
+		maxText := f.maxText()
 		// The typed value is what Android reads; the raw string is a fallback for old tools.
 		v := androidValueOf(c[a+15], androidU32(c, a+16), pool, maxText)
 		if v.kind == androidNone {

@@ -66,7 +66,14 @@ func parseIPA(a *zipread.Archive) (*appinfo.Info, error) {
 	}
 	info.ReleaseType = releaseType(appinfo.IOS, info.AppStore, info.Profile)
 	info.Icon = iosIcon(a, appDir, d)
+	info.Sizes = appinfo.ZipBreakdown(a, ipaCut(appDir, mainExecutable(d, appDir)))
 	return info, nil
+}
+
+// mainExecutable is the bundle's executable: CFBundleExecutable, else the bundle's name without
+// ".app" (what Xcode names it).
+func mainExecutable(d plistDict, appDir string) string {
+	return appleFirst(d.str("CFBundleExecutable"), strings.TrimSuffix(zipread.Base(appDir), ".app"))
 }
 
 // readPlistEntry reads and decodes a property-list entry of at most MaxPlistBytes.

@@ -63,6 +63,7 @@ func parseMacZip(a *zipread.Archive) (*appinfo.Info, error) {
 	}
 	info.ReleaseType = releaseType(appinfo.MacOS, false, info.Profile)
 	info.Icon = macIcon(a, appDir, d)
+	info.Sizes = appinfo.ZipBreakdown(a, macCut(appDir, mainExecutable(d, appDir)))
 	return info, nil
 }
 

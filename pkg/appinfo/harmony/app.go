@@ -72,6 +72,8 @@ func ParseApp(a *zipread.Archive) (*appinfo.Info, error) {
 		}
 	}
 	setProp(info, "Modules", strings.Join(modules, ","))
+	info.Sizes = appinfo.ZipBreakdown(a, appCut)
+	info.Sizes.Expand(f.Name, appinfo.ZipBreakdown(inner, hapCut))
 	return info, nil
 }
 

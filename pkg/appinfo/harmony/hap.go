@@ -107,7 +107,12 @@ func ParseHAP(a *zipread.Archive) (*appinfo.Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.info(appinfo.FormatHAP)
+	info, err := h.info(appinfo.FormatHAP)
+	if err != nil {
+		return nil, err
+	}
+	info.Sizes = appinfo.ZipBreakdown(a, hapCut)
+	return info, nil
 }
 
 // hap is an opened HAP: its archive and decoded metadata files.

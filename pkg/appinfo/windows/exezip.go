@@ -47,6 +47,7 @@ func ParseEXEZip(a *zipread.Archive) (*appinfo.Info, error) {
 	}
 	info.Format = appinfo.FormatEXEZip
 	setProp(info, "Executable", clean(f.Name))
+	info.Sizes = appinfo.ZipBreakdown(a, exeZipCut(a, f.Name))
 	return info, nil
 }
 

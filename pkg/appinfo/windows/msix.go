@@ -100,6 +100,7 @@ func ParseMSIX(a *zipread.Archive) (*appinfo.Info, error) {
 		return nil, err
 	}
 	info.Icon = appxLogo(a, m.Properties.Logo)
+	info.Sizes = appinfo.ZipBreakdown(a, msixCut)
 	return info, nil
 }
 
@@ -233,6 +234,7 @@ func ParseMSIXBundle(a *zipread.Archive) (*appinfo.Info, error) {
 		return nil, errs.Invalidf("the bundle's main package %q is missing", clean(main))
 	}
 	setProp(info, "MainPackage", clean(main))
+	info.Sizes = appinfo.ZipBreakdown(a, msixCut)
 	r := storedReaderAt(f)
 	if r == nil {
 		return info, nil // compressed: reading it would mean inflating it whole
@@ -258,6 +260,7 @@ func ParseMSIXBundle(a *zipread.Archive) (*appinfo.Info, error) {
 		setProp(info, k, v)
 	}
 	info.Icon = appxLogo(inner, pm.Properties.Logo)
+	info.Sizes.Expand(f.Name, appinfo.ZipBreakdown(inner, msixCut))
 	return info, nil
 }
 
