@@ -86,7 +86,8 @@ type Breakdown struct {
 	// list, every file left out is no larger than the last one listed. Pages show the first
 	// LargestShown; diffs compare the whole list.
 	Largest []File
-	// Files is the number of files in the package (folders not counted).
+	// Files is the number of files in the package (folders not counted), those of a nested
+	// package the parse opened counted instead of it (see Expand).
 	Files int
 }
 
@@ -101,7 +102,7 @@ type Component struct {
 	// Download is the compressed bytes of the component's entries (for ComponentOverhead, the
 	// zip's own bytes); Install their uncompressed bytes.
 	Download, Install int64
-	// Files is the number of files in the component.
+	// Files is the number of files in the component (a nested package counts as one).
 	Files int
 }
 

@@ -44,6 +44,9 @@ type AndroidManifest struct {
 	LabelStrings map[string]string
 	// Features are <uses-feature android:name> values, such as "android.hardware.type.watch".
 	Features []string
+	// Permissions are <uses-permission android:name> values, such as
+	// "android.permission.CAMERA".
+	Permissions []string
 	// Icons, when set, makes android:icon a reference to mipmap/ic_launcher with these variants.
 	Icons []AndroidIcon
 }
@@ -286,6 +289,9 @@ func (m *AndroidManifest) androidTree() androidElem {
 	}
 	if len(sdk.attrs) > 0 {
 		root.children = append(root.children, sdk)
+	}
+	for _, p := range m.Permissions {
+		root.children = append(root.children, androidElem{name: "uses-permission", attrs: []androidAttr{{id: androidAttrName, name: "name", str: p}}})
 	}
 	for _, f := range m.Features {
 		root.children = append(root.children, androidElem{name: "uses-feature", attrs: []androidAttr{{id: androidAttrName, name: "name", str: f}}})
