@@ -66,7 +66,9 @@ func parseIPA(a *zipread.Archive) (*appinfo.Info, error) {
 	}
 	info.ReleaseType = releaseType(appinfo.IOS, info.AppStore, info.Profile)
 	info.Icon = iosIcon(a, appDir, d)
-	info.Sizes = appinfo.ZipBreakdown(a, ipaCut(appDir, mainExecutable(d, appDir)))
+	exec := mainExecutable(d, appDir)
+	info.Sizes = appinfo.ZipBreakdown(a, ipaCut(appDir, exec))
+	info.Architectures = machOArchitectures(a.File(appDir + exec))
 	return info, nil
 }
 

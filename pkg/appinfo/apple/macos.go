@@ -63,7 +63,9 @@ func parseMacZip(a *zipread.Archive) (*appinfo.Info, error) {
 	}
 	info.ReleaseType = releaseType(appinfo.MacOS, false, info.Profile)
 	info.Icon = macIcon(a, appDir, d)
-	info.Sizes = appinfo.ZipBreakdown(a, macCut(appDir, mainExecutable(d, appDir)))
+	exec := mainExecutable(d, appDir)
+	info.Sizes = appinfo.ZipBreakdown(a, macCut(appDir, exec))
+	info.Architectures = machOArchitectures(a.File(appDir + "Contents/MacOS/" + exec))
 	return info, nil
 }
 
