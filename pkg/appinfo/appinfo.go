@@ -4,7 +4,9 @@
 //
 // This package holds only what every platform family shares: Info (with Profile and Icon), the
 // Platform, Format, Device* and Release* constants, MaxIconBytes, Parse and the family registry
-// (family.go), and the description of an unrecognised file. It parses nothing itself. Each family
+// (family.go), the description of an unrecognised file, and the size breakdown (sizes.go:
+// Breakdown, cut from a zip's central directory by ZipBreakdown with each family's rule, at no
+// read beyond the directory). It parses nothing itself. Each family
 // lives in a folder of its own and registers its parsers from its init function, the way image
 // decoders do:
 //

@@ -74,7 +74,8 @@ type Diff struct {
 	// unknown.
 	Size *SizeDiff `json:"size,omitempty"`
 	// Files are the files added, removed, grown or shrunk past the threshold (Options), the
-	// largest changes first, at most Options.MaxFileChanges; FilesOmitted counts the rest.
+	// largest changes first, at most Options.MaxFileChanges; FilesOmitted counts the rest. Empty
+	// unless both builds list their files (zip packages).
 	Files        []FileChange `json:"files,omitempty"`
 	FilesOmitted int          `json:"files_omitted,omitempty"`
 	// Permissions added and removed.
@@ -257,7 +258,7 @@ func (o Options) Diff(old, new *Snapshot) *Diff {
 		d.Architectures = setChange(old.Architectures, new.Architectures)
 		d.Entitlements = entitlementChanges(old.Entitlements, new.Entitlements)
 		d.Size = sizeDiff(old.Sizes, new.Sizes)
-		if old.Sizes != nil && new.Sizes != nil {
+		if old.Sizes.listed() && new.Sizes.listed() {
 			d.Files, d.FilesOmitted = fileChanges(old.Sizes, new.Sizes, o)
 		}
 	}
@@ -363,7 +364,7 @@ func sizeDiff(old, new *Sizes) *SizeDiff {
 		in := delta(old.Install, new.Install)
 		d.Install = &in
 	}
-	if len(old.Components) == 0 || len(new.Components) == 0 {
+	if !old.listed() || !new.listed() {
 		return d
 	}
 	type key struct{ name, kind string }
@@ -402,6 +403,11 @@ func sizeDiff(old, new *Sizes) *SizeDiff {
 	})
 	return d
 }
+
+// listed reports whether the breakdown lists the package's content (a zip's does, with at least
+// its overhead component; another format's has Download alone, and its files are unknown rather
+// than absent).
+func (s *Sizes) listed() bool { return s != nil && len(s.Components) > 0 }
 
 // fileChanges compares two lists of largest files.
 func fileChanges(old, new *Sizes, o Options) ([]FileChange, int) {
@@ -474,25 +480,25 @@ func past(old, new int64, o Options) bool {
 func signingDiff(old, new *Snapshot, o Options) *SigningDiff {
 	d := &SigningDiff{}
 	if old != nil && (old.Signing != nil || new.Signing != nil) {
-		os, ns := old.Signing, new.Signing
-		if os == nil {
-			os = &Signing{}
+		was, is := old.Signing, new.Signing
+		if was == nil {
+			was = &Signing{}
 		}
-		if ns == nil {
-			ns = &Signing{}
+		if is == nil {
+			is = &Signing{}
 		}
-		if os.TeamID != ns.TeamID || os.TeamID == "" && os.TeamName != ns.TeamName {
-			d.Team = &Change{Old: os.TeamID, New: ns.TeamID}
-			if os.TeamID == ns.TeamID {
-				d.Team = &Change{Old: os.TeamName, New: ns.TeamName}
+		if was.TeamID != is.TeamID || was.TeamID == "" && was.TeamName != is.TeamName {
+			d.Team = &Change{Old: was.TeamID, New: is.TeamID}
+			if was.TeamID == is.TeamID {
+				d.Team = &Change{Old: was.TeamName, New: is.TeamName}
 			}
-			d.TeamNames = &Change{Old: os.TeamName, New: ns.TeamName}
+			d.TeamNames = &Change{Old: was.TeamName, New: is.TeamName}
 		}
-		if os.Type != ns.Type {
-			d.Type = &Change{Old: os.Type, New: ns.Type}
+		if was.Type != is.Type {
+			d.Type = &Change{Old: was.Type, New: is.Type}
 		}
-		if os.Devices != ns.Devices {
-			dv := delta(int64(os.Devices), int64(ns.Devices))
+		if was.Devices != is.Devices {
+			dv := delta(int64(was.Devices), int64(is.Devices))
 			d.Devices = &dv
 		}
 	}

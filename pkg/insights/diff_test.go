@@ -419,3 +419,15 @@ func mustRead(t testing.TB, path string) []byte {
 	}
 	return b
 }
+
+// TestDiffUnlistedFormat: a zip build against one whose format lists no files (a .dmg after a
+// zipped .app): the download size changes, nothing is "removed".
+func TestDiffUnlistedFormat(t *testing.T) {
+	zipped := snapshot(t, appletest.BuildMacZip(appletest.MacZipOptions{}))
+	dmg := &insights.Snapshot{Schema: 1, Platform: "macos", Format: "dmg", BundleID: zipped.BundleID, ReleaseVersion: zipped.ReleaseVersion,
+		BuildVersion: zipped.BuildVersion, MinOS: zipped.MinOS, Architectures: zipped.Architectures, Sizes: &insights.Sizes{Download: 1 << 20}}
+	d := insights.Options{Now: now}.Diff(zipped, dmg)
+	if got := findings(d); len(got) != 0 || d.Size == nil || d.Size.Install != nil || len(d.Size.Components) != 0 || d.Size.Download.New != 1<<20 {
+		t.Errorf("findings %q, size %+v", got, d.Size)
+	}
+}

@@ -8,6 +8,7 @@
 //   - apk.go, axml.go, arsc.go: the APK's binary XML manifest and resources.arsc.
 //   - aab.go: the app bundle's aapt2 protobuf manifest and resources.pb.
 //   - icon.go: the launcher icon.
+//   - sizes.go: how an APK and an app bundle are cut into components, and their ABIs.
 //   - androidtest: builders of synthetic APKs and app bundles for tests and benchmarks.
 //
 // How each appinfo.Info field is derived (Platform appinfo.Android, Format the container):
@@ -19,7 +20,12 @@
 //     one, else appinfo.DevicePhone.
 //   - Icon: the largest PNG or WebP file android:icon (else android:roundIcon) resolves to, as
 //     stored; adaptive (XML) icons are skipped.
-//   - Nothing else: no ReleaseType (the client may send one), Profile or Architectures.
+//   - Permissions: the android:name of every <uses-permission> (and uses-permission-sdk-23) under
+//     <manifest>, in order, without repeats, at most 512, each at most 256 bytes.
+//   - Architectures: the ABIs of lib/<abi>/ folders holding a file (in an app bundle, of every
+//     module's lib/<abi>/), sorted: read from the directory, no entry opened.
+//   - Sizes: the central directory cut by apkCut or aabCut (sizes.go).
+//   - Nothing else: no ReleaseType (the client may send one) or Profile.
 //
 // The APK's binary XML (AXML) and resources.arsc, and the AAB's aapt2 protobuf documents, are
 // decoded by small bounded readers in this package. github.com/shogo82148/androidbinary supplies

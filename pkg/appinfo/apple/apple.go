@@ -14,6 +14,8 @@
 //   - plist.go: bounded XML and binary property-list decoding (howett.net/plist after shape checks).
 //   - profile.go: ParseProfile (provisioning profiles) and the release type rule.
 //   - png.go, icns.go: icons: Apple-crushed (CgBI) PNGs re-encoded as standard PNGs, .icns files.
+//   - sizes.go: how an .ipa and a zipped .app are cut into components (ipaCut, macCut).
+//   - macho.go: the main executable's architectures from its Mach-O header.
 //   - appletest: builders of synthetic Apple packages for tests and benchmarks.
 //
 // How each appinfo.Info field is derived:
@@ -28,10 +30,19 @@
 //     profile. ReleaseType: from AppStore and the profile, as decisions.md rules (releaseType).
 //     Icon: the largest declared PNG in the .app folder (.ipa), the largest PNG of the .icns file
 //     CFBundleIconFile names (.app), re-encoded as a standard PNG when Apple-crushed.
+//     Profile.Entitlements: the profile's Entitlements dictionary rendered as text (profile.go).
+//     Architectures: the CPU types of the main executable (CFBundleExecutable, else the bundle's
+//     name) read from its Mach-O header, each slice of a universal one, as Apple names them
+//     ("arm64", "armv7", "x86_64"), sorted; empty when the header cannot be read. This costs one
+//     small read of the executable's first bytes (macho.go), the only read the parse makes for a
+//     fact the directory does not give. Sizes: the central directory cut by ipaCut or macCut
+//     (sizes.go): main executable, each framework, each extension, Assets.car, localizations,
+//     other resources, and for an .ipa what lies outside Payload/.
 //   - .pkg: the main bundle (the .app nearest the root) gives BundleID and versions, else the
 //     Distribution's <product>, else the first PackageInfo; Name is the Distribution's title
 //     unless it is a localization key, else the app's name, else BundleID; MinOS is the first
-//     allowed-os-versions minimum. No ReleaseType, Profile or Icon.
+//     allowed-os-versions minimum. No ReleaseType, Profile or Icon. Sizes: Download alone (its
+//     table of contents lists the files, but inside a payload Slipway does not open).
 //   - .dmg: no readable metadata; only Platform, Format and Device are set, and the upload
 //     supplies the rest as form fields.
 package apple

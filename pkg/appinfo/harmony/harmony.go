@@ -50,6 +50,9 @@
 //     the fallback. A missing or broken icon is no error.
 //   - Properties: BundleType, APIReleaseType, CompileSdkVersion, CompileSdkType, Module,
 //     ModuleType; for an .app also EntryHAP and Modules (the module names of pack.info).
+//   - Sizes: the central directory cut by hapCut (sizes.go): libs per ABI, bytecode, resources,
+//     other; for an .app, by appCut: one component per module package, and its largest files
+//     list the entry HAP's own files (read in place already) under its name.
 //
 // An .app takes BundleID, ReleaseVersion and BuildVersion from its pack.info (summary.app) and
 // the rest from its entry HAP: the package pack.info lists with moduleType "entry" (installed

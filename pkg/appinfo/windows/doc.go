@@ -78,6 +78,14 @@
 // from the bundle manifest. Properties also has "MainPackage" (its file name). Packages inside
 // the main package are not followed, so nesting stops at one level.
 //
+// # Sizes
+//
+// The zip formats are cut into components from their central directory (sizes.go): an MSIX by
+// top-level folder, its own files (manifest, block map, signature, content types) as "Package
+// metadata"; a bundle by package; a zip holding an .exe by top-level folder below the folders
+// every entry shares, the main .exe on its own. A bundle's largest files list those of the main
+// package, opened in place already, under its name. An .exe and an .msi get Download alone.
+//
 // # Formats read without a library
 //
 // PE headers and resources (pe.go): debug/pe reads the COFF symbol and string tables, often
