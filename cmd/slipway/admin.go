@@ -21,7 +21,7 @@ func adminCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if err := migrateUp(a.db); err != nil {
 		return err
 	}
-	secret, err := a.svc.NewLoginLink(ctx)
+	secret, err := a.svc.Logins.NewLoginLink(ctx)
 	if err != nil {
 		return err
 	}

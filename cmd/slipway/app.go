@@ -8,7 +8,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/buildinfo"
 	"github.com/slipwayhq/slipway/pkg/config"
-	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/service"
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/storage/backends"
@@ -22,7 +22,7 @@ type app struct {
 	db      *store.DB
 	storage storage.Backend
 	metrics *metrics.Metrics
-	svc     *distribution.Service
+	svc     *service.Service
 }
 
 // loadConfig reads and validates the configuration and builds the logger.
@@ -57,8 +57,8 @@ func openApp(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	m := metrics.New()
 	m.Registry.MustRegister(db.PoolCollector())
 	a := &app{cfg: cfg, log: log, db: db, storage: st, metrics: m}
-	a.svc = distribution.New(cfg, db, st, m, log)
-	if a.svc.UDID.Cert, a.svc.UDID.Chain, a.svc.UDID.Key, err = cfg.UDIDSigner(); err != nil {
+	a.svc = service.New(cfg, db, st, m, log)
+	if a.svc.Devices.UDID.Cert, a.svc.Devices.UDID.Chain, a.svc.Devices.UDID.Key, err = cfg.UDIDSigner(); err != nil {
 		db.Close()
 		return nil, err
 	}

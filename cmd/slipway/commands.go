@@ -10,6 +10,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/buildinfo"
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/pkg/store"
 	"github.com/slipwayhq/slipway/pkg/uploader"
 )
@@ -56,7 +57,7 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 			return err
 		}
 		defer db.Close()
-		tokens = localTokens{&distribution.Service{Store: db}}
+		tokens = localTokens{&access.Tokens{Store: db}}
 	}
 	switch action {
 	case "create":
@@ -104,7 +105,7 @@ type tokenRow struct {
 	name, scope, created, lastUsed, state string
 }
 
-type localTokens struct{ svc *distribution.Service }
+type localTokens struct{ tokens *access.Tokens }
 
 func localRow(t *distribution.Token) tokenRow {
 	r := tokenRow{id: t.ID, name: t.Name, scope: t.Scope, created: t.CreatedAt.UTC().Format(time.RFC3339), lastUsed: "never", state: "active"}
@@ -118,7 +119,7 @@ func localRow(t *distribution.Token) tokenRow {
 }
 
 func (l localTokens) create(ctx context.Context, name, scope string) (string, tokenRow, error) {
-	secret, t, err := l.svc.CreateToken(ctx, name, scope)
+	secret, t, err := l.tokens.CreateToken(ctx, name, scope)
 	if err != nil {
 		return "", tokenRow{}, err
 	}
@@ -126,7 +127,7 @@ func (l localTokens) create(ctx context.Context, name, scope string) (string, to
 }
 
 func (l localTokens) list(ctx context.Context) ([]tokenRow, error) {
-	toks, err := l.svc.Tokens(ctx)
+	toks, err := l.tokens.Tokens(ctx)
 	rows := make([]tokenRow, len(toks))
 	for i := range toks {
 		rows[i] = localRow(&toks[i])
@@ -135,7 +136,7 @@ func (l localTokens) list(ctx context.Context) ([]tokenRow, error) {
 }
 
 func (l localTokens) revoke(ctx context.Context, name string) error {
-	return l.svc.RevokeToken(ctx, name)
+	return l.tokens.RevokeToken(ctx, name)
 }
 
 type remoteTokens struct{ c *uploader.Client }
@@ -211,7 +212,7 @@ func gcCmd(ctx context.Context, args []string, getenv func(string) string, stdou
 	if *grace >= 0 {
 		g = *grace
 	}
-	res, err := a.svc.CollectGarbage(ctx, g)
+	res, err := a.svc.Collector.CollectGarbage(ctx, g)
 	fmt.Fprintf(stdout, "deleted %d objects, %d failed\n", res.Deleted, res.Failed)
 	if err == nil && res.Failed > 0 {
 		err = fmt.Errorf("%d deletions failed; they will be retried", res.Failed)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/buildinfo"
-	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/lifecycle"
 	"github.com/slipwayhq/slipway/pkg/uploader"
 )
 
@@ -48,14 +48,14 @@ func retentionCmd(ctx context.Context, args []string, getenv func(string) string
 			return err
 		}
 		defer a.close()
-		var local []distribution.RetentionPlan
+		var local []lifecycle.RetentionPlan
 		if *channel != 0 {
-			p, err := a.svc.PlanChannelRetention(ctx, *channel, nil)
+			p, err := a.svc.Retention.PlanChannelRetention(ctx, *channel, nil)
 			if err != nil {
 				return err
 			}
 			local = append(local, *p)
-		} else if local, err = a.svc.PlanAllRetention(ctx); err != nil {
+		} else if local, err = a.svc.Retention.PlanAllRetention(ctx); err != nil {
 			return err
 		}
 		for _, p := range local {

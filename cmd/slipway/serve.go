@@ -9,17 +9,18 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/slipwayhq/slipway/pkg/background"
 	"github.com/slipwayhq/slipway/pkg/buildinfo"
 	"github.com/slipwayhq/slipway/pkg/httpapi"
 	"github.com/slipwayhq/slipway/pkg/store"
 )
 
-// serve migrates the database, then serves HTTP until ctx ends (SIGTERM/SIGINT). On shutdown it
-// stops accepting, lets in-flight requests finish for up to the drain timeout, then cancels the
-// rest: their uploads abort and nothing half-written is recorded.
+// serve migrates the database, then serves HTTP and runs the background components until ctx ends
+// (SIGTERM/SIGINT). On shutdown it stops accepting, lets in-flight requests finish for up to the
+// drain timeout, then cancels the rest (their uploads abort and nothing half-written is recorded);
+// then it stops the background components in order (see bg below).
 func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	a, err := openApp(ctx, getenv, stderr, true)
 	if err != nil {
@@ -50,22 +51,29 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	log.Info("serving", slog.String("addr", ln.Addr().String()), slog.String("public_url", a.cfg.PublicURL),
 		slog.String("version", buildinfo.Version), slog.String("storage", store.RedactURL(a.cfg.StorageURL)))
 
-	gcDone := make(chan struct{})
-	go func() { defer close(gcDone); a.gcLoop(reqCtx) }()
-	// Other replicas' changes (and anyone's SQL) reach the read cache through Postgres NOTIFY.
-	watchDone := make(chan struct{})
-	go func() { defer close(watchDone); _ = a.svc.WatchChanges(reqCtx) }()
-	// Retention, webhook delivery and download counts run on every replica; row locks and leases
-	// keep them from doing one piece of work twice.
-	var background sync.WaitGroup
-	background.Go(func() { a.svc.RunRetention(reqCtx) })
-	background.Go(func() { a.svc.RunWebhooks(reqCtx) })
-	background.Go(func() { a.svc.RunDownloadCounts(reqCtx, a.cfg.DownloadFlushInterval) })
+	// Every background component this replica runs, in the order they stop on SIGTERM, after the
+	// HTTP server has drained its requests (docs/architecture.md, "Shutdown"). All run on every
+	// replica; row locks and leases keep them from doing one piece of work twice. Nothing else
+	// starts a goroutine that outlives a request.
+	d := a.svc
+	bg := background.Start(ctx, log,
+		// 1. Producers of deletions: a run in progress ends with the channel or object it is on
+		//    (its transaction commits, and its objects are deleted, or it rolls back).
+		background.Stage{{Name: "retention", Component: d.Retention}, {Name: "collector", Component: d.Collector}},
+		// 2. Download counts: the last requests' counts are written, with their events.
+		background.Stage{{Name: "download counts", Component: d.Downloads}},
+		// 3. Webhook delivery: the attempts in flight end and are recorded; what else is due stays
+		//    due in the outbox, for the other replicas or the next one.
+		background.Stage{{Name: "webhook delivery", Component: d.Sender}},
+		// 4. Listeners: the read cache stops following other replicas' changes.
+		background.Stage{{Name: "read-cache invalidation", Component: d.Watcher}},
+	)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(api.Listener(ln)) }()
 	select {
 	case err := <-serveErr:
+		bg.Stop()
 		return err
 	case <-ctx.Done():
 	}
@@ -85,9 +93,8 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		log.Warn("handlers still running after the connections were closed; exiting anyway",
 			slog.Int64("handlers", api.InFlight()), slog.Duration("waited", handlerCleanupTimeout))
 	}
-	<-gcDone
-	<-watchDone
-	background.Wait()
+	log.Info("shutting down: stopping the background components")
+	bg.Stop()
 	log.Info("stopped")
 	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
@@ -109,28 +116,6 @@ func waitZero(n func() int64, timeout time.Duration) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return true
-}
-
-// gcLoop runs the storage collector every GCInterval until ctx ends.
-func (a *app) gcLoop(ctx context.Context) {
-	if a.cfg.GCInterval <= 0 {
-		return
-	}
-	t := time.NewTicker(a.cfg.GCInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			res, err := a.svc.CollectGarbage(ctx, a.cfg.GCGrace)
-			if err != nil && ctx.Err() == nil {
-				a.log.Warn("collector run failed", slog.String("error", err.Error()))
-			} else if res.Deleted+res.Failed > 0 {
-				a.log.Info("collector run", slog.Int("deleted", res.Deleted), slog.Int("failed", res.Failed))
-			}
-		}
-	}
 }
 
 func warnings(a *app, log *slog.Logger) {

@@ -266,3 +266,166 @@ const (
 	SessionExpired    = "expired"
 	SessionFailed     = "failed"
 )
+
+// User is a person who signs in to the console.
+type User struct {
+	ID int64
+	// Subject is the identity provider's issuer and subject ("iss|sub"); "" for local users.
+	Subject   string
+	Email     string
+	Name      string
+	Role      string
+	CreatedAt time.Time
+	LastLogin *time.Time
+	// DisabledAt is when an admin disabled the user: they can neither sign in nor use their tokens.
+	DisabledAt *time.Time
+}
+
+// Console roles.
+const (
+	RoleAdmin     = "admin"
+	RoleDeveloper = "developer"
+	RoleViewer    = "viewer"
+)
+
+// AuditEntry is one line of the audit log.
+type AuditEntry struct {
+	At       time.Time
+	UserName string
+	Action   string
+	Target   string
+}
+
+// Webhook sends a channel's (or an app's) events to a URL.
+type Webhook struct {
+	ID        int64
+	AppID     int64 // set for an app's webhook
+	ChannelID int64 // set for a channel's webhook
+	URL       string
+	Format    string
+	Events    []string
+	// Secret signs every request (webhook.Sign); the API shows it only when the webhook is made.
+	Secret string
+	// RobotSecret is a DingTalk or Feishu robot's own signing secret (webhook.RobotSigned), given
+	// by that service; never shown back.
+	RobotSecret string
+	Enabled     bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// WebhookDelivery is one event for one webhook: the outbox row and its attempts.
+type WebhookDelivery struct {
+	ID            int64
+	WebhookID     int64
+	EventID       string
+	Event         string
+	Payload       []byte
+	State         string // pending, delivered, failed
+	Attempts      int
+	NextAttemptAt time.Time
+	CreatedAt     time.Time
+	FinishedAt    *time.Time
+	History       []WebhookAttempt
+}
+
+// WebhookAttempt is one try to deliver: the HTTP status (0 when none came), latency and error.
+type WebhookAttempt struct {
+	At         time.Time
+	StatusCode int
+	Latency    time.Duration
+	Error      string
+}
+
+// DueDelivery is a leased delivery with what sending it needs.
+type DueDelivery struct {
+	WebhookDelivery
+	URL, Format, Secret, RobotSecret string
+}
+
+// Delivery states.
+const (
+	DeliveryPending   = "pending"
+	DeliveryDelivered = "delivered"
+	DeliveryFailed    = "failed"
+)
+
+// RetentionPolicy is a scheme's or channel's retention settings. A nil field inherits (channel →
+// scheme → the replica's defaults); 0 turns the rule off.
+type RetentionPolicy struct {
+	// KeepBuilds keeps the newest N builds of each channel (a scheme's is Zealot's retained_builds).
+	KeepBuilds *int
+	// MaxAgeDays deletes builds older than this many days.
+	MaxAgeDays *int
+	// MaxBytes deletes the oldest builds while the channel's packages total more.
+	MaxBytes *int64
+	// ExpiredProfileDays deletes iOS builds whose provisioning profile expired this many days ago.
+	ExpiredProfileDays *int
+}
+
+// RetentionRules are a channel's effective rules; 0 is off.
+type RetentionRules struct {
+	KeepBuilds         int   `json:"keep_builds"`
+	MaxAgeDays         int   `json:"max_age_days"`
+	MaxBytes           int64 `json:"max_bytes"`
+	ExpiredProfileDays int   `json:"expired_profile_days"`
+}
+
+// Off reports whether no rule applies.
+func (r RetentionRules) Off() bool { return r == RetentionRules{} }
+
+// RetentionCandidate is what the rules look at of a release.
+type RetentionCandidate struct {
+	ID               int64
+	Version          int
+	Platform         string
+	CreatedAt        time.Time
+	Size             int64
+	Pinned           bool
+	ProfileExpiresAt *time.Time
+}
+
+// RetentionVictim is a release the rules delete, and the first rule that chose it.
+type RetentionVictim struct {
+	RetentionCandidate
+	Reason string
+}
+
+// Retention reasons.
+const (
+	ReasonKeepBuilds     = "keep_builds"
+	ReasonMaxAge         = "max_age"
+	ReasonMaxBytes       = "max_bytes"
+	ReasonExpiredProfile = "expired_profile"
+)
+
+// RetentionState is a channel's policies and releases, as the store reads them.
+type RetentionState struct {
+	ChannelID int64
+	Scheme    RetentionPolicy
+	Channel   RetentionPolicy
+	// Releases, newest (highest version) first.
+	Releases []RetentionCandidate
+}
+
+// Event is something that happened which webhooks subscribe to. The store writes one outbox row
+// per matching webhook in the transaction that makes the event, so a crash after the commit loses
+// no event and a rolled-back write sends none.
+type Event struct {
+	// ID is shared by every webhook that gets the event; receivers deduplicate on it.
+	ID        string
+	Kind      string
+	AppID     int64
+	ChannelID int64 // 0 for app-wide events (debug files)
+	// Payload is the canonical envelope (webhook.Envelope as JSON), rendered per format at delivery.
+	Payload []byte
+}
+
+// EventFunc makes the events of a write to a release from the release as the store reads it
+// inside the writing transaction.
+type EventFunc func(rc *ReleaseContext) ([]Event, error)
+
+// Change names what a write changed: a channel, a scheme or an app (the non-zero field).
+type Change struct {
+	ChannelID, SchemeID, AppID int64
+}

@@ -90,13 +90,7 @@ func TestMatchBundleID(t *testing.T) {
 	}
 }
 
-func TestCleanFilenameAndBranch(t *testing.T) {
-	if got := cleanFilename(`C:\builds\My "App".ipa`); got != "My App.ipa" {
-		t.Errorf("cleanFilename = %q", got)
-	}
-	if got := cleanFilename("../../etc/passwd"); got != "passwd" {
-		t.Errorf("cleanFilename traversal = %q", got)
-	}
+func TestCleanBranchAndSchemeName(t *testing.T) {
 	if CleanBranch("origin/main") != "main" || CleanBranch("feature/origin/x") != "feature/origin/x" {
 		t.Error("CleanBranch")
 	}

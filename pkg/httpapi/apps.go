@@ -4,8 +4,7 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
-
-	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/catalog"
 )
 
 // listApps: GET /api/apps, paginated by id.
@@ -15,7 +14,7 @@ func (s *Server) listApps(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	apps, err := s.svc.ListApps(ctx, p)
+	apps, err := s.svc.Apps.ListApps(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -34,7 +33,7 @@ func (s *Server) getApp(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	app, err := s.svc.App(ctx, id)
+	app, err := s.svc.Apps.App(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -58,7 +57,7 @@ func (s *Server) createApp(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	app, err := s.svc.CreateApp(ctx, name)
+	app, err := s.svc.Apps.CreateApp(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -77,7 +76,7 @@ func (s *Server) updateApp(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	app, err := s.svc.RenameApp(ctx, id, name)
+	app, err := s.svc.Apps.RenameApp(ctx, id, name)
 	if err != nil {
 		return err
 	}
@@ -92,7 +91,7 @@ func (s *Server) destroyApp(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.svc.DestroyApp(ctx, id); err != nil {
+	if err := s.svc.Apps.DestroyApp(ctx, id); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)
@@ -106,7 +105,7 @@ func (s *Server) listSchemes(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	schemes, err := s.svc.Schemes(ctx, id)
+	schemes, err := s.svc.Apps.Schemes(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -119,7 +118,7 @@ func (s *Server) listSchemes(c *gin.Context) error {
 }
 
 // schemeChanges reads the scheme fields a client sent.
-func schemeChanges(c *gin.Context) (ch distribution.SchemeChanges, err error) {
+func schemeChanges(c *gin.Context) (ch catalog.SchemeChanges, err error) {
 	p, err := readParams(c)
 	if err != nil {
 		return ch, err
@@ -145,7 +144,7 @@ func (s *Server) createScheme(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	sc, err := s.svc.CreateScheme(ctx, id, ch)
+	sc, err := s.svc.Apps.CreateScheme(ctx, id, ch)
 	if err != nil {
 		return err
 	}
@@ -160,7 +159,7 @@ func (s *Server) getScheme(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	sc, err := s.svc.Scheme(ctx, id)
+	sc, err := s.svc.Apps.Scheme(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -179,7 +178,7 @@ func (s *Server) updateScheme(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	sc, err := s.svc.UpdateScheme(ctx, id, ch)
+	sc, err := s.svc.Apps.UpdateScheme(ctx, id, ch)
 	if err != nil {
 		return err
 	}
@@ -194,7 +193,7 @@ func (s *Server) deleteScheme(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.svc.DeleteScheme(ctx, id); err != nil {
+	if err := s.svc.Apps.DeleteScheme(ctx, id); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)
@@ -208,7 +207,7 @@ func (s *Server) listChannels(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	channels, err := s.svc.Channels(ctx, id)
+	channels, err := s.svc.Apps.Channels(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -221,7 +220,7 @@ func (s *Server) listChannels(c *gin.Context) error {
 }
 
 // channelChanges reads the channel fields a client sent.
-func channelChanges(c *gin.Context) (ch distribution.ChannelChanges, err error) {
+func channelChanges(c *gin.Context) (ch catalog.ChannelChanges, err error) {
 	p, err := readParams(c)
 	if err != nil {
 		return ch, err
@@ -246,7 +245,7 @@ func (s *Server) createChannel(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	channel, err := s.svc.CreateChannel(ctx, id, ch)
+	channel, err := s.svc.Apps.CreateChannel(ctx, id, ch)
 	if err != nil {
 		return err
 	}
@@ -261,7 +260,7 @@ func (s *Server) getChannel(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	cc, err := s.svc.ChannelByID(ctx, id)
+	cc, err := s.svc.Apps.ChannelByID(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -281,7 +280,7 @@ func (s *Server) updateChannel(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	channel, err := s.svc.UpdateChannel(ctx, id, ch)
+	channel, err := s.svc.Apps.UpdateChannel(ctx, id, ch)
 	if err != nil {
 		return err
 	}
@@ -296,7 +295,7 @@ func (s *Server) deleteChannel(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.svc.DeleteChannel(ctx, id); err != nil {
+	if err := s.svc.Apps.DeleteChannel(ctx, id); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)

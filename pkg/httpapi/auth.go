@@ -38,7 +38,7 @@ func (s *Server) requireToken(scope string) func(c *gin.Context) error {
 				return err
 			}
 		}
-		tok, err := s.svc.Authenticate(ctx, secret, scope)
+		tok, err := s.svc.Tokens.Authenticate(ctx, secret, scope)
 		if err != nil {
 			return err
 		}

@@ -275,7 +275,7 @@ func TestConcurrentUploads(t *testing.T) {
 		if objs := e.Objects(t); len(objs) != 0 {
 			t.Fatalf("objects left after destroying every app: %q", objs)
 		}
-		res, err := e.Service.CollectGarbage(context.Background(), 0)
+		res, err := e.Service.Collector.CollectGarbage(context.Background(), 0)
 		if err != nil || res.Failed != 0 || res.Deleted != 0 {
 			t.Fatalf("collector after destroy: %+v %v", res, err)
 		}
@@ -519,7 +519,7 @@ func TestDestroyDuringUploads(t *testing.T) {
 			t.Errorf("upload %d during the destroy: %v %d", i, errors[i], statuses[i])
 		}
 	}
-	res, err := e.Service.CollectGarbage(context.Background(), 0)
+	res, err := e.Service.Collector.CollectGarbage(context.Background(), 0)
 	if err != nil || res.Failed != 0 {
 		t.Fatalf("collector: %+v %v", res, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
 )
 
 // debugFileView is a Debug file (api.md).
@@ -61,20 +62,20 @@ func (s *Server) updateDebugFile(c *gin.Context) error {
 // replacement of debug file id.
 func (s *Server) receiveDebugFile(c *gin.Context, id int64) error {
 	ctx := reqCtx(c)
-	up, err := s.readUpload(c, distribution.DebugFilePrefix)
+	up, err := s.readUpload(c, uploads.DebugFilePrefix)
 	if err != nil {
 		return err
 	}
-	form := distribution.DebugFileForm{ChannelKey: up.fields["channel_key"], ReleaseVersion: up.fields["release_version"], BuildVersion: up.fields["build_version"]}
+	form := uploads.DebugFileForm{ChannelKey: up.fields["channel_key"], ReleaseVersion: up.fields["release_version"], BuildVersion: up.fields["build_version"]}
 	if form.ChannelKey == "" {
 		form.ChannelKey = c.Query("channel_key")
 	}
 	var df *distribution.DebugFile
 	status := http.StatusCreated
 	if id == 0 {
-		df, err = s.svc.UploadDebugFile(ctx, up.file, form)
+		df, err = s.svc.DebugFiles.UploadDebugFile(ctx, up.file, form)
 	} else {
-		df, err = s.svc.ReplaceDebugFile(ctx, id, up.file, form)
+		df, err = s.svc.DebugFiles.ReplaceDebugFile(ctx, id, up.file, form)
 		status = http.StatusOK
 	}
 	if err != nil {
@@ -104,7 +105,7 @@ func (s *Server) listDebugFiles(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	files, err := s.svc.DebugFiles(ctx, cc, p)
+	files, err := s.svc.DebugFiles.DebugFiles(ctx, cc, p)
 	if err != nil {
 		return err
 	}
@@ -133,7 +134,7 @@ func (s *Server) getDebugFile(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	_, df, err := s.svc.DebugFileInChannel(ctx, id, key)
+	_, df, err := s.svc.DebugFiles.DebugFileInChannel(ctx, id, key)
 	if err != nil {
 		return err
 	}
@@ -148,7 +149,7 @@ func (s *Server) deleteDebugFile(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.svc.DeleteDebugFile(ctx, id, key); err != nil {
+	if err := s.svc.DebugFiles.DeleteDebugFile(ctx, id, key); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)
@@ -162,7 +163,7 @@ func (s *Server) downloadDebugFileByVersion(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	df, err := s.svc.FindDebugFileForDownload(ctx, cc, strings.TrimSpace(c.Query("release_version")),
+	df, err := s.svc.DebugFiles.FindDebugFileForDownload(ctx, cc, strings.TrimSpace(c.Query("release_version")),
 		strings.TrimSpace(c.Query("build_version")), strings.TrimSpace(c.Query("order")))
 	if err != nil {
 		return err
@@ -177,7 +178,7 @@ func (s *Server) downloadDebugFile(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	df, err := s.svc.DebugFile(ctx, id)
+	df, err := s.svc.DebugFiles.DebugFile(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -192,7 +193,7 @@ func (s *Server) debugFileExistsVersion(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	df, err := s.svc.DebugFileByVersion(ctx, cc, c.Query("release_version"), c.Query("build_version"))
+	df, err := s.svc.DebugFiles.DebugFileByVersion(ctx, cc, c.Query("release_version"), c.Query("build_version"))
 	if err != nil {
 		return err
 	}
@@ -204,7 +205,7 @@ func (s *Server) debugFileExistsVersion(c *gin.Context) error {
 // Zealot computes it, or its SHA-256) → the Debug file, 404 when none.
 func (s *Server) debugFileExistsBinary(c *gin.Context) error {
 	ctx := reqCtx(c)
-	df, err := s.svc.DebugFileByChecksum(ctx, c.Query("checksum"))
+	df, err := s.svc.DebugFiles.DebugFileByChecksum(ctx, c.Query("checksum"))
 	if err != nil {
 		return err
 	}
@@ -216,7 +217,7 @@ func (s *Server) debugFileExistsBinary(c *gin.Context) error {
 // mapping's UUID) → the Debug file holding it, 404 when none.
 func (s *Server) debugFileExistsUUID(c *gin.Context) error {
 	ctx := reqCtx(c)
-	df, err := s.svc.DebugFileByUUID(ctx, c.Query("uuid"))
+	df, err := s.svc.DebugFiles.DebugFileByUUID(ctx, c.Query("uuid"))
 	if err != nil {
 		return err
 	}

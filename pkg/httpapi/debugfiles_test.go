@@ -247,7 +247,7 @@ func TestDebugFileLifecycle(t *testing.T) {
 		t.Fatalf("page 2: %+v", list)
 	}
 	// Storage holds exactly the two remaining archives plus the two packages and no icon.
-	if _, err := d.Service.CollectGarbage(t.Context(), 0); err != nil {
+	if _, err := d.Service.Collector.CollectGarbage(t.Context(), 0); err != nil {
 		t.Fatal(err)
 	}
 	if n := countObjects(t, d.Env); n != 4 {

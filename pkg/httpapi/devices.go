@@ -4,8 +4,7 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
-
-	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/devices"
 )
 
 // listDevices: GET /api/devices, newest first, paginated.
@@ -15,7 +14,7 @@ func (s *Server) listDevices(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	devices, err := s.svc.Devices(ctx, p)
+	devices, err := s.svc.Devices.Devices(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -35,14 +34,14 @@ func (s *Server) syncDevice(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	var ch distribution.DeviceChanges
+	var ch devices.DeviceChanges
 	for name, dst := range map[string]*string{"name": &ch.Name, "model": &ch.Model, "platform": &ch.Platform,
 		"device_id": &ch.DeviceID, "status": &ch.Status} {
 		if *dst, err = p.str(name); err != nil {
 			return err
 		}
 	}
-	d, created, err := s.svc.SyncDevice(ctx, c.Param("udid"), ch)
+	d, created, err := s.svc.Devices.SyncDevice(ctx, c.Param("udid"), ch)
 	if err != nil {
 		return err
 	}
@@ -57,7 +56,7 @@ func (s *Server) syncDevice(c *gin.Context) error {
 // getDevice: GET /api/devices/:udid.
 func (s *Server) getDevice(c *gin.Context) error {
 	ctx := reqCtx(c)
-	d, err := s.svc.Device(ctx, c.Param("udid"))
+	d, err := s.svc.Devices.Device(ctx, c.Param("udid"))
 	if err != nil {
 		return err
 	}
@@ -68,7 +67,7 @@ func (s *Server) getDevice(c *gin.Context) error {
 // deleteDevice: DELETE /api/devices/:udid (admin).
 func (s *Server) deleteDevice(c *gin.Context) error {
 	ctx := reqCtx(c)
-	if err := s.svc.DeleteDevice(ctx, c.Param("udid")); err != nil {
+	if err := s.svc.Devices.DeleteDevice(ctx, c.Param("udid")); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)
@@ -79,7 +78,7 @@ func (s *Server) deleteDevice(c *gin.Context) error {
 // "register multiple devices" file (tab-separated text).
 func (s *Server) exportDevices(c *gin.Context) error {
 	ctx := reqCtx(c)
-	body, err := s.svc.ExportDevices(ctx)
+	body, err := s.svc.Devices.ExportDevices(ctx)
 	if err != nil {
 		return err
 	}

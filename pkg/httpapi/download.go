@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/web"
@@ -18,22 +19,22 @@ var contentTypes = map[string]string{
 	"macos-zip": "application/zip", "pkg": "application/octet-stream", "dmg": "application/x-apple-diskimage",
 }
 
-// authorize lets the request into the channel of releaseID (see distribution.Service.Authorize):
+// authorize lets the request into the channel of releaseID (see service.Service.Passwords.Authorize):
 // the password cookie, an "access" token, or a "password" parameter.
 func (s *Server) authorize(c *gin.Context, ch *distribution.Channel, releaseID int64) error {
 	ctx := reqCtx(c)
-	req := distribution.AccessRequest{Token: c.Query("access"), Password: c.Query("password"), Client: c.ClientIP(), ReleaseID: releaseID}
-	if ck, err := c.Cookie(distribution.PasswordCookieName(ch.Slug)); err == nil {
+	req := access.AccessRequest{Token: c.Query("access"), Password: c.Query("password"), Client: c.ClientIP(), ReleaseID: releaseID}
+	if ck, err := c.Cookie(access.PasswordCookieName(ch.Slug)); err == nil {
 		req.Cookie = ck
 	}
-	return s.svc.Authorize(ctx, ch, req)
+	return s.svc.Passwords.Authorize(ctx, ch, req)
 }
 
 // redirectToObject answers 302 to where the object can be fetched (distribution.ObjectURL: the
 // CDN, a presigned S3 URL, or the service's own signed URL). Location headers are never logged.
 func (s *Server) redirectToObject(c *gin.Context, key, filename, contentType string) error {
 	ctx := reqCtx(c)
-	u, err := s.svc.ObjectURL(ctx, key, filename, contentType)
+	u, err := s.svc.Objects.ObjectURL(ctx, key, filename, contentType)
 	if err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func (s *Server) serveObject(c *gin.Context) error {
 	ctx := reqCtx(c)
 	key := strings.TrimPrefix(c.Param("key"), "/")
 	name, ctype := c.Query("name"), c.Query("type")
-	f, err := s.svc.OpenSignedObject(ctx, key, name, ctype, c.Query("t"))
+	f, err := s.svc.Objects.OpenSignedObject(ctx, key, name, ctype, c.Query("t"))
 	if err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func (s *Server) downloadRelease(c *gin.Context) error {
 	// An iOS install was counted when its manifest was fetched; the device's fetch of the
 	// package that follows (marked via=install) is not counted again. HEAD is not a download.
 	if c.Request.Method == http.MethodGet && c.Query("via") != "install" {
-		s.svc.CountDownload(&rc.Release)
+		s.svc.Downloads.CountDownload(&rc.Release)
 	}
 	return nil
 }
@@ -112,9 +113,9 @@ func (s *Server) releaseForDownload(c *gin.Context) (*distribution.ReleaseContex
 	}
 	var rc *distribution.ReleaseContext
 	if slug := c.Param("slug"); slug != "" {
-		rc, err = s.svc.ReleaseInChannel(ctx, slug, id)
+		rc, err = s.svc.Releases.ReleaseInChannel(ctx, slug, id)
 	} else {
-		rc, err = s.svc.Release(ctx, id)
+		rc, err = s.svc.Releases.Release(ctx, id)
 	}
 	if err != nil {
 		return nil, err
@@ -132,7 +133,7 @@ func (s *Server) installManifest(c *gin.Context) error {
 	if rc.Platform != "ios" {
 		return errs.New(errs.NotFound, "release %d is not an iOS build; download it from %s", rc.ID, s.links.Download(rc.ID, ""))
 	}
-	pkgURL := s.links.InstallDownload(rc.ID, s.svc.ReleaseAccessToken(&rc.Channel, rc.ID))
+	pkgURL := s.links.InstallDownload(rc.ID, s.svc.Passwords.ReleaseAccessToken(&rc.Channel, rc.ID))
 	body, err := web.InstallManifest(pkgURL, s.links.Icon(rc.ID, rc.IconKey != nil), rc.BundleID, rc.ReleaseVersion, rc.App.Name)
 	if err != nil {
 		return err
@@ -140,7 +141,7 @@ func (s *Server) installManifest(c *gin.Context) error {
 	c.Header("Cache-Control", "no-store")
 	c.Data(http.StatusOK, "text/xml; charset=utf-8", body)
 	if c.Request.Method == http.MethodGet {
-		s.svc.CountDownload(&rc.Release)
+		s.svc.Downloads.CountDownload(&rc.Release)
 	}
 	return nil
 }

@@ -283,7 +283,7 @@ func releaseKeys(t *testing.T, e *apptest.Env, releaseID int64) []string {
 // assertCollected runs the collector and checks the objects are gone and nothing waits for it.
 func assertCollected(t *testing.T, e *apptest.Env, keys []string) {
 	t.Helper()
-	if _, err := e.Service.CollectGarbage(context.Background(), 0); err != nil {
+	if _, err := e.Service.Collector.CollectGarbage(context.Background(), 0); err != nil {
 		t.Fatal(err)
 	}
 	objects := e.Objects(t)

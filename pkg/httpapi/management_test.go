@@ -574,7 +574,7 @@ func TestManagementDeletesCollectObjects(t *testing.T) {
 				if left := c.objects(st.owned, st.id); len(left) != 0 {
 					t.Fatalf("%s: rows left owning %v", st.name, left)
 				}
-				if _, err := c.e.Service.CollectGarbage(context.Background(), 0); err != nil {
+				if _, err := c.e.Service.Collector.CollectGarbage(context.Background(), 0); err != nil {
 					t.Fatal(err)
 				}
 				c.stored(keys, false)

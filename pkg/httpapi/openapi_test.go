@@ -23,7 +23,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/debuginfo/debuginfotest"
-	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/pkg/httpapi"
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/profileservice/profileservicetest"
@@ -309,7 +309,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Do(t, "GET", "/console", nil, nil), 302, "console without a session")
 	expect(e.Do(t, "GET", "/console/login", nil, nil), 200, "sign-in page")
 	expect(e.Do(t, "GET", "/console/callback?code=x&state=y", nil, nil), 404, "callback without a provider")
-	link, err := e.Service.NewLoginLink(context.Background())
+	link, err := e.Service.Logins.NewLoginLink(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,8 +351,8 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Do(t, "GET", "/api/users/me", nil, upload), 200, "me")
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/tokens/%d", int64(tok["id"].(float64))), nil, admin), 200, "revoke token")
 	// Zealot's users and collaborators.
-	if _, _, err := e.Service.SignIn(context.Background(), distribution.Identity{Issuer: "https://idp.example", Subject: "carol",
-		Email: "carol@example.com", Name: "Carol", EmailVerified: true}, distribution.SignInPolicy{}); err != nil {
+	if _, _, err := e.Service.Logins.SignIn(context.Background(), access.Identity{Issuer: "https://idp.example", Subject: "carol",
+		Email: "carol@example.com", Name: "Carol", EmailVerified: true}, access.SignInPolicy{}); err != nil {
 		t.Fatal(err)
 	}
 	expect(e.Do(t, "GET", "/api/users", nil, admin), 200, "users")

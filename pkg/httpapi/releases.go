@@ -10,6 +10,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/catalog"
+	"github.com/slipwayhq/slipway/pkg/distribution/readcache"
 	"github.com/slipwayhq/slipway/pkg/web"
 )
 
@@ -20,33 +22,33 @@ func (s *Server) channelFromQuery(c *gin.Context) (*distribution.ChannelContext,
 	if err != nil {
 		return nil, err
 	}
-	return s.svc.Channel(ctx, key)
+	return s.svc.Apps.Channel(ctx, key)
 }
 
 // viewFromQuery resolves the required channel_key parameter to the channel's read model, which
 // the read cache may hold (distribution/readcache.go).
-func (s *Server) viewFromQuery(c *gin.Context) (*distribution.ChannelView, error) {
+func (s *Server) viewFromQuery(c *gin.Context) (*readcache.ChannelView, error) {
 	ctx := reqCtx(c)
 	key, err := requireQuery(c, "channel_key")
 	if err != nil {
 		return nil, err
 	}
-	return s.svc.ChannelView(ctx, key)
+	return s.svc.Reads.View(ctx, key)
 }
 
 // encode renders an answer once, with a strong ETag (the hash of its bytes).
-func encode(v any) (*distribution.Encoded, error) {
+func encode(v any) (*readcache.Encoded, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(b)
-	return &distribution.Encoded{Body: b, ETag: `"` + hex.EncodeToString(sum[:16]) + `"`}, nil
+	return &readcache.Encoded{Body: b, ETag: `"` + hex.EncodeToString(sum[:16]) + `"`}, nil
 }
 
 // writeEncoded answers 200 with an encoded answer, or 304 when the client holds it already
 // (If-None-Match). HEAD gets the same headers without the body.
-func writeEncoded(c *gin.Context, e *distribution.Encoded) {
+func writeEncoded(c *gin.Context, e *readcache.Encoded) {
 	c.Header("ETag", e.ETag)
 	if web.ETagMatch(c.GetHeader("If-None-Match"), e.ETag) {
 		c.Status(http.StatusNotModified)
@@ -66,8 +68,8 @@ func (s *Server) versions(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	e, err := v.Memo(fmt.Sprintf("versions\x00%d\x00%d", p.Page, p.PerPage), func() (*distribution.Encoded, error) {
-		rels, err := s.svc.Versions(ctx, v, p)
+	e, err := v.Memo(fmt.Sprintf("versions\x00%d\x00%d", p.Page, p.PerPage), func() (*readcache.Encoded, error) {
+		rels, err := s.svc.Releases.Versions(ctx, v, p)
 		if err != nil {
 			return nil, err
 		}
@@ -90,10 +92,10 @@ func (s *Server) latest(c *gin.Context) error {
 		return err
 	}
 	_, sdk := c.GetQuery("sdk")
-	q := distribution.LatestQuery{BundleID: c.Query("bundle_id"), ReleaseVersion: c.Query("release_version"),
+	q := catalog.LatestQuery{BundleID: c.Query("bundle_id"), ReleaseVersion: c.Query("release_version"),
 		BuildVersion: c.Query("build_version"), SDK: sdk}
-	e, err := v.Memo(q.Key(), func() (*distribution.Encoded, error) {
-		rels, err := s.svc.Latest(ctx, v, q)
+	e, err := v.Memo(q.Key(), func() (*readcache.Encoded, error) {
+		rels, err := s.svc.Releases.Latest(ctx, v, q)
 		if err != nil {
 			return nil, err
 		}
@@ -116,10 +118,10 @@ func (s *Server) versionExist(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	q := distribution.VersionQuery{BundleID: c.Query("bundle_id"), ReleaseVersion: c.Query("release_version"),
+	q := catalog.VersionQuery{BundleID: c.Query("bundle_id"), ReleaseVersion: c.Query("release_version"),
 		BuildVersion: c.Query("build_version"), GitCommit: c.Query("git_commit")}
-	e, err := v.Memo(q.Key(), func() (*distribution.Encoded, error) {
-		r, err := s.svc.FindVersion(ctx, v, q)
+	e, err := v.Memo(q.Key(), func() (*readcache.Encoded, error) {
+		r, err := s.svc.Releases.FindVersion(ctx, v, q)
 		if err != nil {
 			return nil, err
 		}
@@ -139,7 +141,7 @@ func (s *Server) getRelease(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	rc, err := s.svc.Release(ctx, id)
+	rc, err := s.svc.Releases.Release(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -159,7 +161,7 @@ func (s *Server) updateRelease(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	var ch distribution.ReleaseChanges
+	var ch catalog.ReleaseChanges
 	for name, dst := range map[string]**string{"release_version": &ch.ReleaseVersion, "build_version": &ch.BuildVersion,
 		"release_type": &ch.ReleaseType, "source": &ch.Source, "branch": &ch.Branch, "git_commit": &ch.GitCommit, "ci_url": &ch.CIURL} {
 		if *dst, err = p.optStr(name); err != nil {
@@ -175,7 +177,7 @@ func (s *Server) updateRelease(c *gin.Context) error {
 	if ch.Pinned, err = p.optBool("pinned"); err != nil {
 		return err
 	}
-	rc, err := s.svc.UpdateRelease(ctx, tokenOf(c), id, ch)
+	rc, err := s.svc.Releases.UpdateRelease(ctx, tokenOf(c), id, ch)
 	if err != nil {
 		return err
 	}
@@ -190,7 +192,7 @@ func (s *Server) deleteRelease(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.svc.DeleteRelease(ctx, id); err != nil {
+	if err := s.svc.Releases.DeleteRelease(ctx, id); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)

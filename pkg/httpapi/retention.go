@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/lifecycle"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/httperr"
 )
@@ -46,7 +47,7 @@ func policyView(p *distribution.RetentionPolicy) retentionPolicyView {
 	return retentionPolicyView{KeepBuilds: p.KeepBuilds, MaxAgeDays: p.MaxAgeDays, MaxBytes: p.MaxBytes, ExpiredProfileDays: p.ExpiredProfileDays}
 }
 
-func (s *Server) planView(p *distribution.RetentionPlan) retentionPlanView {
+func (s *Server) planView(p *lifecycle.RetentionPlan) retentionPlanView {
 	v := retentionPlanView{ChannelID: p.ChannelID, Rules: p.Rules, Releases: []retentionVictimView{}}
 	for _, r := range p.Victims {
 		v.Releases = append(v.Releases, retentionVictimView{ReleaseID: r.ID, Version: r.Version, CreatedAt: s.timestamp(r.CreatedAt), Size: r.Size, Reason: r.Reason})
@@ -123,7 +124,7 @@ func (s *Server) getSchemeRetention(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.svc.SchemeRetention(ctx, id)
+	p, err := s.svc.Retention.SchemeRetention(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -142,7 +143,7 @@ func (s *Server) setSchemeRetention(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.svc.SetSchemeRetention(ctx, id, p); err != nil {
+	if err := s.svc.Retention.SetSchemeRetention(ctx, id, p); err != nil {
 		return err
 	}
 	return s.getSchemeRetention(c)
@@ -155,7 +156,7 @@ func (s *Server) getChannelRetention(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	p, eff, err := s.svc.ChannelRetention(ctx, id)
+	p, eff, err := s.svc.Retention.ChannelRetention(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -174,7 +175,7 @@ func (s *Server) setChannelRetention(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.svc.SetChannelRetention(ctx, id, p); err != nil {
+	if err := s.svc.Retention.SetChannelRetention(ctx, id, p); err != nil {
 		return err
 	}
 	return s.getChannelRetention(c)
@@ -194,7 +195,7 @@ func (s *Server) planChannelRetention(c *gin.Context) error {
 			return err
 		}
 	}
-	plan, err := s.svc.PlanChannelRetention(ctx, id, proposed)
+	plan, err := s.svc.Retention.PlanChannelRetention(ctx, id, proposed)
 	if err != nil {
 		return err
 	}
@@ -205,7 +206,7 @@ func (s *Server) planChannelRetention(c *gin.Context) error {
 // planAllRetention: GET /api/retention/plan lists what retention deletes now, channel by channel.
 func (s *Server) planAllRetention(c *gin.Context) error {
 	ctx := reqCtx(c)
-	plans, err := s.svc.PlanAllRetention(ctx)
+	plans, err := s.svc.Retention.PlanAllRetention(ctx)
 	if err != nil {
 		return err
 	}

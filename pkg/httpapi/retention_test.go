@@ -15,7 +15,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/config"
-	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/service"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
 
@@ -164,7 +164,7 @@ func TestRetentionPolicies(t *testing.T) {
 					if !slices.Equal(plan, wantGone) {
 						t.Fatalf("plan %v, want %v", plan, wantGone)
 					}
-					if _, err := m.e.Service.EnforceRetention(context.Background()); err != nil {
+					if _, err := m.e.Service.Retention.EnforceRetention(context.Background()); err != nil {
 						t.Fatal(err)
 					}
 					if got, want := m.remaining(chID), without(ids, plan); !slices.Equal(got, want) {
@@ -183,7 +183,7 @@ func TestRetentionPolicies(t *testing.T) {
 						}
 					}
 					// Enforcing again deletes nothing more.
-					if n, err := m.e.Service.EnforceRetention(context.Background()); err != nil || n != 0 {
+					if n, err := m.e.Service.Retention.EnforceRetention(context.Background()); err != nil || n != 0 {
 						t.Errorf("a second run deleted %d (%v)", n, err)
 					}
 				})
@@ -252,14 +252,14 @@ func TestRetentionTwoReplicas(t *testing.T) {
 		all = append(all, ids...)
 		planned = append(planned, ids[:3]...)
 	}
-	other := distribution.New(m.e.Config, m.e.DB, m.e.Storage, nil, m.e.Service.Log)
+	other := service.New(m.e.Config, m.e.DB, m.e.Storage, nil, m.e.Service.Log)
 	var wg sync.WaitGroup
 	counts := make([]int, 2)
-	for i, svc := range []*distribution.Service{m.e.Service, other} {
+	for i, svc := range []*service.Service{m.e.Service, other} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, err := svc.EnforceRetention(context.Background())
+			n, err := svc.Retention.EnforceRetention(context.Background())
 			if err != nil {
 				t.Error(err)
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/service"
 	"github.com/slipwayhq/slipway/pkg/httperr"
 	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/metrics"
@@ -24,7 +25,7 @@ import (
 // Deps are what the HTTP layer needs.
 type Deps struct {
 	Config  *config.Config
-	Service *distribution.Service
+	Service *service.Service
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
 }
@@ -32,7 +33,7 @@ type Deps struct {
 // Server answers Slipway's HTTP API.
 type Server struct {
 	cfg     *config.Config
-	svc     *distribution.Service
+	svc     *service.Service
 	metrics *metrics.Metrics
 	log     *slog.Logger
 	links   links.Links

@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -40,7 +41,7 @@ type sessionView struct {
 	Error     *string           `json:"error"`
 }
 
-func (s *Server) sessionView(sess *distribution.UploadSession, parts []distribution.SessionPart) sessionView {
+func (s *Server) sessionView(sess *distribution.UploadSession, parts []uploads.SessionPart) sessionView {
 	v := sessionView{ID: sess.ID, Kind: sess.Kind, Filename: sess.Filename, Size: sess.Size, SHA256: sess.SHA256, PartSize: sess.PartSize,
 		State: sess.State, ExpiresAt: s.timestamp(sess.ExpiresAt), CreatedAt: s.timestamp(sess.CreatedAt), Parts: make([]sessionPartView, len(parts))}
 	for i, p := range parts {
@@ -62,7 +63,7 @@ func (s *Server) startSession(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	in := distribution.NewSession{Fields: map[string]string{}}
+	in := uploads.NewSession{Fields: map[string]string{}}
 	if in.Kind, err = p.str("kind"); err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ func (s *Server) startSession(c *gin.Context) error {
 			in.Fields[name] = *v
 		}
 	}
-	sess, parts, err := s.svc.StartSession(ctx, tokenOf(c), in)
+	sess, parts, err := s.svc.Sessions.StartSession(ctx, tokenOf(c), in)
 	if err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func (s *Server) startSession(c *gin.Context) error {
 // getSession: GET /api/uploads/:id, with the parts done and where to put the others.
 func (s *Server) getSession(c *gin.Context) error {
 	ctx := reqCtx(c)
-	sess, parts, err := s.svc.Session(ctx, tokenOf(c), c.Param("session"))
+	sess, parts, err := s.svc.Sessions.Session(ctx, tokenOf(c), c.Param("session"))
 	if err != nil {
 		return err
 	}
@@ -126,7 +127,7 @@ func (s *Server) putPart(c *gin.Context) error {
 	}
 	defer release()
 	body := &idleBody{rc: c.Request.Body, ctl: http.NewResponseController(c.Writer), idle: s.cfg.UploadIdleTimeout}
-	if err := s.svc.PutPart(ctx, c.Param("session"), n, c.Query("t"), body, c.Request.ContentLength, c.GetHeader("Content-MD5")); err != nil {
+	if err := s.svc.Sessions.PutPart(ctx, c.Param("session"), n, c.Query("t"), body, c.Request.ContentLength, c.GetHeader("Content-MD5")); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"number": n, "size": c.Request.ContentLength})
@@ -145,7 +146,7 @@ func (s *Server) completeSession(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.svc.CompleteSession(ctx, tokenOf(c), c.Param("session"), sum)
+	res, err := s.svc.Sessions.CompleteSession(ctx, tokenOf(c), c.Param("session"), sum)
 	if err != nil {
 		return err
 	}
@@ -160,7 +161,7 @@ func (s *Server) completeSession(c *gin.Context) error {
 // abortSession: DELETE /api/uploads/:id ends an open session and deletes what was put.
 func (s *Server) abortSession(c *gin.Context) error {
 	ctx := reqCtx(c)
-	if err := s.svc.AbortSession(ctx, tokenOf(c), c.Param("session")); err != nil {
+	if err := s.svc.Sessions.AbortSession(ctx, tokenOf(c), c.Param("session")); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)

@@ -279,7 +279,7 @@ func TestUploadSessionOutlivesGrace(t *testing.T) {
 	ipa := appletest.BuildIPA(appletest.IPAOptions{AppName: "Slow", BundleID: "com.example.slow", Version: "1", Build: "1"})
 	sess := s.start(startBody("s.ipa", len(ipa), "", nil), 201)
 	s.put(sess.Parts[0].URL, ipa)
-	if _, err := s.e.Service.CollectGarbage(context.Background(), 0); err != nil { // grace 0: every pending object is old
+	if _, err := s.e.Service.Collector.CollectGarbage(context.Background(), 0); err != nil { // grace 0: every pending object is old
 		t.Fatal(err)
 	}
 	s.want(s.call("POST", "/api/uploads/"+sess.ID+"/complete", s.e.UploadToken, ""), 201, "complete after a collector run")

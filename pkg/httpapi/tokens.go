@@ -9,7 +9,7 @@ import (
 // listTokens: GET /api/tokens, every token without its secret (admin).
 func (s *Server) listTokens(c *gin.Context) error {
 	ctx := reqCtx(c)
-	toks, err := s.svc.Tokens(ctx)
+	toks, err := s.svc.Tokens.Tokens(ctx)
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func (s *Server) createToken(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	secret, tok, err := s.svc.CreateToken(ctx, name, scope)
+	secret, tok, err := s.svc.Tokens.CreateToken(ctx, name, scope)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (s *Server) revokeToken(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.svc.RevokeTokenByID(ctx, id); err != nil {
+	if _, err := s.svc.Tokens.RevokeTokenByID(ctx, id); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)

@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/httperr"
 )
@@ -26,7 +27,7 @@ const (
 // multipartUpload is a streamed multipart upload: its fields, and its file already in storage.
 type multipartUpload struct {
 	fields map[string]string
-	file   *distribution.StoredObject
+	file   *uploads.StoredObject
 	token  *distribution.Token
 }
 
@@ -69,7 +70,7 @@ func (s *Server) checkUploadHeaders(c *gin.Context) (*uploadHeaders, error) {
 		return nil, errs.New(errs.TooLarge, "the upload is larger than the %d-byte limit", s.cfg.MaxUploadBytes)
 	}
 	if secret := headerOrQueryToken(c); secret != "" {
-		if h.token, err = s.svc.Authenticate(ctx, secret, distribution.ScopeUpload); err != nil {
+		if h.token, err = s.svc.Tokens.Authenticate(ctx, secret, distribution.ScopeUpload); err != nil {
 			return nil, err
 		}
 	}
@@ -99,7 +100,7 @@ func (s *Server) readUpload(c *gin.Context, prefix string) (*multipartUpload, er
 	fieldBytes := 0
 	fail := func(err error) (*multipartUpload, error) {
 		if up.file != nil {
-			s.svc.Discard(ctx, up.file.Key)
+			s.svc.Objects.Discard(ctx, up.file.Key)
 		}
 		return nil, err
 	}
@@ -121,7 +122,7 @@ func (s *Server) readUpload(c *gin.Context, prefix string) (*multipartUpload, er
 			if up.file != nil {
 				return fail(errs.Field(fileField, "must be sent once"))
 			}
-			up.file, err = s.svc.StoreUpload(ctx, prefix, part, part.FileName())
+			up.file, err = s.svc.Objects.StoreUpload(ctx, prefix, part, part.FileName())
 			if err != nil {
 				return fail(err)
 			}
@@ -148,7 +149,7 @@ func (s *Server) readUpload(c *gin.Context, prefix string) (*multipartUpload, er
 		part.Close()
 	}
 	if up.token == nil {
-		if up.token, err = s.svc.Authenticate(ctx, up.fields["token"], distribution.ScopeUpload); err != nil {
+		if up.token, err = s.svc.Tokens.Authenticate(ctx, up.fields["token"], distribution.ScopeUpload); err != nil {
 			return fail(err)
 		}
 	}
@@ -216,12 +217,12 @@ func (s *Server) uploadApp(c *gin.Context) error {
 	if len(idem) > 255 {
 		return errs.Field("Idempotency-Key", "must be at most 255 characters")
 	}
-	up, err := s.readUpload(c, distribution.PackagePrefix)
+	up, err := s.readUpload(c, uploads.PackagePrefix)
 	if err != nil {
 		return err
 	}
-	form := distribution.ReleaseFormOf(up.fields)
-	rc, err := s.svc.CreateRelease(ctx, up.file, form, up.token.ID, idem)
+	form := uploads.ReleaseFormOf(up.fields)
+	rc, err := s.svc.Builds.CreateRelease(ctx, up.file, form, up.token.ID, idem)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -49,14 +50,14 @@ func (s *Server) userView(u *distribution.User) userView {
 		CreatedAt: s.timestamp(u.CreatedAt), LastLoginAt: s.optTimestamp(u.LastLogin)}
 }
 
-func collaboratorOf(m *distribution.Collaborator) collaboratorView {
+func collaboratorOf(m *access.Collaborator) collaboratorView {
 	return collaboratorView{ID: m.ID, Username: username(&m.User), Email: m.Email, Role: m.CollaboratorRole()}
 }
 
 // listUsers: GET /api/users.
 func (s *Server) listUsers(c *gin.Context) error {
 	ctx := reqCtx(c)
-	users, err := s.svc.ListUsers(ctx)
+	users, err := s.svc.People.ListUsers(ctx)
 	if err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func (s *Server) listUsers(c *gin.Context) error {
 // searchUser: GET /api/users/search?email=..., one user or 404.
 func (s *Server) searchUser(c *gin.Context) error {
 	ctx := reqCtx(c)
-	u, err := s.svc.UserByEmail(ctx, c.Query("email"))
+	u, err := s.svc.People.UserByEmail(ctx, c.Query("email"))
 	if err != nil {
 		return err
 	}
@@ -86,7 +87,7 @@ func (s *Server) getUser(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	u, err := s.svc.User(ctx, id)
+	u, err := s.svc.People.User(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -117,9 +118,9 @@ func (s *Server) updateUser(c *gin.Context) error {
 	}
 	var u *distribution.User
 	if role != nil {
-		u, err = s.svc.TokenSetUserRole(ctx, tokenOf(c), id, *role)
+		u, err = s.svc.People.TokenSetUserRole(ctx, tokenOf(c), id, *role)
 	} else {
-		u, err = s.svc.User(ctx, id)
+		u, err = s.svc.People.User(ctx, id)
 	}
 	if err != nil {
 		return err
@@ -137,7 +138,7 @@ func (s *Server) lockUser(locked bool) func(c *gin.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := s.svc.TokenLockUser(ctx, tokenOf(c), id, locked); err != nil {
+		if _, err := s.svc.People.TokenLockUser(ctx, tokenOf(c), id, locked); err != nil {
 			return err
 		}
 		c.JSON(http.StatusAccepted, deleted)
@@ -152,7 +153,7 @@ func (s *Server) deleteUser(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.svc.TokenDeleteUser(ctx, tokenOf(c), id); err != nil {
+	if err := s.svc.People.TokenDeleteUser(ctx, tokenOf(c), id); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)
@@ -190,7 +191,7 @@ func (s *Server) getCollaborator(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.svc.Collaborator(ctx, appID, userID)
+	m, err := s.svc.People.Collaborator(ctx, appID, userID)
 	if err != nil {
 		return err
 	}
@@ -213,7 +214,7 @@ func (s *Server) addCollaborator(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.svc.AddCollaborator(ctx, tokenOf(c), appID, userID, deref(role))
+	m, err := s.svc.People.AddCollaborator(ctx, tokenOf(c), appID, userID, deref(role))
 	if err != nil {
 		return err
 	}
@@ -236,7 +237,7 @@ func (s *Server) updateCollaborator(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.svc.UpdateCollaborator(ctx, tokenOf(c), appID, userID, deref(role))
+	m, err := s.svc.People.UpdateCollaborator(ctx, tokenOf(c), appID, userID, deref(role))
 	if err != nil {
 		return err
 	}
@@ -251,7 +252,7 @@ func (s *Server) removeCollaborator(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.svc.RemoveCollaborator(ctx, tokenOf(c), appID, userID); err != nil {
+	if err := s.svc.People.RemoveCollaborator(ctx, tokenOf(c), appID, userID); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)

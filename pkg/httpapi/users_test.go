@@ -11,6 +11,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
 
@@ -33,8 +34,8 @@ func TestUsersAndCollaborators(t *testing.T) {
 	e := m.e
 	ctx := context.Background()
 	signIn := func(subject string) (string, *distribution.User) {
-		secret, u, err := e.Service.SignIn(ctx, distribution.Identity{Issuer: "https://idp.example", Subject: subject,
-			Email: subject + "@Example.com", Name: subject, EmailVerified: true}, distribution.SignInPolicy{})
+		secret, u, err := e.Service.Logins.SignIn(ctx, access.Identity{Issuer: "https://idp.example", Subject: subject,
+			Email: subject + "@Example.com", Name: subject, EmailVerified: true}, access.SignInPolicy{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +45,7 @@ func TestUsersAndCollaborators(t *testing.T) {
 	carolSession, carol := signIn("carol")
 	rel := e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.0", Build: "1"}))
 	appID := int64(rel["app"].(map[string]any)["id"].(float64))
-	carolToken, _, err := e.Service.ConsoleCreateToken(ctx, &distribution.User{ID: carol.ID, Role: distribution.RoleAdmin}, "carol-ci", distribution.ScopeUpload)
+	carolToken, _, err := e.Service.Console.CreateToken(ctx, &distribution.User{ID: carol.ID, Role: distribution.RoleAdmin}, "carol-ci", distribution.ScopeUpload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestUsersAndCollaborators(t *testing.T) {
 		t.Errorf("added: %v", added)
 	}
 	m.want(m.call("POST", collab, admin, fmt.Sprintf(`{"user_id":%d}`, carol.ID)), 409, "add again")
-	if err := e.Service.CanManageApp(ctx, mustUser(t, e, carol.ID), appID); err != nil {
+	if err := e.Service.People.CanManageApp(ctx, mustUser(t, e, carol.ID), appID); err != nil {
 		t.Errorf("a developer collaborator may not manage the app: %v", err)
 	}
 	// The role, then "member" as Zealot says viewer.
@@ -116,7 +117,7 @@ func TestUsersAndCollaborators(t *testing.T) {
 		t.Fatal("carol's token before the lock")
 	}
 	m.want(m.call("POST", users+"/lock", admin, ""), 202, "lock")
-	if _, err := e.Service.SessionUser(ctx, carolSession); err == nil {
+	if _, err := e.Service.Logins.SessionUser(ctx, carolSession); err == nil {
 		t.Error("a locked user's session still works")
 	}
 	if s := me(); s != 401 {
@@ -129,7 +130,7 @@ func TestUsersAndCollaborators(t *testing.T) {
 	if s := me(); s != 200 {
 		t.Errorf("an unlocked user's token: %d", s)
 	}
-	if _, err := e.Service.SessionUser(ctx, carolSession); err == nil {
+	if _, err := e.Service.Logins.SessionUser(ctx, carolSession); err == nil {
 		t.Error("the session ended by the lock came back")
 	}
 
@@ -158,7 +159,7 @@ func TestUsersAndCollaborators(t *testing.T) {
 
 func mustUser(t *testing.T, e *apptest.Env, id int64) *distribution.User {
 	t.Helper()
-	u, err := e.Service.User(context.Background(), id)
+	u, err := e.Service.People.User(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

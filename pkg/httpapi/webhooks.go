@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/events"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -80,8 +81,8 @@ func (s *Server) deliveryView(d *distribution.WebhookDelivery) webhookDeliveryVi
 
 // readWebhookInput reads url, format, events (a JSON array, or comma-separated text in a form),
 // enabled and robot_secret.
-func readWebhookInput(c *gin.Context) (distribution.WebhookInput, error) {
-	var in distribution.WebhookInput
+func readWebhookInput(c *gin.Context) (events.WebhookInput, error) {
+	var in events.WebhookInput
 	p, err := readParams(c)
 	if err != nil {
 		return in, err
@@ -141,7 +142,7 @@ func (s *Server) createWebhook(owner string) func(c *gin.Context) error {
 		} else {
 			channelID = id
 		}
-		w, err := s.svc.CreateWebhook(ctx, appID, channelID, in)
+		w, err := s.svc.Webhooks.CreateWebhook(ctx, appID, channelID, in)
 		if err != nil {
 			return err
 		}
@@ -161,18 +162,18 @@ func (s *Server) listWebhooks(owner string) func(c *gin.Context) error {
 				return err
 			}
 			if owner == "app" {
-				if _, err := s.svc.App(ctx, id); err != nil {
+				if _, err := s.svc.Apps.App(ctx, id); err != nil {
 					return err
 				}
 				appID = id
 			} else {
-				if _, err := s.svc.ChannelByID(ctx, id); err != nil {
+				if _, err := s.svc.Apps.ChannelByID(ctx, id); err != nil {
 					return err
 				}
 				channelID = id
 			}
 		}
-		hooks, err := s.svc.ListWebhooks(ctx, appID, channelID)
+		hooks, err := s.svc.Webhooks.ListWebhooks(ctx, appID, channelID)
 		if err != nil {
 			return err
 		}
@@ -192,7 +193,7 @@ func (s *Server) getWebhook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	w, err := s.svc.Webhook(ctx, id)
+	w, err := s.svc.Webhooks.Webhook(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -211,7 +212,7 @@ func (s *Server) updateWebhook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	w, err := s.svc.UpdateWebhook(ctx, id, in)
+	w, err := s.svc.Webhooks.UpdateWebhook(ctx, id, in)
 	if err != nil {
 		return err
 	}
@@ -226,7 +227,7 @@ func (s *Server) deleteWebhook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.svc.DeleteWebhook(ctx, id); err != nil {
+	if err := s.svc.Webhooks.DeleteWebhook(ctx, id); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)
@@ -244,7 +245,7 @@ func (s *Server) webhookDeliveries(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	ds, err := s.svc.WebhookDeliveries(ctx, id, min(limit, 500))
+	ds, err := s.svc.Webhooks.WebhookDeliveries(ctx, id, min(limit, 500))
 	if err != nil {
 		return err
 	}
@@ -264,7 +265,7 @@ func (s *Server) testWebhook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.svc.TestWebhook(ctx, id)
+	d, err := s.svc.Webhooks.TestWebhook(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -147,7 +148,7 @@ func (h *Handler) consoleCallback(c *gin.Context) error {
 			}
 		}
 	}
-	id := distribution.Identity{Issuer: idToken.Issuer, Subject: idToken.Subject}
+	id := access.Identity{Issuer: idToken.Issuer, Subject: idToken.Subject}
 	id.Email, _ = claims["email"].(string)
 	id.EmailVerified, _ = claims["email_verified"].(bool)
 	id.Name, _ = claims["name"].(string)
@@ -158,12 +159,12 @@ func (h *Handler) consoleCallback(c *gin.Context) error {
 			}
 		}
 	}
-	secret, _, err := h.svc.SignIn(ctx, id, distribution.SignInPolicy{AllowedDomains: h.cfg.OIDC.AllowedDomains,
+	secret, _, err := h.svc.Logins.SignIn(ctx, id, access.SignInPolicy{AllowedDomains: h.cfg.OIDC.AllowedDomains,
 		AllowedGroups: h.cfg.OIDC.AllowedGroups, AdminGroups: h.cfg.OIDC.AdminGroups})
 	if err != nil {
 		return err
 	}
-	h.setCookie(c, SessionCookie, secret, distribution.SessionTTL)
+	h.setCookie(c, SessionCookie, secret, access.SessionTTL)
 	c.Redirect(http.StatusFound, h.links.Base+"/console")
 	return nil
 }
@@ -171,11 +172,11 @@ func (h *Handler) consoleCallback(c *gin.Context) error {
 // consoleLoginLink: GET /console/login-link?token=... signs in with a one-time link.
 func (h *Handler) consoleLoginLink(c *gin.Context) error {
 	ctx := reqCtx(c)
-	secret, _, err := h.svc.UseLoginLink(ctx, c.Query("token"))
+	secret, _, err := h.svc.Logins.UseLoginLink(ctx, c.Query("token"))
 	if err != nil {
 		return err
 	}
-	h.setCookie(c, SessionCookie, secret, distribution.SessionTTL)
+	h.setCookie(c, SessionCookie, secret, access.SessionTTL)
 	c.Redirect(http.StatusFound, h.links.Base+"/console")
 	return nil
 }
@@ -215,11 +216,11 @@ func (h *Handler) consoleHome(c *gin.Context) error {
 	if !ok {
 		return nil
 	}
-	apps, err := h.svc.ListApps(ctx, distribution.Page{Page: 1, PerPage: 50})
+	apps, err := h.svc.Apps.ListApps(ctx, distribution.Page{Page: 1, PerPage: 50})
 	if err != nil {
 		return err
 	}
-	recent, err := h.svc.RecentUploads(ctx, 15)
+	recent, err := h.svc.Releases.RecentUploads(ctx, 15)
 	if err != nil {
 		return err
 	}
@@ -239,7 +240,7 @@ func (h *Handler) consoleUser(c *gin.Context) (string, *distribution.User, bool)
 	ctx := reqCtx(c)
 	session, err := c.Cookie(SessionCookie)
 	if err == nil {
-		if u, err := h.svc.SessionUser(ctx, session); err == nil {
+		if u, err := h.svc.Logins.SessionUser(ctx, session); err == nil {
 			return session, u, true
 		}
 	}
@@ -254,7 +255,7 @@ func (h *Handler) consoleLogout(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := h.svc.SignOut(ctx, session, u); err != nil {
+	if err := h.svc.Logins.SignOut(ctx, session, u); err != nil {
 		return err
 	}
 	h.setCookie(c, SessionCookie, "", -time.Second)

@@ -9,6 +9,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/catalog"
+	"github.com/slipwayhq/slipway/pkg/distribution/events"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/webhook"
 )
@@ -84,11 +86,11 @@ const buildsPerPage = 10
 // renderApp renders an app's console page.
 func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User, appID int64, notice, secret string) error {
 	ctx := reqCtx(c)
-	app, err := h.svc.App(ctx, appID)
+	app, err := h.svc.Apps.App(ctx, appID)
 	if err != nil {
 		return err
 	}
-	v := consoleAppView{App: app, User: u, CSRF: h.csrfToken(session), Base: h.links.Base, CanManage: h.svc.CanManageApp(ctx, u, appID) == nil,
+	v := consoleAppView{App: app, User: u, CSRF: h.csrfToken(session), Base: h.links.Base, CanManage: h.svc.People.CanManageApp(ctx, u, appID) == nil,
 		Notice: notice, Secret: secret}
 	for _, sc := range app.Schemes {
 		if len(sc.Channels) == 0 {
@@ -104,7 +106,7 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 					pg = n
 				}
 			}
-			rels, err := h.svc.ConsoleChannelReleases(ctx, ch.ID, distribution.Page{Page: pg, PerPage: buildsPerPage})
+			rels, err := h.svc.Releases.ChannelReleases(ctx, ch.ID, distribution.Page{Page: pg, PerPage: buildsPerPage})
 			if err != nil {
 				return err
 			}
@@ -120,7 +122,7 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 					Downloads: r.Downloads, Pinned: r.Pinned})
 			}
 			// One read of the channel's retention state gives its policy, rules and plan.
-			if plan, err := h.svc.PlanChannelRetention(ctx, ch.ID, nil); err == nil {
+			if plan, err := h.svc.Retention.PlanChannelRetention(ctx, ch.ID, nil); err == nil {
 				own := plan.Policy
 				cv.Retention = plan.Rules
 				cv.Own.KeepBuilds, cv.Own.MaxAgeDays = optNumber(own.KeepBuilds), optNumber(own.MaxAgeDays)
@@ -133,7 +135,7 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 				}
 			}
 			if v.CanManage && u.Role == distribution.RoleAdmin {
-				if cv.Webhooks, err = h.svc.ListWebhooks(ctx, 0, ch.ID); err != nil {
+				if cv.Webhooks, err = h.svc.Webhooks.ListWebhooks(ctx, 0, ch.ID); err != nil {
 					return err
 				}
 			}
@@ -142,11 +144,11 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 	}
 	v.Events = webhook.Events
 	if v.CanManage && u.Role == distribution.RoleAdmin {
-		if v.AppWebhooks, err = h.svc.ListWebhooks(ctx, appID, 0); err != nil {
+		if v.AppWebhooks, err = h.svc.Webhooks.ListWebhooks(ctx, appID, 0); err != nil {
 			return err
 		}
 	}
-	if v.Members, err = h.svc.AppMembers(ctx, appID); err != nil {
+	if v.Members, err = h.svc.People.AppMembers(ctx, appID); err != nil {
 		return err
 	}
 	p := page{Title: app.Name + " · Console · Slipway", Body: v}
@@ -177,7 +179,7 @@ func (h *Handler) appForm(c *gin.Context, appID int64) (string, *distribution.Us
 	if err != nil {
 		return "", nil, err
 	}
-	return session, u, h.svc.CanManageApp(ctx, u, appID)
+	return session, u, h.svc.People.CanManageApp(ctx, u, appID)
 }
 
 func optionalForm(c *gin.Context, name string) *string {
@@ -203,22 +205,22 @@ func (h *Handler) consoleCreateChannel(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	ch := distribution.ChannelChanges{Name: optionalForm(c, "name"), DeviceType: optionalForm(c, "device_type")}
+	ch := catalog.ChannelChanges{Name: optionalForm(c, "name"), DeviceType: optionalForm(c, "device_type")}
 	if pw := c.PostForm("password"); pw != "" {
 		ch.Password = &pw
 	}
-	made, err := h.svc.CreateChannel(ctx, schemeID, ch)
+	made, err := h.svc.Apps.CreateChannel(ctx, schemeID, ch)
 	if err != nil {
 		return err
 	}
-	h.svc.Audit(ctx, u, "channel.create", made.Name, map[string]any{"channel_id": made.ID, "app_id": appID})
+	h.svc.People.Audit(ctx, u, "channel.create", made.Name, map[string]any{"channel_id": made.ID, "app_id": appID})
 	return h.renderApp(c, session, u, appID, "Channel "+made.Name+" made; its key is "+made.Slug+".", "")
 }
 
 // schemeNamed returns the app's scheme of that name, making it when missing.
 func (h *Handler) schemeNamed(c *gin.Context, appID int64, name string) (int64, error) {
 	ctx := reqCtx(c)
-	schemes, err := h.svc.Schemes(ctx, appID)
+	schemes, err := h.svc.Apps.Schemes(ctx, appID)
 	if err != nil {
 		return 0, err
 	}
@@ -227,7 +229,7 @@ func (h *Handler) schemeNamed(c *gin.Context, appID int64, name string) (int64, 
 			return s.ID, nil
 		}
 	}
-	s, err := h.svc.CreateScheme(ctx, appID, distribution.SchemeChanges{Name: &name})
+	s, err := h.svc.Apps.CreateScheme(ctx, appID, catalog.SchemeChanges{Name: &name})
 	if err != nil {
 		return 0, err
 	}
@@ -241,7 +243,7 @@ func (h *Handler) channelApp(c *gin.Context) (int64, int64, error) {
 	if err != nil || id <= 0 {
 		return 0, 0, errs.New(errs.NotFound, "there is no such channel")
 	}
-	cc, err := h.svc.ChannelByID(ctx, id)
+	cc, err := h.svc.Apps.ChannelByID(ctx, id)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -278,7 +280,7 @@ func (h *Handler) consoleSetRetention(c *gin.Context) error {
 	}
 	if c.PostForm("preview") != "" {
 		// Show what this policy would delete, without saving it.
-		plan, err := h.svc.PlanChannelRetention(ctx, chID, &p)
+		plan, err := h.svc.Retention.PlanChannelRetention(ctx, chID, &p)
 		if err != nil {
 			return err
 		}
@@ -292,10 +294,10 @@ func (h *Handler) consoleSetRetention(c *gin.Context) error {
 		}
 		return h.renderApp(c, session, u, appID, notice, "")
 	}
-	if err := h.svc.SetChannelRetention(ctx, chID, &p); err != nil {
+	if err := h.svc.Retention.SetChannelRetention(ctx, chID, &p); err != nil {
 		return err
 	}
-	h.svc.Audit(ctx, u, "retention.set", strconv.FormatInt(chID, 10), map[string]any{"channel_id": chID})
+	h.svc.People.Audit(ctx, u, "retention.set", strconv.FormatInt(chID, 10), map[string]any{"channel_id": chID})
 	return h.renderApp(c, session, u, appID, "Retention saved. It applies at the next enforcement run.", "")
 }
 
@@ -329,18 +331,18 @@ func (h *Handler) createWebhook(c *gin.Context, appID, hookApp, hookChannel int6
 	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
 		return err
 	}
-	in := distribution.WebhookInput{URL: optionalForm(c, "url"), Format: optionalForm(c, "format")}
+	in := events.WebhookInput{URL: optionalForm(c, "url"), Format: optionalForm(c, "format")}
 	if evs := c.PostFormArray("events"); len(evs) > 0 {
 		in.Events = evs
 	}
 	if rs := strings.TrimSpace(c.PostForm("robot_secret")); rs != "" {
 		in.RobotSecret = &rs
 	}
-	w, err := h.svc.CreateWebhook(ctx, hookApp, hookChannel, in)
+	w, err := h.svc.Webhooks.CreateWebhook(ctx, hookApp, hookChannel, in)
 	if err != nil {
 		return err
 	}
-	h.svc.Audit(ctx, u, "webhook.create", w.Format, map[string]any{"webhook_id": w.ID, "channel_id": hookChannel, "app_id": appID})
+	h.svc.People.Audit(ctx, u, "webhook.create", w.Format, map[string]any{"webhook_id": w.ID, "channel_id": hookChannel, "app_id": appID})
 	return h.renderApp(c, session, u, appID, "Webhook added. Its signing secret is shown once:", w.Secret)
 }
 
@@ -355,7 +357,7 @@ func (h *Handler) consoleUpdateRelease(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	rc, err := h.svc.ConsoleUpdateRelease(ctx, u, id, distribution.ReleaseChanges{Changelog: optionalForm(c, "changelog")})
+	rc, err := h.svc.Console.UpdateRelease(ctx, u, id, catalog.ReleaseChanges{Changelog: optionalForm(c, "changelog")})
 	if err != nil {
 		return err
 	}
@@ -370,7 +372,7 @@ func (h *Handler) consoleAddMember(c *gin.Context) error {
 		return err
 	}
 	email := c.PostForm("email")
-	if err := h.svc.AddAppMember(ctx, u, appID, email); err != nil {
+	if err := h.svc.People.AddAppMember(ctx, u, appID, email); err != nil {
 		return err
 	}
 	return h.renderApp(c, session, u, appID, email+" is now a developer of this app.", "")

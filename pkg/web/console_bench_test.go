@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
-	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
 
@@ -19,8 +19,8 @@ import (
 func BenchmarkConsolePages(b *testing.B) {
 	e := apptest.New(b, apptest.Options{})
 	ctx := context.Background()
-	secret, _, err := e.Service.SignIn(ctx, distribution.Identity{Issuer: "https://idp.example", Subject: "alice",
-		Email: "alice@example.com", Name: "Alice", EmailVerified: true}, distribution.SignInPolicy{})
+	secret, _, err := e.Service.Logins.SignIn(ctx, access.Identity{Issuer: "https://idp.example", Subject: "alice",
+		Email: "alice@example.com", Name: "Alice", EmailVerified: true}, access.SignInPolicy{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/catalog"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -53,7 +54,7 @@ func (h *Handler) consoleUpdateChannel(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	ch := distribution.ChannelChanges{Name: optionalForm(c, "name")}
+	ch := catalog.ChannelChanges{Name: optionalForm(c, "name")}
 	if key := strings.TrimSpace(c.PostForm("key")); key != "" {
 		ch.Slug = &key
 	}
@@ -63,11 +64,11 @@ func (h *Handler) consoleUpdateChannel(c *gin.Context) error {
 		empty := ""
 		ch.Password = &empty
 	}
-	cc, err := h.svc.ConsoleChannel(ctx, u, id)
+	cc, err := h.svc.Console.Channel(ctx, u, id)
 	if err != nil {
 		return err
 	}
-	out, err := h.svc.ConsoleUpdateChannel(ctx, u, id, ch)
+	out, err := h.svc.Console.UpdateChannel(ctx, u, id, ch)
 	if err != nil {
 		return err
 	}
@@ -82,14 +83,14 @@ func (h *Handler) consoleDeleteChannel(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	cc, err := h.svc.ConsoleChannel(ctx, u, id)
+	cc, err := h.svc.Console.Channel(ctx, u, id)
 	if err != nil {
 		return err
 	}
 	if err := confirmed(c); err != nil {
 		return err
 	}
-	if err := h.svc.ConsoleDeleteChannel(ctx, u, id); err != nil {
+	if err := h.svc.Console.DeleteChannel(ctx, u, id); err != nil {
 		return err
 	}
 	return h.renderApp(c, session, u, cc.App.ID, "Channel "+cc.Channel.Name+" deleted with its builds.", "")
@@ -104,7 +105,7 @@ func (h *Handler) consolePinRelease(c *gin.Context) error {
 		return err
 	}
 	pinned := c.PostForm("pinned") == "true"
-	rc, err := h.svc.ConsoleUpdateRelease(ctx, u, id, distribution.ReleaseChanges{Pinned: &pinned})
+	rc, err := h.svc.Console.UpdateRelease(ctx, u, id, catalog.ReleaseChanges{Pinned: &pinned})
 	if err != nil {
 		return err
 	}
@@ -125,7 +126,7 @@ func (h *Handler) consoleDeleteRelease(c *gin.Context) error {
 	if err := confirmed(c); err != nil {
 		return err
 	}
-	rc, err := h.svc.ConsoleDeleteRelease(ctx, u, id)
+	rc, err := h.svc.Console.DeleteRelease(ctx, u, id)
 	if err != nil {
 		return err
 	}
@@ -139,7 +140,7 @@ func (h *Handler) consoleRenameApp(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	app, err := h.svc.ConsoleRenameApp(ctx, u, appID, c.PostForm("name"))
+	app, err := h.svc.Console.RenameApp(ctx, u, appID, c.PostForm("name"))
 	if err != nil {
 		return err
 	}
@@ -160,7 +161,7 @@ func (h *Handler) consoleDeleteApp(c *gin.Context) error {
 	if err := confirmed(c); err != nil {
 		return err
 	}
-	if err := h.svc.ConsoleDeleteApp(ctx, u, appID); err != nil {
+	if err := h.svc.Console.DeleteApp(ctx, u, appID); err != nil {
 		return err
 	}
 	c.Redirect(http.StatusSeeOther, h.links.Base+"/console")
@@ -182,7 +183,7 @@ func (h *Handler) consoleRemoveMember(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := h.svc.RemoveAppMember(ctx, u, appID, userID); err != nil {
+	if err := h.svc.People.RemoveAppMember(ctx, u, appID, userID); err != nil {
 		return err
 	}
 	return h.renderApp(c, session, u, appID, "Member removed from this app.", "")
@@ -207,11 +208,11 @@ type webhookView struct {
 // renderWebhook renders a webhook's page: its newest deliveries and their attempts.
 func (h *Handler) renderWebhook(c *gin.Context, session string, u *distribution.User, id int64, notice string) error {
 	ctx := reqCtx(c)
-	w, err := h.svc.ConsoleWebhook(ctx, u, id)
+	w, err := h.svc.Console.Webhook(ctx, u, id)
 	if err != nil {
 		return err
 	}
-	ds, err := h.svc.WebhookDeliveries(ctx, id, 50)
+	ds, err := h.svc.Webhooks.WebhookDeliveries(ctx, id, 50)
 	if err != nil {
 		return err
 	}
@@ -243,7 +244,7 @@ func (h *Handler) webhookApp(c *gin.Context, w *distribution.Webhook) int64 {
 	if w.AppID != 0 {
 		return w.AppID
 	}
-	if cc, err := h.svc.ChannelByID(ctx, w.ChannelID); err == nil {
+	if cc, err := h.svc.Apps.ChannelByID(ctx, w.ChannelID); err == nil {
 		return cc.App.ID
 	}
 	return 0
@@ -269,7 +270,7 @@ func (h *Handler) consoleTestWebhook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := h.svc.ConsoleTestWebhook(ctx, u, id); err != nil {
+	if _, err := h.svc.Console.TestWebhook(ctx, u, id); err != nil {
 		return err
 	}
 	return h.renderWebhook(c, session, u, id, "Test event queued; reload to see how it went.")
@@ -282,12 +283,12 @@ func (h *Handler) consoleDeleteWebhook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	w, err := h.svc.ConsoleWebhook(ctx, u, id)
+	w, err := h.svc.Console.Webhook(ctx, u, id)
 	if err != nil {
 		return err
 	}
 	appID := h.webhookApp(c, w)
-	if _, err := h.svc.ConsoleDeleteWebhook(ctx, u, id); err != nil {
+	if _, err := h.svc.Console.DeleteWebhook(ctx, u, id); err != nil {
 		return err
 	}
 	if appID == 0 {
@@ -311,7 +312,7 @@ func (h *Handler) renderDevices(c *gin.Context, session string, u *distribution.
 	if err := distribution.RequireRole(u, distribution.RoleDeveloper); err != nil {
 		return err
 	}
-	ds, err := h.svc.Devices(ctx, distribution.Page{Page: 1, PerPage: 500})
+	ds, err := h.svc.Devices.Devices(ctx, distribution.Page{Page: 1, PerPage: 500})
 	if err != nil {
 		return err
 	}
@@ -336,7 +337,7 @@ func (h *Handler) consoleDeleteDevice(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := h.svc.ConsoleDeleteDevice(ctx, u, c.Param("udid")); err != nil {
+	if err := h.svc.Console.DeleteDevice(ctx, u, c.Param("udid")); err != nil {
 		return err
 	}
 	return h.renderDevices(c, session, u, "Device "+c.Param("udid")+" deleted.")
@@ -353,7 +354,7 @@ type usersView struct {
 
 func (h *Handler) renderUsers(c *gin.Context, session string, u *distribution.User, notice string) error {
 	ctx := reqCtx(c)
-	users, err := h.svc.Users(ctx, u)
+	users, err := h.svc.People.Users(ctx, u)
 	if err != nil {
 		return err
 	}
@@ -380,7 +381,7 @@ func (h *Handler) consoleUpdateUser(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := h.svc.SetUserAccess(ctx, u, id, c.PostForm("role"), c.PostForm("disabled") != "")
+	out, err := h.svc.People.SetUserAccess(ctx, u, id, c.PostForm("role"), c.PostForm("disabled") != "")
 	if err != nil {
 		return err
 	}
@@ -398,7 +399,7 @@ func (h *Handler) consoleCreateApp(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	app, err := h.svc.ConsoleCreateApp(ctx, u, c.PostForm("name"))
+	app, err := h.svc.Console.CreateApp(ctx, u, c.PostForm("name"))
 	if err != nil {
 		return err
 	}
@@ -412,7 +413,7 @@ func (h *Handler) consoleRenameScheme(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	sc, err := h.svc.ConsoleRenameScheme(ctx, u, id, c.PostForm("name"))
+	sc, err := h.svc.Console.RenameScheme(ctx, u, id, c.PostForm("name"))
 	if err != nil {
 		return err
 	}
@@ -427,13 +428,13 @@ func (h *Handler) consoleDeleteScheme(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := h.svc.ConsoleScheme(ctx, u, id); err != nil {
+	if _, err := h.svc.Console.Scheme(ctx, u, id); err != nil {
 		return err
 	}
 	if err := confirmed(c); err != nil {
 		return err
 	}
-	sc, err := h.svc.ConsoleDeleteScheme(ctx, u, id)
+	sc, err := h.svc.Console.DeleteScheme(ctx, u, id)
 	if err != nil {
 		return err
 	}
@@ -447,7 +448,7 @@ func (h *Handler) consoleEnableWebhook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	w, err := h.svc.ConsoleSetWebhookEnabled(ctx, u, id, c.PostForm("enabled") == "true")
+	w, err := h.svc.Console.SetWebhookEnabled(ctx, u, id, c.PostForm("enabled") == "true")
 	if err != nil {
 		return err
 	}
@@ -469,7 +470,7 @@ func (h *Handler) consoleExportDevices(c *gin.Context) error {
 	if err := distribution.RequireRole(u, distribution.RoleDeveloper); err != nil {
 		return err
 	}
-	body, err := h.svc.ExportDevices(ctx)
+	body, err := h.svc.Devices.ExportDevices(ctx)
 	if err != nil {
 		return err
 	}

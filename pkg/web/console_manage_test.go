@@ -13,6 +13,9 @@ import (
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/catalog"
+	"github.com/slipwayhq/slipway/pkg/distribution/devices"
+	"github.com/slipwayhq/slipway/pkg/distribution/events"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
 
@@ -91,11 +94,11 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	rel2ID := int64(second["id"].(float64))
 	appURL := fmt.Sprintf("%s/console/apps/%d", e.URL, appID)
 	hookURL := "http://127.0.0.1:9/hook"
-	hook, err := e.Service.CreateWebhook(ctx, 0, chID, distribution.WebhookInput{URL: &hookURL})
+	hook, err := e.Service.Webhooks.CreateWebhook(ctx, 0, chID, events.WebhookInput{URL: &hookURL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.Service.SyncDevice(ctx, "00008030-001A2B3C4D5E6F70", distribution.DeviceChanges{Name: "QA iPhone"}); err != nil {
+	if _, _, err := e.Service.Devices.SyncDevice(ctx, "00008030-001A2B3C4D5E6F70", devices.DeviceChanges{Name: "QA iPhone"}); err != nil {
 		t.Fatal(err)
 	}
 	acsrf := csrfOf(t, admin, appURL)
@@ -256,7 +259,7 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	if s := post(admin, fmt.Sprintf("/console/webhooks/%d/enabled", hook.ID), url.Values{"csrf": {acsrf}, "enabled": {"false"}}); s != 200 {
 		t.Errorf("pause webhook: %d", s)
 	}
-	if w, err := e.Service.Webhook(ctx, hook.ID); err != nil || w.Enabled {
+	if w, err := e.Service.Webhooks.Webhook(ctx, hook.ID); err != nil || w.Enabled {
 		t.Errorf("the paused webhook is still enabled (%v)", err)
 	}
 	if s := post(admin, fmt.Sprintf("/console/webhooks/%d/enabled", hook.ID), url.Values{"csrf": {acsrf}, "enabled": {"true"}}); s != 200 {
@@ -304,7 +307,7 @@ func TestConsoleManageAuthorization(t *testing.T) {
 		t.Errorf("create app: %d", s)
 	}
 	// A scheme without channels (made with the API) shows on the app's page, to be renamed or deleted.
-	empty, err := e.Service.CreateScheme(ctx, appID, distribution.SchemeChanges{Name: ptr("Empty")})
+	empty, err := e.Service.Apps.CreateScheme(ctx, appID, catalog.SchemeChanges{Name: ptr("Empty")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +362,7 @@ func TestConsoleUsers(t *testing.T) {
 	if s, _ := post(admin, fmt.Sprintf("/console/users/%d", carolID), url.Values{"csrf": {acsrf}, "role": {"owner"}}); s != http.StatusUnprocessableEntity {
 		t.Errorf("an unknown role: %d", s)
 	}
-	secret, _, err := e.Service.ConsoleCreateToken(context.Background(), &distribution.User{ID: carolID, Role: distribution.RoleAdmin}, "carol-ci", distribution.ScopeUpload)
+	secret, _, err := e.Service.Console.CreateToken(context.Background(), &distribution.User{ID: carolID, Role: distribution.RoleAdmin}, "carol-ci", distribution.ScopeUpload)
 	if err != nil {
 		t.Fatal(err)
 	}

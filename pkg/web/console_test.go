@@ -20,6 +20,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
 
@@ -79,7 +80,7 @@ func TestConsoleLoginLink(t *testing.T) {
 	if resp.Request.URL.Path != "/console/login" || !strings.Contains(body, "slipway admin login-link") {
 		t.Fatalf("unsigned console: %s %s", resp.Request.URL, body)
 	}
-	secret, err := e.Service.NewLoginLink(context.Background())
+	secret, err := e.Service.Logins.NewLoginLink(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,8 +264,8 @@ func TestConsoleOIDCAllowedDomains(t *testing.T) {
 // signedIn returns a cookie client signed in as a new identity (the first one is an admin).
 func signedIn(t *testing.T, e *apptest.Env, subject string) (*http.Client, string) {
 	t.Helper()
-	secret, u, err := e.Service.SignIn(context.Background(), distribution.Identity{Issuer: "https://idp.example", Subject: subject,
-		Email: subject + "@example.com", Name: subject, EmailVerified: true}, distribution.SignInPolicy{})
+	secret, u, err := e.Service.Logins.SignIn(context.Background(), access.Identity{Issuer: "https://idp.example", Subject: subject,
+		Email: subject + "@example.com", Name: subject, EmailVerified: true}, access.SignInPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}

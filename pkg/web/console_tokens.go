@@ -40,7 +40,7 @@ func (h *Handler) consoleForm(c *gin.Context) (string, *distribution.User, error
 	if err != nil {
 		return "", nil, errs.New(errs.Unauthenticated, "sign in first")
 	}
-	u, err := h.svc.SessionUser(ctx, session)
+	u, err := h.svc.Logins.SessionUser(ctx, session)
 	if err != nil {
 		return "", nil, err
 	}
@@ -56,7 +56,7 @@ func (h *Handler) renderTokens(c *gin.Context, session string, u *distribution.U
 	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
 		return err
 	}
-	toks, err := h.svc.Tokens(ctx)
+	toks, err := h.svc.Tokens.Tokens(ctx)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (h *Handler) consoleCreateToken(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	secret, t, err := h.svc.ConsoleCreateToken(ctx, u, strings.TrimSpace(c.PostForm("name")), c.PostForm("scope"))
+	secret, t, err := h.svc.Console.CreateToken(ctx, u, strings.TrimSpace(c.PostForm("name")), c.PostForm("scope"))
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (h *Handler) consoleRevokeToken(c *gin.Context) error {
 	if err != nil || id <= 0 {
 		return errs.New(errs.NotFound, "there is no such token")
 	}
-	if err := h.svc.ConsoleRevokeToken(ctx, u, id); err != nil {
+	if err := h.svc.Console.RevokeToken(ctx, u, id); err != nil {
 		return err
 	}
 	c.Redirect(http.StatusSeeOther, h.links.Base+"/console/tokens")
@@ -125,7 +125,7 @@ func (h *Handler) consoleAudit(c *gin.Context) error {
 	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
 		return err
 	}
-	entries, err := h.svc.AuditLog(ctx, 200)
+	entries, err := h.svc.People.AuditLog(ctx, 200)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -34,7 +35,7 @@ type uploadSessionJSON struct {
 	Parts    []uploadPartJSON `json:"parts"`
 }
 
-func uploadSessionOf(sess *distribution.UploadSession, parts []distribution.SessionPart) uploadSessionJSON {
+func uploadSessionOf(sess *distribution.UploadSession, parts []uploads.SessionPart) uploadSessionJSON {
 	v := uploadSessionJSON{ID: sess.ID, PartSize: sess.PartSize, State: sess.State, Parts: make([]uploadPartJSON, len(parts))}
 	for i, p := range parts {
 		v.Parts[i] = uploadPartJSON(p)
@@ -49,7 +50,7 @@ func (h *Handler) consoleScriptUser(c *gin.Context) (*distribution.User, error) 
 	if err != nil {
 		return nil, errs.New(errs.Unauthenticated, "sign in first")
 	}
-	u, err := h.svc.SessionUser(ctx, session)
+	u, err := h.svc.Logins.SessionUser(ctx, session)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +76,7 @@ func (h *Handler) consoleStartUpload(c *gin.Context) error {
 	if err != nil {
 		return errs.Field("size", "must be the file's size in bytes")
 	}
-	sess, parts, err := h.svc.ConsoleStartUpload(ctx, u, chID, c.PostForm("filename"), size,
+	sess, parts, err := h.svc.Console.StartUpload(ctx, u, chID, c.PostForm("filename"), size,
 		map[string]string{"changelog": c.PostForm("changelog")})
 	if err != nil {
 		return err
@@ -92,7 +93,7 @@ func (h *Handler) consoleUploadSession(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	sess, parts, err := h.svc.ConsoleUploadSession(ctx, u, c.Param("session"))
+	sess, parts, err := h.svc.Console.UploadSession(ctx, u, c.Param("session"))
 	if err != nil {
 		return err
 	}
@@ -108,7 +109,7 @@ func (h *Handler) consoleCompleteUpload(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	rc, err := h.svc.ConsoleCompleteUpload(ctx, u, c.Param("session"))
+	rc, err := h.svc.Console.CompleteUpload(ctx, u, c.Param("session"))
 	if err != nil {
 		return err
 	}

@@ -86,11 +86,11 @@ func (h *Handler) releasePage(c *gin.Context) error {
 	if err != nil || id <= 0 {
 		return errs.New(errs.NotFound, "there is no such release")
 	}
-	view, err := h.svc.ChannelView(ctx, slug)
+	view, err := h.svc.Reads.View(ctx, slug)
 	if err != nil {
 		return err
 	}
-	rc, err := h.svc.ReleaseInView(ctx, view, id)
+	rc, err := h.svc.Releases.ReleaseInView(ctx, view, id)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func (h *Handler) releaseView(rc *distribution.ReleaseContext, recent []distribu
 func (h *Handler) channelPage(c *gin.Context) error {
 	ctx := reqCtx(c)
 	slug := c.Param("slug")
-	view, err := h.svc.ChannelView(ctx, slug)
+	view, err := h.svc.Reads.View(ctx, slug)
 	if err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func (h *Handler) channelPage(c *gin.Context) error {
 	}
 	ch := &cc.Channel
 	total := view.Total
-	list, err := h.svc.Versions(ctx, view, distribution.Page{Page: pageNo, PerPage: channelPerPage})
+	list, err := h.svc.Releases.Versions(ctx, view, distribution.Page{Page: pageNo, PerPage: channelPerPage})
 	if err != nil {
 		return err
 	}
@@ -210,7 +210,7 @@ func (h *Handler) summary(r *distribution.Release, ch *distribution.Channel) sum
 // fetches the manifest and the package without the browser's cookies (and so may an Android
 // download manager).
 func (h *Handler) installButton(r *distribution.Release, ch *distribution.Channel) install {
-	in := install{InstallURL: installURL(h.links.Install(r.Platform, ch.Slug, r.ID, h.svc.ReleaseAccessToken(ch, r.ID))), Installable: true}
+	in := install{InstallURL: installURL(h.links.Install(r.Platform, ch.Slug, r.ID, h.svc.Passwords.ReleaseAccessToken(ch, r.ID))), Installable: true}
 	switch {
 	case r.Platform == "ios":
 		in.InstallLabel = "Install"

@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -36,7 +37,7 @@ func (h *Handler) gate(c *gin.Context, cc *distribution.ChannelContext, pageURL 
 			return false
 		}
 		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxFormBytes)
-		err := h.svc.CheckChannelPassword(ctx, ch, c.PostForm("password"), c.ClientIP())
+		err := h.svc.Passwords.CheckChannelPassword(ctx, ch, c.PostForm("password"), c.ClientIP())
 		if err == nil {
 			h.setChannelCookie(c, ch)
 			c.Redirect(http.StatusSeeOther, pageURL)
@@ -48,11 +49,11 @@ func (h *Handler) gate(c *gin.Context, cc *distribution.ChannelContext, pageURL 
 	if !ch.HasPassword() {
 		return true
 	}
-	req := distribution.AccessRequest{Client: c.ClientIP()}
-	if ck, err := c.Cookie(distribution.PasswordCookieName(ch.Slug)); err == nil {
+	req := access.AccessRequest{Client: c.ClientIP()}
+	if ck, err := c.Cookie(access.PasswordCookieName(ch.Slug)); err == nil {
 		req.Cookie = ck
 	}
-	err := h.svc.Authorize(ctx, ch, req)
+	err := h.svc.Passwords.Authorize(ctx, ch, req)
 	if err == nil {
 		return true
 	}
@@ -83,13 +84,13 @@ func (h *Handler) passwordForm(c *gin.Context, cc *distribution.ChannelContext, 
 }
 
 // setChannelCookie remembers in the browser that it gave the channel's password. The cookie is
-// signed and bound to the password hash (distribution.Service.ChannelCookie), HttpOnly,
+// signed and bound to the password hash (service.Service.Passwords.ChannelCookie), HttpOnly,
 // SameSite=Lax, Secure when the service is on https, and covers the whole site (Path=/) so the
 // channel's icons and downloads see it too.
 func (h *Handler) setChannelCookie(c *gin.Context, ch *distribution.Channel) {
-	v, ttl := h.svc.ChannelCookie(ch)
+	v, ttl := h.svc.Passwords.ChannelCookie(ch)
 	http.SetCookie(c.Writer, &http.Cookie{
-		Name: distribution.PasswordCookieName(ch.Slug), Value: v, Path: "/", MaxAge: int(ttl.Seconds()),
+		Name: access.PasswordCookieName(ch.Slug), Value: v, Path: "/", MaxAge: int(ttl.Seconds()),
 		HttpOnly: true, Secure: h.https(), SameSite: http.SameSiteLaxMode,
 	})
 	c.Header("Cache-Control", "no-store")

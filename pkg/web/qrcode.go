@@ -51,7 +51,7 @@ func (h *Handler) qrcode(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	rc, err := h.svc.ReleaseInChannel(ctx, c.Param("slug"), id)
+	rc, err := h.svc.Releases.ReleaseInChannel(ctx, c.Param("slug"), id)
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,7 @@ func (h *Handler) udidIndex(c *gin.Context) error {
 
 // udidProfile: GET /udid/profile, the configuration profile that asks for the UDID.
 func (h *Handler) udidProfile(c *gin.Context) error {
-	body, err := h.svc.UDIDProfile(h.links.Base + "/udid/callback")
+	body, err := h.svc.Devices.UDIDProfile(h.links.Base + "/udid/callback")
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func (h *Handler) udidCallback(c *gin.Context) error {
 	if err != nil {
 		return errs.Wrap(errs.Invalid, err, "the device's answer could not be read")
 	}
-	d, err := h.svc.RegisterDeviceAnswer(ctx, body)
+	d, err := h.svc.Devices.RegisterDeviceAnswer(ctx, body)
 	if err != nil {
 		return err
 	}
@@ -98,11 +98,11 @@ func (h *Handler) udidCallback(c *gin.Context) error {
 // devicePage: GET /udid/:udid, the device and the builds it can install; remembers the device.
 func (h *Handler) devicePage(c *gin.Context) error {
 	ctx := reqCtx(c)
-	d, err := h.svc.Device(ctx, c.Param("udid"))
+	d, err := h.svc.Devices.Device(ctx, c.Param("udid"))
 	if err != nil {
 		return err
 	}
-	rels, err := h.svc.InstallableReleases(ctx, d.UDID)
+	rels, err := h.svc.Devices.InstallableReleases(ctx, d.UDID)
 	if err != nil {
 		return err
 	}
@@ -137,11 +137,11 @@ func (h *Handler) checkDevice(c *gin.Context, r *distribution.Release) *deviceCh
 	if err != nil {
 		return nil
 	}
-	d, err := h.svc.Device(ctx, udid)
+	d, err := h.svc.Devices.Device(ctx, udid)
 	if err != nil {
 		return nil
 	}
-	ok, err := h.svc.DeviceInProfile(ctx, r, udid)
+	ok, err := h.svc.Devices.DeviceInProfile(ctx, r, udid)
 	if err != nil {
 		return nil
 	}

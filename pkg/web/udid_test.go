@@ -260,7 +260,7 @@ func TestDeviceExport(t *testing.T) {
 func TestUDIDSignedProfile(t *testing.T) {
 	e := apptest.New(t, apptest.Options{})
 	cert, key := profileservicetest.Identity(t)
-	e.Service.UDID.Cert, e.Service.UDID.Key = cert, key
+	e.Service.Devices.UDID.Cert, e.Service.Devices.UDID.Key = cert, key
 	r := get(t, e, "/udid/profile")
 	p7, err := pkcs7.Parse(r.Body)
 	if err != nil {

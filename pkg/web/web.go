@@ -13,7 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/config"
-	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/service"
 	"github.com/slipwayhq/slipway/pkg/httperr"
 	"github.com/slipwayhq/slipway/pkg/links"
 )
@@ -21,7 +21,7 @@ import (
 // Deps are what the pages need.
 type Deps struct {
 	Config  *config.Config
-	Service *distribution.Service
+	Service *service.Service
 	Links   links.Links
 	Log     *slog.Logger
 }
@@ -29,7 +29,7 @@ type Deps struct {
 // Handler serves the pages.
 type Handler struct {
 	cfg   *config.Config
-	svc   *distribution.Service
+	svc   *service.Service
 	links links.Links
 	log   *slog.Logger
 	pages map[string]*template.Template
@@ -183,7 +183,7 @@ func (h *Handler) scriptSecurityPolicy(c *gin.Context) string {
 	ctx := reqCtx(c)
 	h.scriptPolicyOnce.Do(func() {
 		connect := "'self'"
-		if o := h.svc.PartUploadOrigin(ctx); o != "" {
+		if o := h.svc.Sessions.PartUploadOrigin(ctx); o != "" {
 			connect += " " + o
 		}
 		h.scriptPolicy = "default-src 'none'; script-src 'self'; connect-src " + connect + "; style-src 'self'; font-src 'self'; " +

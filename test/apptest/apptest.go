@@ -18,14 +18,15 @@ import (
 	"net/textproto"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/slipwayhq/slipway/pkg/background"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/service"
 	"github.com/slipwayhq/slipway/pkg/httpapi"
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/storage"
@@ -68,7 +69,7 @@ type Env struct {
 	Config      *config.Config
 	DB          *store.DB
 	Storage     storage.Backend
-	Service     *distribution.Service
+	Service     *service.Service
 	Metrics     *metrics.Metrics
 	AdminToken  string
 	UploadToken string
@@ -121,17 +122,16 @@ func New(t testing.TB, opts Options) *Env {
 	if opts.Configure != nil {
 		opts.Configure(cfg)
 	}
-	svc := distribution.New(cfg, db, st, m, log)
-	svc.Sessions.PartSize = sessionPartSize(opts)
+	svc := service.New(cfg, db, st, m, log)
+	svc.Sessions.Config.PartSize = sessionPartSize(opts)
 	e.Service = svc
-	// The background work serve runs: change notifications, retention, webhooks, download counts.
-	bgCtx, stopBackground := context.WithCancel(context.Background())
-	var background sync.WaitGroup
-	background.Go(func() { _ = svc.WatchChanges(bgCtx) })
-	background.Go(func() { svc.RunRetention(bgCtx) })
-	background.Go(func() { svc.RunWebhooks(bgCtx) })
-	background.Go(func() { svc.RunDownloadCounts(bgCtx, cfg.DownloadFlushInterval) })
-	t.Cleanup(func() { stopBackground(); background.Wait() })
+	// The background components serve runs (cmd/slipway/serve.go), stopped in the same order.
+	bg := background.Start(ctx, log,
+		background.Stage{{Name: "retention", Component: svc.Retention}, {Name: "collector", Component: svc.Collector}},
+		background.Stage{{Name: "download counts", Component: svc.Downloads}},
+		background.Stage{{Name: "webhook delivery", Component: svc.Sender}},
+		background.Stage{{Name: "read-cache invalidation", Component: svc.Watcher}})
+	t.Cleanup(bg.Stop)
 	ts.Config.Handler = httpapi.New(httpapi.Deps{Config: cfg, Service: svc, Metrics: m, Log: log})
 	ts.Start()
 	t.Cleanup(ts.Close)

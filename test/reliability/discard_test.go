@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
 	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/storage/fs"
 	"github.com/slipwayhq/slipway/test/testenv"
@@ -28,7 +28,7 @@ func TestDiscardKeepsClaimedObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	svc := &distribution.Service{Store: db, Storage: st, Log: slog.New(slog.DiscardHandler), MaxUploadBytes: 1 << 20}
+	svc := &uploads.Objects{Ledger: db, Storage: st, Log: slog.New(slog.DiscardHandler), MaxUploadBytes: 1 << 20}
 
 	claimed, err := svc.StoreUpload(ctx, "packages", strings.NewReader("claimed by a committed transaction"), "a.ipa")
 	if err != nil {

@@ -1,4 +1,4 @@
-package distribution
+package access
 
 import (
 	"context"
@@ -8,8 +8,24 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/signing"
 )
+
+// PasswordGuard counts wrong channel passwords per client, shared by all replicas.
+type PasswordGuard interface {
+	PasswordFailures(ctx context.Context, channelID int64, client string, window time.Duration) (int, time.Time, error)
+	RecordPasswordFailure(ctx context.Context, channelID int64, client string, window time.Duration) error
+	ClearPasswordFailures(ctx context.Context, channelID int64, client string) error
+}
+
+// Passwords lets requests into password-protected channels: the password itself (with wrong
+// guesses slowed down across replicas), or the signed cookie and release tokens given for it.
+type Passwords struct {
+	Guard  PasswordGuard
+	Signer *signing.Signer
+}
 
 // freePasswordAttempts is how many wrong passwords a client may give for a channel before each
 // further attempt must wait, doubling from one second (shared by all replicas through Postgres).
@@ -21,11 +37,11 @@ const passwordFailureWindow = 15 * time.Minute
 // CheckChannelPassword verifies a channel password given by client (an IP address). Wrong
 // passwords are counted; past freePasswordAttempts, attempts that come too soon are refused with
 // errs.TooManyRequests before the password is even compared.
-func (s *Service) CheckChannelPassword(ctx context.Context, c *Channel, password, client string) error {
+func (p *Passwords) CheckChannelPassword(ctx context.Context, c *distribution.Channel, password, client string) error {
 	if !c.HasPassword() {
 		return nil
 	}
-	n, last, err := s.Store.PasswordFailures(ctx, c.ID, client, passwordFailureWindow)
+	n, last, err := p.Guard.PasswordFailures(ctx, c.ID, client, passwordFailureWindow)
 	if err != nil {
 		return err
 	}
@@ -41,13 +57,13 @@ func (s *Service) CheckChannelPassword(ctx context.Context, c *Channel, password
 		return errs.New(errs.Unauthenticated, "this channel is password protected: give its password")
 	}
 	if bcrypt.CompareHashAndPassword([]byte(*c.PasswordHash), []byte(password)) != nil {
-		if err := s.Store.RecordPasswordFailure(ctx, c.ID, client, passwordFailureWindow); err != nil {
+		if err := p.Guard.RecordPasswordFailure(ctx, c.ID, client, passwordFailureWindow); err != nil {
 			return err
 		}
 		return errs.New(errs.Forbidden, "wrong password for this channel")
 	}
 	if n > 0 {
-		return s.Store.ClearPasswordFailures(ctx, c.ID, client)
+		return p.Guard.ClearPasswordFailures(ctx, c.ID, client)
 	}
 	return nil
 }
@@ -73,29 +89,29 @@ const cookieTTL = 30 * 24 * time.Hour
 // Authorize lets a request into a channel: any channel without a password; a protected one with
 // a valid password cookie, a valid release token, or the right password. Cookies and tokens are
 // bound to the password hash, so changing the password revokes them.
-func (s *Service) Authorize(ctx context.Context, c *Channel, req AccessRequest) error {
+func (p *Passwords) Authorize(ctx context.Context, c *distribution.Channel, req AccessRequest) error {
 	if !c.HasPassword() {
 		return nil
 	}
-	if req.Cookie != "" && s.Signer.CheckToken(req.Cookie, "channel-cookie", c.Slug, *c.PasswordHash) {
+	if req.Cookie != "" && p.Signer.CheckToken(req.Cookie, "channel-cookie", c.Slug, *c.PasswordHash) {
 		return nil
 	}
-	if req.Token != "" && req.ReleaseID > 0 && s.Signer.CheckToken(req.Token, "release-access", c.Slug, *c.PasswordHash, fmt.Sprint(req.ReleaseID)) {
+	if req.Token != "" && req.ReleaseID > 0 && p.Signer.CheckToken(req.Token, "release-access", c.Slug, *c.PasswordHash, fmt.Sprint(req.ReleaseID)) {
 		return nil
 	}
-	return s.CheckChannelPassword(ctx, c, req.Password, req.Client)
+	return p.CheckChannelPassword(ctx, c, req.Password, req.Client)
 }
 
 // ChannelCookie returns the value of the password cookie for a protected channel, and its lifetime.
-func (s *Service) ChannelCookie(c *Channel) (string, time.Duration) {
-	return s.Signer.Token("channel-cookie", cookieTTL, c.Slug, *c.PasswordHash), cookieTTL
+func (p *Passwords) ChannelCookie(c *distribution.Channel) (string, time.Duration) {
+	return p.Signer.Token("channel-cookie", cookieTTL, c.Slug, *c.PasswordHash), cookieTTL
 }
 
 // ReleaseAccessToken returns a short-lived token opening one release of a protected channel, for
 // links followed without cookies (iOS fetches the install manifest and package by itself).
-func (s *Service) ReleaseAccessToken(c *Channel, releaseID int64) string {
+func (p *Passwords) ReleaseAccessToken(c *distribution.Channel, releaseID int64) string {
 	if !c.HasPassword() {
 		return ""
 	}
-	return s.Signer.Token("release-access", accessTTL, c.Slug, *c.PasswordHash, fmt.Sprint(releaseID))
+	return p.Signer.Token("release-access", accessTTL, c.Slug, *c.PasswordHash, fmt.Sprint(releaseID))
 }

@@ -1,15 +1,15 @@
-package distribution
+package uploads
 
 import (
 	"context"
 	"errors"
-	"net/url"
-	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/metrics"
+
 	// appinfo.Parse (in parse below) knows only the platform families a program imports. The
 	// HarmonyOS, Windows and Linux parsers (pkg/appinfo/platforms) join once releases, channels
 	// and pages carry their facts (issue 22); until then their packages are refused as before.
@@ -37,95 +37,82 @@ type ReleaseForm struct {
 	BundleID       string
 }
 
-var releaseTypeRe = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
-
 // validate checks the fields that do not depend on the package and normalises them.
 func (f *ReleaseForm) validate() (err error) {
 	for name, v := range map[string]*string{"name": &f.Name, "source": &f.Source, "branch": &f.Branch, "git_commit": &f.GitCommit,
 		"channel_key": &f.ChannelKey, "release_version": &f.ReleaseVersion, "build_version": &f.BuildVersion, "bundle_id": &f.BundleID} {
-		if *v, err = shortText(name, *v); err != nil {
+		if *v, err = distribution.ShortText(name, *v); err != nil {
 			return err
 		}
 	}
-	if f.ReleaseType, err = normReleaseType(f.ReleaseType); err != nil {
+	if f.ReleaseType, err = distribution.NormReleaseType(f.ReleaseType); err != nil {
 		return err
 	}
 	if f.Source == "" {
 		f.Source = "api"
 	}
-	f.Branch = CleanBranch(f.Branch)
-	f.CIURL, err = webURL("ci_url", f.CIURL)
+	f.Branch = distribution.CleanBranch(f.Branch)
+	f.CIURL, err = distribution.WebURL("ci_url", f.CIURL)
 	return err
 }
 
 // check validates and normalises the fields that do not depend on the package, and parses the
 // changelog and custom fields: everything an upload can refuse before reading its file.
-func (f *ReleaseForm) check() ([]ChangelogEntry, []CustomField, error) {
+func (f *ReleaseForm) check() ([]distribution.ChangelogEntry, []distribution.CustomField, error) {
 	if err := f.validate(); err != nil {
 		return nil, nil, err
 	}
-	if len(f.Password) > maxPasswordBytes {
-		return nil, nil, errs.Field("password", "must be at most %d bytes", maxPasswordBytes)
+	if len(f.Password) > distribution.MaxPasswordBytes {
+		return nil, nil, errs.Field("password", "must be at most %d bytes", distribution.MaxPasswordBytes)
 	}
-	changelog, err := ParseChangelog(f.Changelog)
+	changelog, err := distribution.ParseChangelog(f.Changelog)
 	if err != nil {
 		return nil, nil, err
 	}
-	custom, err := ParseCustomFields(f.CustomFields)
+	custom, err := distribution.ParseCustomFields(f.CustomFields)
 	return changelog, custom, err
 }
 
-// shortText trims v and checks it is valid text of at most 255 characters.
-func shortText(field, v string) (string, error) {
-	v = strings.TrimSpace(v)
-	if utf8.RuneCountInString(v) > 255 || !utf8.ValidString(v) {
-		return "", errs.Field(field, "must be valid text of at most 255 characters")
-	}
-	return v, nil
+// BuildStore records releases.
+type BuildStore interface {
+	// CreateRelease records a release in one transaction: finds or creates its app, scheme and
+	// channel (or checks the channel nr names), takes the next version, claims objectKeys from
+	// the ledger and writes the release's events.
+	CreateRelease(ctx context.Context, nr *distribution.NewRelease, objectKeys []string) (*distribution.ReleaseContext, error)
+	GetRelease(ctx context.Context, id int64) (*distribution.ReleaseContext, error)
 }
 
-// normReleaseType lower-cases a release type and checks it is one short word ("" for none).
-func normReleaseType(v string) (string, error) {
-	v = strings.ToLower(strings.TrimSpace(v))
-	if v != "" && !releaseTypeRe.MatchString(v) {
-		return "", errs.Field("release_type", "must be a word such as debug, beta, adhoc, release or enterprise")
-	}
-	return v, nil
-}
-
-// webURL trims v and checks it is an http or https URL of at most 2048 characters ("" for none).
-func webURL(field, v string) (string, error) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return "", nil
-	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(v) > 2048 {
-		return "", errs.Field(field, "must be an http or https URL of at most 2048 characters")
-	}
-	return v, nil
+// Builds turns a stored package into a release: it parses the package through ranged reads,
+// stores its icon, and records the release (POST /api/apps/upload, and completed sessions).
+type Builds struct {
+	Store   BuildStore
+	Objects *Objects
+	// Effects are what a new release sets off: the read cache drops its channel's views, and
+	// its release.created events are made and sent.
+	Effects distribution.Effects
+	Metrics *metrics.Metrics
 }
 
 // CreateRelease parses the stored package and records it as a release: in the channel named by
 // ChannelKey (which must take this platform and bundle id), or in the app, scheme and channel it
 // finds or creates. The package object is discarded on any error. idemKey, when set, makes a
 // retry by the same token return the first release. Objects of a replayed upload are discarded.
-func (s *Service) CreateRelease(ctx context.Context, obj *StoredObject, f ReleaseForm, tokenID int64, idemKey string) (rc *ReleaseContext, err error) {
+func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f ReleaseForm, tokenID int64, idemKey string) (rc *distribution.ReleaseContext, err error) {
 	keys := []string{obj.Key}
 	defer func() {
 		if err != nil {
-			s.Discard(ctx, keys...)
+			b.Objects.Discard(ctx, keys...)
 		}
 	}()
 	changelog, custom, err := f.check()
 	if err != nil {
 		return nil, err
 	}
-	passwordHash, err := hashPassword(f.Password)
+	passwordHash, err := distribution.HashPassword(f.Password)
 	if err != nil {
 		return nil, err
 	}
-	info, err := s.parse(ctx, obj)
+	info, err := b.parse(ctx, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -140,8 +127,8 @@ func (s *Service) CreateRelease(ctx context.Context, obj *StoredObject, f Releas
 	}
 	releaseType := firstNonEmpty(f.ReleaseType, info.ReleaseType)
 
-	nr := &NewRelease{
-		Release: Release{
+	nr := &distribution.NewRelease{
+		Release: distribution.Release{
 			Name: info.Name, BundleID: info.BundleID, ReleaseVersion: info.ReleaseVersion, BuildVersion: info.BuildVersion,
 			ReleaseType: releaseType, Source: f.Source, Branch: f.Branch, GitCommit: f.GitCommit, CIURL: f.CIURL,
 			Changelog: changelog, CustomFields: custom, Platform: string(info.Platform), Format: string(info.Format),
@@ -149,60 +136,60 @@ func (s *Service) CreateRelease(ctx context.Context, obj *StoredObject, f Releas
 			Size: obj.Size, SHA256: obj.SHA256, ObjectKey: obj.Key, Filename: downloadName(obj.Filename, name, info),
 			UploadedBy: tokenID,
 		},
-		ChannelSlug: f.ChannelKey, AppName: name, SchemeName: SchemeName(releaseType),
-		Check: func(c *Channel) error { return checkChannel(c, info) }, IdempotencyKey: idemKey,
-		Events: s.releaseEvents(webhook.EventReleaseCreated, 0),
+		ChannelSlug: f.ChannelKey, AppName: name, SchemeName: distribution.SchemeName(releaseType),
+		Check: func(c *distribution.Channel) error { return checkChannel(c, info) }, IdempotencyKey: idemKey,
+		Events: b.Effects.ReleaseEvents(webhook.EventReleaseCreated),
 	}
 	if passwordHash != nil {
 		nr.PasswordHash = *passwordHash
 	}
 	if info.Profile != nil {
 		for _, u := range info.Profile.Devices {
-			if udid, err := NormalizeUDID(u); err == nil {
+			if udid, err := distribution.NormalizeUDID(u); err == nil {
 				nr.ProfileDevices = append(nr.ProfileDevices, udid)
 			}
 		}
 	}
 	if info.Icon != nil {
-		iconKey, err := s.storeBytes(ctx, "icons", info.Icon.Data, info.Icon.ContentType)
+		iconKey, err := b.Objects.StoreBytes(ctx, "icons", info.Icon.Data, info.Icon.ContentType)
 		if err != nil {
 			return nil, err
 		}
 		keys = append(keys, iconKey)
 		nr.IconKey, nr.IconType = &iconKey, &info.Icon.ContentType
 	}
-	rc, err = s.Store.CreateRelease(ctx, nr, keys)
+	rc, err = b.Store.CreateRelease(ctx, nr, keys)
 	if err == nil {
-		s.changed(Change{ChannelID: rc.Channel.ID})
-		s.WakeWebhooks()
+		b.Effects.Changed(distribution.Change{ChannelID: rc.Channel.ID})
+		b.Effects.Wake()
 	}
-	var replay *ErrIdempotentReplay
+	var replay *distribution.ErrIdempotentReplay
 	if errors.As(err, &replay) {
-		s.Discard(ctx, keys...)
-		return s.Store.GetRelease(ctx, replay.ReleaseID)
+		b.Objects.Discard(ctx, keys...)
+		return b.Store.GetRelease(ctx, replay.ReleaseID)
 	}
 	return rc, err
 }
 
 // parse reads the package's metadata from storage through the cached, tail-seeded reader and
 // records how many requests and bytes it took.
-func (s *Service) parse(ctx context.Context, obj *StoredObject) (*appinfo.Info, error) {
+func (b *Builds) parse(ctx context.Context, obj *StoredObject) (*appinfo.Info, error) {
 	start := time.Now()
-	ra := s.ReaderAt(ctx, obj)
+	ra := b.Objects.ReaderAt(ctx, obj)
 	info, err := appinfo.Parse(ra, obj.Size)
-	if s.Metrics != nil {
+	if b.Metrics != nil {
 		st := ra.Stats()
-		s.Metrics.ParseGETs.Observe(float64(st.GETs))
-		s.Metrics.ParseBytes.Observe(float64(st.Bytes))
+		b.Metrics.ParseGETs.Observe(float64(st.GETs))
+		b.Metrics.ParseBytes.Observe(float64(st.Bytes))
 		format := "unknown"
 		if info != nil {
 			format = string(info.Format)
 		}
-		s.Metrics.ParseDuration.WithLabelValues(format).Observe(time.Since(start).Seconds())
+		b.Metrics.ParseDuration.WithLabelValues(format).Observe(time.Since(start).Seconds())
 	}
 	if err != nil && errs.KindOf(err) == errs.Internal {
 		// A reader failure (storage went away mid-parse) is not the package's fault.
-		return nil, s.storageErr("get", err)
+		return nil, storageErr(b.Metrics, "get", err)
 	}
 	return info, err
 }
@@ -229,21 +216,21 @@ func (f *ReleaseForm) fillDMG(info *appinfo.Info) error {
 }
 
 // checkChannel refuses a package whose platform or bundle id the channel does not take.
-func checkChannel(c *Channel, info *appinfo.Info) error {
+func checkChannel(c *distribution.Channel, info *appinfo.Info) error {
 	if c.DeviceType != string(info.Platform) {
 		return errs.Invalidf("this channel takes %s builds, but the file is a %s build (%s)", c.DeviceType, info.Platform, info.Format)
 	}
-	if !MatchBundleID(c.BundleID, info.BundleID) {
+	if !distribution.MatchBundleID(c.BundleID, info.BundleID) {
 		return errs.Invalidf("this channel takes bundle ids matching %q, but the package is %q", c.BundleID, info.BundleID)
 	}
 	return nil
 }
 
-func profileSummary(p *appinfo.Profile) *ProfileSummary {
+func profileSummary(p *appinfo.Profile) *distribution.ProfileSummary {
 	if p == nil {
 		return nil
 	}
-	return &ProfileSummary{Name: p.Name, TeamID: p.TeamID, TeamName: p.TeamName, ExpiresAt: p.ExpiresAt,
+	return &distribution.ProfileSummary{Name: p.Name, TeamID: p.TeamID, TeamName: p.TeamName, ExpiresAt: p.ExpiresAt,
 		DeviceCount: len(p.Devices), AllDevices: p.AllDevices, Development: p.GetTaskAllow}
 }
 

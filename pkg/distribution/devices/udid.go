@@ -1,4 +1,4 @@
-package distribution
+package devices
 
 import (
 	"bytes"
@@ -7,7 +7,9 @@ import (
 	"crypto/x509"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/profileservice"
 )
@@ -30,46 +32,46 @@ const challengePurpose = "udid-challenge"
 // UDIDProfile returns the configuration profile that asks a device for its UDID, answering to
 // callbackURL, signed when a certificate is configured. Its challenge is a signed, expiring
 // token, so only answers to this server's profiles are taken.
-func (s *Service) UDIDProfile(callbackURL string) ([]byte, error) {
-	org := s.UDID.Organization
+func (d *Devices) UDIDProfile(callbackURL string) ([]byte, error) {
+	org := d.UDID.Organization
 	if org == "" {
 		org = "Slipway"
 	}
 	p, err := profileservice.Profile(profileservice.ProfileOptions{CallbackURL: callbackURL, Organization: org,
 		DisplayName: org + ": register this device", Identifier: "dev.slipway.udid",
-		Challenge: s.Signer.Token(challengePurpose, challengeTTL)})
-	if err != nil || s.UDID.Cert == nil {
+		Challenge: d.Signer.Token(challengePurpose, challengeTTL)})
+	if err != nil || d.UDID.Cert == nil {
 		return p, err
 	}
-	return profileservice.Sign(p, s.UDID.Cert, s.UDID.Key, s.UDID.Chain)
+	return profileservice.Sign(p, d.UDID.Cert, d.UDID.Key, d.UDID.Chain)
 }
 
 // RegisterDeviceAnswer records the device a profile-service answer describes (a CMS envelope,
 // see profileservice.ParseAnswer). Malformed, unsigned or foreign answers are refused and record
 // nothing.
-func (s *Service) RegisterDeviceAnswer(ctx context.Context, body []byte) (*Device, error) {
+func (d *Devices) RegisterDeviceAnswer(ctx context.Context, body []byte) (*distribution.Device, error) {
 	a, err := profileservice.ParseAnswer(body)
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "the device's answer was refused: %s", err.Error())
 	}
-	if a.Challenge == "" || !s.Signer.CheckToken(a.Challenge, challengePurpose) {
+	if a.Challenge == "" || !d.Signer.CheckToken(a.Challenge, challengePurpose) {
 		return nil, errs.New(errs.Invalid, "the device's answer does not carry a current challenge of this server: download the profile again from /udid")
 	}
-	udid, err := NormalizeUDID(a.UDID)
+	udid, err := distribution.NormalizeUDID(a.UDID)
 	if err != nil {
 		return nil, err
 	}
-	d := &Device{UDID: udid, Source: "profile", Product: printable(a.Product, 64), OSVersion: printable(a.Version, 64),
+	nd := &distribution.Device{UDID: udid, Source: "profile", Product: printable(a.Product, 64), OSVersion: printable(a.Version, 64),
 		Serial: printable(a.Serial, 64), Platform: "ios"}
-	if strings.HasPrefix(d.Product, "Mac") {
-		d.Platform = "mac"
+	if strings.HasPrefix(nd.Product, "Mac") {
+		nd.Platform = "mac"
 	}
-	d.Name = printable(a.DeviceName, 255)
-	if d.Name == "" {
-		d.Name = d.Product
+	nd.Name = printable(a.DeviceName, 255)
+	if nd.Name == "" {
+		nd.Name = nd.Product
 	}
-	d.Model = d.Product
-	dev, _, err := s.Store.UpsertDevice(ctx, d)
+	nd.Model = nd.Product
+	dev, _, err := d.Store.UpsertDevice(ctx, nd)
 	return dev, err
 }
 
@@ -82,45 +84,45 @@ func printable(s string, n int) string {
 		return r
 	}, strings.TrimSpace(s))
 	for len(s) > n {
-		_, size := lastRune(s)
+		_, size := utf8.DecodeLastRuneInString(s)
 		s = s[:len(s)-size]
 	}
 	return s
 }
 
 // Device returns a registered device by UDID (in any of Apple's spellings).
-func (s *Service) Device(ctx context.Context, udid string) (*Device, error) {
-	udid, err := NormalizeUDID(udid)
+func (d *Devices) Device(ctx context.Context, udid string) (*distribution.Device, error) {
+	udid, err := distribution.NormalizeUDID(udid)
 	if err != nil {
 		return nil, err
 	}
-	return s.Store.GetDevice(ctx, udid)
+	return d.Store.GetDevice(ctx, udid)
 }
 
 // DeleteDevice deletes a registered device.
-func (s *Service) DeleteDevice(ctx context.Context, udid string) error {
-	udid, err := NormalizeUDID(udid)
+func (d *Devices) DeleteDevice(ctx context.Context, udid string) error {
+	udid, err := distribution.NormalizeUDID(udid)
 	if err != nil {
 		return err
 	}
-	return s.Store.DeleteDevice(ctx, udid)
+	return d.Store.DeleteDevice(ctx, udid)
 }
 
 // InstallableReleases returns the newest iOS releases a device may install: those whose profile
 // lists it, and enterprise builds.
-func (s *Service) InstallableReleases(ctx context.Context, udid string) ([]ReleaseContext, error) {
-	return s.Store.ReleasesForDevice(ctx, udid, 50)
+func (d *Devices) InstallableReleases(ctx context.Context, udid string) ([]distribution.ReleaseContext, error) {
+	return d.Store.ReleasesForDevice(ctx, udid, 50)
 }
 
 // DeviceInProfile reports whether a release's provisioning profile lets a device install it.
-func (s *Service) DeviceInProfile(ctx context.Context, r *Release, udid string) (bool, error) {
+func (d *Devices) DeviceInProfile(ctx context.Context, r *distribution.Release, udid string) (bool, error) {
 	if r.Profile == nil {
 		return false, nil
 	}
 	if r.Profile.AllDevices {
 		return true, nil
 	}
-	return s.Store.ReleaseHasDevice(ctx, r.ID, udid)
+	return d.Store.ReleaseHasDevice(ctx, r.ID, udid)
 }
 
 // appleNameLimit is the longest device name the developer portal takes.
@@ -129,33 +131,33 @@ const appleNameLimit = 50
 // ExportDevices writes the devices in the Apple developer portal's "register multiple devices"
 // format: a header line, then Device ID, Device Name and Device Platform (ios or mac), separated
 // by tabs. Names lose tabs and line breaks and are cut to the portal's 50 characters.
-func (s *Service) ExportDevices(ctx context.Context) ([]byte, error) {
-	devices, err := s.Store.AllDevices(ctx)
+func (d *Devices) ExportDevices(ctx context.Context) ([]byte, error) {
+	devices, err := d.Store.AllDevices(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var b bytes.Buffer
 	b.WriteString("Device ID\tDevice Name\tDevice Platform\n")
-	for _, d := range devices {
-		name := strings.Join(strings.Fields(d.Name), " ")
+	for _, dev := range devices {
+		name := strings.Join(strings.Fields(dev.Name), " ")
 		if name == "" {
-			name = d.UDID
+			name = dev.UDID
 		}
 		if r := []rune(name); len(r) > appleNameLimit {
 			name = string(r[:appleNameLimit])
 		}
 		platform := "ios"
-		if isMac(&d) {
+		if isMac(&dev) {
 			platform = "mac"
 		}
-		b.WriteString(d.UDID + "\t" + name + "\t" + platform + "\n")
+		b.WriteString(dev.UDID + "\t" + name + "\t" + platform + "\n")
 	}
 	return b.Bytes(), nil
 }
 
 // isMac tells a Mac from an iOS device: the platform a sync gave, a Mac's product name, or a
 // UUID-shaped identifier (Intel Macs).
-func isMac(d *Device) bool {
+func isMac(d *distribution.Device) bool {
 	p := strings.ToLower(d.Platform)
 	switch {
 	case strings.Contains(p, "mac"), strings.Contains(p, "osx"):
@@ -163,5 +165,5 @@ func isMac(d *Device) bool {
 	case p == "ios" || strings.Contains(p, "iphone") || strings.Contains(p, "ipad"):
 		return false
 	}
-	return strings.HasPrefix(d.Product, "Mac") || udidMacRe.MatchString(d.UDID)
+	return strings.HasPrefix(d.Product, "Mac") || distribution.IsMacUDID(d.UDID)
 }

@@ -1,9 +1,11 @@
-package distribution
+package lifecycle
 
 import (
 	"reflect"
 	"testing"
 	"time"
+
+	. "github.com/slipwayhq/slipway/pkg/distribution"
 )
 
 func ids(vs []RetentionVictim) map[int64]string {

@@ -1,16 +1,18 @@
-package distribution
+// Package readcache is the read cache: each replica's copy of the channels being asked about (their
+// ChannelView), and of the answers already encoded from them. The update check, the versions
+// listing and the release pages read through it.
+package readcache
 
 import (
 	"container/list"
 	"context"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 
-	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/metrics"
 )
 
@@ -26,29 +28,33 @@ import (
 //   - if a notification is lost (the listening connection broke), the listener forgets every view
 //     when it reconnects, and the TTL bounds what a lost notification can cost.
 
-// Change names what a write changed: a channel, a scheme or an app (the non-zero field).
-type Change struct {
-	ChannelID, SchemeID, AppID int64
-}
-
 // ChangeFeed announces changes made by any writer of the database.
 type ChangeFeed interface {
 	// ListenChanges calls onChange for every change until ctx ends, and onConnect whenever it
 	// (re)connects, since changes made while it was not listening are not announced.
-	ListenChanges(ctx context.Context, onConnect func(), onChange func(Change)) error
+	ListenChanges(ctx context.Context, onConnect func(), onChange func(distribution.Change)) error
 }
 
-// ReadCacheConfig sizes the read cache.
-type ReadCacheConfig struct {
+// ViewStore reads what a view holds.
+type ViewStore interface {
+	ChannelContextBySlug(ctx context.Context, slug string) (*distribution.ChannelContext, error)
+	// RecentReleases returns up to limit of a channel's newest releases, only those with bundleID
+	// unless it is "".
+	RecentReleases(ctx context.Context, channelID int64, bundleID string, limit int) ([]distribution.Release, error)
+	CountReleases(ctx context.Context, channelID int64) (int, error)
+}
+
+// Config sizes the read cache.
+type Config struct {
 	// MaxBytes bounds the views and encoded answers kept (0 turns the cache off).
 	MaxBytes int64
 	// TTL bounds how stale an answer can be when a change notification is lost.
 	TTL time.Duration
 }
 
-// viewReleases is how many of a channel's newest releases a view holds. It is also how many the
+// ViewReleases is how many of a channel's newest releases a view holds. It is also how many the
 // SDK form of latest compares (decisions.md), so that form is always answered from the view.
-const viewReleases = 200
+const ViewReleases = 200
 
 // maxMemos bounds the encoded answers kept per view (one per distinct query), so queries with
 // ever-new parameters cannot grow a view without bound.
@@ -57,16 +63,16 @@ const maxMemos = 64
 // ChannelView is a channel's read model: the channel with its app and scheme, and its newest
 // releases. Views from the cache are shared: never modify one.
 type ChannelView struct {
-	ChannelContext
+	distribution.ChannelContext
 	// Releases are the channel's newest releases, newest first: all of them when Complete.
-	Releases []Release
+	Releases []distribution.Release
 	Complete bool
 	// Total is the number of releases in the channel.
 	Total int
 
 	loaded time.Time
 	size   int64
-	cache  *readCache // nil for a view that is not cached
+	cache  *lru // nil for a view that is not cached
 
 	mu    sync.Mutex
 	memos map[string]*Encoded
@@ -106,9 +112,9 @@ func (v *ChannelView) Memo(key string, build func() (*Encoded, error)) (*Encoded
 	return e, nil
 }
 
-// readCache holds ChannelViews by channel key, least recently used first out.
-type readCache struct {
-	cfg     ReadCacheConfig
+// lru holds ChannelViews by channel key, least recently used first out.
+type lru struct {
+	cfg     Config
 	metrics *metrics.Metrics
 
 	mu    sync.Mutex
@@ -122,12 +128,12 @@ type readCache struct {
 	loads singleflight.Group
 }
 
-func newReadCache(cfg ReadCacheConfig, m *metrics.Metrics) *readCache {
-	return &readCache{cfg: cfg, metrics: m, views: map[string]*list.Element{}, lru: list.New()}
+func newLRU(cfg Config, m *metrics.Metrics) *lru {
+	return &lru{cfg: cfg, metrics: m, views: map[string]*list.Element{}, lru: list.New()}
 }
 
 // get returns a fresh cached view, or nil and the generation a load must check against.
-func (c *readCache) get(slug string) (*ChannelView, uint64) {
+func (c *lru) get(slug string) (*ChannelView, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.views[slug]
@@ -147,7 +153,7 @@ func (c *readCache) get(slug string) (*ChannelView, uint64) {
 }
 
 // put keeps a view loaded at generation gen, unless a change came in since.
-func (c *readCache) put(slug string, v *ChannelView, gen uint64) {
+func (c *lru) put(slug string, v *ChannelView, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if gen != c.generation {
@@ -164,7 +170,7 @@ func (c *readCache) put(slug string, v *ChannelView, gen uint64) {
 }
 
 // grow accounts for bytes added to a cached view (an encoded answer).
-func (c *readCache) grow(n int64) {
+func (c *lru) grow(n int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.bytes += n
@@ -172,7 +178,7 @@ func (c *readCache) grow(n int64) {
 	c.gauges()
 }
 
-func (c *readCache) evict() {
+func (c *lru) evict() {
 	for c.bytes > c.cfg.MaxBytes && c.lru.Len() > 0 {
 		c.remove(c.lru.Back())
 		if c.metrics != nil {
@@ -181,7 +187,7 @@ func (c *readCache) evict() {
 	}
 }
 
-func (c *readCache) remove(el *list.Element) {
+func (c *lru) remove(el *list.Element) {
 	v := el.Value.(*ChannelView)
 	c.lru.Remove(el)
 	delete(c.views, v.Channel.Slug)
@@ -195,7 +201,7 @@ func (c *readCache) remove(el *list.Element) {
 }
 
 // invalidate removes the views a change touches; source labels the metric (local, notify).
-func (c *readCache) invalidate(ch Change, source string) {
+func (c *lru) invalidate(ch distribution.Change, source string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.generation++
@@ -215,7 +221,7 @@ func (c *readCache) invalidate(ch Change, source string) {
 }
 
 // flush forgets every view (the change listener reconnected: changes may have been missed).
-func (c *readCache) flush() {
+func (c *lru) flush() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.generation++
@@ -227,58 +233,56 @@ func (c *readCache) flush() {
 	c.gauges()
 }
 
-func (c *readCache) count(result string) {
+func (c *lru) count(result string) {
 	if c.metrics != nil {
 		c.metrics.ReadCacheLookups.WithLabelValues(result).Inc()
 	}
 }
 
-func (c *readCache) gauges() {
+func (c *lru) gauges() {
 	if c.metrics != nil {
 		c.metrics.ReadCacheBytes.Set(float64(c.bytes))
 		c.metrics.ReadCacheViews.Set(float64(c.lru.Len()))
 	}
 }
 
-// EnableReadCache turns the read cache on (ChannelView then serves from it). Call it once, before
-// serving; WatchChanges keeps it in step with other replicas.
-func (s *Service) EnableReadCache(cfg ReadCacheConfig) {
+// Cache serves channel views: from memory when it holds a fresh one (when the cache is on), else
+// from the database.
+type Cache struct {
+	Store   ViewStore
+	Metrics *metrics.Metrics
+	lru     *lru // nil when the cache is off
+}
+
+// New returns the read cache; it keeps nothing (every view is read from the database) when
+// cfg.MaxBytes or cfg.TTL is 0. A Watcher keeps it in step with other replicas.
+func New(cfg Config, st ViewStore, m *metrics.Metrics) *Cache {
+	c := &Cache{Store: st, Metrics: m}
 	if cfg.MaxBytes > 0 && cfg.TTL > 0 {
-		s.reads = newReadCache(cfg, s.Metrics)
+		c.lru = newLRU(cfg, m)
+	}
+	return c
+}
+
+// Invalidate drops at once what a write on this replica changed, before the writer is answered,
+// so the writer's next read is fresh; other replicas learn it from the database's notification.
+func (c *Cache) Invalidate(ch distribution.Change) {
+	if c.lru != nil {
+		c.lru.invalidate(ch, "local")
 	}
 }
 
-// WatchChanges listens to the database's change announcements until ctx ends, removing from the
-// read cache what other replicas (or anyone) changed.
-func (s *Service) WatchChanges(ctx context.Context) error {
-	if s.reads == nil {
-		return nil
+// View returns the read model of the channel a key names, from the cache when it holds a fresh
+// one.
+func (c *Cache) View(ctx context.Context, key string) (*ChannelView, error) {
+	key, err := distribution.CheckChannelKey(key)
+	if err != nil {
+		return nil, err
 	}
-	return s.Store.ListenChanges(ctx, s.reads.flush, func(ch Change) { s.reads.invalidate(ch, "notify") })
-}
-
-// changed removes from this replica's read cache at once what a write changed, so the writer's
-// next read is fresh; other replicas learn it from the database's notification.
-func (s *Service) changed(ch Change) {
-	if s.reads != nil {
-		s.reads.invalidate(ch, "local")
+	if c.lru == nil {
+		return c.load(ctx, key)
 	}
-}
-
-// ChannelView returns the read model of the channel a key names, from the cache when it holds a
-// fresh one.
-func (s *Service) ChannelView(ctx context.Context, key string) (*ChannelView, error) {
-	key = strings.TrimSpace(key)
-	if key == "" {
-		return nil, errs.Field("channel_key", "is required")
-	}
-	if !slugRe.MatchString(key) {
-		return nil, errs.New(errs.NotFound, "channel not found")
-	}
-	if s.reads == nil {
-		return s.loadView(ctx, key)
-	}
-	v, gen := s.reads.get(key)
+	v, gen := c.lru.get(key)
 	if v != nil {
 		return v, nil
 	}
@@ -286,10 +290,10 @@ func (s *Service) ChannelView(ctx context.Context, key string) (*ChannelView, er
 	// that comes after an invalidation does not join a load that started before it (that load may
 	// have read what the change replaced: the writer must read its own write). The load runs
 	// detached from the first caller's cancellation, since others may be waiting on it.
-	res, err, _ := s.reads.loads.Do(key+"@"+strconv.FormatUint(gen, 10), func() (any, error) {
-		v, err := s.loadView(context.WithoutCancel(ctx), key)
+	res, err, _ := c.lru.loads.Do(key+"@"+strconv.FormatUint(gen, 10), func() (any, error) {
+		v, err := c.load(context.WithoutCancel(ctx), key)
 		if err == nil {
-			s.reads.put(key, v, gen)
+			c.lru.put(key, v, gen)
 		}
 		return v, err
 	})
@@ -299,18 +303,18 @@ func (s *Service) ChannelView(ctx context.Context, key string) (*ChannelView, er
 	return res.(*ChannelView), nil
 }
 
-func (s *Service) loadView(ctx context.Context, key string) (*ChannelView, error) {
-	cc, err := s.Store.ChannelContextBySlug(ctx, key)
+func (c *Cache) load(ctx context.Context, key string) (*ChannelView, error) {
+	cc, err := c.Store.ChannelContextBySlug(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	rels, err := s.Store.RecentReleases(ctx, cc.Channel.ID, "", viewReleases)
+	rels, err := c.Store.RecentReleases(ctx, cc.Channel.ID, "", ViewReleases)
 	if err != nil {
 		return nil, err
 	}
-	v := &ChannelView{ChannelContext: *cc, Releases: rels, Complete: len(rels) < viewReleases, Total: len(rels), loaded: time.Now()}
+	v := &ChannelView{ChannelContext: *cc, Releases: rels, Complete: len(rels) < ViewReleases, Total: len(rels), loaded: time.Now()}
 	if !v.Complete {
-		if v.Total, err = s.Store.CountReleases(ctx, cc.Channel.ID); err != nil {
+		if v.Total, err = c.Store.CountReleases(ctx, cc.Channel.ID); err != nil {
 			return nil, err
 		}
 	}

@@ -1,4 +1,4 @@
-package distribution
+package uploads
 
 import (
 	"context"
@@ -8,8 +8,46 @@ import (
 	"strings"
 
 	"github.com/slipwayhq/slipway/pkg/debuginfo"
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/metrics"
 )
+
+// DebugFileStore reads and writes debug files.
+type DebugFileStore interface {
+	GetDebugFile(ctx context.Context, id int64) (*distribution.DebugFile, error)
+	ListDebugFiles(ctx context.Context, appID int64, deviceType string, p distribution.Page) ([]distribution.DebugFile, error)
+	DebugFileVersions(ctx context.Context, appID int64, deviceType, releaseVersion, buildVersion string) ([]distribution.DebugFileVersion, error)
+	// FindDebugFile returns the newest debug file of a channel's app matching the query, or
+	// errs.NotFound.
+	FindDebugFile(ctx context.Context, q distribution.DebugFileQuery) (*distribution.DebugFile, error)
+	// CreateDebugFile records a debug file; emit (nil: none) makes its events.
+	CreateDebugFile(ctx context.Context, d *distribution.DebugFile, meta []distribution.DebugFileMetadata, emit func(*distribution.DebugFile) ([]distribution.Event, error)) (*distribution.DebugFile, error)
+	// ReplaceDebugFile points a debug file at a new object and returns the old object's key.
+	ReplaceDebugFile(ctx context.Context, d *distribution.DebugFile, meta []distribution.DebugFileMetadata) (string, *distribution.DebugFile, error)
+	DeleteDebugFile(ctx context.Context, id int64) (string, error)
+	// ReleaseBundleIDs lists the distinct bundle ids of an app's releases on a platform (which
+	// dSYM of an archive is the app's own).
+	ReleaseBundleIDs(ctx context.Context, appID int64, platform string) ([]string, error)
+}
+
+// DebugEvents makes the debug_file.created event of a debug file (events.Maker).
+type DebugEvents interface {
+	DebugFileEvents(d *distribution.DebugFile) ([]distribution.Event, error)
+}
+
+// DebugFiles runs the use cases of debug files (dSYMs, Android mapping archives): uploading,
+// replacing and deleting them, and the lookups crash tools make.
+type DebugFiles struct {
+	Store    DebugFileStore
+	Channels ChannelFinder
+	Objects  *Objects
+	// Events (nil: none) makes the events of a new debug file; Webhooks (nil: none) is woken
+	// after it is recorded.
+	Events   DebugEvents
+	Webhooks distribution.Waker
+	Metrics  *metrics.Metrics
+}
 
 // DebugFileForm holds a debug-file upload's form fields.
 type DebugFileForm struct {
@@ -21,18 +59,18 @@ type DebugFileForm struct {
 // debugContent is what a parsed debug archive contributes to its row.
 type debugContent struct {
 	releaseVersion, buildVersion string
-	meta                         []DebugFileMetadata
+	meta                         []distribution.DebugFileMetadata
 }
 
 // parseDebugFile reads the stored archive and checks it fits the channel: dSYMs for iOS and macOS,
 // mapping/R.txt/manifest for Android. Versions come from the dSYM (iOS, macOS) or from the form,
 // else the text manifest (Android).
-func (s *Service) parseDebugFile(ctx context.Context, obj *StoredObject, cc *ChannelContext, f DebugFileForm) (*debugContent, error) {
-	ra := s.ReaderAt(ctx, obj)
+func (dfs *DebugFiles) parseDebugFile(ctx context.Context, obj *StoredObject, cc *distribution.ChannelContext, f DebugFileForm) (*debugContent, error) {
+	ra := dfs.Objects.ReaderAt(ctx, obj)
 	a, err := debuginfo.Parse(ra, obj.Size)
 	if err != nil {
 		if errs.KindOf(err) == errs.Internal {
-			return nil, s.storageErr("get", err)
+			return nil, storageErr(dfs.Metrics, "get", err)
 		}
 		return nil, err
 	}
@@ -42,7 +80,7 @@ func (s *Service) parseDebugFile(ctx context.Context, obj *StoredObject, cc *Cha
 		if len(a.DSYMs) == 0 {
 			return nil, errs.Invalidf("this is an %s channel, but the archive holds no .dSYM bundle with a Mach-O file", cc.Channel.DeviceType)
 		}
-		ids, err := s.Store.ReleaseBundleIDs(ctx, cc.App.ID, cc.Channel.DeviceType)
+		ids, err := dfs.Store.ReleaseBundleIDs(ctx, cc.App.ID, cc.Channel.DeviceType)
 		if err != nil {
 			return nil, err
 		}
@@ -54,7 +92,7 @@ func (s *Service) parseDebugFile(ctx context.Context, obj *StoredObject, cc *Cha
 		for i, d := range a.DSYMs {
 			data, _ := json.Marshal(map[string]any{"main": i == main || d.Identifier == a.DSYMs[main].Identifier, "identifier": d.Identifier})
 			for _, sl := range d.Slices {
-				out.meta = append(out.meta, DebugFileMetadata{UUID: sl.UUID, Type: sl.Arch, Object: sl.Object, Data: data, Size: sl.Size})
+				out.meta = append(out.meta, distribution.DebugFileMetadata{UUID: sl.UUID, Type: sl.Arch, Object: sl.Object, Data: data, Size: sl.Size})
 			}
 		}
 	case "android":
@@ -78,7 +116,7 @@ func (s *Service) parseDebugFile(ctx context.Context, obj *StoredObject, cc *Cha
 			}
 		}
 		data, _ := json.Marshal(map[string]any{"files": files})
-		out.meta = []DebugFileMetadata{{UUID: p.UUID, Type: "proguard", Object: p.PackageName, Data: data, Size: size}}
+		out.meta = []distribution.DebugFileMetadata{{UUID: p.UUID, Type: "proguard", Object: p.PackageName, Data: data, Size: size}}
 	default:
 		return nil, errs.Invalidf("debug files are not supported for %s channels", cc.Channel.DeviceType)
 	}
@@ -92,76 +130,76 @@ func (s *Service) parseDebugFile(ctx context.Context, obj *StoredObject, cc *Cha
 
 // UploadDebugFile records a stored debug archive for the channel's app. The object is discarded on
 // any error; the same content uploaded twice for one app is errs.Conflict.
-func (s *Service) UploadDebugFile(ctx context.Context, obj *StoredObject, f DebugFileForm) (df *DebugFile, err error) {
+func (dfs *DebugFiles) UploadDebugFile(ctx context.Context, obj *StoredObject, f DebugFileForm) (df *distribution.DebugFile, err error) {
 	defer func() {
 		if err != nil {
-			s.Discard(ctx, obj.Key)
+			dfs.Objects.Discard(ctx, obj.Key)
 		}
 	}()
-	cc, err := s.channelForDebugFile(ctx, f.ChannelKey)
+	cc, err := dfs.channelForDebugFile(ctx, f.ChannelKey)
 	if err != nil {
 		return nil, err
 	}
-	content, err := s.parseDebugFile(ctx, obj, cc, f)
+	content, err := dfs.parseDebugFile(ctx, obj, cc, f)
 	if err != nil {
 		return nil, err
 	}
-	defer s.WakeWebhooks()
-	return s.Store.CreateDebugFile(ctx, &DebugFile{
+	defer dfs.wake()
+	return dfs.Store.CreateDebugFile(ctx, &distribution.DebugFile{
 		AppID: cc.App.ID, AppName: cc.App.Name, ChannelID: cc.Channel.ID, DeviceType: cc.Channel.DeviceType,
 		ReleaseVersion: content.releaseVersion, BuildVersion: content.buildVersion,
 		SHA256: obj.SHA256, MD5: obj.MD5, Size: obj.Size, ObjectKey: obj.Key, Filename: firstNonEmpty(obj.Filename, "debug-file.zip"),
-	}, content.meta, debugFileEvents)
+	}, content.meta, dfs.events())
 }
 
 // ReplaceDebugFile replaces a debug file's archive and metadata (PUT). The old object is deleted
 // after the commit; the new one is discarded on any error.
-func (s *Service) ReplaceDebugFile(ctx context.Context, id int64, obj *StoredObject, f DebugFileForm) (df *DebugFile, err error) {
+func (dfs *DebugFiles) ReplaceDebugFile(ctx context.Context, id int64, obj *StoredObject, f DebugFileForm) (df *distribution.DebugFile, err error) {
 	defer func() {
 		if err != nil {
-			s.Discard(ctx, obj.Key)
+			dfs.Objects.Discard(ctx, obj.Key)
 		}
 	}()
-	cc, existing, err := s.DebugFileInChannel(ctx, id, f.ChannelKey)
+	cc, existing, err := dfs.DebugFileInChannel(ctx, id, f.ChannelKey)
 	if err != nil {
 		return nil, err
 	}
-	content, err := s.parseDebugFile(ctx, obj, cc, f)
+	content, err := dfs.parseDebugFile(ctx, obj, cc, f)
 	if err != nil {
 		return nil, err
 	}
 	upd := *existing
 	upd.ReleaseVersion, upd.BuildVersion = content.releaseVersion, content.buildVersion
 	upd.SHA256, upd.MD5, upd.Size, upd.ObjectKey, upd.Filename = obj.SHA256, obj.MD5, obj.Size, obj.Key, firstNonEmpty(obj.Filename, existing.Filename)
-	oldKey, df, err := s.Store.ReplaceDebugFile(ctx, &upd, content.meta)
+	oldKey, df, err := dfs.Store.ReplaceDebugFile(ctx, &upd, content.meta)
 	if err != nil {
 		return nil, err
 	}
-	s.deleteObjects(ctx, []string{oldKey})
+	dfs.Objects.DeleteObjects(ctx, []string{oldKey})
 	return df, nil
 }
 
 // DeleteDebugFile removes a debug file of the channel's app and its object.
-func (s *Service) DeleteDebugFile(ctx context.Context, id int64, channelKey string) error {
-	if _, _, err := s.DebugFileInChannel(ctx, id, channelKey); err != nil {
+func (dfs *DebugFiles) DeleteDebugFile(ctx context.Context, id int64, channelKey string) error {
+	if _, _, err := dfs.DebugFileInChannel(ctx, id, channelKey); err != nil {
 		return err
 	}
-	key, err := s.Store.DeleteDebugFile(ctx, id)
+	key, err := dfs.Store.DeleteDebugFile(ctx, id)
 	if err != nil {
 		return err
 	}
-	s.deleteObjects(context.WithoutCancel(ctx), []string{key})
+	dfs.Objects.DeleteObjects(context.WithoutCancel(ctx), []string{key})
 	return nil
 }
 
 // DebugFileInChannel returns a debug file that belongs to the app of the channel channelKey names,
 // or errs.NotFound.
-func (s *Service) DebugFileInChannel(ctx context.Context, id int64, channelKey string) (*ChannelContext, *DebugFile, error) {
-	cc, err := s.channelForDebugFile(ctx, channelKey)
+func (dfs *DebugFiles) DebugFileInChannel(ctx context.Context, id int64, channelKey string) (*distribution.ChannelContext, *distribution.DebugFile, error) {
+	cc, err := dfs.channelForDebugFile(ctx, channelKey)
 	if err != nil {
 		return nil, nil, err
 	}
-	df, err := s.Store.GetDebugFile(ctx, id)
+	df, err := dfs.Store.GetDebugFile(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -171,8 +209,21 @@ func (s *Service) DebugFileInChannel(ctx context.Context, id int64, channelKey s
 	return cc, df, nil
 }
 
-func (s *Service) channelForDebugFile(ctx context.Context, channelKey string) (*ChannelContext, error) {
-	return s.Channel(ctx, channelKey)
+func (dfs *DebugFiles) channelForDebugFile(ctx context.Context, channelKey string) (*distribution.ChannelContext, error) {
+	return dfs.Channels.Channel(ctx, channelKey)
+}
+
+func (dfs *DebugFiles) wake() {
+	if dfs.Webhooks != nil {
+		dfs.Webhooks.Wake()
+	}
+}
+
+func (dfs *DebugFiles) events() func(*distribution.DebugFile) ([]distribution.Event, error) {
+	if dfs.Events == nil {
+		return nil
+	}
+	return dfs.Events.DebugFileEvents
 }
 
 // Debug-file download orders for release_version=latest.
@@ -185,7 +236,7 @@ const (
 // release_version "latest", the highest version (order "version", the default) or the newest
 // upload (order "upload_date"); otherwise the exact release_version (and build_version when
 // given), newest upload first.
-func (s *Service) FindDebugFileForDownload(ctx context.Context, cc *ChannelContext, releaseVersion, buildVersion, order string) (*DebugFile, error) {
+func (dfs *DebugFiles) FindDebugFileForDownload(ctx context.Context, cc *distribution.ChannelContext, releaseVersion, buildVersion, order string) (*distribution.DebugFile, error) {
 	latest := strings.EqualFold(releaseVersion, "latest")
 	switch order {
 	case "", OrderVersion:
@@ -202,7 +253,7 @@ func (s *Service) FindDebugFileForDownload(ctx context.Context, cc *ChannelConte
 	} else {
 		releaseVersion, buildVersion = "", ""
 	}
-	versions, err := s.Store.DebugFileVersions(ctx, cc.App.ID, cc.Channel.DeviceType, releaseVersion, buildVersion)
+	versions, err := dfs.Store.DebugFileVersions(ctx, cc.App.ID, cc.Channel.DeviceType, releaseVersion, buildVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -212,32 +263,32 @@ func (s *Service) FindDebugFileForDownload(ctx context.Context, cc *ChannelConte
 	best := versions[0] // newest upload
 	if latest && order == OrderVersion {
 		for _, v := range versions[1:] {
-			if Newer(v.ReleaseVersion, v.BuildVersion, best.ReleaseVersion, best.BuildVersion) {
+			if distribution.Newer(v.ReleaseVersion, v.BuildVersion, best.ReleaseVersion, best.BuildVersion) {
 				best = v
 			}
 		}
 	}
-	return s.Store.GetDebugFile(ctx, best.ID)
+	return dfs.Store.GetDebugFile(ctx, best.ID)
 }
 
 // DebugFiles returns a page of the debug files of a channel's app and device type, newest first.
-func (s *Service) DebugFiles(ctx context.Context, cc *ChannelContext, p Page) ([]DebugFile, error) {
-	return s.Store.ListDebugFiles(ctx, cc.App.ID, cc.Channel.DeviceType, p)
+func (dfs *DebugFiles) DebugFiles(ctx context.Context, cc *distribution.ChannelContext, p distribution.Page) ([]distribution.DebugFile, error) {
+	return dfs.Store.ListDebugFiles(ctx, cc.App.ID, cc.Channel.DeviceType, p)
 }
 
 // DebugFile returns a debug file with its metadata.
-func (s *Service) DebugFile(ctx context.Context, id int64) (*DebugFile, error) {
-	return s.Store.GetDebugFile(ctx, id)
+func (dfs *DebugFiles) DebugFile(ctx context.Context, id int64) (*distribution.DebugFile, error) {
+	return dfs.Store.GetDebugFile(ctx, id)
 }
 
 // DebugFileByVersion returns the newest debug file of a channel's app with these versions (both
 // required, as in Zealot's exists/version), or errs.NotFound.
-func (s *Service) DebugFileByVersion(ctx context.Context, cc *ChannelContext, releaseVersion, buildVersion string) (*DebugFile, error) {
+func (dfs *DebugFiles) DebugFileByVersion(ctx context.Context, cc *distribution.ChannelContext, releaseVersion, buildVersion string) (*distribution.DebugFile, error) {
 	releaseVersion, buildVersion = strings.TrimSpace(releaseVersion), strings.TrimSpace(buildVersion)
 	if releaseVersion == "" || buildVersion == "" {
 		return nil, errs.Invalidf("give release_version and build_version")
 	}
-	return s.Store.FindDebugFile(ctx, DebugFileQuery{AppID: cc.App.ID, DeviceType: cc.Channel.DeviceType,
+	return dfs.Store.FindDebugFile(ctx, distribution.DebugFileQuery{AppID: cc.App.ID, DeviceType: cc.Channel.DeviceType,
 		ReleaseVersion: releaseVersion, BuildVersion: buildVersion})
 }
 
@@ -249,28 +300,28 @@ var (
 
 // DebugFileByChecksum returns the newest debug file whose archive has this checksum: an MD5 (as
 // Zealot computes it) or a SHA-256, in hex; errs.NotFound when none.
-func (s *Service) DebugFileByChecksum(ctx context.Context, checksum string) (*DebugFile, error) {
+func (dfs *DebugFiles) DebugFileByChecksum(ctx context.Context, checksum string) (*distribution.DebugFile, error) {
 	checksum = strings.ToLower(strings.TrimSpace(checksum))
 	switch {
 	case md5Re.MatchString(checksum):
-		return s.Store.FindDebugFile(ctx, DebugFileQuery{MD5: checksum})
+		return dfs.Store.FindDebugFile(ctx, distribution.DebugFileQuery{MD5: checksum})
 	case sha256Re.MatchString(checksum):
-		return s.Store.FindDebugFile(ctx, DebugFileQuery{SHA256: checksum})
+		return dfs.Store.FindDebugFile(ctx, distribution.DebugFileQuery{SHA256: checksum})
 	}
 	return nil, errs.Field("checksum", "must be the archive's MD5 (32 hex digits) or SHA-256 (64 hex digits)")
 }
 
 // DebugFileByUUID returns the newest debug file holding a Mach-O slice or mapping file with this
 // UUID, or errs.NotFound.
-func (s *Service) DebugFileByUUID(ctx context.Context, uuid string) (*DebugFile, error) {
+func (dfs *DebugFiles) DebugFileByUUID(ctx context.Context, uuid string) (*distribution.DebugFile, error) {
 	uuid = strings.TrimSpace(uuid)
 	if !uuidRe.MatchString(uuid) {
 		return nil, errs.Field("uuid", "must be a UUID such as 0A1B2C3D-4E5F-6071-8293-A4B5C6D7E8F9")
 	}
 	// dSYM UUIDs are stored upper case, mapping UUIDs lower case (decisions.md): try both.
-	df, err := s.Store.FindDebugFile(ctx, DebugFileQuery{UUID: strings.ToUpper(uuid)})
+	df, err := dfs.Store.FindDebugFile(ctx, distribution.DebugFileQuery{UUID: strings.ToUpper(uuid)})
 	if errs.Is(err, errs.NotFound) {
-		df, err = s.Store.FindDebugFile(ctx, DebugFileQuery{UUID: strings.ToLower(uuid)})
+		df, err = dfs.Store.FindDebugFile(ctx, distribution.DebugFileQuery{UUID: strings.ToLower(uuid)})
 	}
 	return df, err
 }

@@ -1,4 +1,4 @@
-package distribution
+package readcache
 
 import (
 	"context"
@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
 // viewStore is a database of channels for the read cache's tests: only the reads a view needs.
 type viewStore struct {
-	Store
 	mu       sync.Mutex
 	channels map[string]*ChannelContext
 	releases map[int64][]Release // newest first
@@ -73,10 +73,8 @@ func (s *viewStore) CountReleases(_ context.Context, channelID int64) (int, erro
 	return len(s.releases[channelID]), nil
 }
 
-func cachedService(st *viewStore, maxBytes int64, ttl time.Duration) *Service {
-	s := &Service{Store: st}
-	s.EnableReadCache(ReadCacheConfig{MaxBytes: maxBytes, TTL: ttl})
-	return s
+func cachedService(st *viewStore, maxBytes int64, ttl time.Duration) *Cache {
+	return New(Config{MaxBytes: maxBytes, TTL: ttl}, st, nil)
 }
 
 // A view is loaded once and served from the cache until a change touching it (its channel, its
@@ -90,7 +88,7 @@ func TestReadCacheServesAndInvalidates(t *testing.T) {
 	s := cachedService(st, 1<<20, time.Hour)
 	view := func(slug string) *ChannelView {
 		t.Helper()
-		v, err := s.ChannelView(ctx, slug)
+		v, err := s.View(ctx, slug)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +113,7 @@ func TestReadCacheServesAndInvalidates(t *testing.T) {
 			view(slug)
 		}
 		before := st.loads.Load()
-		s.reads.invalidate(c.change, "local")
+		s.lru.invalidate(c.change, "local")
 		for _, slug := range []string{"one", "two", "three"} {
 			view(slug)
 		}
@@ -124,14 +122,14 @@ func TestReadCacheServesAndInvalidates(t *testing.T) {
 		}
 	}
 	// Unknown and malformed keys are not cached (a channel created later must be found).
-	if _, err := s.ChannelView(ctx, "nope"); !errs.Is(err, errs.NotFound) {
+	if _, err := s.View(ctx, "nope"); !errs.Is(err, errs.NotFound) {
 		t.Fatalf("unknown key: %v", err)
 	}
-	if _, err := s.ChannelView(ctx, "no pe"); !errs.Is(err, errs.NotFound) {
+	if _, err := s.View(ctx, "no pe"); !errs.Is(err, errs.NotFound) {
 		t.Fatalf("malformed key: %v", err)
 	}
 	st.add(4, 40, 400, "nope", 1)
-	if _, err := s.ChannelView(ctx, "nope"); err != nil {
+	if _, err := s.View(ctx, "nope"); err != nil {
 		t.Fatalf("channel created after a miss: %v", err)
 	}
 }
@@ -143,12 +141,12 @@ func TestReadCacheDropsViewsLoadedDuringAChange(t *testing.T) {
 	st := newViewStore()
 	st.add(1, 10, 100, "one", 2)
 	s := cachedService(st, 1<<20, time.Hour)
-	st.during = func() { s.reads.invalidate(Change{ChannelID: 1}, "notify") }
-	if _, err := s.ChannelView(ctx, "one"); err != nil {
+	st.during = func() { s.lru.invalidate(Change{ChannelID: 1}, "notify") }
+	if _, err := s.View(ctx, "one"); err != nil {
 		t.Fatal(err)
 	}
 	st.during = nil
-	if _, err := s.ChannelView(ctx, "one"); err != nil {
+	if _, err := s.View(ctx, "one"); err != nil {
 		t.Fatal(err)
 	}
 	if n := st.loads.Load(); n != 2 {
@@ -173,7 +171,7 @@ func TestReadCacheWriterDoesNotJoinAnOlderLoad(t *testing.T) {
 	}
 	reader := make(chan *ChannelView)
 	go func() {
-		v, _ := s.ChannelView(ctx, "one")
+		v, _ := s.View(ctx, "one")
 		reader <- v
 	}()
 	<-entered
@@ -181,10 +179,10 @@ func TestReadCacheWriterDoesNotJoinAnOlderLoad(t *testing.T) {
 	st.mu.Lock()
 	st.releases[1] = append([]Release{{ID: 1003, ChannelID: 1, Version: 3}}, st.releases[1]...)
 	st.mu.Unlock()
-	s.changed(Change{ChannelID: 1})
+	s.Invalidate(Change{ChannelID: 1})
 	writer := make(chan *ChannelView)
 	go func() {
-		v, _ := s.ChannelView(ctx, "one")
+		v, _ := s.View(ctx, "one")
 		writer <- v
 	}()
 	var mine *ChannelView
@@ -202,7 +200,7 @@ func TestReadCacheWriterDoesNotJoinAnOlderLoad(t *testing.T) {
 		t.Errorf("the writer saw %d releases (want 3), the earlier reader %d (want 2)", mine.Total, old.Total)
 	}
 	// The earlier load came before the change: it is not kept.
-	if v, _ := s.ChannelView(ctx, "one"); v.Total != 3 {
+	if v, _ := s.View(ctx, "one"); v.Total != 3 {
 		t.Errorf("the cache holds the view from before the change: %d releases", v.Total)
 	}
 }
@@ -213,22 +211,22 @@ func TestReadCacheExpiresAndFlushes(t *testing.T) {
 	st := newViewStore()
 	st.add(1, 10, 100, "one", 2)
 	s := cachedService(st, 1<<20, 50*time.Millisecond)
-	if _, err := s.ChannelView(ctx, "one"); err != nil {
+	if _, err := s.View(ctx, "one"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if _, err := s.ChannelView(ctx, "one"); err != nil {
+	if _, err := s.View(ctx, "one"); err != nil {
 		t.Fatal(err)
 	}
 	if n := st.loads.Load(); n != 2 {
 		t.Fatalf("%d loads: an expired view was served", n)
 	}
-	s.reads.cfg.TTL = time.Hour
-	if _, err := s.ChannelView(ctx, "one"); err != nil {
+	s.lru.cfg.TTL = time.Hour
+	if _, err := s.View(ctx, "one"); err != nil {
 		t.Fatal(err)
 	}
-	s.reads.flush()
-	if _, err := s.ChannelView(ctx, "one"); err != nil {
+	s.lru.flush()
+	if _, err := s.View(ctx, "one"); err != nil {
 		t.Fatal(err)
 	}
 	if n := st.loads.Load(); n != 3 {
@@ -248,7 +246,7 @@ func TestReadCacheStaysWithinItsBudget(t *testing.T) {
 	const budget = 1 << 20
 	s := cachedService(st, budget, time.Hour)
 	for i := range channels {
-		v, err := s.ChannelView(ctx, fmt.Sprintf("ch%d", i))
+		v, err := s.View(ctx, fmt.Sprintf("ch%d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,57 +257,24 @@ func TestReadCacheStaysWithinItsBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if b := s.reads.bytes; b > budget {
+		if b := s.lru.bytes; b > budget {
 			t.Fatalf("after %d channels the cache holds %d bytes, over its %d", i+1, b, budget)
 		}
 	}
-	if n := s.reads.lru.Len(); n == 0 || n == channels {
+	if n := s.lru.lru.Len(); n == 0 || n == channels {
 		t.Fatalf("%d views kept of %d: eviction did not work", n, channels)
 	}
 	// The most recently used view is still there.
 	before := st.loads.Load()
-	if _, err := s.ChannelView(ctx, fmt.Sprintf("ch%d", channels-1)); err != nil || st.loads.Load() != before {
+	if _, err := s.View(ctx, fmt.Sprintf("ch%d", channels-1)); err != nil || st.loads.Load() != before {
 		t.Fatalf("the newest view was evicted (%v)", err)
 	}
 	// Many distinct questions do not grow one view without bound.
-	v, _ := s.ChannelView(ctx, "ch0")
+	v, _ := s.View(ctx, "ch0")
 	for q := range 10 * maxMemos {
 		_, _ = v.Memo(fmt.Sprint("many", q), func() (*Encoded, error) { return &Encoded{Body: []byte("{}")}, nil })
 	}
 	if len(v.memos) > maxMemos {
 		t.Fatalf("%d memos in one view", len(v.memos))
-	}
-}
-
-// Latest, versions and version_exist answer from the view; only what a view of the 200 newest
-// releases cannot know goes to the database.
-func TestViewAnswers(t *testing.T) {
-	ctx := context.Background()
-	st := newViewStore()
-	st.add(1, 10, 100, "small", 5)
-	st.add(2, 20, 200, "big", viewReleases+50)
-	s := cachedService(st, 16<<20, time.Hour)
-	small, _ := s.ChannelView(ctx, "small")
-	if !small.Complete || small.Total != 5 {
-		t.Fatalf("small view: complete %v total %d", small.Complete, small.Total)
-	}
-	rels, err := s.Latest(ctx, small, LatestQuery{ReleaseVersion: "1.0", BuildVersion: "1"})
-	if err != nil || len(rels) != 1 || rels[0].Version != 5 {
-		t.Fatalf("latest: %v %+v", err, rels)
-	}
-	rels, err = s.Latest(ctx, small, LatestQuery{ReleaseVersion: "1.3", BuildVersion: "3", SDK: true})
-	if err != nil || len(rels) != 2 {
-		t.Fatalf("sdk latest: %v %+v", err, rels)
-	}
-	if _, err := s.FindVersion(ctx, small, VersionQuery{BundleID: "com.example.app", ReleaseVersion: "9.9", BuildVersion: "9"}); !errs.Is(err, errs.NotFound) {
-		t.Fatalf("a version the complete view lacks: %v", err)
-	}
-	page, err := s.Versions(ctx, small, Page{Page: 2, PerPage: 3})
-	if err != nil || len(page) != 2 || page[0].Version != 2 {
-		t.Fatalf("page 2 of 3: %v %+v", err, page)
-	}
-	big, _ := s.ChannelView(ctx, "big")
-	if big.Complete || big.Total != viewReleases+50 || len(big.Releases) != viewReleases {
-		t.Fatalf("big view: complete %v total %d held %d", big.Complete, big.Total, len(big.Releases))
 	}
 }

@@ -1,25 +1,53 @@
-package distribution
+package catalog
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/readcache"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/webhook"
 )
 
 // Reading and managing releases.
 
+// ReleaseStore reads and writes releases.
+type ReleaseStore interface {
+	GetRelease(ctx context.Context, id int64) (*distribution.ReleaseContext, error)
+	ListReleases(ctx context.Context, channelID int64, p distribution.Page) ([]distribution.Release, error)
+	// RecentReleases returns up to limit of a channel's newest releases, only those with bundleID
+	// unless it is "".
+	RecentReleases(ctx context.Context, channelID int64, bundleID string, limit int) ([]distribution.Release, error)
+	// FindRelease returns the newest release matching bundle id and the non-empty ones of the
+	// versions and commit, or errs.NotFound.
+	FindRelease(ctx context.Context, channelID int64, bundleID, releaseVersion, buildVersion, gitCommit string) (*distribution.Release, error)
+	UpdateRelease(ctx context.Context, r *distribution.Release) (*distribution.ReleaseContext, error)
+	// DeleteRelease deletes a release and returns its object keys (recorded as deleted).
+	// emit (nil: none) makes its events from the release as read before the delete.
+	DeleteRelease(ctx context.Context, id int64, emit distribution.EventFunc) ([]string, error)
+	// RecentUploads returns the newest releases across every app.
+	RecentUploads(ctx context.Context, limit int) ([]distribution.ReleaseContext, error)
+}
+
+// Releases runs the use cases of releases once recorded (uploads.Builds records them): reading,
+// editing, deleting, and the update-check reads, which the read cache's views answer.
+type Releases struct {
+	Store ReleaseStore
+	// Effects are what a change sets off (see Apps).
+	Effects distribution.Effects
+}
+
 // Release returns a release with its channel, scheme and app.
-func (s *Service) Release(ctx context.Context, id int64) (*ReleaseContext, error) {
-	return s.Store.GetRelease(ctx, id)
+func (rs *Releases) Release(ctx context.Context, id int64) (*distribution.ReleaseContext, error) {
+	return rs.Store.GetRelease(ctx, id)
 }
 
 // ReleaseInChannel returns a release of the channel a key names, or errs.NotFound when the
 // release is in another channel (pages and install links carry both).
-func (s *Service) ReleaseInChannel(ctx context.Context, key string, id int64) (*ReleaseContext, error) {
-	rc, err := s.Store.GetRelease(ctx, id)
+func (rs *Releases) ReleaseInChannel(ctx context.Context, key string, id int64) (*distribution.ReleaseContext, error) {
+	rc, err := rs.Store.GetRelease(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -31,23 +59,23 @@ func (s *Service) ReleaseInChannel(ctx context.Context, key string, id int64) (*
 
 // ReleaseInView returns a release of the view's channel: from the view when it holds it, else
 // from the database; errs.NotFound when the release is in another channel.
-func (s *Service) ReleaseInView(ctx context.Context, v *ChannelView, id int64) (*ReleaseContext, error) {
+func (rs *Releases) ReleaseInView(ctx context.Context, v *readcache.ChannelView, id int64) (*distribution.ReleaseContext, error) {
 	for i := range v.Releases {
 		if v.Releases[i].ID == id {
-			return &ReleaseContext{Release: v.Releases[i], Channel: v.Channel, Scheme: v.Scheme, App: v.App}, nil
+			return &distribution.ReleaseContext{Release: v.Releases[i], Channel: v.Channel, Scheme: v.Scheme, App: v.App}, nil
 		}
 	}
-	return s.ReleaseInChannel(ctx, v.Channel.Slug, id)
+	return rs.ReleaseInChannel(ctx, v.Channel.Slug, id)
 }
 
 // Versions returns a page of a channel's releases, newest first: from the view when it holds
 // that page, else from the database.
-func (s *Service) Versions(ctx context.Context, v *ChannelView, p Page) ([]Release, error) {
+func (rs *Releases) Versions(ctx context.Context, v *readcache.ChannelView, p distribution.Page) ([]distribution.Release, error) {
 	if end := p.Offset() + p.PerPage; end <= len(v.Releases) || v.Complete {
 		start := min(p.Offset(), len(v.Releases))
 		return v.Releases[start:min(end, len(v.Releases))], nil
 	}
-	return s.Store.ListReleases(ctx, v.Channel.ID, p)
+	return rs.Store.ListReleases(ctx, v.Channel.ID, p)
 }
 
 // LatestQuery is what GET /api/apps/latest asks.
@@ -67,10 +95,10 @@ func (q LatestQuery) Key() string {
 
 // Latest answers the update check (decisions.md): without SDK, the channel's newest release (of
 // the bundle id when given), errs.NotFound when there is none; with SDK, the releases newer than
-// the caller's version among the channel's 200 newest (viewReleases), newest first, empty when
+// the caller's version among the channel's 200 newest (readcache.ViewReleases), newest first, empty when
 // it is up to date. The view answers it; only the newest release of a rare bundle id in a channel
 // of more than 200 releases needs the database.
-func (s *Service) Latest(ctx context.Context, v *ChannelView, q LatestQuery) ([]Release, error) {
+func (rs *Releases) Latest(ctx context.Context, v *readcache.ChannelView, q LatestQuery) ([]distribution.Release, error) {
 	q.BundleID, q.ReleaseVersion, q.BuildVersion = strings.TrimSpace(q.BundleID), strings.TrimSpace(q.ReleaseVersion), strings.TrimSpace(q.BuildVersion)
 	if q.ReleaseVersion == "" {
 		return nil, errs.Field("release_version", "is required: the version of the build asking")
@@ -79,9 +107,9 @@ func (s *Service) Latest(ctx context.Context, v *ChannelView, q LatestQuery) ([]
 		return nil, errs.Field("build_version", "is required: the build number of the build asking")
 	}
 	if q.SDK {
-		newer := []Release{}
+		newer := []distribution.Release{}
 		for _, r := range v.Releases {
-			if (q.BundleID == "" || r.BundleID == q.BundleID) && Newer(r.ReleaseVersion, r.BuildVersion, q.ReleaseVersion, q.BuildVersion) {
+			if (q.BundleID == "" || r.BundleID == q.BundleID) && distribution.Newer(r.ReleaseVersion, r.BuildVersion, q.ReleaseVersion, q.BuildVersion) {
 				newer = append(newer, r)
 			}
 		}
@@ -89,11 +117,11 @@ func (s *Service) Latest(ctx context.Context, v *ChannelView, q LatestQuery) ([]
 	}
 	for _, r := range v.Releases {
 		if q.BundleID == "" || r.BundleID == q.BundleID {
-			return []Release{r}, nil
+			return []distribution.Release{r}, nil
 		}
 	}
 	if !v.Complete {
-		rels, err := s.Store.RecentReleases(ctx, v.Channel.ID, q.BundleID, 1)
+		rels, err := rs.Store.RecentReleases(ctx, v.Channel.ID, q.BundleID, 1)
 		if err != nil || len(rels) > 0 {
 			return rels, err
 		}
@@ -114,7 +142,7 @@ func (q VersionQuery) Key() string {
 
 // FindVersion returns the newest release of the channel matching q, or errs.NotFound: from the
 // view, or from the database when the view does not hold every release.
-func (s *Service) FindVersion(ctx context.Context, v *ChannelView, q VersionQuery) (*Release, error) {
+func (rs *Releases) FindVersion(ctx context.Context, v *readcache.ChannelView, q VersionQuery) (*distribution.Release, error) {
 	q.BundleID, q.ReleaseVersion = strings.TrimSpace(q.BundleID), strings.TrimSpace(q.ReleaseVersion)
 	q.BuildVersion, q.GitCommit = strings.TrimSpace(q.BuildVersion), strings.TrimSpace(q.GitCommit)
 	if q.BundleID == "" {
@@ -136,7 +164,7 @@ func (s *Service) FindVersion(ctx context.Context, v *ChannelView, q VersionQuer
 	if v.Complete {
 		return nil, errs.New(errs.NotFound, "no such release in this channel")
 	}
-	return s.Store.FindRelease(ctx, v.Channel.ID, q.BundleID, q.ReleaseVersion, q.BuildVersion, q.GitCommit)
+	return rs.Store.FindRelease(ctx, v.Channel.ID, q.BundleID, q.ReleaseVersion, q.BuildVersion, q.GitCommit)
 }
 
 // ReleaseChanges are the fields of a release a client edits; nil leaves a field as it is. They
@@ -149,13 +177,13 @@ type ReleaseChanges struct {
 	Pinned *bool
 }
 
-func (ch ReleaseChanges) apply(r *Release) (err error) {
+func (ch ReleaseChanges) apply(r *distribution.Release) (err error) {
 	required := map[string][2]*string{"release_version": {ch.ReleaseVersion, &r.ReleaseVersion}, "build_version": {ch.BuildVersion, &r.BuildVersion}}
 	for field, p := range required {
 		if p[0] == nil {
 			continue
 		}
-		v, err := shortText(field, *p[0])
+		v, err := distribution.ShortText(field, *p[0])
 		if err != nil {
 			return err
 		}
@@ -169,7 +197,7 @@ func (ch ReleaseChanges) apply(r *Release) (err error) {
 		if p[0] == nil {
 			continue
 		}
-		if *p[1], err = shortText(field, *p[0]); err != nil {
+		if *p[1], err = distribution.ShortText(field, *p[0]); err != nil {
 			return err
 		}
 	}
@@ -177,25 +205,25 @@ func (ch ReleaseChanges) apply(r *Release) (err error) {
 		r.Source = "api"
 	}
 	if ch.Branch != nil {
-		r.Branch = CleanBranch(r.Branch)
+		r.Branch = distribution.CleanBranch(r.Branch)
 	}
 	if ch.ReleaseType != nil {
-		if r.ReleaseType, err = normReleaseType(*ch.ReleaseType); err != nil {
+		if r.ReleaseType, err = distribution.NormReleaseType(*ch.ReleaseType); err != nil {
 			return err
 		}
 	}
 	if ch.CIURL != nil {
-		if r.CIURL, err = webURL("ci_url", *ch.CIURL); err != nil {
+		if r.CIURL, err = distribution.WebURL("ci_url", *ch.CIURL); err != nil {
 			return err
 		}
 	}
 	if ch.Changelog != nil {
-		if r.Changelog, err = ParseChangelog(*ch.Changelog); err != nil {
+		if r.Changelog, err = distribution.ParseChangelog(*ch.Changelog); err != nil {
 			return err
 		}
 	}
 	if ch.CustomFields != nil {
-		if r.CustomFields, err = ParseCustomFields(*ch.CustomFields); err != nil {
+		if r.CustomFields, err = distribution.ParseCustomFields(*ch.CustomFields); err != nil {
 			return err
 		}
 	}
@@ -207,40 +235,51 @@ func (ch ReleaseChanges) apply(r *Release) (err error) {
 
 // CanEditRelease reports whether a token may edit a release: an admin token any, an upload token
 // the releases it uploaded.
-func CanEditRelease(t *Token, r *Release) bool {
-	return t.Scope == ScopeAdmin || (t.Scope == ScopeUpload && r.UploadedBy != 0 && r.UploadedBy == t.ID)
+func CanEditRelease(t *distribution.Token, r *distribution.Release) bool {
+	return t.Scope == distribution.ScopeAdmin || (t.Scope == distribution.ScopeUpload && r.UploadedBy != 0 && r.UploadedBy == t.ID)
 }
 
 // UpdateRelease edits a release's metadata on behalf of a token (see CanEditRelease).
-func (s *Service) UpdateRelease(ctx context.Context, t *Token, id int64, ch ReleaseChanges) (*ReleaseContext, error) {
-	return retryStale(func() (*ReleaseContext, error) {
-		rc, err := s.Store.GetRelease(ctx, id)
+func (rs *Releases) UpdateRelease(ctx context.Context, t *distribution.Token, id int64, ch ReleaseChanges) (*distribution.ReleaseContext, error) {
+	return distribution.RetryStale(func() (*distribution.ReleaseContext, error) {
+		rc, err := rs.Store.GetRelease(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		if !CanEditRelease(t, &rc.Release) {
 			return nil, errs.New(errs.Forbidden, "an upload token may edit only the releases it uploaded; this needs an admin token")
 		}
-		if ch.Pinned != nil && t.Scope != ScopeAdmin {
+		if ch.Pinned != nil && t.Scope != distribution.ScopeAdmin {
 			return nil, errs.New(errs.Forbidden, "pinning a release (keeping it from retention) needs an admin token")
 		}
 		r := rc.Release
 		if err := ch.apply(&r); err != nil {
 			return nil, err
 		}
-		defer s.changed(Change{ChannelID: rc.Channel.ID})
-		return s.Store.UpdateRelease(ctx, &r)
+		defer rs.Effects.Changed(distribution.Change{ChannelID: rc.Channel.ID})
+		return rs.Store.UpdateRelease(ctx, &r)
 	})
 }
 
 // DeleteRelease deletes a release; its package and icon are deleted from storage after the
 // commit (or by the collector).
-func (s *Service) DeleteRelease(ctx context.Context, id int64) error {
-	rc, err := s.Store.GetRelease(ctx, id)
+func (rs *Releases) DeleteRelease(ctx context.Context, id int64) error {
+	rc, err := rs.Store.GetRelease(ctx, id)
 	if err != nil {
 		return err
 	}
-	defer s.changed(Change{ChannelID: rc.Channel.ID})
-	defer s.WakeWebhooks()
-	return s.deleted(ctx)(s.Store.DeleteRelease(ctx, id, s.releaseEvents(webhook.EventReleaseDeleted, 0)))
+	defer rs.Effects.Changed(distribution.Change{ChannelID: rc.Channel.ID})
+	defer rs.Effects.Wake()
+	return rs.Effects.Deleted(ctx)(rs.Store.DeleteRelease(ctx, id, rs.Effects.ReleaseEvents(webhook.EventReleaseDeleted)))
+}
+
+// RecentUploads returns the newest releases across every app, with their install counts.
+func (rs *Releases) RecentUploads(ctx context.Context, limit int) ([]distribution.ReleaseContext, error) {
+	return rs.Store.RecentUploads(ctx, limit)
+}
+
+// ChannelReleases returns a page of a channel's releases, newest first, from the database (the
+// console lists every release, not the view's newest).
+func (rs *Releases) ChannelReleases(ctx context.Context, channelID int64, p distribution.Page) ([]distribution.Release, error) {
+	return rs.Store.ListReleases(ctx, channelID, p)
 }

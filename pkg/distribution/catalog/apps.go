@@ -1,4 +1,7 @@
-package distribution
+// Package catalog is what Slipway distributes: apps, their schemes and channels (Apps), and the
+// releases in them (Releases), with the update-check reads (latest, versions, version_exist)
+// answered from the read cache's channel views.
+package catalog
 
 import (
 	"context"
@@ -7,8 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"golang.org/x/crypto/bcrypt"
-
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/webhook"
@@ -17,31 +19,77 @@ import (
 // Apps, schemes and channels: the management use cases. Changes arrive as pointers, so that PUT
 // and PATCH (which Zealot treats alike) change only the fields a client sent.
 
+// AppStore reads and writes apps, schemes and channels.
+type AppStore interface {
+	ListApps(ctx context.Context, p distribution.Page) ([]distribution.App, error)
+	GetApp(ctx context.Context, id int64) (*distribution.App, error)
+	CreateApp(ctx context.Context, name string) (*distribution.App, error)
+	RenameApp(ctx context.Context, id int64, name string) (*distribution.App, error)
+	// DestroyApp deletes the app with everything in it, records their objects as deleted in the
+	// same transaction, and returns those keys.
+	DestroyApp(ctx context.Context, id int64) ([]string, error)
+
+	ListSchemes(ctx context.Context, appID int64) ([]distribution.Scheme, error)
+	GetScheme(ctx context.Context, id int64) (*distribution.Scheme, error)
+	CreateScheme(ctx context.Context, s *distribution.Scheme) (*distribution.Scheme, error)
+	UpdateScheme(ctx context.Context, s *distribution.Scheme) (*distribution.Scheme, error)
+	// DeleteScheme deletes the scheme with its channels, releases and debug files, and returns
+	// their object keys (recorded as deleted).
+	DeleteScheme(ctx context.Context, id int64, emit distribution.EventFunc) ([]string, error)
+
+	ChannelContextBySlug(ctx context.Context, slug string) (*distribution.ChannelContext, error)
+	ChannelContextByID(ctx context.Context, id int64) (*distribution.ChannelContext, error)
+	ListChannels(ctx context.Context, schemeID int64) ([]distribution.Channel, error)
+	CreateChannel(ctx context.Context, c *distribution.Channel) (*distribution.Channel, error)
+	UpdateChannel(ctx context.Context, c *distribution.Channel) (*distribution.Channel, error)
+	DeleteChannel(ctx context.Context, id int64, emit distribution.EventFunc) ([]string, error)
+	// CountReleases counts a channel's releases (a channel with builds keeps its device type).
+	CountReleases(ctx context.Context, channelID int64) (int, error)
+}
+
+// Apps runs the use cases of apps, schemes and channels.
+type Apps struct {
+	Store AppStore
+	// Effects are what a change sets off: the read cache drops what it changed, a deletion's
+	// objects are deleted after the commit, and its release.deleted events are made and sent.
+	Effects distribution.Effects
+}
+
 // ListApps returns a page of apps with their schemes and channels, ordered by id.
-func (s *Service) ListApps(ctx context.Context, p Page) ([]App, error) {
-	return s.Store.ListApps(ctx, p)
+func (a *Apps) ListApps(ctx context.Context, p distribution.Page) ([]distribution.App, error) {
+	return a.Store.ListApps(ctx, p)
 }
 
 // App returns one app with its schemes and channels.
-func (s *Service) App(ctx context.Context, id int64) (*App, error) { return s.Store.GetApp(ctx, id) }
+func (a *Apps) App(ctx context.Context, id int64) (*distribution.App, error) {
+	return a.Store.GetApp(ctx, id)
+}
 
 // CreateApp creates an app with no schemes.
-func (s *Service) CreateApp(ctx context.Context, name string) (*App, error) {
+func (a *Apps) CreateApp(ctx context.Context, name string) (*distribution.App, error) {
 	name, err := requiredName("name", name)
 	if err != nil {
 		return nil, err
 	}
-	return s.Store.CreateApp(ctx, name)
+	return a.Store.CreateApp(ctx, name)
 }
 
 // RenameApp renames an app.
-func (s *Service) RenameApp(ctx context.Context, id int64, name string) (*App, error) {
+func (a *Apps) RenameApp(ctx context.Context, id int64, name string) (*distribution.App, error) {
 	name, err := requiredName("name", name)
 	if err != nil {
 		return nil, err
 	}
-	defer s.changed(Change{AppID: id})
-	return s.Store.RenameApp(ctx, id, name)
+	defer a.Effects.Changed(distribution.Change{AppID: id})
+	return a.Store.RenameApp(ctx, id, name)
+}
+
+// DestroyApp deletes an app with everything in it. The rows go in one transaction which records
+// their objects as deleted; the objects are deleted after the commit, and any that fail stay
+// recorded for the collector.
+func (a *Apps) DestroyApp(ctx context.Context, id int64) error {
+	defer a.Effects.Changed(distribution.Change{AppID: id})
+	return a.Effects.Deleted(ctx)(a.Store.DestroyApp(ctx, id))
 }
 
 // requiredName trims a name and checks it is 1 to 255 characters of valid text.
@@ -66,7 +114,7 @@ type SchemeChanges struct {
 // maxRetainedBuilds bounds retained_builds to something a channel could hold.
 const maxRetainedBuilds = 100_000
 
-func (ch SchemeChanges) apply(sc *Scheme) error {
+func (ch SchemeChanges) apply(sc *distribution.Scheme) error {
 	if ch.Name != nil {
 		name, err := requiredName("name", *ch.Name)
 		if err != nil {
@@ -87,48 +135,48 @@ func (ch SchemeChanges) apply(sc *Scheme) error {
 }
 
 // Schemes returns an app's schemes with their channels.
-func (s *Service) Schemes(ctx context.Context, appID int64) ([]Scheme, error) {
-	return s.Store.ListSchemes(ctx, appID)
+func (a *Apps) Schemes(ctx context.Context, appID int64) ([]distribution.Scheme, error) {
+	return a.Store.ListSchemes(ctx, appID)
 }
 
 // Scheme returns one scheme with its channels.
-func (s *Service) Scheme(ctx context.Context, id int64) (*Scheme, error) {
-	return s.Store.GetScheme(ctx, id)
+func (a *Apps) Scheme(ctx context.Context, id int64) (*distribution.Scheme, error) {
+	return a.Store.GetScheme(ctx, id)
 }
 
 // CreateScheme adds a scheme to an app. The name is required; new_build_callout defaults to
 // true and retained_builds to 0 (keep every build), as in Zealot.
-func (s *Service) CreateScheme(ctx context.Context, appID int64, ch SchemeChanges) (*Scheme, error) {
+func (a *Apps) CreateScheme(ctx context.Context, appID int64, ch SchemeChanges) (*distribution.Scheme, error) {
 	if ch.Name == nil {
 		return nil, errs.Field("name", "can't be blank")
 	}
-	sc := &Scheme{AppID: appID, NewBuildCallout: true}
+	sc := &distribution.Scheme{AppID: appID, NewBuildCallout: true}
 	if err := ch.apply(sc); err != nil {
 		return nil, err
 	}
-	return s.Store.CreateScheme(ctx, sc)
+	return a.Store.CreateScheme(ctx, sc)
 }
 
 // UpdateScheme changes the fields of a scheme that ch sets.
-func (s *Service) UpdateScheme(ctx context.Context, id int64, ch SchemeChanges) (*Scheme, error) {
-	return retryStale(func() (*Scheme, error) {
-		sc, err := s.Store.GetScheme(ctx, id)
+func (a *Apps) UpdateScheme(ctx context.Context, id int64, ch SchemeChanges) (*distribution.Scheme, error) {
+	return distribution.RetryStale(func() (*distribution.Scheme, error) {
+		sc, err := a.Store.GetScheme(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		if err := ch.apply(sc); err != nil {
 			return nil, err
 		}
-		defer s.changed(Change{SchemeID: id})
-		return s.Store.UpdateScheme(ctx, sc)
+		defer a.Effects.Changed(distribution.Change{SchemeID: id})
+		return a.Store.UpdateScheme(ctx, sc)
 	})
 }
 
 // DeleteScheme deletes a scheme with its channels, releases and debug files, and their objects.
-func (s *Service) DeleteScheme(ctx context.Context, id int64) error {
-	defer s.changed(Change{SchemeID: id})
-	defer s.WakeWebhooks()
-	return s.deleted(ctx)(s.Store.DeleteScheme(ctx, id, s.releaseEvents(webhook.EventReleaseDeleted, 0)))
+func (a *Apps) DeleteScheme(ctx context.Context, id int64) error {
+	defer a.Effects.Changed(distribution.Change{SchemeID: id})
+	defer a.Effects.Wake()
+	return a.Effects.Deleted(ctx)(a.Store.DeleteScheme(ctx, id, a.Effects.ReleaseEvents(webhook.EventReleaseDeleted)))
 }
 
 // DeviceTypes are the channel device types Zealot allows.
@@ -138,10 +186,7 @@ var DeviceTypes = []string{"ios", "android", "macos", "harmonyos", "windows", "l
 // app's name, version and upload time.
 var DownloadFilenameTypes = []string{"original", "version_datetime"}
 
-var (
-	slugRe     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	bundleIDRe = regexp.MustCompile(`^[A-Za-z0-9._*-]{1,255}$`)
-)
+var bundleIDRe = regexp.MustCompile(`^[A-Za-z0-9._*-]{1,255}$`)
 
 // ChannelChanges are the fields of a channel a client sets; nil leaves a field as it is. An empty
 // Password clears the channel's password; an empty GitURL clears it too.
@@ -157,7 +202,7 @@ type ChannelChanges struct {
 
 // apply validates ch and writes it into c. hasReleases forbids changing the device type of a
 // channel whose builds are of the old one.
-func (ch ChannelChanges) apply(c *Channel, hasReleases bool) error {
+func (ch ChannelChanges) apply(c *distribution.Channel, hasReleases bool) error {
 	if ch.Name != nil {
 		name, err := requiredName("name", *ch.Name)
 		if err != nil {
@@ -167,7 +212,7 @@ func (ch ChannelChanges) apply(c *Channel, hasReleases bool) error {
 	}
 	if ch.Slug != nil {
 		slug := strings.TrimSpace(*ch.Slug)
-		if !slugRe.MatchString(slug) {
+		if !distribution.ValidSlug(slug) {
 			return errs.Field("slug", "must be 1 to 64 letters, digits, '-' or '_' (it is the channel key in URLs)")
 		}
 		c.Slug = slug
@@ -211,7 +256,7 @@ func (ch ChannelChanges) apply(c *Channel, hasReleases bool) error {
 		c.DownloadFilenameType = t
 	}
 	if ch.Password != nil {
-		hash, err := hashPassword(*ch.Password)
+		hash, err := distribution.HashPassword(*ch.Password)
 		if err != nil {
 			return err
 		}
@@ -220,75 +265,53 @@ func (ch ChannelChanges) apply(c *Channel, hasReleases bool) error {
 	return nil
 }
 
-// maxPasswordBytes is bcrypt's limit: it reads no more, so a longer password would be cut silently.
-const maxPasswordBytes = 72
-
-// hashPassword returns the bcrypt hash of a channel password, or nil for "" (no password).
-func hashPassword(password string) (*string, error) {
-	if password == "" {
-		return nil, nil
-	}
-	if len(password) > maxPasswordBytes {
-		return nil, errs.Field("password", "must be at most %d bytes", maxPasswordBytes)
-	}
-	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
-	if err != nil {
-		return nil, err
-	}
-	hash := string(h)
-	return &hash, nil
-}
-
 // Channels returns a scheme's channels.
-func (s *Service) Channels(ctx context.Context, schemeID int64) ([]Channel, error) {
-	return s.Store.ListChannels(ctx, schemeID)
+func (a *Apps) Channels(ctx context.Context, schemeID int64) ([]distribution.Channel, error) {
+	return a.Store.ListChannels(ctx, schemeID)
 }
 
 // ChannelByID returns a channel with its app and scheme.
-func (s *Service) ChannelByID(ctx context.Context, id int64) (*ChannelContext, error) {
-	return s.Store.ChannelContextByID(ctx, id)
+func (a *Apps) ChannelByID(ctx context.Context, id int64) (*distribution.ChannelContext, error) {
+	return a.Store.ChannelContextByID(ctx, id)
 }
 
 // Channel returns the channel a channel key names, with its app and scheme.
-func (s *Service) Channel(ctx context.Context, key string) (*ChannelContext, error) {
-	key = strings.TrimSpace(key)
-	if key == "" {
-		return nil, errs.Field("channel_key", "is required")
+func (a *Apps) Channel(ctx context.Context, key string) (*distribution.ChannelContext, error) {
+	key, err := distribution.CheckChannelKey(key)
+	if err != nil {
+		return nil, err
 	}
-	if !slugRe.MatchString(key) {
-		return nil, errs.New(errs.NotFound, "channel not found")
-	}
-	return s.Store.ChannelContextBySlug(ctx, key)
+	return a.Store.ChannelContextBySlug(ctx, key)
 }
 
 // CreateChannel adds a channel to a scheme. name and device_type are required; slug defaults to
 // a random unguessable key, bundle_id to * and download_filename_type to original.
-func (s *Service) CreateChannel(ctx context.Context, schemeID int64, ch ChannelChanges) (*Channel, error) {
+func (a *Apps) CreateChannel(ctx context.Context, schemeID int64, ch ChannelChanges) (*distribution.Channel, error) {
 	if ch.Name == nil {
 		return nil, errs.Field("name", "can't be blank")
 	}
 	if ch.DeviceType == nil {
 		return nil, errs.Field("device_type", "must be one of %s", strings.Join(DeviceTypes, ", "))
 	}
-	c := &Channel{SchemeID: schemeID, BundleID: "*", DownloadFilenameType: "original"}
+	c := &distribution.Channel{SchemeID: schemeID, BundleID: "*", DownloadFilenameType: "original"}
 	if err := ch.apply(c, false); err != nil {
 		return nil, err
 	}
-	return s.Store.CreateChannel(ctx, c)
+	return a.Store.CreateChannel(ctx, c)
 }
 
 // UpdateChannel changes the fields of a channel that ch sets. A changed password revokes the
 // password cookies and install links given out with the old one.
-func (s *Service) UpdateChannel(ctx context.Context, id int64, ch ChannelChanges) (*Channel, error) {
-	return retryStale(func() (*Channel, error) {
-		cc, err := s.Store.ChannelContextByID(ctx, id)
+func (a *Apps) UpdateChannel(ctx context.Context, id int64, ch ChannelChanges) (*distribution.Channel, error) {
+	return distribution.RetryStale(func() (*distribution.Channel, error) {
+		cc, err := a.Store.ChannelContextByID(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		c := cc.Channel
 		hasReleases := false
 		if ch.DeviceType != nil {
-			n, err := s.Store.CountReleases(ctx, id)
+			n, err := a.Store.CountReleases(ctx, id)
 			if err != nil {
 				return nil, err
 			}
@@ -297,14 +320,14 @@ func (s *Service) UpdateChannel(ctx context.Context, id int64, ch ChannelChanges
 		if err := ch.apply(&c, hasReleases); err != nil {
 			return nil, err
 		}
-		defer s.changed(Change{ChannelID: id})
-		return s.Store.UpdateChannel(ctx, &c)
+		defer a.Effects.Changed(distribution.Change{ChannelID: id})
+		return a.Store.UpdateChannel(ctx, &c)
 	})
 }
 
 // DeleteChannel deletes a channel with its releases and debug files, and their objects.
-func (s *Service) DeleteChannel(ctx context.Context, id int64) error {
-	defer s.changed(Change{ChannelID: id})
-	defer s.WakeWebhooks()
-	return s.deleted(ctx)(s.Store.DeleteChannel(ctx, id, s.releaseEvents(webhook.EventReleaseDeleted, 0)))
+func (a *Apps) DeleteChannel(ctx context.Context, id int64) error {
+	defer a.Effects.Changed(distribution.Change{ChannelID: id})
+	defer a.Effects.Wake()
+	return a.Effects.Deleted(ctx)(a.Store.DeleteChannel(ctx, id, a.Effects.ReleaseEvents(webhook.EventReleaseDeleted)))
 }

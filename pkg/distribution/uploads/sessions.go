@@ -1,4 +1,4 @@
-package distribution
+package uploads
 
 import (
 	"context"
@@ -9,13 +9,17 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"log/slog"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/metrics"
+	"github.com/slipwayhq/slipway/pkg/signing"
 	"github.com/slipwayhq/slipway/pkg/storage"
 )
 
@@ -26,6 +30,40 @@ import (
 // it exactly as POST /api/apps/upload does. The service never reads the file's body on this path
 // but for those ranged reads.
 
+// SessionStore keeps upload sessions.
+type SessionStore interface {
+	// CreateSession records a session and its object as pending, in one transaction.
+	CreateSession(ctx context.Context, s *distribution.UploadSession) error
+	GetSession(ctx context.Context, id string) (*distribution.UploadSession, error)
+	// SwitchSession moves a session from state from to state to (recording resultID and errMsg),
+	// and reports whether it was in from: concurrent completions do the work once.
+	SwitchSession(ctx context.Context, id, from, to string, resultID int64, errMsg string) (bool, error)
+	GetRelease(ctx context.Context, id int64) (*distribution.ReleaseContext, error)
+	GetDebugFile(ctx context.Context, id int64) (*distribution.DebugFile, error)
+}
+
+// ChannelFinder finds the channel a channel key names (catalog.Apps).
+type ChannelFinder interface {
+	Channel(ctx context.Context, key string) (*distribution.ChannelContext, error)
+}
+
+// Sessions runs resumable upload sessions. Completing one records the release (Builds) or debug
+// file (DebugFiles) exactly as a one-request upload does.
+type Sessions struct {
+	Store    SessionStore
+	Storage  storage.Backend
+	Channels ChannelFinder
+	Objects  *Objects
+	Builds   *Builds
+	Debug    *DebugFiles
+	// Signer signs part URLs of the filesystem backend.
+	Signer *signing.Signer
+	Config SessionConfig
+	Log    *slog.Logger
+	// Metrics counts storage failures (nil: none).
+	Metrics *metrics.Metrics
+}
+
 // SessionConfig shapes upload sessions.
 type SessionConfig struct {
 	// TTL is how long a session may stay open (SLIPWAY_UPLOAD_SESSION_TTL).
@@ -33,6 +71,12 @@ type SessionConfig struct {
 	// PartSize is the size of every part but the last (grown for files that would need more than
 	// 10,000 parts, S3's limit).
 	PartSize int64
+	// MaxUploadBytes caps a session's file.
+	MaxUploadBytes int64
+	// PublicURL is the base of the service's own part URLs (filesystem storage).
+	PublicURL string
+	// URLTTL bounds part URLs (presigned or signed), as it bounds download URLs.
+	URLTTL time.Duration
 }
 
 // DefaultSessionPartSize is the part size of sessions when SessionConfig.PartSize is 0.
@@ -79,8 +123,8 @@ func debugFormOf(f map[string]string) DebugFileForm {
 func ReleaseFormOf(fields map[string]string) ReleaseForm { return releaseFormOf(fields) }
 
 // multipart returns the storage's multipart interface, or an error when it has none.
-func (s *Service) multipart() (storage.Multipart, error) {
-	mp, ok := s.Storage.(storage.Multipart)
+func (ss *Sessions) multipart() (storage.Multipart, error) {
+	mp, ok := ss.Storage.(storage.Multipart)
 	if !ok {
 		return nil, errs.New(errs.NotFound, "this server's storage takes no upload sessions; use POST /api/apps/upload")
 	}
@@ -89,17 +133,17 @@ func (s *Service) multipart() (storage.Multipart, error) {
 
 // StartSession starts an upload session for a token. Everything that can be refused without the
 // file is refused here, before a byte is sent: the fields, the size, the channel of a debug file.
-func (s *Service) StartSession(ctx context.Context, tok *Token, in NewSession) (*UploadSession, []SessionPart, error) {
-	mp, err := s.multipart()
+func (ss *Sessions) StartSession(ctx context.Context, tok *distribution.Token, in NewSession) (*distribution.UploadSession, []SessionPart, error) {
+	mp, err := ss.multipart()
 	if err != nil {
 		return nil, nil, err
 	}
-	sess := &UploadSession{TokenID: tok.ID, Kind: in.Kind, Filename: cleanFilename(in.Filename), Size: in.Size,
-		SHA256: strings.ToLower(strings.TrimSpace(in.SHA256)), Fields: map[string]string{}, State: SessionOpen}
+	sess := &distribution.UploadSession{TokenID: tok.ID, Kind: in.Kind, Filename: cleanFilename(in.Filename), Size: in.Size,
+		SHA256: strings.ToLower(strings.TrimSpace(in.SHA256)), Fields: map[string]string{}, State: distribution.SessionOpen}
 	switch sess.Kind {
 	case "":
-		sess.Kind = SessionApp
-	case SessionApp, SessionDebugFile:
+		sess.Kind = distribution.SessionApp
+	case distribution.SessionApp, distribution.SessionDebugFile:
 	default:
 		return nil, nil, errs.Field("kind", "must be app or debug_file")
 	}
@@ -108,8 +152,8 @@ func (s *Service) StartSession(ctx context.Context, tok *Token, in NewSession) (
 		return nil, nil, errs.Field("filename", "is required: the name of the file being uploaded")
 	case in.Size <= 0:
 		return nil, nil, errs.Field("size", "must be the file's size in bytes, more than 0")
-	case in.Size > s.MaxUploadBytes:
-		return nil, nil, errs.New(errs.TooLarge, "the file is larger than the %d-byte upload limit", s.MaxUploadBytes)
+	case in.Size > ss.Config.MaxUploadBytes:
+		return nil, nil, errs.New(errs.TooLarge, "the file is larger than the %d-byte upload limit", ss.Config.MaxUploadBytes)
 	case sess.SHA256 != "" && !sha256Hex.MatchString(sess.SHA256):
 		return nil, nil, errs.Field("sha256", "must be the file's SHA-256 in hex (64 characters)")
 	}
@@ -119,23 +163,23 @@ func (s *Service) StartSession(ctx context.Context, tok *Token, in NewSession) (
 		}
 	}
 	prefix := PackagePrefix
-	if sess.Kind == SessionApp {
+	if sess.Kind == distribution.SessionApp {
 		f := releaseFormOf(sess.Fields)
 		if _, _, err := f.check(); err != nil {
 			return nil, nil, err
 		}
 		if f.ChannelKey != "" {
-			if _, err := s.Channel(ctx, f.ChannelKey); err != nil {
+			if _, err := ss.Channels.Channel(ctx, f.ChannelKey); err != nil {
 				return nil, nil, err
 			}
 		}
 	} else {
 		prefix = DebugFilePrefix
-		if _, err := s.Channel(ctx, debugFormOf(sess.Fields).ChannelKey); err != nil {
+		if _, err := ss.Channels.Channel(ctx, debugFormOf(sess.Fields).ChannelKey); err != nil {
 			return nil, nil, err
 		}
 	}
-	sess.PartSize = s.Sessions.PartSize
+	sess.PartSize = ss.Config.PartSize
 	if sess.PartSize <= 0 {
 		sess.PartSize = DefaultSessionPartSize
 	}
@@ -144,15 +188,15 @@ func (s *Service) StartSession(ctx context.Context, tok *Token, in NewSession) (
 	}
 	sess.ID = newSessionID()
 	sess.ObjectKey = newObjectKey(prefix)
-	sess.ExpiresAt = time.Now().Add(s.Sessions.TTL)
+	sess.ExpiresAt = time.Now().Add(ss.Config.TTL)
 	if sess.StorageUploadID, err = mp.CreateMultipart(ctx, sess.ObjectKey, "application/octet-stream"); err != nil {
-		return nil, nil, s.storageErr("create multipart", err)
+		return nil, nil, storageErr(ss.Metrics, "create multipart", err)
 	}
-	if err := s.Store.CreateSession(ctx, sess); err != nil {
+	if err := ss.Store.CreateSession(ctx, sess); err != nil {
 		_ = mp.AbortMultipart(context.WithoutCancel(ctx), sess.ObjectKey, sess.StorageUploadID)
 		return nil, nil, err
 	}
-	parts, err := s.sessionParts(ctx, sess, nil)
+	parts, err := ss.sessionParts(ctx, sess, nil)
 	return sess, parts, err
 }
 
@@ -165,67 +209,67 @@ func newSessionID() string {
 
 // Session returns a session of the token (any session for an admin token) with its parts: done
 // ones, and where to put the others. Another token's session is errs.NotFound.
-func (s *Service) Session(ctx context.Context, tok *Token, id string) (*UploadSession, []SessionPart, error) {
-	sess, err := s.ownSession(ctx, tok, id)
+func (ss *Sessions) Session(ctx context.Context, tok *distribution.Token, id string) (*distribution.UploadSession, []SessionPart, error) {
+	sess, err := ss.OwnSession(ctx, tok, id)
 	if err != nil {
 		return nil, nil, err
 	}
 	var done map[int]int64
-	if sess.State == SessionOpen {
-		mp, err := s.multipart()
+	if sess.State == distribution.SessionOpen {
+		mp, err := ss.multipart()
 		if err != nil {
 			return nil, nil, err
 		}
 		stored, err := mp.ListParts(ctx, sess.ObjectKey, sess.StorageUploadID)
 		if err != nil {
-			return nil, nil, s.storageErr("list parts", err)
+			return nil, nil, storageErr(ss.Metrics, "list parts", err)
 		}
 		done = map[int]int64{}
 		for _, p := range stored {
 			done[p.Number] = p.Size
 		}
 	}
-	parts, err := s.sessionParts(ctx, sess, done)
+	parts, err := ss.sessionParts(ctx, sess, done)
 	return sess, parts, err
 }
 
-func (s *Service) ownSession(ctx context.Context, tok *Token, id string) (*UploadSession, error) {
-	sess, err := s.Store.GetSession(ctx, id)
+func (ss *Sessions) OwnSession(ctx context.Context, tok *distribution.Token, id string) (*distribution.UploadSession, error) {
+	sess, err := ss.Store.GetSession(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if sess.TokenID != tok.ID && tok.Scope != ScopeAdmin {
+	if sess.TokenID != tok.ID && tok.Scope != distribution.ScopeAdmin {
 		return nil, errs.New(errs.NotFound, "no such upload session")
 	}
 	return sess, nil
 }
 
 // partCount is how many parts a session's file has.
-func (sess *UploadSession) partCount() int {
+func partCount(sess *distribution.UploadSession) int {
 	return int((sess.Size + sess.PartSize - 1) / sess.PartSize)
 }
 
 // partSize is the size of part n (1-based): PartSize, or what is left for the last one.
-func (sess *UploadSession) partSize(n int) int64 {
+func partSize(sess *distribution.UploadSession, n int) int64 {
 	return min(sess.PartSize, sess.Size-int64(n-1)*sess.PartSize)
 }
 
 // sessionParts lists a session's parts; done holds the sizes of the parts stored (nil: none
 // known). An open session's parts not done get a URL to PUT them.
-func (s *Service) sessionParts(ctx context.Context, sess *UploadSession, done map[int]int64) ([]SessionPart, error) {
-	parts := make([]SessionPart, sess.partCount())
-	ttl := min(s.Downloads.TTL, time.Until(sess.ExpiresAt))
+func (ss *Sessions) sessionParts(ctx context.Context, sess *distribution.UploadSession, done map[int]int64) ([]SessionPart, error) {
+	parts := make([]SessionPart, partCount(sess))
+	ttl := min(ss.Config.URLTTL, time.Until(sess.ExpiresAt))
 	for i := range parts {
 		n := i + 1
-		p := SessionPart{Number: n, Size: sess.partSize(n)}
+		p := SessionPart{Number: n, Size: partSize(sess, n)}
 		if size, ok := done[n]; ok && size == p.Size {
 			p.Done = true
 		}
-		if sess.State == SessionCompleted {
+		if sess.State == distribution.SessionCompleted {
 			p.Done = true
 		}
-		if sess.State == SessionOpen && !p.Done && ttl > 0 {
-			u, err := s.partURL(ctx, sess, n, p.Size, ttl)
+		if sess.State == distribution.SessionOpen && !p.Done && ttl > 0 {
+			u, err := ss.partURL(ctx, sess, n, p.Size, ttl)
 			if err != nil {
 				return nil, err
 			}
@@ -237,40 +281,40 @@ func (s *Service) sessionParts(ctx context.Context, sess *UploadSession, done ma
 }
 
 // partURL is where a client PUTs part n: a presigned S3 URL, or the service's own signed URL.
-func (s *Service) partURL(ctx context.Context, sess *UploadSession, n int, size int64, ttl time.Duration) (string, error) {
-	switch b := s.Storage.(type) {
+func (ss *Sessions) partURL(ctx context.Context, sess *distribution.UploadSession, n int, size int64, ttl time.Duration) (string, error) {
+	switch b := ss.Storage.(type) {
 	case storage.PartPresigner:
 		u, err := b.PresignPart(ctx, sess.ObjectKey, sess.StorageUploadID, n, size, ttl)
 		if err != nil {
-			return "", s.storageErr("presign", err)
+			return "", storageErr(ss.Metrics, "presign", err)
 		}
 		return u, nil
 	case storage.PartWriter:
-		q := url.Values{"t": {s.Signer.Token("upload-part", ttl, sess.ID, strconv.Itoa(n))}}
-		return fmt.Sprintf("%s/api/uploads/%s/parts/%d?%s", s.Downloads.PublicURL, sess.ID, n, q.Encode()), nil
+		q := url.Values{"t": {ss.Signer.Token("upload-part", ttl, sess.ID, strconv.Itoa(n))}}
+		return fmt.Sprintf("%s/api/uploads/%s/parts/%d?%s", ss.Config.PublicURL, sess.ID, n, q.Encode()), nil
 	}
-	return "", fmt.Errorf("storage backend %T takes parts neither itself nor by presigned URL", s.Storage)
+	return "", fmt.Errorf("storage backend %T takes parts neither itself nor by presigned URL", ss.Storage)
 }
 
 // PutPart stores part n of a session on a backend that takes parts itself (filesystem), for a
 // client that holds the part's signed URL. The body must be exactly the part's size; contentMD5,
 // when given (base64, as in a Content-MD5 header), must match it.
-func (s *Service) PutPart(ctx context.Context, id string, n int, signature string, body io.Reader, length int64, contentMD5 string) error {
-	pw, ok := s.Storage.(storage.PartWriter)
-	if !ok || !s.Signer.CheckToken(signature, "upload-part", id, strconv.Itoa(n)) {
+func (ss *Sessions) PutPart(ctx context.Context, id string, n int, signature string, body io.Reader, length int64, contentMD5 string) error {
+	pw, ok := ss.Storage.(storage.PartWriter)
+	if !ok || !ss.Signer.CheckToken(signature, "upload-part", id, strconv.Itoa(n)) {
 		return errs.New(errs.Forbidden, "this part URL is invalid or has expired; ask the session for a new one (GET /api/uploads/:id)")
 	}
-	sess, err := s.Store.GetSession(ctx, id)
+	sess, err := ss.Store.GetSession(ctx, id)
 	if err != nil {
 		return err
 	}
-	if err := sess.usable(); err != nil {
+	if err := usable(sess); err != nil {
 		return err
 	}
-	if n < 1 || n > sess.partCount() {
-		return errs.Field("part", "must be from 1 to %d", sess.partCount())
+	if n < 1 || n > partCount(sess) {
+		return errs.Field("part", "must be from 1 to %d", partCount(sess))
 	}
-	want := sess.partSize(n)
+	want := partSize(sess, n)
 	if length != want {
 		return errs.New(errs.Invalid, "part %d must be exactly %d bytes, not %d", n, want, length)
 	}
@@ -308,13 +352,13 @@ func (m *md5Check) Read(p []byte) (int, error) {
 }
 
 // usable refuses a session that no longer takes parts.
-func (sess *UploadSession) usable() error {
+func usable(sess *distribution.UploadSession) error {
 	switch {
-	case sess.State == SessionOpen && time.Now().After(sess.ExpiresAt), sess.State == SessionExpired:
+	case sess.State == distribution.SessionOpen && time.Now().After(sess.ExpiresAt), sess.State == distribution.SessionExpired:
 		return errs.New(errs.NotFound, "this upload session expired; start a new one")
-	case sess.State == SessionOpen:
+	case sess.State == distribution.SessionOpen:
 		return nil
-	case sess.State == SessionCompleting:
+	case sess.State == distribution.SessionCompleting:
 		return errs.New(errs.Conflict, "this upload session is being completed")
 	}
 	return errs.New(errs.NotFound, "this upload session is %s", sess.State)
@@ -322,8 +366,8 @@ func (sess *UploadSession) usable() error {
 
 // SessionResult is what completing a session recorded: a release or a debug file.
 type SessionResult struct {
-	Release   *ReleaseContext
-	DebugFile *DebugFile
+	Release   *distribution.ReleaseContext
+	DebugFile *distribution.DebugFile
 }
 
 // CompleteSession checks that every part is stored at its size, completes the object, and records
@@ -332,8 +376,8 @@ type SessionResult struct {
 // object is deleted). Completing a completed session answers its result again. sha256, when
 // given, is the file's checksum, for a client that hashed the file while sending it: it must match
 // one declared at the start; a debug file needs one or the other.
-func (s *Service) CompleteSession(ctx context.Context, tok *Token, id, sha256 string) (*SessionResult, error) {
-	sess, err := s.ownSession(ctx, tok, id)
+func (ss *Sessions) CompleteSession(ctx context.Context, tok *distribution.Token, id, sha256 string) (*SessionResult, error) {
+	sess, err := ss.OwnSession(ctx, tok, id)
 	if err != nil {
 		return nil, err
 	}
@@ -346,42 +390,42 @@ func (s *Service) CompleteSession(ctx context.Context, tok *Token, id, sha256 st
 	case sha256 == "":
 		sha256 = sess.SHA256
 	}
-	if sess.Kind == SessionDebugFile && sha256 == "" && sess.State == SessionOpen {
+	if sess.Kind == distribution.SessionDebugFile && sha256 == "" && sess.State == distribution.SessionOpen {
 		return nil, errs.Field("sha256", "is required for a debug file (duplicates are found by it): give it at the start or here")
 	}
 	switch sess.State {
-	case SessionCompleted:
-		return s.sessionResult(ctx, sess)
-	case SessionFailed:
+	case distribution.SessionCompleted:
+		return ss.sessionResult(ctx, sess)
+	case distribution.SessionFailed:
 		return nil, errs.New(errs.Invalid, "this upload session failed: %s", sess.Error)
 	}
-	if err := sess.usable(); err != nil {
+	if err := usable(sess); err != nil {
 		return nil, err
 	}
-	if ok, err := s.Store.SwitchSession(ctx, id, SessionOpen, SessionCompleting, 0, ""); err != nil || !ok {
+	if ok, err := ss.Store.SwitchSession(ctx, id, distribution.SessionOpen, distribution.SessionCompleting, 0, ""); err != nil || !ok {
 		if err == nil {
 			err = errs.New(errs.Conflict, "this upload session is being completed or has ended")
 		}
 		return nil, err
 	}
-	parts, err := s.checkParts(ctx, sess)
+	parts, err := ss.checkParts(ctx, sess)
 	if err == nil {
-		err = s.storageErr("complete multipart", s.mustMultipart().CompleteMultipart(ctx, sess.ObjectKey, sess.StorageUploadID, parts))
+		err = storageErr(ss.Metrics, "complete multipart", ss.mustMultipart().CompleteMultipart(ctx, sess.ObjectKey, sess.StorageUploadID, parts))
 	}
 	if err != nil {
 		// Nothing recorded: the client may put the missing parts and complete again.
-		_, _ = s.Store.SwitchSession(context.WithoutCancel(ctx), id, SessionCompleting, SessionOpen, 0, "")
+		_, _ = ss.Store.SwitchSession(context.WithoutCancel(ctx), id, distribution.SessionCompleting, distribution.SessionOpen, 0, "")
 		return nil, err
 	}
 	obj := &StoredObject{Key: sess.ObjectKey, Size: sess.Size, SHA256: sha256, Filename: sess.Filename}
 	res := &SessionResult{}
 	var resultID int64
-	if sess.Kind == SessionDebugFile {
-		if res.DebugFile, err = s.UploadDebugFile(ctx, obj, debugFormOf(sess.Fields)); err == nil {
+	if sess.Kind == distribution.SessionDebugFile {
+		if res.DebugFile, err = ss.Debug.UploadDebugFile(ctx, obj, debugFormOf(sess.Fields)); err == nil {
 			resultID = res.DebugFile.ID
 		}
 	} else {
-		if res.Release, err = s.CreateRelease(ctx, obj, releaseFormOf(sess.Fields), sess.TokenID, ""); err == nil {
+		if res.Release, err = ss.Builds.CreateRelease(ctx, obj, releaseFormOf(sess.Fields), sess.TokenID, ""); err == nil {
 			resultID = res.Release.ID
 		}
 	}
@@ -392,36 +436,36 @@ func (s *Service) CompleteSession(ctx context.Context, tok *Token, id, sha256 st
 		if e, ok := errs.AsError(err); ok {
 			msg = e.Msg
 		}
-		_, _ = s.Store.SwitchSession(ctx, id, SessionCompleting, SessionFailed, 0, msg)
+		_, _ = ss.Store.SwitchSession(ctx, id, distribution.SessionCompleting, distribution.SessionFailed, 0, msg)
 		return nil, err
 	}
-	if _, err := s.Store.SwitchSession(ctx, id, SessionCompleting, SessionCompleted, resultID, ""); err != nil {
-		s.Log.WarnContext(ctx, "recording a completed upload session failed", "error", err.Error())
+	if _, err := ss.Store.SwitchSession(ctx, id, distribution.SessionCompleting, distribution.SessionCompleted, resultID, ""); err != nil {
+		ss.Log.WarnContext(ctx, "recording a completed upload session failed", "error", err.Error())
 	}
 	return res, nil
 }
 
-func (s *Service) mustMultipart() storage.Multipart { mp, _ := s.multipart(); return mp }
+func (ss *Sessions) mustMultipart() storage.Multipart { mp, _ := ss.multipart(); return mp }
 
 // checkParts lists a session's stored parts and checks there is every one, at its size.
-func (s *Service) checkParts(ctx context.Context, sess *UploadSession) ([]storage.Part, error) {
-	stored, err := s.mustMultipart().ListParts(ctx, sess.ObjectKey, sess.StorageUploadID)
+func (ss *Sessions) checkParts(ctx context.Context, sess *distribution.UploadSession) ([]storage.Part, error) {
+	stored, err := ss.mustMultipart().ListParts(ctx, sess.ObjectKey, sess.StorageUploadID)
 	if err != nil {
-		return nil, s.storageErr("list parts", err)
+		return nil, storageErr(ss.Metrics, "list parts", err)
 	}
 	byNumber := map[int]storage.Part{}
 	for _, p := range stored {
 		byNumber[p.Number] = p
 	}
 	var missing, wrong []string
-	parts := make([]storage.Part, 0, sess.partCount())
-	for n := 1; n <= sess.partCount(); n++ {
+	parts := make([]storage.Part, 0, partCount(sess))
+	for n := 1; n <= partCount(sess); n++ {
 		p, ok := byNumber[n]
 		switch {
 		case !ok:
 			missing = append(missing, strconv.Itoa(n))
-		case p.Size != sess.partSize(n):
-			wrong = append(wrong, fmt.Sprintf("%d (%d bytes, want %d)", n, p.Size, sess.partSize(n)))
+		case p.Size != partSize(sess, n):
+			wrong = append(wrong, fmt.Sprintf("%d (%d bytes, want %d)", n, p.Size, partSize(sess, n)))
 		}
 		parts = append(parts, p)
 	}
@@ -440,43 +484,43 @@ func (s *Service) checkParts(ctx context.Context, sess *UploadSession) ([]storag
 }
 
 // sessionResult loads what a completed session recorded.
-func (s *Service) sessionResult(ctx context.Context, sess *UploadSession) (*SessionResult, error) {
-	if sess.Kind == SessionDebugFile {
-		df, err := s.Store.GetDebugFile(ctx, sess.ResultID)
+func (ss *Sessions) sessionResult(ctx context.Context, sess *distribution.UploadSession) (*SessionResult, error) {
+	if sess.Kind == distribution.SessionDebugFile {
+		df, err := ss.Store.GetDebugFile(ctx, sess.ResultID)
 		return &SessionResult{DebugFile: df}, err
 	}
-	rc, err := s.Store.GetRelease(ctx, sess.ResultID)
+	rc, err := ss.Store.GetRelease(ctx, sess.ResultID)
 	return &SessionResult{Release: rc}, err
 }
 
 // AbortSession ends an open session and deletes what was put.
-func (s *Service) AbortSession(ctx context.Context, tok *Token, id string) error {
-	sess, err := s.ownSession(ctx, tok, id)
+func (ss *Sessions) AbortSession(ctx context.Context, tok *distribution.Token, id string) error {
+	sess, err := ss.OwnSession(ctx, tok, id)
 	if err != nil {
 		return err
 	}
-	if sess.State == SessionCompleted {
+	if sess.State == distribution.SessionCompleted {
 		return errs.New(errs.Conflict, "this upload session is completed: delete its release instead")
 	}
-	if ok, err := s.Store.SwitchSession(ctx, id, SessionOpen, SessionAborted, 0, ""); err != nil || !ok {
+	if ok, err := ss.Store.SwitchSession(ctx, id, distribution.SessionOpen, distribution.SessionAborted, 0, ""); err != nil || !ok {
 		if err == nil {
 			err = errs.New(errs.Conflict, "this upload session is being completed or has ended")
 		}
 		return err
 	}
-	if err := s.mustMultipart().AbortMultipart(ctx, sess.ObjectKey, sess.StorageUploadID); err != nil {
-		s.Log.WarnContext(ctx, "aborting a multipart upload failed; the collector will", "error", err.Error())
+	if err := ss.mustMultipart().AbortMultipart(ctx, sess.ObjectKey, sess.StorageUploadID); err != nil {
+		ss.Log.WarnContext(ctx, "aborting a multipart upload failed; the collector will", "error", err.Error())
 	}
-	s.Discard(ctx, sess.ObjectKey)
+	ss.Objects.Discard(ctx, sess.ObjectKey)
 	return nil
 }
 
 // PartUploadOrigin is the origin ("https://host:port") browsers PUT session parts to: the S3
 // endpoint's presigned URLs, or the service's public URL; "" when storage takes no sessions. The
 // console's Content-Security-Policy lets its upload script connect there and nowhere else.
-func (s *Service) PartUploadOrigin(ctx context.Context) string {
+func (ss *Sessions) PartUploadOrigin(ctx context.Context) string {
 	var raw string
-	switch b := s.Storage.(type) {
+	switch b := ss.Storage.(type) {
 	case storage.PartPresigner:
 		// Presigning is computed locally: this contacts nothing and makes no upload.
 		u, err := b.PresignPart(ctx, "origin-probe", "origin-probe", 1, 1, time.Minute)
@@ -485,7 +529,7 @@ func (s *Service) PartUploadOrigin(ctx context.Context) string {
 		}
 		raw = u
 	case storage.PartWriter:
-		raw = s.Downloads.PublicURL
+		raw = ss.Config.PublicURL
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {

@@ -1,0 +1,187 @@
+package access
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"strings"
+	"time"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+// Identity is what an identity provider says of who signed in.
+type Identity struct {
+	Issuer, Subject, Email, Name string
+	EmailVerified                bool
+	Groups                       []string
+}
+
+// LoginStore keeps users as they sign in, their sessions and login links.
+type LoginStore interface {
+	// UpsertUser finds the user with u.Subject (creating it with u's role when new) and updates
+	// its email, name and last login.
+	UpsertUser(ctx context.Context, u *distribution.User) (*distribution.User, error)
+	// LocalAdmin returns the local admin user (made on first use) that login links sign in.
+	LocalAdmin(ctx context.Context) (*distribution.User, error)
+	CountUsers(ctx context.Context) (int, error)
+	CreateUserSession(ctx context.Context, idHash string, userID int64, expires time.Time) error
+	// SessionUser returns the user of an active, unexpired session of an enabled user, or
+	// errs.Unauthenticated.
+	SessionUser(ctx context.Context, idHash string) (*distribution.User, error)
+	RevokeUserSession(ctx context.Context, idHash string) error
+	CreateLoginLink(ctx context.Context, idHash string, userID int64, expires time.Time) error
+	// UseLoginLink marks an unused, unexpired link used and returns its user, once.
+	UseLoginLink(ctx context.Context, idHash string) (*distribution.User, error)
+	Audit(ctx context.Context, userID int64, action, target string, detail map[string]any) error
+}
+
+// SessionTTL is how long a console session lasts.
+const SessionTTL = 12 * time.Hour
+
+// LoginLinkTTL is how long a login link may wait to be used.
+const LoginLinkTTL = 15 * time.Minute
+
+// SignInPolicy says who may sign in with the identity provider.
+type SignInPolicy struct {
+	// AllowedDomains, when set, are the email domains allowed (the email must be verified).
+	AllowedDomains []string
+	// AllowedGroups, when set, are the groups (from the groups claim) of which one is needed.
+	AllowedGroups []string
+	// AdminGroups make their members admins; the first user is an admin too.
+	AdminGroups []string
+}
+
+// Logins signs people in to the console: with the identity provider or a one-time login link, into
+// a session kept in the database (so every replica knows it, and signing out ends it everywhere).
+// Expired sessions are refused when read; nothing needs to run in the background to end them.
+type Logins struct {
+	Store LoginStore
+}
+
+// secretAndHash returns a random secret and the hash stored in its place.
+func secretAndHash() (string, string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", "", err
+	}
+	secret := base64.RawURLEncoding.EncodeToString(b[:])
+	return secret, hashSecret(secret), nil
+}
+
+func hashSecret(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// SignIn admits an identity under the policy, records the user and starts a session; it returns
+// the session's secret (the cookie's value).
+func (l *Logins) SignIn(ctx context.Context, id Identity, policy SignInPolicy) (string, *distribution.User, error) {
+	if id.Subject == "" || id.Issuer == "" {
+		return "", nil, errs.New(errs.Unauthenticated, "the identity provider named nobody")
+	}
+	if len(policy.AllowedDomains) > 0 {
+		_, domain, _ := strings.Cut(strings.ToLower(id.Email), "@")
+		if !id.EmailVerified || !containsFold(policy.AllowedDomains, domain) {
+			return "", nil, errs.New(errs.Forbidden, "this account's email domain may not sign in here")
+		}
+	}
+	if len(policy.AllowedGroups) > 0 && !anyIn(id.Groups, policy.AllowedGroups) {
+		return "", nil, errs.New(errs.Forbidden, "this account is in none of the groups allowed to sign in here")
+	}
+	role := distribution.RoleViewer
+	if anyIn(id.Groups, policy.AdminGroups) {
+		role = distribution.RoleAdmin
+	} else if n, err := l.Store.CountUsers(ctx); err != nil {
+		return "", nil, err
+	} else if n == 0 {
+		role = distribution.RoleAdmin // the first person to sign in runs the installation
+	}
+	u, err := l.Store.UpsertUser(ctx, &distribution.User{Subject: id.Issuer + "|" + id.Subject, Email: id.Email, Name: id.Name, Role: role})
+	if err != nil {
+		return "", nil, err
+	}
+	secret, err := l.startSession(ctx, u)
+	if err != nil {
+		return "", nil, err
+	}
+	_ = l.Store.Audit(ctx, u.ID, "sign_in", "", map[string]any{"method": "oidc"})
+	return secret, u, nil
+}
+
+func (l *Logins) startSession(ctx context.Context, u *distribution.User) (string, error) {
+	secret, hash, err := secretAndHash()
+	if err != nil {
+		return "", err
+	}
+	return secret, l.Store.CreateUserSession(ctx, hash, u.ID, time.Now().Add(SessionTTL))
+}
+
+// SessionUser returns the user of a session secret (the cookie), or errs.Unauthenticated.
+func (l *Logins) SessionUser(ctx context.Context, secret string) (*distribution.User, error) {
+	if secret == "" || len(secret) > 128 {
+		return nil, errs.New(errs.Unauthenticated, "sign in first")
+	}
+	return l.Store.SessionUser(ctx, hashSecret(secret))
+}
+
+// SignOut ends a session on every replica.
+func (l *Logins) SignOut(ctx context.Context, secret string, u *distribution.User) error {
+	if err := l.Store.RevokeUserSession(ctx, hashSecret(secret)); err != nil {
+		return err
+	}
+	_ = l.Store.Audit(ctx, u.ID, "sign_out", "", nil)
+	return nil
+}
+
+// NewLoginLink makes a one-time secret that signs in the local admin (first-run bootstrap for
+// installations without an identity provider).
+func (l *Logins) NewLoginLink(ctx context.Context) (string, error) {
+	u, err := l.Store.LocalAdmin(ctx)
+	if err != nil {
+		return "", err
+	}
+	secret, hash, err := secretAndHash()
+	if err != nil {
+		return "", err
+	}
+	return secret, l.Store.CreateLoginLink(ctx, hash, u.ID, time.Now().Add(LoginLinkTTL))
+}
+
+// UseLoginLink signs in with a login link, once, and returns the session's secret.
+func (l *Logins) UseLoginLink(ctx context.Context, secret string) (string, *distribution.User, error) {
+	if secret == "" || len(secret) > 128 {
+		return "", nil, errs.New(errs.Unauthenticated, "this login link is not valid")
+	}
+	u, err := l.Store.UseLoginLink(ctx, hashSecret(secret))
+	if err != nil {
+		return "", nil, err
+	}
+	session, err := l.startSession(ctx, u)
+	if err != nil {
+		return "", nil, err
+	}
+	_ = l.Store.Audit(ctx, u.ID, "sign_in", "", map[string]any{"method": "login_link"})
+	return session, u, nil
+}
+
+func containsFold(list []string, v string) bool {
+	for _, x := range list {
+		if strings.EqualFold(strings.TrimSpace(x), v) {
+			return true
+		}
+	}
+	return false
+}
+
+func anyIn(have, want []string) bool {
+	for _, h := range have {
+		if containsFold(want, h) {
+			return true
+		}
+	}
+	return false
+}

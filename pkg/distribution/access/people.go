@@ -1,0 +1,303 @@
+package access
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+// Zealot's users and collaborators API, for admin tokens (the HTTP layer checks the scope). People
+// are made on their first sign-in to the console, not by the API; the console and this API change
+// them through the same functions (SetUserAccess, the store's membership calls), audited.
+//
+// Zealot's roles are member, developer and admin; Slipway's viewer is Zealot's member, and both
+// names are taken. Slipway has no per-app roles: a collaborator (an app member) manages the app
+// with the rights of their own role, so a collaborator's role is their user's, and giving a
+// collaborator the developer or admin role makes a viewer a developer (as adding a member in the
+// console does). It never makes anyone an admin of the installation.
+
+// PeopleStore keeps users, app memberships and the audit log.
+type PeopleStore interface {
+	ListUsers(ctx context.Context) ([]distribution.User, error)
+	GetUser(ctx context.Context, id int64) (*distribution.User, error)
+	UserByEmail(ctx context.Context, email string) (*distribution.User, error)
+	// SetUserAccess sets a user's role and disables (ending their sessions) or enables them.
+	SetUserAccess(ctx context.Context, id int64, role string, disabled bool) (*distribution.User, error)
+	PromoteUser(ctx context.Context, id int64) error
+	DeleteUser(ctx context.Context, id int64) error
+	IsAppMember(ctx context.Context, appID, userID int64) (bool, error)
+	AppMembers(ctx context.Context, appID int64) ([]distribution.User, error)
+	// AddAppMember adds the user with this email to an app, making a viewer a developer
+	// (errs.NotFound when nobody with that email has signed in).
+	AddAppMember(ctx context.Context, appID int64, email string) error
+	// AddAppMemberByID adds a user to an app (errs.Conflict when already one), making a viewer a
+	// developer when promote is set.
+	AddAppMemberByID(ctx context.Context, appID, userID int64, promote bool) error
+	RemoveAppMember(ctx context.Context, appID, userID int64) error
+	// GetApp reads an app (a membership needs one).
+	GetApp(ctx context.Context, id int64) (*distribution.App, error)
+	Audit(ctx context.Context, userID int64, action, target string, detail map[string]any) error
+	AuditEntries(ctx context.Context, limit int) ([]distribution.AuditEntry, error)
+}
+
+// People runs the use cases of users and app members, for admins in the console and for admin
+// tokens (Zealot's users and collaborators API), and keeps the audit log every actor writes.
+type People struct {
+	Store PeopleStore
+	Log   *slog.Logger
+}
+
+// Collaborator is a member of an app.
+type Collaborator struct {
+	distribution.User
+	AppID int64
+}
+
+// CollaboratorRole is a member's role in Zealot's terms: what they may do in the app.
+func (c *Collaborator) CollaboratorRole() string {
+	if c.Role == distribution.RoleViewer {
+		return "member"
+	}
+	return c.Role
+}
+
+// tokenActor stands for an admin token in the audit log and in checks meant for people.
+func tokenActor(t *distribution.Token) *distribution.User {
+	return &distribution.User{Role: distribution.RoleAdmin, Name: "token " + t.Name}
+}
+
+// userRole reads a role in either vocabulary.
+func userRole(role string) (string, error) {
+	switch r := strings.ToLower(strings.TrimSpace(role)); r {
+	case distribution.RoleAdmin, distribution.RoleDeveloper, distribution.RoleViewer:
+		return r, nil
+	case "member":
+		return distribution.RoleViewer, nil
+	}
+	return "", errs.Field("role", "must be admin, developer or member (viewer)")
+}
+
+// ListUsers returns every user.
+func (p *People) ListUsers(ctx context.Context) ([]distribution.User, error) {
+	return p.Store.ListUsers(ctx)
+}
+
+// User returns a user by id.
+func (p *People) User(ctx context.Context, id int64) (*distribution.User, error) {
+	return p.Store.GetUser(ctx, id)
+}
+
+// UserByEmail finds a user by email (errs.NotFound for a blank or unknown one, as Zealot).
+func (p *People) UserByEmail(ctx context.Context, email string) (*distribution.User, error) {
+	if strings.TrimSpace(email) == "" {
+		return nil, errs.New(errs.NotFound, "give the email of the user to find")
+	}
+	return p.Store.UserByEmail(ctx, strings.TrimSpace(email))
+}
+
+// TokenSetUserRole changes a user's role for an admin token.
+func (p *People) TokenSetUserRole(ctx context.Context, t *distribution.Token, id int64, role string) (*distribution.User, error) {
+	u, err := p.Store.GetUser(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	r, err := userRole(role)
+	if err != nil {
+		return nil, err
+	}
+	return p.SetUserAccess(ctx, tokenActor(t), id, r, u.DisabledAt != nil)
+}
+
+// TokenLockUser disables (locked) or enables a user for an admin token: Zealot's lock and unlock.
+func (p *People) TokenLockUser(ctx context.Context, t *distribution.Token, id int64, locked bool) (*distribution.User, error) {
+	u, err := p.Store.GetUser(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return p.SetUserAccess(ctx, tokenActor(t), id, u.Role, locked)
+}
+
+// TokenDeleteUser deletes a user with their sessions, memberships and tokens, audited.
+func (p *People) TokenDeleteUser(ctx context.Context, t *distribution.Token, id int64) error {
+	u, err := p.Store.GetUser(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := p.Store.DeleteUser(ctx, id); err != nil {
+		return err
+	}
+	p.Audit(ctx, tokenActor(t), "user.delete", u.Email, map[string]any{"user_id": id, "token": t.Name})
+	return nil
+}
+
+// Collaborator returns a member of an app (errs.NotFound for an unknown app, user or member).
+func (p *People) Collaborator(ctx context.Context, appID, userID int64) (*Collaborator, error) {
+	if _, err := p.Store.GetApp(ctx, appID); err != nil {
+		return nil, err
+	}
+	ok, err := p.Store.IsAppMember(ctx, appID, userID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errs.New(errs.NotFound, "that user is not a collaborator of this app")
+	}
+	u, err := p.Store.GetUser(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	return &Collaborator{User: *u, AppID: appID}, nil
+}
+
+// collaboratorRole reads a collaborator's role ("" is member, Zealot's default).
+func collaboratorRole(role string) (string, error) {
+	if strings.TrimSpace(role) == "" {
+		return distribution.RoleViewer, nil
+	}
+	return userRole(role)
+}
+
+// AddCollaborator makes a user a member of an app for an admin token (errs.Conflict when they
+// are one already), audited.
+func (p *People) AddCollaborator(ctx context.Context, t *distribution.Token, appID, userID int64, role string) (*Collaborator, error) {
+	r, err := collaboratorRole(role)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.Store.GetApp(ctx, appID); err != nil {
+		return nil, err
+	}
+	if err := p.Store.AddAppMemberByID(ctx, appID, userID, r != distribution.RoleViewer); err != nil {
+		return nil, err
+	}
+	p.Audit(ctx, tokenActor(t), "member.add", "", map[string]any{"app_id": appID, "user_id": userID, "token": t.Name})
+	return p.Collaborator(ctx, appID, userID)
+}
+
+// UpdateCollaborator gives a member the developer (or admin) role of an app: a viewer becomes a
+// developer; member leaves the user's role as it is.
+func (p *People) UpdateCollaborator(ctx context.Context, t *distribution.Token, appID, userID int64, role string) (*Collaborator, error) {
+	r, err := collaboratorRole(role)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.Collaborator(ctx, appID, userID); err != nil {
+		return nil, err
+	}
+	if r != distribution.RoleViewer {
+		if err := p.Store.PromoteUser(ctx, userID); err != nil {
+			return nil, err
+		}
+		p.Audit(ctx, tokenActor(t), "member.update", "", map[string]any{"app_id": appID, "user_id": userID, "role": r, "token": t.Name})
+	}
+	return p.Collaborator(ctx, appID, userID)
+}
+
+// RemoveCollaborator removes a member from an app for an admin token.
+func (p *People) RemoveCollaborator(ctx context.Context, t *distribution.Token, appID, userID int64) error {
+	if _, err := p.Collaborator(ctx, appID, userID); err != nil {
+		return err
+	}
+	return p.RemoveAppMember(ctx, tokenActor(t), appID, userID)
+}
+
+// Users lists every console user (admins).
+func (p *People) Users(ctx context.Context, by *distribution.User) ([]distribution.User, error) {
+	if err := distribution.RequireRole(by, distribution.RoleAdmin); err != nil {
+		return nil, err
+	}
+	return p.Store.ListUsers(ctx)
+}
+
+// SetUserAccess changes a user's role and disables or enables them (admins). Disabling ends the
+// user's sessions on every replica and stops their API tokens at once. An admin cannot change
+// their own access, so an installation is never left without one.
+func (p *People) SetUserAccess(ctx context.Context, by *distribution.User, id int64, role string, disabled bool) (*distribution.User, error) {
+	if err := distribution.RequireRole(by, distribution.RoleAdmin); err != nil {
+		return nil, err
+	}
+	switch role {
+	case distribution.RoleAdmin, distribution.RoleDeveloper, distribution.RoleViewer:
+	default:
+		return nil, errs.Field("role", "must be admin, developer or viewer")
+	}
+	if id == by.ID {
+		return nil, errs.New(errs.Forbidden, "you cannot change your own role or disable yourself; ask another admin")
+	}
+	u, err := p.Store.SetUserAccess(ctx, id, role, disabled)
+	if err != nil {
+		return nil, err
+	}
+	p.Audit(ctx, by, "user.update", u.Email, map[string]any{"user_id": id, "role": role, "disabled": disabled})
+	return u, nil
+}
+
+// AppMembers lists an app's members (anyone signed in may see who manages an app).
+func (p *People) AppMembers(ctx context.Context, appID int64) ([]distribution.User, error) {
+	return p.Store.AppMembers(ctx, appID)
+}
+
+// RemoveAppMember removes a user from an app (admins), audited. Their role is left as it is.
+func (p *People) RemoveAppMember(ctx context.Context, by *distribution.User, appID, userID int64) error {
+	if err := distribution.RequireRole(by, distribution.RoleAdmin); err != nil {
+		return err
+	}
+	if err := p.Store.RemoveAppMember(ctx, appID, userID); err != nil {
+		return err
+	}
+	p.Audit(ctx, by, "member.remove", "", map[string]any{"app_id": appID, "user_id": userID})
+	return nil
+}
+
+// CanManageApp refuses a user who may not change an app: admins manage every app, developers the
+// apps they are members of, viewers none.
+func (p *People) CanManageApp(ctx context.Context, u *distribution.User, appID int64) error {
+	switch u.Role {
+	case distribution.RoleAdmin:
+		return nil
+	case distribution.RoleDeveloper:
+		ok, err := p.Store.IsAppMember(ctx, appID, u.ID)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		return errs.New(errs.Forbidden, "you are not a member of this app; an admin can add you")
+	}
+	return errs.New(errs.Forbidden, "viewers cannot change anything; an admin can make you a developer")
+}
+
+// AddAppMember makes a user (by email) a member of an app and, if a viewer, a developer (admins
+// only), audited.
+func (p *People) AddAppMember(ctx context.Context, by *distribution.User, appID int64, email string) error {
+	if err := distribution.RequireRole(by, distribution.RoleAdmin); err != nil {
+		return err
+	}
+	if _, err := p.Store.GetApp(ctx, appID); err != nil {
+		return err
+	}
+	email = strings.TrimSpace(email)
+	if email == "" {
+		return errs.Field("email", "can't be blank")
+	}
+	if err := p.Store.AddAppMember(ctx, appID, email); err != nil {
+		return err
+	}
+	return p.Store.Audit(ctx, by.ID, "member.add", email, map[string]any{"app_id": appID})
+}
+
+// AuditLog returns the newest audit entries (admins read it in the console).
+func (p *People) AuditLog(ctx context.Context, limit int) ([]distribution.AuditEntry, error) {
+	return p.Store.AuditEntries(ctx, limit)
+}
+
+// Audit records a change made by a console user (or by a token, as tokenActor shows it).
+func (p *People) Audit(ctx context.Context, u *distribution.User, action, target string, detail map[string]any) {
+	if err := p.Store.Audit(ctx, u.ID, action, target, detail); err != nil {
+		p.Log.WarnContext(ctx, "writing the audit log failed", "action", action, "error", err.Error())
+	}
+}

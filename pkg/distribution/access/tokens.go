@@ -1,0 +1,107 @@
+// Package access says who may do what: API tokens (Tokens), people signing in to the console and
+// their sessions and login links (Logins), users, app members and the audit log (People), and the
+// passwords of protected channels (Passwords).
+package access
+
+import (
+	"context"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+// TokenStore keeps API tokens (only their hashes).
+type TokenStore interface {
+	CreateToken(ctx context.Context, name, scope string) (string, *distribution.Token, error)
+	// Authenticate returns the active token matching secret, or errs.Unauthenticated.
+	Authenticate(ctx context.Context, secret string) (*distribution.Token, error)
+	ListTokens(ctx context.Context) ([]distribution.Token, error)
+	RevokeToken(ctx context.Context, name string) error
+	RevokeTokenByID(ctx context.Context, id int64) (*distribution.Token, error)
+	// CreateUserToken makes an API token owned by a user (its rights never exceed the user's).
+	CreateUserToken(ctx context.Context, name, scope string, userID int64) (string, *distribution.Token, error)
+	// UserUploadToken returns the token a user's console uploads are recorded with (made on first
+	// use; its secret is never shown).
+	UserUploadToken(ctx context.Context, userID int64) (*distribution.Token, error)
+}
+
+// Tokens runs the use cases of API tokens.
+type Tokens struct {
+	Store TokenStore
+}
+
+// Authenticate returns the active token matching secret if its scope allows an operation that
+// needs scope: errs.Unauthenticated for a missing, wrong or revoked token, errs.Forbidden for a
+// scope too narrow.
+func (t *Tokens) Authenticate(ctx context.Context, secret, scope string) (*distribution.Token, error) {
+	if secret == "" {
+		return nil, errs.New(errs.Unauthenticated, "an API token is required: send it as \"Authorization: Token <token>\" or a token parameter")
+	}
+	tok, err := t.Store.Authenticate(ctx, secret)
+	if err != nil {
+		return nil, err
+	}
+	if !tok.Allows(scope) {
+		return nil, errs.New(errs.Forbidden, "this token's scope (%s) does not allow this operation; it needs %s", tok.Scope, scope)
+	}
+	return tok, nil
+}
+
+// CreateToken makes a token with a name (unique among active tokens) and a scope, and returns
+// its secret, which is shown only now.
+func (t *Tokens) CreateToken(ctx context.Context, name, scope string) (string, *distribution.Token, error) {
+	name, scope, err := CheckToken(name, scope)
+	if err != nil {
+		return "", nil, err
+	}
+	return t.Store.CreateToken(ctx, name, scope)
+}
+
+// CheckToken validates a new token's name and scope (upload when empty).
+func CheckToken(name, scope string) (string, string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || !utf8.ValidString(name) || utf8.RuneCountInString(name) > 255 {
+		return "", "", errs.Field("name", "must be 1 to 255 characters")
+	}
+	scope = strings.TrimSpace(scope)
+	if scope == "" {
+		scope = distribution.ScopeUpload
+	}
+	if scope != distribution.ScopeUpload && scope != distribution.ScopeAdmin {
+		return "", "", errs.Field("scope", "must be upload or admin")
+	}
+	return name, scope, nil
+}
+
+// Tokens lists every token, active ones first, newest first. Secrets are never stored, so never
+// listed.
+func (t *Tokens) Tokens(ctx context.Context) ([]distribution.Token, error) {
+	return t.Store.ListTokens(ctx)
+}
+
+// RevokeToken revokes the active token with this name.
+func (t *Tokens) RevokeToken(ctx context.Context, name string) error {
+	return t.Store.RevokeToken(ctx, strings.TrimSpace(name))
+}
+
+// RevokeTokenByID revokes an active token by id. A token may revoke itself.
+func (t *Tokens) RevokeTokenByID(ctx context.Context, id int64) (*distribution.Token, error) {
+	return t.Store.RevokeTokenByID(ctx, id)
+}
+
+// CreateUserToken makes a token owned by a user, with a name and a scope, and returns its secret,
+// which is shown only now.
+func (t *Tokens) CreateUserToken(ctx context.Context, name, scope string, userID int64) (string, *distribution.Token, error) {
+	name, scope, err := CheckToken(name, scope)
+	if err != nil {
+		return "", nil, err
+	}
+	return t.Store.CreateUserToken(ctx, name, scope, userID)
+}
+
+// UserUploadToken returns the token a user's console uploads are recorded with.
+func (t *Tokens) UserUploadToken(ctx context.Context, userID int64) (*distribution.Token, error) {
+	return t.Store.UserUploadToken(ctx, userID)
+}

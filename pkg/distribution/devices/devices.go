@@ -1,0 +1,77 @@
+// Package devices is what Slipway knows of Apple devices: registered by a sync from the developer
+// portal, over the API, or by the device itself through the UDID profile service; listed, exported
+// in the portal's format, and matched against the provisioning profiles of iOS builds.
+package devices
+
+import (
+	"context"
+	"strings"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/signing"
+)
+
+// DeviceStore keeps registered devices.
+type DeviceStore interface {
+	// UpsertDevice creates the device with this UDID or updates the given fields of it; created
+	// reports which.
+	UpsertDevice(ctx context.Context, d *distribution.Device) (dev *distribution.Device, created bool, err error)
+	ListDevices(ctx context.Context, p distribution.Page) ([]distribution.Device, error)
+	GetDevice(ctx context.Context, udid string) (*distribution.Device, error)
+	DeleteDevice(ctx context.Context, udid string) error
+	// AllDevices lists every device, oldest first (the export).
+	AllDevices(ctx context.Context) ([]distribution.Device, error)
+	// ReleasesForDevice returns the newest iOS releases (at most limit) whose profile lists udid
+	// or provisions all devices, with their channels.
+	ReleasesForDevice(ctx context.Context, udid string, limit int) ([]distribution.ReleaseContext, error)
+	// ReleaseHasDevice reports whether a release's profile lists udid.
+	ReleaseHasDevice(ctx context.Context, releaseID int64, udid string) (bool, error)
+}
+
+// Devices runs the use cases of devices.
+type Devices struct {
+	Store DeviceStore
+	// Signer signs the profile service's challenges.
+	Signer *signing.Signer
+	// UDID shapes the UDID profile service.
+	UDID UDIDConfig
+}
+
+// DeviceChanges are a device's fields as a sync or a client sends them; empty ones leave the
+// stored value as it is.
+type DeviceChanges struct {
+	Name, Model, Platform, DeviceID, Status string
+}
+
+// SyncDevice creates the device with this UDID or updates the fields ch sets (fastlane's
+// zealot_sync_devices sends each device of the developer portal). The name is required, as in
+// Zealot. created reports which.
+func (d *Devices) SyncDevice(ctx context.Context, udid string, ch DeviceChanges) (*distribution.Device, bool, error) {
+	udid, err := distribution.NormalizeUDID(udid)
+	if err != nil {
+		return nil, false, err
+	}
+	if strings.TrimSpace(ch.Name) == "" {
+		return nil, false, errs.Field("name", "can't be blank")
+	}
+	dev := &distribution.Device{UDID: udid, Source: "api"}
+	for field, p := range map[string][2]*string{"name": {&ch.Name, &dev.Name}, "model": {&ch.Model, &dev.Model}} {
+		if *p[1], err = distribution.ShortText(field, *p[0]); err != nil {
+			return nil, false, err
+		}
+	}
+	for field, p := range map[string][2]*string{"platform": {&ch.Platform, &dev.Platform}, "device_id": {&ch.DeviceID, &dev.DeviceID}, "status": {&ch.Status, &dev.Status}} {
+		v := strings.TrimSpace(*p[0])
+		if len(v) > 64 || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
+			return nil, false, errs.Field(field, "must be at most 64 printable ASCII characters")
+		}
+		*p[1] = v
+	}
+	return d.Store.UpsertDevice(ctx, dev)
+}
+
+// Devices returns a page of devices, newest first.
+func (d *Devices) Devices(ctx context.Context, p distribution.Page) ([]distribution.Device, error) {
+	return d.Store.ListDevices(ctx, p)
+}

@@ -1,0 +1,210 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/webhook"
+)
+
+// WebhookStore keeps webhooks and shows their outbox.
+type WebhookStore interface {
+	CreateWebhook(ctx context.Context, w *distribution.Webhook) (*distribution.Webhook, error)
+	GetWebhook(ctx context.Context, id int64) (*distribution.Webhook, error)
+	// ListWebhooks lists the webhooks of an app (appID) or a channel (channelID), or all (both 0).
+	ListWebhooks(ctx context.Context, appID, channelID int64) ([]distribution.Webhook, error)
+	UpdateWebhook(ctx context.Context, w *distribution.Webhook) (*distribution.Webhook, error)
+	DeleteWebhook(ctx context.Context, id int64) error
+	// ListDeliveries returns a webhook's newest deliveries with their attempts.
+	ListDeliveries(ctx context.Context, webhookID int64, limit int) ([]distribution.WebhookDelivery, error)
+	// RecordDelivery records a delivery made at once (the "send test" call) with its attempt.
+	RecordDelivery(ctx context.Context, d *distribution.WebhookDelivery, a distribution.WebhookAttempt) error
+}
+
+// WebhookInput is what a client sets on a webhook; nil fields are left as they are.
+type WebhookInput struct {
+	URL, Format *string
+	Events      []string
+	Enabled     *bool
+	// RobotSecret sets a DingTalk or Feishu robot's signing secret ("" removes it).
+	RobotSecret *string
+}
+
+// Webhooks runs the use cases of webhooks: making, changing and deleting them, their delivery
+// history, and sending a test event at once.
+type Webhooks struct {
+	Store WebhookStore
+	// Client sends webhooks (webhook.NewClient: no redirects, and no private addresses at dial
+	// time unless allowed); the Sender shares it.
+	Client *http.Client
+	// AllowPrivate lets webhooks target loopback, private and link-local addresses.
+	AllowPrivate bool
+}
+
+// checkWebhook validates a webhook's URL (including where it points), format and events.
+func (wh *Webhooks) checkWebhook(ctx context.Context, w *distribution.Webhook) error {
+	if err := webhook.CheckURL(ctx, w.URL, wh.AllowPrivate, nil); err != nil {
+		var ue *webhook.URLError
+		if errors.As(err, &ue) {
+			return errs.Field("url", "%s", strings.TrimPrefix(ue.Reason, "url: "))
+		}
+		return errs.Field("url", "is not a valid webhook URL")
+	}
+	if !webhook.ValidFormat(w.Format) {
+		return errs.Field("format", "must be one of %s", strings.Join(webhook.Formats, ", "))
+	}
+	if len(w.Events) == 0 {
+		return errs.Field("events", "must name at least one of %s", strings.Join(webhook.Events, ", "))
+	}
+	switch {
+	case w.RobotSecret != "" && !webhook.RobotSigned(w.Format):
+		return errs.Field("robot_secret", "is only for the dingtalk and feishu formats (their robots' own signing secret)")
+	case len(w.RobotSecret) > 255 || !utf8.ValidString(w.RobotSecret) || strings.ContainsAny(w.RobotSecret, "\r\n"):
+		return errs.Field("robot_secret", "must be the robot's secret as the chat service shows it: one line, at most 255 bytes")
+	}
+	seen := map[string]bool{}
+	for _, e := range w.Events {
+		if !webhook.ValidEvent(e) {
+			return errs.Field("events", "unknown event %s; events are %s", quote(e), strings.Join(webhook.Events, ", "))
+		}
+		seen[e] = true
+	}
+	w.Events = w.Events[:0]
+	for _, e := range webhook.Events {
+		if seen[e] {
+			w.Events = append(w.Events, e)
+		}
+	}
+	return nil
+}
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return `"` + s + `"`
+}
+
+// CreateWebhook adds a webhook to an app (appID) or a channel (channelID); the returned webhook
+// carries its secret, shown once.
+func (wh *Webhooks) CreateWebhook(ctx context.Context, appID, channelID int64, in WebhookInput) (*distribution.Webhook, error) {
+	if (appID == 0) == (channelID == 0) {
+		return nil, errs.Invalidf("a webhook belongs to an app or to a channel")
+	}
+	w := &distribution.Webhook{AppID: appID, ChannelID: channelID, Format: webhook.FormatSlipway, Events: webhook.Events, Enabled: true}
+	if in.URL == nil {
+		return nil, errs.Field("url", "is required")
+	}
+	w.URL = strings.TrimSpace(*in.URL)
+	if in.Format != nil {
+		w.Format = strings.ToLower(strings.TrimSpace(*in.Format))
+	}
+	if in.Events != nil {
+		w.Events = in.Events
+	}
+	if in.Enabled != nil {
+		w.Enabled = *in.Enabled
+	}
+	if in.RobotSecret != nil {
+		w.RobotSecret = strings.TrimSpace(*in.RobotSecret)
+	}
+	if err := wh.checkWebhook(ctx, w); err != nil {
+		return nil, err
+	}
+	secret, err := webhook.NewSecret()
+	if err != nil {
+		return nil, err
+	}
+	w.Secret = secret
+	return wh.Store.CreateWebhook(ctx, w)
+}
+
+// Webhook returns a webhook.
+func (wh *Webhooks) Webhook(ctx context.Context, id int64) (*distribution.Webhook, error) {
+	return wh.Store.GetWebhook(ctx, id)
+}
+
+// ListWebhooks lists the webhooks of an app or a channel (or all).
+func (wh *Webhooks) ListWebhooks(ctx context.Context, appID, channelID int64) ([]distribution.Webhook, error) {
+	return wh.Store.ListWebhooks(ctx, appID, channelID)
+}
+
+// UpdateWebhook changes a webhook's URL, format, events or enabled flag.
+func (wh *Webhooks) UpdateWebhook(ctx context.Context, id int64, in WebhookInput) (*distribution.Webhook, error) {
+	w, err := wh.Store.GetWebhook(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if in.URL != nil {
+		w.URL = strings.TrimSpace(*in.URL)
+	}
+	if in.Format != nil {
+		w.Format = strings.ToLower(strings.TrimSpace(*in.Format))
+	}
+	if in.Events != nil {
+		w.Events = in.Events
+	}
+	if in.Enabled != nil {
+		w.Enabled = *in.Enabled
+	}
+	if in.RobotSecret != nil {
+		w.RobotSecret = strings.TrimSpace(*in.RobotSecret)
+	} else if !webhook.RobotSigned(w.Format) {
+		w.RobotSecret = "" // a format without robot signatures keeps no robot secret
+	}
+	if err := wh.checkWebhook(ctx, w); err != nil {
+		return nil, err
+	}
+	return wh.Store.UpdateWebhook(ctx, w)
+}
+
+// DeleteWebhook deletes a webhook with its deliveries.
+func (wh *Webhooks) DeleteWebhook(ctx context.Context, id int64) error {
+	return wh.Store.DeleteWebhook(ctx, id)
+}
+
+// WebhookDeliveries returns a webhook's newest deliveries with their attempts.
+func (wh *Webhooks) WebhookDeliveries(ctx context.Context, id int64, limit int) ([]distribution.WebhookDelivery, error) {
+	if _, err := wh.Store.GetWebhook(ctx, id); err != nil {
+		return nil, err
+	}
+	return wh.Store.ListDeliveries(ctx, id, limit)
+}
+
+// TestWebhook sends a ping event to a webhook now and records it as a delivery.
+func (wh *Webhooks) TestWebhook(ctx context.Context, id int64) (*distribution.WebhookDelivery, error) {
+	w, err := wh.Store.GetWebhook(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	env := &webhook.Envelope{ID: newEventID(), Event: webhook.EventPing, CreatedAt: time.Now().UTC()}
+	d := &distribution.WebhookDelivery{WebhookID: w.ID, EventID: env.ID, Event: env.Event}
+	a := send(ctx, wh.Client, &distribution.DueDelivery{WebhookDelivery: *d, URL: w.URL, Format: w.Format, Secret: w.Secret, RobotSecret: w.RobotSecret}, env)
+	d.State, d.Attempts, d.History = distribution.DeliveryDelivered, 1, []distribution.WebhookAttempt{a}
+	if a.Error != "" {
+		d.State = distribution.DeliveryFailed
+	}
+	d.Payload, _ = json.Marshal(env)
+	if err := wh.Store.RecordDelivery(ctx, d, a); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// send makes one attempt with client.
+func send(ctx context.Context, client *http.Client, d *distribution.DueDelivery, env *webhook.Envelope) distribution.WebhookAttempt {
+	at := time.Now()
+	res, err := webhook.Send(ctx, client, d.URL, d.Format, d.Secret, d.RobotSecret, d.EventID, env, at)
+	a := distribution.WebhookAttempt{At: at, StatusCode: res.StatusCode, Latency: res.Latency, Error: res.Error}
+	if err != nil && a.Error == "" {
+		a.Error = err.Error()
+	}
+	return a
+}

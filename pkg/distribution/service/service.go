@@ -1,0 +1,141 @@
+// Package service wires the domain's parts together: the one place that builds each part from the
+// database, object storage and configuration, handing it only the store interface and settings it
+// uses. The HTTP layer (httpapi, web), the commands and the tests reach every use case through the
+// parts named here: svc.Apps.CreateApp, svc.Logins.SignIn, svc.Retention.EnforceRetention...
+// The background components among them (Sender, Counter, Retention, Collector, Watcher) are
+// started and stopped by serve (cmd/slipway/serve.go); nothing here starts a goroutine.
+package service
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/slipwayhq/slipway/pkg/config"
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/access"
+	"github.com/slipwayhq/slipway/pkg/distribution/catalog"
+	"github.com/slipwayhq/slipway/pkg/distribution/console"
+	"github.com/slipwayhq/slipway/pkg/distribution/devices"
+	"github.com/slipwayhq/slipway/pkg/distribution/events"
+	"github.com/slipwayhq/slipway/pkg/distribution/lifecycle"
+	"github.com/slipwayhq/slipway/pkg/distribution/readcache"
+	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
+	"github.com/slipwayhq/slipway/pkg/links"
+	"github.com/slipwayhq/slipway/pkg/metrics"
+	"github.com/slipwayhq/slipway/pkg/signing"
+	"github.com/slipwayhq/slipway/pkg/storage"
+	"github.com/slipwayhq/slipway/pkg/webhook"
+)
+
+// Store is everything the parts ask of the database together: the union of the interfaces each
+// part declares. pkg/store implements it on Postgres.
+type Store interface {
+	Ping(ctx context.Context) error
+	catalog.AppStore
+	catalog.ReleaseStore
+	uploads.Ledger
+	uploads.BuildStore
+	uploads.SessionStore
+	uploads.DebugFileStore
+	access.TokenStore
+	access.LoginStore
+	access.PeopleStore
+	access.PasswordGuard
+	events.WebhookStore
+	events.OutboxStore
+	events.DownloadStore
+	lifecycle.RetentionStore
+	lifecycle.CollectorStore
+	devices.DeviceStore
+	readcache.ViewStore
+	readcache.ChangeFeed
+}
+
+// Service is the domain, part by part.
+type Service struct {
+	// The catalogue: apps, schemes and channels; releases and the update-check reads.
+	Apps     *catalog.Apps
+	Releases *catalog.Releases
+	// Uploads: objects and their ledger, builds parsed into releases, sessions, debug files.
+	Objects    *uploads.Objects
+	Builds     *uploads.Builds
+	Sessions   *uploads.Sessions
+	DebugFiles *uploads.DebugFiles
+	// Access: API tokens, console sign-in, users and members, channel passwords.
+	Tokens    *access.Tokens
+	Logins    *access.Logins
+	People    *access.People
+	Passwords *access.Passwords
+	// Events: the events writes record, webhooks, their delivery, download counts.
+	Events    *events.Maker
+	Webhooks  *events.Webhooks
+	Sender    *events.Sender
+	Downloads *events.Counter
+	// Lifecycle: retention and the collector.
+	Retention *lifecycle.Retention
+	Collector *lifecycle.Collector
+	// Devices and the UDID profile service.
+	Devices *devices.Devices
+	// The read cache and the component that keeps it in step with other replicas.
+	Reads   *readcache.Cache
+	Watcher *readcache.Watcher
+	// The console's use cases (authorise a person, call the use cases above, audit).
+	Console *console.Console
+
+	// Signer signs password cookies, download and part URLs, and the profile service's
+	// challenges; Log is the logger the parts were given.
+	Signer *signing.Signer
+	Log    *slog.Logger
+
+	db      Store
+	storage storage.Backend
+}
+
+// New builds the parts on one database and one object store, with the configuration. It starts
+// nothing: serve runs the background components.
+func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, log *slog.Logger) *Service {
+	signer := signing.New(cfg.Secret, cfg.SecretPrevious...)
+	s := &Service{Signer: signer, Log: log, db: db, storage: st}
+
+	// Parts that others set off after their writes.
+	s.Reads = readcache.New(readcache.Config{MaxBytes: cfg.ReadCacheBytes, TTL: cfg.ReadCacheTTL}, db, m)
+	s.Watcher = &readcache.Watcher{Cache: s.Reads, Feed: db}
+	s.Events = &events.Maker{Links: links.Links{Base: cfg.PublicURL}}
+	client := webhook.NewClient(cfg.WebhookAllowPrivate, cfg.WebhookTimeout)
+	s.Sender = events.NewSender(db, client, events.SenderConfig{RetryBase: cfg.WebhookRetryBase,
+		MaxAttempts: cfg.WebhookMaxAttempts, Poll: cfg.WebhookPoll, Timeout: cfg.WebhookTimeout}, m, log)
+	s.Objects = &uploads.Objects{Ledger: db, Storage: st, Signer: signer, MaxUploadBytes: cfg.MaxUploadBytes,
+		Downloads: uploads.DownloadConfig{PublicURL: cfg.PublicURL, CDNURL: cfg.CDNURL, TTL: cfg.PresignTTL}, Metrics: m, Log: log}
+	effects := distribution.Effects{Cache: s.Reads, Webhooks: s.Sender, Objects: s.Objects, Events: s.Events}
+
+	s.Apps = &catalog.Apps{Store: db, Effects: effects}
+	s.Releases = &catalog.Releases{Store: db, Effects: effects}
+	s.Builds = &uploads.Builds{Store: db, Objects: s.Objects, Effects: effects, Metrics: m}
+	s.DebugFiles = &uploads.DebugFiles{Store: db, Channels: s.Apps, Objects: s.Objects, Events: s.Events, Webhooks: s.Sender, Metrics: m}
+	s.Sessions = &uploads.Sessions{Store: db, Storage: st, Channels: s.Apps, Objects: s.Objects, Builds: s.Builds, Debug: s.DebugFiles,
+		Signer: signer, Log: log, Metrics: m, Config: uploads.SessionConfig{TTL: cfg.UploadSessionTTL,
+			MaxUploadBytes: cfg.MaxUploadBytes, PublicURL: cfg.PublicURL, URLTTL: cfg.PresignTTL}}
+	s.Tokens = &access.Tokens{Store: db}
+	s.Logins = &access.Logins{Store: db}
+	s.People = &access.People{Store: db, Log: log}
+	s.Passwords = &access.Passwords{Guard: db, Signer: signer}
+	s.Webhooks = &events.Webhooks{Store: db, Client: client, AllowPrivate: cfg.WebhookAllowPrivate}
+	s.Downloads = events.NewCounter(db, s.Events, cfg.DownloadFlushInterval, m, log)
+	s.Retention = &lifecycle.Retention{Store: db, Effects: effects, Metrics: m, Log: log,
+		Config: lifecycle.RetentionConfig{Interval: cfg.RetentionInterval, Defaults: distribution.RetentionRules{
+			KeepBuilds: cfg.RetentionKeepBuilds, MaxAgeDays: cfg.RetentionMaxAgeDays, MaxBytes: cfg.RetentionMaxBytes,
+			ExpiredProfileDays: cfg.RetentionExpiredProfileDays}}}
+	s.Collector = &lifecycle.Collector{Store: db, Storage: st, Interval: cfg.GCInterval, Grace: cfg.GCGrace, Metrics: m, Log: log}
+	s.Devices = &devices.Devices{Store: db, Signer: signer, UDID: devices.UDIDConfig{Organization: cfg.UDIDOrganization}}
+	s.Console = &console.Console{Apps: s.Apps, Releases: s.Releases, Sessions: s.Sessions, Webhooks: s.Webhooks,
+		Devices: s.Devices, Tokens: s.Tokens, People: s.People}
+	return s
+}
+
+// DatabaseReady reports whether the database answers (Zealot's /api/health).
+func (s *Service) DatabaseReady(ctx context.Context) error { return s.db.Ping(ctx) }
+
+// ReadinessCheck reports whether the database and object storage answer, each on its own.
+func (s *Service) ReadinessCheck(ctx context.Context) (databaseErr, storageErr error) {
+	return s.db.Ping(ctx), s.storage.Ping(ctx)
+}
