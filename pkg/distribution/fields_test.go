@@ -2,6 +2,7 @@ package distribution
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
@@ -96,5 +97,55 @@ func TestCleanBranchAndSchemeName(t *testing.T) {
 	}
 	if SchemeName("") != "Adhoc" || SchemeName("appstore") != "AppStore" || SchemeName("beta") != "Beta" {
 		t.Error("SchemeName")
+	}
+}
+
+// UDIDs: Apple's three shapes, stored in Apple's case.
+func TestNormalizeUDID(t *testing.T) {
+	for in, want := range map[string]string{
+		"00008030-001a2b3c4d5e6f70":            "00008030-001A2B3C4D5E6F70",
+		strings.Repeat("AB", 20):               strings.Repeat("ab", 20),
+		"a1b2c3d4-e5f6-a7b8-c9d0-e1f2a3b4c5d6": "A1B2C3D4-E5F6-A7B8-C9D0-E1F2A3B4C5D6",
+		" 00008030-001A2B3C4D5E6F70 ":          "00008030-001A2B3C4D5E6F70",
+	} {
+		if got, err := NormalizeUDID(in); err != nil || got != want {
+			t.Errorf("%q: %q %v, want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "00008030-001A", strings.Repeat("g", 40), "00008030_001A2B3C4D5E6F70", strings.Repeat("a", 41)} {
+		if _, err := NormalizeUDID(bad); errs.KindOf(err) != errs.Invalid {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// Roles rank viewer < developer < admin; an unknown role is below them all.
+func TestRequireRole(t *testing.T) {
+	for _, c := range []struct {
+		have, need string
+		ok         bool
+	}{
+		{RoleAdmin, RoleAdmin, true}, {RoleAdmin, RoleViewer, true}, {RoleDeveloper, RoleDeveloper, true},
+		{RoleDeveloper, RoleAdmin, false}, {RoleViewer, RoleDeveloper, false}, {"", RoleViewer, false},
+	} {
+		if err := RequireRole(&User{Role: c.have}, c.need); (err == nil) != c.ok || (err != nil && !errs.Is(err, errs.Forbidden)) {
+			t.Errorf("%q needing %q: %v", c.have, c.need, err)
+		}
+	}
+}
+
+// Effects with nothing behind them do nothing: a part built for a test needs none of them.
+func TestEffectsMayBeLeftOut(t *testing.T) {
+	var e Effects
+	e.Changed(Change{ChannelID: 1})
+	e.Wake()
+	if e.ReleaseEvents("release.created") != nil {
+		t.Error("events without an event maker")
+	}
+	if err := e.Deleted(t.Context())([]string{"k"}, nil); err != nil {
+		t.Error(err)
+	}
+	if err := e.Deleted(t.Context())(nil, errs.New(errs.NotFound, "x")); !errs.Is(err, errs.NotFound) {
+		t.Errorf("a failed deletion's error is lost: %v", err)
 	}
 }

@@ -17,7 +17,7 @@ func TestHandlersReachDataOnlyThroughTheDomain(t *testing.T) {
 		"github.com/slipwayhq/slipway/pkg/storage/backends",
 		"github.com/jackc/pgx/v5",
 	}
-	for _, pkgs := range [][]string{{"./pkg/httpapi", "./pkg/web"}, {"./pkg/distribution"}} {
+	for _, pkgs := range [][]string{{"./pkg/httpapi", "./pkg/web"}, {"./pkg/distribution/...", "./pkg/background"}} {
 		cmd := exec.Command("go", append([]string{"list", "-deps"}, pkgs...)...)
 		cmd.Dir = repoRoot(t)
 		out, err := cmd.Output()

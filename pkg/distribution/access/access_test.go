@@ -1,0 +1,271 @@
+package access
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	. "github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/signing"
+)
+
+// Tokens: a name and a scope of upload (the default) or admin; authentication refuses a missing
+// secret and a scope too narrow.
+func TestTokenRules(t *testing.T) {
+	s := &Tokens{Store: &memStore{}}
+	for name, c := range map[string][2]string{"no name": {" ", "upload"}, "long name": {strings.Repeat("n", 256), "upload"}, "scope": {"ci", "root"}} {
+		if _, _, err := s.CreateToken(context.Background(), c[0], c[1]); errs.KindOf(err) != errs.Invalid {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := s.Authenticate(context.Background(), "", ScopeUpload); errs.KindOf(err) != errs.Unauthenticated {
+		t.Fatalf("empty secret: %v", err)
+	}
+	upload := &Token{Scope: ScopeUpload}
+	if upload.Allows(ScopeAdmin) || !upload.Allows(ScopeUpload) || !(&Token{Scope: ScopeAdmin}).Allows(ScopeUpload) {
+		t.Fatal("Allows")
+	}
+}
+
+// memStore is the database of people, sessions and tokens in memory; methods a rule is not
+// expected to call panic (the embedded nil interfaces).
+type memStore struct {
+	TokenStore
+	PeopleStore
+	users    map[string]*User // by subject
+	sessions map[string]int64 // by hash
+	members  map[[2]int64]bool
+	audit    []string
+	tokens   []string
+}
+
+func (s *memStore) CountUsers(context.Context) (int, error) { return len(s.users), nil }
+func (s *memStore) UpsertUser(_ context.Context, u *User) (*User, error) {
+	if s.users == nil {
+		s.users = map[string]*User{}
+	}
+	if old, ok := s.users[u.Subject]; ok {
+		return old, nil
+	}
+	u.ID = int64(len(s.users) + 1)
+	s.users[u.Subject] = u
+	return u, nil
+}
+func (s *memStore) CreateUserSession(_ context.Context, hash string, userID int64, _ time.Time) error {
+	if s.sessions == nil {
+		s.sessions = map[string]int64{}
+	}
+	s.sessions[hash] = userID
+	return nil
+}
+func (s *memStore) SessionUser(_ context.Context, hash string) (*User, error) {
+	id, ok := s.sessions[hash]
+	if !ok {
+		return nil, errs.New(errs.Unauthenticated, "sign in first")
+	}
+	for _, u := range s.users {
+		if u.ID == id {
+			return u, nil
+		}
+	}
+	return nil, errs.New(errs.Unauthenticated, "sign in first")
+}
+func (s *memStore) RevokeUserSession(_ context.Context, hash string) error {
+	delete(s.sessions, hash)
+	return nil
+}
+func (s *memStore) Audit(_ context.Context, _ int64, action, _ string, _ map[string]any) error {
+	s.audit = append(s.audit, action)
+	return nil
+}
+func (s *memStore) LocalAdmin(context.Context) (*User, error) { return nil, nil }
+func (s *memStore) CreateLoginLink(context.Context, string, int64, time.Time) error {
+	return nil
+}
+func (s *memStore) UseLoginLink(context.Context, string) (*User, error) { return nil, nil }
+func (s *memStore) IsAppMember(_ context.Context, appID, userID int64) (bool, error) {
+	return s.members[[2]int64{appID, userID}], nil
+}
+func (s *memStore) SetUserAccess(_ context.Context, id int64, role string, _ bool) (*User, error) {
+	return &User{ID: id, Role: role}, nil
+}
+func (s *memStore) GetApp(_ context.Context, id int64) (*App, error) { return &App{ID: id}, nil }
+func (s *memStore) CreateUserToken(_ context.Context, name, _ string, _ int64) (string, *Token, error) {
+	s.tokens = append(s.tokens, name)
+	return "secret", &Token{Name: name}, nil
+}
+
+// Who may sign in: a verified email of an allowed domain, membership of an allowed group; the
+// first person and the admin groups' members are admins, everyone else a viewer. A session then
+// opens the console until it is signed out.
+func TestSignInPolicy(t *testing.T) {
+	ctx := context.Background()
+	st := &memStore{}
+	l := &Logins{Store: st}
+	policy := SignInPolicy{AllowedDomains: []string{"Example.com"}, AdminGroups: []string{"ops"}}
+	alice := Identity{Issuer: "https://idp", Subject: "alice", Email: "alice@example.com", EmailVerified: true}
+	for name, id := range map[string]Identity{
+		"unverified email": {Issuer: "https://idp", Subject: "x", Email: "x@example.com"},
+		"other domain":     {Issuer: "https://idp", Subject: "x", Email: "x@example.org", EmailVerified: true},
+	} {
+		if _, _, err := l.SignIn(ctx, id, policy); !errs.Is(err, errs.Forbidden) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, _, err := l.SignIn(ctx, Identity{Issuer: "https://idp"}, SignInPolicy{}); !errs.Is(err, errs.Unauthenticated) {
+		t.Errorf("nobody: %v", err)
+	}
+	if _, _, err := l.SignIn(ctx, alice, SignInPolicy{AllowedGroups: []string{"dev"}}); !errs.Is(err, errs.Forbidden) {
+		t.Errorf("outside the allowed groups: %v", err)
+	}
+	secret, u, err := l.SignIn(ctx, alice, policy)
+	if err != nil || u.Role != RoleAdmin {
+		t.Fatalf("first person: %+v %v", u, err)
+	}
+	_, bob, err := l.SignIn(ctx, Identity{Issuer: "https://idp", Subject: "bob", Email: "bob@EXAMPLE.com", EmailVerified: true}, policy)
+	if err != nil || bob.Role != RoleViewer {
+		t.Fatalf("second person: %+v %v", bob, err)
+	}
+	_, carol, err := l.SignIn(ctx, Identity{Issuer: "https://idp", Subject: "carol", Email: "carol@example.com", EmailVerified: true, Groups: []string{"OPS"}}, policy)
+	if err != nil || carol.Role != RoleAdmin {
+		t.Fatalf("admin group member: %+v %v", carol, err)
+	}
+	if got, err := l.SessionUser(ctx, secret); err != nil || got.ID != u.ID {
+		t.Fatalf("session: %+v %v", got, err)
+	}
+	for _, bad := range []string{"", strings.Repeat("s", 129), "not-a-session"} {
+		if _, err := l.SessionUser(ctx, bad); !errs.Is(err, errs.Unauthenticated) {
+			t.Errorf("session %q: %v", bad, err)
+		}
+	}
+	if err := l.SignOut(ctx, secret, u); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.SessionUser(ctx, secret); !errs.Is(err, errs.Unauthenticated) {
+		t.Fatalf("after sign-out: %v", err)
+	}
+	if strings.Join(st.audit, " ") != "sign_in sign_in sign_in sign_out" {
+		t.Errorf("audit log %v", st.audit)
+	}
+	if _, _, err := l.UseLoginLink(ctx, ""); !errs.Is(err, errs.Unauthenticated) {
+		t.Errorf("empty login link: %v", err)
+	}
+}
+
+// Admins manage every app, developers the apps they are members of, viewers none; nobody changes
+// their own access.
+func TestPeopleRules(t *testing.T) {
+	ctx := context.Background()
+	st := &memStore{members: map[[2]int64]bool{{1, 2}: true}}
+	p := &People{Store: st}
+	admin, dev, viewer := &User{ID: 1, Role: RoleAdmin}, &User{ID: 2, Role: RoleDeveloper}, &User{ID: 3, Role: RoleViewer}
+	for _, c := range []struct {
+		u   *User
+		app int64
+		ok  bool
+	}{{admin, 9, true}, {dev, 1, true}, {dev, 9, false}, {viewer, 1, false}} {
+		if err := p.CanManageApp(ctx, c.u, c.app); (err == nil) != c.ok {
+			t.Errorf("%s on app %d: %v", c.u.Role, c.app, err)
+		}
+	}
+	if _, err := p.SetUserAccess(ctx, admin, admin.ID, RoleViewer, false); !errs.Is(err, errs.Forbidden) {
+		t.Errorf("an admin demoting themselves: %v", err)
+	}
+	if _, err := p.SetUserAccess(ctx, dev, 3, RoleAdmin, false); !errs.Is(err, errs.Forbidden) {
+		t.Errorf("a developer promoting someone: %v", err)
+	}
+	if _, err := p.SetUserAccess(ctx, admin, 3, "root", false); !errs.Is(err, errs.Invalid) {
+		t.Errorf("an unknown role: %v", err)
+	}
+	if u, err := p.SetUserAccess(ctx, admin, 3, RoleDeveloper, false); err != nil || u.Role != RoleDeveloper {
+		t.Errorf("promotion: %+v %v", u, err)
+	}
+	if err := p.AddAppMember(ctx, admin, 1, "  "); !errs.Is(err, errs.Invalid) {
+		t.Errorf("member without email: %v", err)
+	}
+	if strings.Join(st.audit, " ") != "user.update" {
+		t.Errorf("audit log %v", st.audit)
+	}
+	for in, want := range map[string]string{"member": RoleViewer, " Admin ": RoleAdmin, "developer": RoleDeveloper} {
+		if got, err := userRole(in); err != nil || got != want {
+			t.Errorf("role %q: %q %v", in, got, err)
+		}
+	}
+	if got, err := collaboratorRole(""); err != nil || got != RoleViewer {
+		t.Errorf("a collaborator's default role: %q %v", got, err)
+	}
+	if (&Collaborator{User: User{Role: RoleViewer}}).CollaboratorRole() != "member" {
+		t.Error("a viewer is Zealot's member")
+	}
+}
+
+// memGuard counts wrong passwords per channel and client.
+type memGuard struct {
+	failures map[string]int
+	last     time.Time
+}
+
+func (g *memGuard) PasswordFailures(_ context.Context, channelID int64, client string, _ time.Duration) (int, time.Time, error) {
+	return g.failures[client], g.last, nil
+}
+func (g *memGuard) RecordPasswordFailure(_ context.Context, _ int64, client string, _ time.Duration) error {
+	g.failures[client]++
+	g.last = time.Now()
+	return nil
+}
+func (g *memGuard) ClearPasswordFailures(_ context.Context, _ int64, client string) error {
+	delete(g.failures, client)
+	return nil
+}
+
+// A protected channel takes its password (wrong guesses counted per client, and slowed down past
+// five), its password cookie or a release token; both are bound to the password, so changing it
+// revokes them.
+func TestChannelPasswords(t *testing.T) {
+	ctx := context.Background()
+	h, _ := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	hash := string(h)
+	c := &Channel{ID: 1, Slug: "k", PasswordHash: &hash}
+	g := &memGuard{failures: map[string]int{}}
+	p := &Passwords{Guard: g, Signer: signing.New([]byte("secret-secret-secret-secret-secret-0"))}
+	if err := p.Authorize(ctx, &Channel{Slug: "open"}, AccessRequest{}); err != nil {
+		t.Fatalf("an open channel: %v", err)
+	}
+	if err := p.Authorize(ctx, c, AccessRequest{Client: "a"}); !errs.Is(err, errs.Unauthenticated) {
+		t.Fatalf("no password: %v", err)
+	}
+	for i := 0; i < 5; i++ {
+		if err := p.Authorize(ctx, c, AccessRequest{Password: "guess", Client: "a"}); !errs.Is(err, errs.Forbidden) {
+			t.Fatalf("wrong password %d: %v", i, err)
+		}
+	}
+	if err := p.Authorize(ctx, c, AccessRequest{Password: "s3cret", Client: "a"}); !errs.Is(err, errs.TooManyRequests) {
+		t.Fatalf("right password too soon after five wrong ones: %v", err)
+	}
+	if err := p.Authorize(ctx, c, AccessRequest{Password: "s3cret", Client: "b"}); err != nil {
+		t.Fatalf("another client: %v", err)
+	}
+	cookie, _ := p.ChannelCookie(c)
+	token := p.ReleaseAccessToken(c, 7)
+	if err := p.Authorize(ctx, c, AccessRequest{Cookie: cookie}); err != nil {
+		t.Fatalf("cookie: %v", err)
+	}
+	if err := p.Authorize(ctx, c, AccessRequest{Token: token, ReleaseID: 7}); err != nil {
+		t.Fatalf("release token: %v", err)
+	}
+	if err := p.Authorize(ctx, c, AccessRequest{Token: token, ReleaseID: 8, Client: "b"}); err == nil {
+		t.Fatal("a release token opened another release")
+	}
+	changed := "$2a$04$changedchangedchangedchangedchangedchangedchangedchange"
+	c2 := &Channel{ID: 1, Slug: "k", PasswordHash: &changed}
+	if err := p.Authorize(ctx, c2, AccessRequest{Cookie: cookie, Client: "b"}); err == nil {
+		t.Fatal("a cookie outlived the password it was given for")
+	}
+	if p.ReleaseAccessToken(&Channel{Slug: "open"}, 7) != "" {
+		t.Fatal("a release token for an open channel")
+	}
+}
