@@ -170,7 +170,11 @@ func (o *objects) DeleteObjects(ctx context.Context, keys []string) {
 	defer o.mu.Unlock()
 	o.deleted = append(o.deleted, keys...)
 }
-func (o *objects) Invalidate(ch Change) { o.mu.Lock(); o.changes = append(o.changes, ch); o.mu.Unlock() }
+func (o *objects) Invalidate(ch Change) {
+	o.mu.Lock()
+	o.changes = append(o.changes, ch)
+	o.mu.Unlock()
+}
 func (o *objects) ReleaseEvents(string, int64) EventFunc {
 	return func(*ReleaseContext) ([]Event, error) { o.events++; return nil, nil }
 }
