@@ -4,41 +4,18 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/catalog"
 )
 
 // listApps: GET /api/apps, paginated by id.
 func (s *Server) listApps(c *gin.Context) error {
-	ctx := reqCtx(c)
-	p, err := page(c)
-	if err != nil {
-		return err
-	}
-	apps, err := s.svc.Apps.ListApps(ctx, p)
-	if err != nil {
-		return err
-	}
-	out := make([]appView, 0, len(apps))
-	for i := range apps {
-		out = append(out, newAppView(&apps[i]))
-	}
-	c.JSON(http.StatusOK, out)
-	return nil
+	return respond(c, http.StatusOK, page, s.svc.Apps.ListApps, each(newAppView))
 }
 
 // getApp: GET /api/apps/:id.
 func (s *Server) getApp(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	app, err := s.svc.Apps.App(ctx, id)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, newAppView(app))
-	return nil
+	return respond(c, http.StatusOK, pathID, s.svc.Apps.App, newAppView)
 }
 
 // nameParam reads the name parameter (the domain trims and validates it).
@@ -52,69 +29,22 @@ func nameParam(c *gin.Context) (string, error) {
 
 // createApp: POST /api/apps → 201 with the bare App (schemes: []).
 func (s *Server) createApp(c *gin.Context) error {
-	ctx := reqCtx(c)
-	name, err := nameParam(c)
-	if err != nil {
-		return err
-	}
-	app, err := s.svc.Apps.CreateApp(ctx, name)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusCreated, newAppView(app))
-	return nil
+	return respond(c, http.StatusCreated, nameParam, s.svc.Apps.CreateApp, newAppView)
 }
 
 // updateApp: PUT /api/apps/:id renames the app.
 func (s *Server) updateApp(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	name, err := nameParam(c)
-	if err != nil {
-		return err
-	}
-	app, err := s.svc.Apps.RenameApp(ctx, id, name)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, newAppView(app))
-	return nil
+	return respond2(c, http.StatusOK, pathID, nameParam, s.svc.Apps.RenameApp, newAppView)
 }
 
 // destroyApp: DELETE /api/apps/:id removes the app and everything in it, objects included.
 func (s *Server) destroyApp(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	if err := s.svc.Apps.DestroyApp(ctx, id); err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, deleted)
-	return nil
+	return respondDeleted(c, pathID, s.svc.Apps.DestroyApp)
 }
 
 // listSchemes: GET /api/apps/:id/schemes, an app's schemes with their channels.
 func (s *Server) listSchemes(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	schemes, err := s.svc.Apps.Schemes(ctx, id)
-	if err != nil {
-		return err
-	}
-	out := make([]schemeView, 0, len(schemes))
-	for i := range schemes {
-		out = append(out, newSchemeView(&schemes[i]))
-	}
-	c.JSON(http.StatusOK, out)
-	return nil
+	return respond(c, http.StatusOK, pathID, s.svc.Apps.Schemes, each(newSchemeView))
 }
 
 // schemeChanges reads the scheme fields a client sent.
@@ -135,88 +65,27 @@ func schemeChanges(c *gin.Context) (ch catalog.SchemeChanges, err error) {
 
 // createScheme: POST /api/apps/:id/schemes → 201 Scheme.
 func (s *Server) createScheme(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	ch, err := schemeChanges(c)
-	if err != nil {
-		return err
-	}
-	sc, err := s.svc.Apps.CreateScheme(ctx, id, ch)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusCreated, newSchemeView(sc))
-	return nil
+	return respond2(c, http.StatusCreated, pathID, schemeChanges, s.svc.Apps.CreateScheme, newSchemeView)
 }
 
 // getScheme: GET /api/schemes/:id.
 func (s *Server) getScheme(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	sc, err := s.svc.Apps.Scheme(ctx, id)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, newSchemeView(sc))
-	return nil
+	return respond(c, http.StatusOK, pathID, s.svc.Apps.Scheme, newSchemeView)
 }
 
 // updateScheme: PUT or PATCH /api/schemes/:id changes the fields sent.
 func (s *Server) updateScheme(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	ch, err := schemeChanges(c)
-	if err != nil {
-		return err
-	}
-	sc, err := s.svc.Apps.UpdateScheme(ctx, id, ch)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, newSchemeView(sc))
-	return nil
+	return respond2(c, http.StatusOK, pathID, schemeChanges, s.svc.Apps.UpdateScheme, newSchemeView)
 }
 
 // deleteScheme: DELETE /api/schemes/:id, with its channels, releases and their objects.
 func (s *Server) deleteScheme(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	if err := s.svc.Apps.DeleteScheme(ctx, id); err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, deleted)
-	return nil
+	return respondDeleted(c, pathID, s.svc.Apps.DeleteScheme)
 }
 
 // listChannels: GET /api/schemes/:id/channels.
 func (s *Server) listChannels(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	channels, err := s.svc.Apps.Channels(ctx, id)
-	if err != nil {
-		return err
-	}
-	out := make([]channelView, 0, len(channels))
-	for i := range channels {
-		out = append(out, newChannelView(&channels[i]))
-	}
-	c.JSON(http.StatusOK, out)
-	return nil
+	return respond(c, http.StatusOK, pathID, s.svc.Apps.Channels, each(newChannelView))
 }
 
 // channelChanges reads the channel fields a client sent.
@@ -236,68 +105,23 @@ func channelChanges(c *gin.Context) (ch catalog.ChannelChanges, err error) {
 
 // createChannel: POST /api/schemes/:id/channels → 201 Channel.
 func (s *Server) createChannel(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	ch, err := channelChanges(c)
-	if err != nil {
-		return err
-	}
-	channel, err := s.svc.Apps.CreateChannel(ctx, id, ch)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusCreated, newChannelView(channel))
-	return nil
+	return respond2(c, http.StatusCreated, pathID, channelChanges, s.svc.Apps.CreateChannel, newChannelView)
 }
 
 // getChannel: GET /api/channels/:id.
 func (s *Server) getChannel(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	cc, err := s.svc.Apps.ChannelByID(ctx, id)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, newChannelView(&cc.Channel))
-	return nil
+	return respond(c, http.StatusOK, pathID, s.svc.Apps.ChannelByID, func(cc *distribution.ChannelContext) channelView {
+		return newChannelView(&cc.Channel)
+	})
 }
 
 // updateChannel: PUT or PATCH /api/channels/:id changes the fields sent (an empty password
 // clears it).
 func (s *Server) updateChannel(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	ch, err := channelChanges(c)
-	if err != nil {
-		return err
-	}
-	channel, err := s.svc.Apps.UpdateChannel(ctx, id, ch)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, newChannelView(channel))
-	return nil
+	return respond2(c, http.StatusOK, pathID, channelChanges, s.svc.Apps.UpdateChannel, newChannelView)
 }
 
 // deleteChannel: DELETE /api/channels/:id, with its releases, debug files and their objects.
 func (s *Server) deleteChannel(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	if err := s.svc.Apps.DeleteChannel(ctx, id); err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, deleted)
-	return nil
+	return respondDeleted(c, pathID, s.svc.Apps.DeleteChannel)
 }

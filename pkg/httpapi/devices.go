@@ -9,21 +9,7 @@ import (
 
 // listDevices: GET /api/devices, newest first, paginated.
 func (s *Server) listDevices(c *gin.Context) error {
-	ctx := reqCtx(c)
-	p, err := page(c)
-	if err != nil {
-		return err
-	}
-	devices, err := s.svc.Devices.Devices(ctx, p)
-	if err != nil {
-		return err
-	}
-	out := make([]deviceView, 0, len(devices))
-	for i := range devices {
-		out = append(out, s.deviceView(&devices[i]))
-	}
-	c.JSON(http.StatusOK, out)
-	return nil
+	return respond(c, http.StatusOK, page, s.svc.Devices.Devices, each(s.deviceView))
 }
 
 // syncDevice: PUT or PATCH /api/devices/:udid finds or creates the device and sets the fields
@@ -55,23 +41,12 @@ func (s *Server) syncDevice(c *gin.Context) error {
 
 // getDevice: GET /api/devices/:udid.
 func (s *Server) getDevice(c *gin.Context) error {
-	ctx := reqCtx(c)
-	d, err := s.svc.Devices.Device(ctx, c.Param("udid"))
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, s.deviceView(d))
-	return nil
+	return respond(c, http.StatusOK, pathParam("udid"), s.svc.Devices.Device, s.deviceView)
 }
 
 // deleteDevice: DELETE /api/devices/:udid (admin).
 func (s *Server) deleteDevice(c *gin.Context) error {
-	ctx := reqCtx(c)
-	if err := s.svc.Devices.DeleteDevice(ctx, c.Param("udid")); err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, deleted)
-	return nil
+	return respondDeleted(c, pathParam("udid"), s.svc.Devices.DeleteDevice)
 }
 
 // exportDevices: GET /api/devices/export → the devices as the Apple developer portal's

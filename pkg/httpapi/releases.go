@@ -136,17 +136,7 @@ func (s *Server) versionExist(c *gin.Context) error {
 
 // getRelease: GET /api/releases/:id, the full Release.
 func (s *Server) getRelease(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	rc, err := s.svc.Releases.Release(ctx, id)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, s.fullRelease(rc))
-	return nil
+	return respond(c, http.StatusOK, pathID, s.svc.Releases.Release, s.fullRelease)
 }
 
 // updateRelease: PUT or PATCH /api/releases/:id edits a release's metadata: an admin token any
@@ -187,14 +177,5 @@ func (s *Server) updateRelease(c *gin.Context) error {
 
 // deleteRelease: DELETE /api/releases/:id; its package and icon are deleted from storage.
 func (s *Server) deleteRelease(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	if err := s.svc.Releases.DeleteRelease(ctx, id); err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, deleted)
-	return nil
+	return respondDeleted(c, pathID, s.svc.Releases.DeleteRelease)
 }

@@ -119,17 +119,7 @@ func (p *params) nullableInt(name string) (*int64, error) {
 
 // getSchemeRetention: GET /api/schemes/:id/retention.
 func (s *Server) getSchemeRetention(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	p, err := s.svc.Retention.SchemeRetention(ctx, id)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, policyView(p))
-	return nil
+	return respond(c, http.StatusOK, pathID, s.svc.Retention.SchemeRetention, policyView)
 }
 
 // setSchemeRetention: PUT /api/schemes/:id/retention replaces the scheme's policy.

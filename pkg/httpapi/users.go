@@ -82,17 +82,7 @@ func (s *Server) searchUser(c *gin.Context) error {
 
 // getUser: GET /api/users/:id.
 func (s *Server) getUser(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	u, err := s.svc.People.User(ctx, id)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, s.userView(u))
-	return nil
+	return respond(c, http.StatusOK, pathID, s.svc.People.User, s.userView)
 }
 
 // createUser: POST /api/users. Slipway has no passwords: people are made on their first sign-in.

@@ -62,6 +62,11 @@ type webhookDeliveryView struct {
 	History       []webhookAttemptView `json:"history"`
 }
 
+// webhookWithoutSecret is a webhook as every answer but its creation shows it.
+func (s *Server) webhookWithoutSecret(w *distribution.Webhook) webhookView {
+	return s.webhookView(w, false)
+}
+
 func (s *Server) deliveryView(d *distribution.WebhookDelivery) webhookDeliveryView {
 	v := webhookDeliveryView{ID: d.ID, EventID: d.EventID, Event: d.Event, State: d.State, Attempts: d.Attempts,
 		CreatedAt: s.timestamp(d.CreatedAt), History: []webhookAttemptView{}}
@@ -188,50 +193,17 @@ func (s *Server) listWebhooks(owner string) func(c *gin.Context) error {
 
 // getWebhook: GET /api/webhooks/:id.
 func (s *Server) getWebhook(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	w, err := s.svc.Webhooks.Webhook(ctx, id)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, s.webhookView(w, false))
-	return nil
+	return respond(c, http.StatusOK, pathID, s.svc.Webhooks.Webhook, s.webhookWithoutSecret)
 }
 
 // updateWebhook: PUT/PATCH /api/webhooks/:id changes what is sent.
 func (s *Server) updateWebhook(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	in, err := readWebhookInput(c)
-	if err != nil {
-		return err
-	}
-	w, err := s.svc.Webhooks.UpdateWebhook(ctx, id, in)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, s.webhookView(w, false))
-	return nil
+	return respond2(c, http.StatusOK, pathID, readWebhookInput, s.svc.Webhooks.UpdateWebhook, s.webhookWithoutSecret)
 }
 
 // deleteWebhook: DELETE /api/webhooks/:id.
 func (s *Server) deleteWebhook(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	if err := s.svc.Webhooks.DeleteWebhook(ctx, id); err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, deleted)
-	return nil
+	return respondDeleted(c, pathID, s.svc.Webhooks.DeleteWebhook)
 }
 
 // webhookDeliveries: GET /api/webhooks/:id/deliveries → the newest deliveries with every attempt.
@@ -260,15 +232,5 @@ func (s *Server) webhookDeliveries(c *gin.Context) error {
 // testWebhook: POST /api/webhooks/:id/test sends a ping now and answers with the delivery (200
 // whatever the receiver said; the attempt tells).
 func (s *Server) testWebhook(c *gin.Context) error {
-	ctx := reqCtx(c)
-	id, err := pathID(c)
-	if err != nil {
-		return err
-	}
-	d, err := s.svc.Webhooks.TestWebhook(ctx, id)
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, s.deliveryView(d))
-	return nil
+	return respond(c, http.StatusOK, pathID, s.svc.Webhooks.TestWebhook, s.deliveryView)
 }
