@@ -106,7 +106,7 @@ func (db *DB) AllDevices(ctx context.Context) ([]distribution.Device, error) {
 	return out, dbErr(err)
 }
 
-// ReleasesForDevice: see distribution.DeviceStore. The GIN index on profile_devices answers the
+// ReleasesForDevice: see devices.DeviceStore. The GIN index on profile_devices answers the
 // containment test.
 func (db *DB) ReleasesForDevice(ctx context.Context, udid string, limit int) ([]distribution.ReleaseContext, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT `+releaseContextColumns+releaseContextFrom+`

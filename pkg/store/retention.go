@@ -120,7 +120,7 @@ func retentionState(ctx context.Context, q querier, channelID int64) (*distribut
 	return st, dbErr(rows.Err())
 }
 
-// ApplyRetention: see distribution.RetentionStore. The channel row is locked FOR UPDATE SKIP
+// ApplyRetention: see lifecycle.RetentionStore. The channel row is locked FOR UPDATE SKIP
 // LOCKED, so replicas enforcing at once split the channels between them, and uploads to the
 // channel (which lock it to take a version) wait for the few milliseconds it takes.
 func (db *DB) ApplyRetention(ctx context.Context, channelID int64, decide func(*distribution.RetentionState) []distribution.RetentionVictim,

@@ -19,7 +19,7 @@ func scanUser(row pgx.Row, u *distribution.User) error {
 	return row.Scan(&u.ID, &u.Subject, &u.Email, &u.Name, &u.Role, &u.CreatedAt, &u.LastLogin, &u.DisabledAt)
 }
 
-// UpsertUser: see distribution.UserStore. The role is set only when the user is made.
+// UpsertUser: see access.LoginStore. The role is set only when the user is made.
 func (db *DB) UpsertUser(ctx context.Context, in *distribution.User) (*distribution.User, error) {
 	var u distribution.User
 	err := scanUser(db.Pool.QueryRow(ctx, `INSERT INTO users AS u (subject, email, name, role, last_login) VALUES ($1, $2, $3, $4, now())
@@ -58,7 +58,7 @@ func (db *DB) CreateUserSession(ctx context.Context, idHash string, userID int64
 	return dbErr(err)
 }
 
-// SessionUser: see distribution.UserStore.
+// SessionUser: see access.LoginStore.
 func (db *DB) SessionUser(ctx context.Context, idHash string) (*distribution.User, error) {
 	var u distribution.User
 	err := scanUser(db.Pool.QueryRow(ctx, `SELECT `+userColumns+` FROM user_sessions s JOIN users u ON u.id = s.user_id
@@ -140,7 +140,7 @@ func (db *DB) IsAppMember(ctx context.Context, appID, userID int64) (bool, error
 	return ok, dbErr(err)
 }
 
-// AddAppMember: see distribution.UserStore.
+// AddAppMember: see access.PeopleStore.
 func (db *DB) AddAppMember(ctx context.Context, appID int64, email string) error {
 	return db.Tx(ctx, func(tx pgx.Tx) error {
 		var userID int64
