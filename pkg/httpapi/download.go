@@ -19,7 +19,7 @@ var contentTypes = map[string]string{
 	"macos-zip": "application/zip", "pkg": "application/octet-stream", "dmg": "application/x-apple-diskimage",
 }
 
-// authorize lets the request into the channel of releaseID (see service.Service.Passwords.Authorize):
+// authorize lets the request into the channel of releaseID (see access.Passwords.Authorize):
 // the password cookie, an "access" token, or a "password" parameter.
 func (s *Server) authorize(c *gin.Context, ch *distribution.Channel, releaseID int64) error {
 	ctx := reqCtx(c)

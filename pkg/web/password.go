@@ -84,7 +84,7 @@ func (h *Handler) passwordForm(c *gin.Context, cc *distribution.ChannelContext, 
 }
 
 // setChannelCookie remembers in the browser that it gave the channel's password. The cookie is
-// signed and bound to the password hash (service.Service.Passwords.ChannelCookie), HttpOnly,
+// signed and bound to the password hash (access.Passwords.ChannelCookie), HttpOnly,
 // SameSite=Lax, Secure when the service is on https, and covers the whole site (Path=/) so the
 // channel's icons and downloads see it too.
 func (h *Handler) setChannelCookie(c *gin.Context, ch *distribution.Channel) {
