@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/webhook"
 	"github.com/slipwayhq/slipway/test/e2e"
@@ -58,7 +59,7 @@ func TestShutdownStopsBackgroundWorkCleanly(t *testing.T) {
 			uploadBuild(t, s, upload, a, b)
 		}
 	}
-	for _, appID := range queryIDs(t, h, `SELECT id FROM apps ORDER BY id`) {
+	for _, appID := range queryAll[int64](t, h, `SELECT id FROM apps ORDER BY id`) {
 		if r := call(t, s, "POST", fmt.Sprintf("/api/apps/%d/webhooks", appID), admin, `{"url":"`+rcv.URL+`"}`); r.Status != http.StatusCreated {
 			t.Fatalf("create webhook: %d %s", r.Status, r.Body)
 		}
@@ -75,7 +76,7 @@ func TestShutdownStopsBackgroundWorkCleanly(t *testing.T) {
 
 	// Retention in progress: keep one build per channel, and wait until the first channel is done.
 	before := map[int64]int64{}
-	for _, ch := range queryIDs(t, h, `SELECT id FROM channels ORDER BY id`) {
+	for _, ch := range queryAll[int64](t, h, `SELECT id FROM channels ORDER BY id`) {
 		before[ch] = h.QueryInt(t, `SELECT count(*) FROM releases WHERE channel_id = $1`, ch)
 		if r := call(t, s, "PUT", fmt.Sprintf("/api/channels/%d/retention", ch), admin, `{"keep_builds":1}`); r.Status != http.StatusOK {
 			t.Fatalf("set policy: %d %s", r.Status, r.Body)
@@ -244,22 +245,18 @@ func uploadBuild(t *testing.T, s *e2e.Server, token string, a, b int) {
 	}
 }
 
-func queryIDs(t *testing.T, h *e2e.Harness, sql string) []int64 {
+// queryAll returns the first column of every row sql returns.
+func queryAll[T any](t *testing.T, h *e2e.Harness, sql string) []T {
 	t.Helper()
 	rows, err := h.DB(t).Query(t.Context(), sql)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[T])
+	if err != nil {
+		t.Fatal(err)
 	}
-	return ids
+	return out
 }
 
 // checkStorageMatchesRows checks that every object a release row names is in the bucket, and
@@ -267,22 +264,13 @@ func queryIDs(t *testing.T, h *e2e.Harness, sql string) []int64 {
 // settled, also that the ledger is empty (no deletion was left half done).
 func checkStorageMatchesRows(t *testing.T, h *e2e.Harness, settled bool) {
 	t.Helper()
-	rows, err := h.DB(t).Query(t.Context(), `SELECT object_key FROM releases UNION ALL SELECT icon_key FROM releases WHERE icon_key IS NOT NULL
-		UNION ALL SELECT object_key FROM debug_files`)
-	if err != nil {
-		t.Fatal(err)
-	}
 	named := map[string]bool{}
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			t.Fatal(err)
-		}
+	for _, k := range queryAll[string](t, h, `SELECT object_key FROM releases UNION ALL SELECT icon_key FROM releases
+		WHERE icon_key IS NOT NULL UNION ALL SELECT object_key FROM debug_files`) {
 		named[k] = true
 	}
-	rows.Close()
 	ledger := map[string]bool{}
-	for _, k := range queryStrings(t, h, `SELECT key FROM storage_objects`) {
+	for _, k := range queryAll[string](t, h, `SELECT key FROM storage_objects`) {
 		ledger[k] = true
 	}
 	stored := map[string]bool{}
@@ -300,22 +288,4 @@ func checkStorageMatchesRows(t *testing.T, h *e2e.Harness, settled bool) {
 	if settled && len(ledger) != 0 {
 		t.Errorf("objects left in the collector's ledger: %v", ledger)
 	}
-}
-
-func queryStrings(t *testing.T, h *e2e.Harness, sql string) []string {
-	t.Helper()
-	rows, err := h.DB(t).Query(t.Context(), sql)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	return out
 }

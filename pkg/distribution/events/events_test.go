@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipwayhq/slipway/pkg/background/backgroundtest"
 	. "github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/webhook"
@@ -72,28 +73,10 @@ func newTestSender(st OutboxStore, cfg SenderConfig) *Sender {
 	return NewSender(st, webhook.NewClient(true, cfg.Timeout), cfg, nil, slog.New(slog.DiscardHandler))
 }
 
-// run starts a component and returns a function that stops it and waits (at most 10 s) for Run.
-func run(t *testing.T, c interface{ Run(context.Context) error }) (stop func() error) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	return func() error {
-		cancel()
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(10 * time.Second):
-			t.Fatal("Run did not return after its context ended")
-			return nil
-		}
-	}
-}
-
 // The sender stops when its context ends, and leases nothing after.
 func TestSenderStopsWhenItsContextEnds(t *testing.T) {
 	st := newOutbox()
-	stop := run(t, newTestSender(st, SenderConfig{Poll: 5 * time.Millisecond, MaxAttempts: 3}))
+	stop := backgroundtest.Run(t, newTestSender(st, SenderConfig{Poll: 5 * time.Millisecond, MaxAttempts: 3}))
 	time.Sleep(30 * time.Millisecond)
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -120,7 +103,7 @@ func TestSenderFinishesTheAttemptInFlight(t *testing.T) {
 	}))
 	defer rcv.Close()
 	st := newOutbox(delivery(1, rcv.URL, 0))
-	stop := run(t, newTestSender(st, SenderConfig{Poll: time.Hour, MaxAttempts: 3}))
+	stop := backgroundtest.Run(t, newTestSender(st, SenderConfig{Poll: time.Hour, MaxAttempts: 3}))
 	<-arrived
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop() }()
@@ -144,7 +127,7 @@ func TestSenderRetriesThenGivesUp(t *testing.T) {
 	defer rcv.Close()
 	st := newOutbox(delivery(1, rcv.URL, 0), delivery(2, rcv.URL, 2))
 	s := newTestSender(st, SenderConfig{Poll: time.Hour, MaxAttempts: 3, RetryBase: time.Second})
-	stop := run(t, s)
+	stop := backgroundtest.Run(t, s)
 	<-st.leased
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -177,7 +160,7 @@ func TestWakeLooksAtOnce(t *testing.T) {
 	s := newTestSender(st, SenderConfig{Poll: time.Hour, MaxAttempts: 3})
 	s.Wake()
 	s.Wake() // a second ring while one waits is dropped, not blocked on
-	stop := run(t, s)
+	stop := backgroundtest.Run(t, s)
 	defer stop()
 	time.Sleep(20 * time.Millisecond)
 	st.mu.Lock()
@@ -220,7 +203,7 @@ func (c *counts) AddDownloads(_ context.Context, n map[int64]int64, emit func(rc
 func TestCounterFlushesWhenItStops(t *testing.T) {
 	st := &counts{written: map[int64]int64{}}
 	c := NewCounter(st, &Maker{}, time.Hour, nil, slog.New(slog.DiscardHandler))
-	stop := run(t, c)
+	stop := backgroundtest.Run(t, c)
 	for i := 0; i < 3; i++ {
 		c.CountDownload(&Release{ID: 7, Platform: "ios"})
 	}

@@ -9,27 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipwayhq/slipway/pkg/background/backgroundtest"
 	. "github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
-
-// run starts a component and returns a function that stops it and waits (at most 10 s) for Run.
-func run(t *testing.T, c interface{ Run(context.Context) error }) (stop func() error) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	return func() error {
-		cancel()
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(10 * time.Second):
-			t.Fatal("Run did not return after its context ended")
-			return nil
-		}
-	}
-}
 
 var quiet = slog.New(slog.DiscardHandler)
 
@@ -94,7 +77,7 @@ func TestCollectGarbage(t *testing.T) {
 // not run at all.
 func TestCollectorStops(t *testing.T) {
 	l := &ledger{runs: make(chan struct{}, 1)}
-	stop := run(t, &Collector{Store: l, Storage: remover{}, Interval: 5 * time.Millisecond, Log: quiet})
+	stop := backgroundtest.Run(t, &Collector{Store: l, Storage: remover{}, Interval: 5 * time.Millisecond, Log: quiet})
 	select {
 	case <-l.runs:
 	case <-time.After(5 * time.Second):
@@ -215,7 +198,7 @@ func TestEnforceRetention(t *testing.T) {
 func TestRetentionStops(t *testing.T) {
 	st := &retentionStore{channels: map[int64][]RetentionCandidate{1: candidates(3, 2, 1)}, applied: make(chan int64, 100)}
 	fx := &objects{}
-	stop := run(t, &Retention{Store: st, Effects: Effects{Objects: fx}, Config: RetentionConfig{Interval: 5 * time.Millisecond}, Log: quiet})
+	stop := backgroundtest.Run(t, &Retention{Store: st, Effects: Effects{Objects: fx}, Config: RetentionConfig{Interval: 5 * time.Millisecond}, Log: quiet})
 	select {
 	case <-st.applied:
 	case <-time.After(5 * time.Second):
