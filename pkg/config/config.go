@@ -35,6 +35,13 @@ type Config struct {
 	// MaxConcurrentUploads caps uploads being received per replica
 	// (SLIPWAY_MAX_CONCURRENT_UPLOADS); beyond it uploads wait in a queue.
 	MaxConcurrentUploads int
+	// UploadsPerToken caps the slots one token's uploads hold at once on a replica
+	// (SLIPWAY_UPLOADS_PER_TOKEN; 0 in the environment: three quarters of the slots): beyond it
+	// they wait in line, so one client cannot take every slot.
+	UploadsPerToken int
+	// UploadMinRate is the slowest an upload may arrive, in bytes per second, averaged over each
+	// UploadIdleTimeout span after its first (SLIPWAY_UPLOAD_MIN_RATE; 0 turns it off).
+	UploadMinRate int64
 	// UploadQueueLength is how many uploads may wait for a slot (SLIPWAY_UPLOAD_QUEUE_LENGTH); an
 	// upload that finds the queue full gets 429 with Retry-After.
 	UploadQueueLength int
@@ -129,6 +136,8 @@ var Vars = []Var{
 	{"SLIPWAY_STORAGE_URL", "file://./data/objects", "file:///abs/path or s3://BUCKET[/PREFIX]?region=R&endpoint=URL&path_style=true"},
 	{"SLIPWAY_MAX_UPLOAD_BYTES", "4294967296", "larger uploads get 413"},
 	{"SLIPWAY_MAX_CONCURRENT_UPLOADS", "16", "uploads received at once per replica; more wait in a queue"},
+	{"SLIPWAY_UPLOADS_PER_TOKEN", "0", "slots one token's uploads may hold at once per replica; its others wait in line (0: three quarters of SLIPWAY_MAX_CONCURRENT_UPLOADS)"},
+	{"SLIPWAY_UPLOAD_MIN_RATE", "16384", "bytes per second an upload must average over each SLIPWAY_UPLOAD_IDLE_TIMEOUT span after its first; a slower one is cut (0: off)"},
 	{"SLIPWAY_UPLOAD_QUEUE_LENGTH", "256", "uploads that may wait for a slot; beyond it 429 with Retry-After"},
 	{"SLIPWAY_UPLOAD_QUEUE_TIMEOUT", "2m", "how long an upload waits for a slot before 429"},
 	{"SLIPWAY_UPLOAD_MEMORY", "134217728", "bytes of storage buffers all uploads hold at once (128 MiB); beyond it uploads slow down"},
@@ -203,6 +212,20 @@ func Load(getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	c.MaxConcurrentUploads = int(n)
+	if n, err = nonNegativeInt("SLIPWAY_UPLOADS_PER_TOKEN", get("SLIPWAY_UPLOADS_PER_TOKEN")); err != nil {
+		return nil, err
+	}
+	switch {
+	case n == 0:
+		c.UploadsPerToken = max(1, c.MaxConcurrentUploads*3/4)
+	case n > int64(c.MaxConcurrentUploads):
+		return nil, fmt.Errorf("SLIPWAY_UPLOADS_PER_TOKEN: must be at most SLIPWAY_MAX_CONCURRENT_UPLOADS (%d), got %d", c.MaxConcurrentUploads, n)
+	default:
+		c.UploadsPerToken = int(n)
+	}
+	if c.UploadMinRate, err = nonNegativeInt("SLIPWAY_UPLOAD_MIN_RATE", get("SLIPWAY_UPLOAD_MIN_RATE")); err != nil {
+		return nil, err
+	}
 	if n, err = positiveInt("SLIPWAY_UPLOAD_QUEUE_LENGTH", get("SLIPWAY_UPLOAD_QUEUE_LENGTH")); err != nil {
 		return nil, err
 	}

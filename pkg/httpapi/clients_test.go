@@ -185,8 +185,10 @@ func TestRealClients(t *testing.T) {
 		}
 		out := filepath.Join(dir, "response.json")
 		e.secret(e.UploadToken)
+		// The token goes before the file: a file before any credential is refused unread
+		// (TestUploadForm).
 		cmd := exec.Command(curl, "-sS", "-o", out, "-w", "%{http_code} %{content_type}",
-			"-F", "file=@"+file, "-F", "token="+e.UploadToken, "-F", "changelog=from curl", "-F", "branch=origin/release/9",
+			"-F", "token="+e.UploadToken, "-F", "file=@"+file, "-F", "changelog=from curl", "-F", "branch=origin/release/9",
 			e.URL+"/api/apps/upload")
 		status, err := cmd.CombinedOutput()
 		if err != nil {
@@ -225,7 +227,7 @@ func TestRealClients(t *testing.T) {
 
 	t.Run("fields after the file", func(t *testing.T) {
 		t.Parallel()
-		r := e.upload(t, apptest.File("after.apk", apk("com.example.after", "2.0", 2)), apptest.Field("token", e.UploadToken),
+		r := e.upload(t, apptest.Field("token", e.UploadToken), apptest.File("after.apk", apk("com.example.after", "2.0", 2)),
 			apptest.Field("name", "After"), apptest.Field("release_type", "beta"), apptest.Field("changelog", "late"),
 			apptest.Field("custom_fields", `[{"name":"k","value":"v","icon":"i"}]`), apptest.Field("git_commit", "abc"))
 		rel := e.fullRelease(t, r)

@@ -309,6 +309,12 @@ type heldResult struct {
 
 func holdUpload(t *testing.T, e *testEnv, data []byte) *heldUpload {
 	t.Helper()
+	return holdUploadAs(t, e, e.UploadToken, data)
+}
+
+// holdUploadAs is holdUpload with the given token.
+func holdUploadAs(t *testing.T, e *testEnv, token string, data []byte) *heldUpload {
+	t.Helper()
 	body, ctype := apptest.Multipart(apptest.File("s.apk", data))
 	h := &heldUpload{raw: body.Bytes(), done: make(chan heldResult, 1)}
 	pr, pw := io.Pipe()
@@ -318,7 +324,7 @@ func holdUpload(t *testing.T, e *testEnv, data []byte) *heldUpload {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", ctype)
-	req.Header.Set("Authorization", "Token "+e.UploadToken)
+	req.Header.Set("Authorization", "Token "+token)
 	go func() {
 		resp, err := e.Client.Do(req)
 		if err != nil {

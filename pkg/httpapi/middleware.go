@@ -111,7 +111,7 @@ func (s *Server) recovery(c *gin.Context) {
 
 // bodyDeadline gives a request body SLIPWAY_UPLOAD_IDLE_TIMEOUT to start arriving, so a client
 // trickling a JSON or form body cannot hold a connection. Uploads move the deadline forward on
-// every read (idleBody), so for them it bounds a stall, not the whole upload.
+// every read (uploadBody), so for them it bounds a stall, not the whole upload.
 func (s *Server) bodyDeadline(c *gin.Context) {
 	if r := c.Request; r.Body != nil && r.Body != http.NoBody {
 		_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(s.cfg.UploadIdleTimeout))

@@ -57,7 +57,7 @@ func New(d Deps) *Server {
 				d.Metrics.ConnectionsClosed.WithLabelValues(outcome).Inc()
 			}
 		}),
-		gate: newUploadGate(d.Config.MaxConcurrentUploads, d.Config.UploadQueueLength, d.Config.UploadQueueTimeout, d.Metrics)}
+		gate: newUploadGate(d.Config.MaxConcurrentUploads, d.Config.UploadsPerToken, d.Config.UploadQueueLength, d.Config.UploadQueueTimeout, d.Metrics)}
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.HandleMethodNotAllowed = true

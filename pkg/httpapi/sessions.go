@@ -121,13 +121,18 @@ func (s *Server) putPart(c *gin.Context) error {
 	if c.Request.ContentLength < 0 {
 		return errs.New(errs.Invalid, "send the part with a Content-Length")
 	}
-	release, err := s.gate.enter(ctx)
+	sess, err := s.svc.Sessions.CheckPart(ctx, c.Param("session"), n, c.Query("t"), c.Request.ContentLength)
+	if err != nil {
+		return err
+	}
+	release, err := s.gate.enter(ctx, sess.TokenID)
 	if err != nil {
 		return err
 	}
 	defer release()
-	body := &idleBody{rc: c.Request.Body, ctl: http.NewResponseController(c.Writer), idle: s.cfg.UploadIdleTimeout}
-	if err := s.svc.Sessions.PutPart(ctx, c.Param("session"), n, c.Query("t"), body, c.Request.ContentLength, c.GetHeader("Content-MD5")); err != nil {
+	body := s.uploadBody(c)
+	body.admitted()
+	if err := s.svc.Sessions.PutPart(ctx, sess, n, body, c.GetHeader("Content-MD5")); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"number": n, "size": c.Request.ContentLength})

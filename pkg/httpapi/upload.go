@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"log/slog"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -31,73 +32,190 @@ type multipartUpload struct {
 	token  *distribution.Token
 }
 
-// idleBody moves the connection's read deadline forward before every read of an upload body, so
-// a client may take as long as it needs in all but may not stall for more than idle at a time.
-type idleBody struct {
-	rc   io.ReadCloser
-	ctl  *http.ResponseController
-	idle time.Duration
+// uploadBody is an upload's body as the server reads it. Each read moves the connection's read
+// deadline forward by idle, so a client may take as long as it needs in all but may not stall for
+// more than idle at a time; and once the upload holds a slot (admitted), each span of idle after
+// its first must bring minRate bytes per second on average, so a trickle cannot hold a slot for
+// hours (issue 20: 16 connections sending a byte every 30 s held every slot).
+type uploadBody struct {
+	rc      io.ReadCloser
+	ctl     interface{ SetReadDeadline(time.Time) error }
+	idle    time.Duration
+	minRate int64
+	now     func() time.Time
+	// window is the start of the span being measured (zero until admitted), and got the bytes
+	// read since it began.
+	window time.Time
+	got    int64
+	cut    func(rate int64) // logs the cut
 }
 
-func (b *idleBody) Read(p []byte) (int, error) {
-	_ = b.ctl.SetReadDeadline(time.Now().Add(b.idle))
-	return b.rc.Read(p)
+// uploadBody wraps c's request body for an upload or a part.
+func (s *Server) uploadBody(c *gin.Context) *uploadBody {
+	ctx, id := reqCtx(c), requestID(c)
+	return &uploadBody{rc: c.Request.Body, ctl: http.NewResponseController(c.Writer), idle: s.cfg.UploadIdleTimeout,
+		minRate: s.cfg.UploadMinRate, now: time.Now, cut: func(rate int64) {
+			s.log.WarnContext(ctx, "upload cut: it arrived slower than the minimum rate", slog.String("request_id", id),
+				slog.Int64("bytes_per_second", rate), slog.Int64("minimum", s.cfg.UploadMinRate))
+		}}
 }
 
-func (b *idleBody) Close() error { return b.rc.Close() }
+// admitted starts the minimum-rate clock: the upload has its slot, and a span of idle as grace.
+func (b *uploadBody) admitted() { b.window = b.now().Add(b.idle) }
 
-// uploadHeaders is what an upload's headers tell, checked before it waits for a slot: a request
-// that is not a multipart form, is over the limit, or carries a wrong token in its header is
-// refused at once rather than after waiting in line.
-type uploadHeaders struct {
-	boundary string
-	limit    int64
-	// token is the token from the header or query, nil when the form carries it.
-	token *distribution.Token
+func (b *uploadBody) Read(p []byte) (int, error) {
+	_ = b.ctl.SetReadDeadline(b.now().Add(b.idle))
+	n, err := b.rc.Read(p)
+	if b.minRate <= 0 || b.window.IsZero() {
+		return n, err
+	}
+	now := b.now()
+	if now.Before(b.window) { // the grace
+		return n, err
+	}
+	b.got += int64(n)
+	if span := now.Sub(b.window); span >= b.idle {
+		if rate := b.got * int64(time.Second) / int64(span); rate < b.minRate {
+			b.cut(rate)
+			return n, errs.New(errs.Invalid, "the upload arrived at %d bytes per second, slower than this server's minimum of %d; retry on a faster link, or use an upload session (slipway upload)", rate, b.minRate)
+		}
+		b.window, b.got = now, 0
+	}
+	return n, err
 }
 
-const uploadHeadersKey = "slipway.upload_headers"
+func (b *uploadBody) Close() error { return b.rc.Close() }
 
-func (s *Server) checkUploadHeaders(c *gin.Context) (*uploadHeaders, error) {
+// uploadForm is a multipart upload being read: the fields read so far, the token, and the reader,
+// positioned after the last part read. The upload wrapper opens it and reads until the token;
+// the endpoint reads the rest once the upload has its slot.
+type uploadForm struct {
+	body       *uploadBody
+	mr         *multipart.Reader
+	fields     map[string]string
+	fieldBytes int
+	token      *distribution.Token
+}
+
+const uploadFormKey = "slipway.upload_form"
+
+// preAuthBytes bounds the form fields read before the token: every Zealot client sends the token
+// first (fastlane's plugin, the Gradle plugins, upload scripts) or in a header.
+const preAuthBytes = 64 << 10
+
+// errTokenAfterFile is the answer to an upload whose file comes before any credential.
+var errTokenAfterFile = errs.New(errs.Unauthenticated, "send your token before the file: in the Authorization header "+
+	"(Authorization: Token ...), the token query parameter, or a token form field placed before the file field")
+
+// openUpload checks an upload's headers and finds its token, before it waits for a slot and
+// before a byte of its file is stored (issue 20: an upload without a token took a slot and
+// streamed 1.8 GB into storage before its 401): a request that is not a multipart form, is over
+// the limit, or has no valid token before its file is refused at once. A token in the header or
+// query is checked without reading the body; otherwise the form is read up to its token field,
+// at most preAuthBytes of it.
+func (s *Server) openUpload(c *gin.Context) (*uploadForm, error) {
 	ctx := reqCtx(c)
 	r := c.Request
 	mediaType, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mediaType != "multipart/form-data" || params["boundary"] == "" {
 		return nil, errs.Invalidf("send the upload as multipart/form-data with the file in a \"file\" field")
 	}
-	h := &uploadHeaders{boundary: params["boundary"], limit: s.cfg.MaxUploadBytes + maxFormFieldBytes}
-	if r.ContentLength > h.limit {
+	limit := s.cfg.MaxUploadBytes + maxFormFieldBytes
+	if r.ContentLength > limit {
 		return nil, errs.New(errs.TooLarge, "the upload is larger than the %d-byte limit", s.cfg.MaxUploadBytes)
 	}
+	f := &uploadForm{fields: map[string]string{}}
 	if secret := headerOrQueryToken(c); secret != "" {
-		if h.token, err = s.svc.Tokens.Authenticate(ctx, secret, distribution.ScopeUpload); err != nil {
+		if f.token, err = s.svc.Tokens.Authenticate(ctx, secret, distribution.ScopeUpload); err != nil {
 			return nil, err
 		}
 	}
-	c.Set(uploadHeadersKey, h)
-	return h, nil
-}
-
-// readUpload streams a multipart upload: fields are read (bounded) in whatever order they come,
-// and the one file part ("file") goes straight into storage as it arrives, under prefix. A token
-// in the header or query was checked before the body is read (checkUploadHeaders); one in the
-// form is checked when the form has been read, and the file is discarded if it is wrong.
-func (s *Server) readUpload(c *gin.Context, prefix string) (*multipartUpload, error) {
-	ctx := reqCtx(c)
-	const fileField = "file"
-	r := c.Request
-	v, _ := c.Get(uploadHeadersKey)
-	h := v.(*uploadHeaders)
-	up := &multipartUpload{fields: map[string]string{}, token: h.token}
-	var err error
 	// r.Body itself is left as the server gave it: when the answer comes before the whole body
 	// (413, 503), net/http recognises its own body type, reads a little more and half-closes the
 	// connection before closing it, so the client reads the answer instead of a reset.
-	body := http.MaxBytesReader(c.Writer, &idleBody{rc: r.Body, ctl: http.NewResponseController(c.Writer), idle: s.cfg.UploadIdleTimeout}, h.limit)
+	f.body = s.uploadBody(c)
 	// mime/multipart reads through a 4 KiB buffer unless handed a larger bufio.Reader: 256 KiB
 	// cuts the read syscalls (and read-deadline moves) of a 256 MiB upload from ~65,000 to ~1,000.
-	mr := multipart.NewReader(bufio.NewReaderSize(body, 256<<10), h.boundary)
-	fieldBytes := 0
+	f.mr = multipart.NewReader(bufio.NewReaderSize(http.MaxBytesReader(c.Writer, f.body, limit), 256<<10), params["boundary"])
+	for f.token == nil {
+		part, err := f.mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return nil, errs.New(errs.Unauthenticated, "no token: send it in the Authorization header (Authorization: Token ...) or a token form field")
+		}
+		if err != nil {
+			return nil, s.formError(err)
+		}
+		name := part.FormName()
+		switch {
+		case name == "":
+			// Not a form field: skip it.
+		case name == "file" || part.FileName() != "":
+			return nil, errTokenAfterFile
+		default:
+			if err := f.readField(name, part); err != nil {
+				return nil, err
+			}
+			if f.fieldBytes > preAuthBytes {
+				return nil, errs.New(errs.Unauthenticated, "no token in the form's first %d bytes: send it in the Authorization header or as the form's first field", preAuthBytes)
+			}
+			if name == "token" {
+				if f.token, err = s.svc.Tokens.Authenticate(ctx, f.fields["token"], distribution.ScopeUpload); err != nil {
+					return nil, err
+				}
+			}
+		}
+		part.Close()
+	}
+	c.Set(uploadFormKey, f)
+	return f, nil
+}
+
+// readField reads a form field (bounded) into f.fields; the first value of a name wins.
+func (f *uploadForm) readField(name string, part *multipart.Part) error {
+	v, err := io.ReadAll(io.LimitReader(part, maxFieldBytes+1))
+	if err != nil {
+		return formErrorOf(err)
+	}
+	if len(v) > maxFieldBytes {
+		return errs.Field(name, "is longer than %d bytes", maxFieldBytes)
+	}
+	if f.fieldBytes += len(v); f.fieldBytes > maxFormFieldBytes {
+		return errs.New(errs.TooLarge, "the form fields are larger than %d bytes in all", maxFormFieldBytes)
+	}
+	if !httperr.CleanText(name) || !httperr.CleanText(string(v)) {
+		return errs.Field(httperr.SafeName(name), "holds a NUL byte or invalid UTF-8")
+	}
+	if _, seen := f.fields[name]; !seen {
+		f.fields[name] = string(v)
+	}
+	return nil
+}
+
+// formError explains why the multipart body could not be read.
+func (s *Server) formError(err error) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return errs.New(errs.TooLarge, "the upload is larger than the %d-byte limit", s.cfg.MaxUploadBytes)
+	}
+	return formErrorOf(err)
+}
+
+func formErrorOf(err error) error {
+	if e, ok := errs.AsError(err); ok { // the body explains itself (too slow)
+		return e
+	}
+	return errs.Wrap(errs.Invalid, err, "the multipart body is malformed or cut short")
+}
+
+// readUpload reads the rest of an upload the wrapper opened (openUpload): fields are read
+// (bounded) in whatever order they come, and the one file part ("file") goes straight into
+// storage as it arrives, under prefix.
+func (s *Server) readUpload(c *gin.Context, prefix string) (*multipartUpload, error) {
+	ctx := reqCtx(c)
+	const fileField = "file"
+	v, _ := c.Get(uploadFormKey)
+	f := v.(*uploadForm)
+	up := &multipartUpload{fields: f.fields, token: f.token}
 	fail := func(err error) (*multipartUpload, error) {
 		if up.file != nil {
 			s.svc.Objects.Discard(ctx, up.file.Key)
@@ -105,16 +223,12 @@ func (s *Server) readUpload(c *gin.Context, prefix string) (*multipartUpload, er
 		return nil, err
 	}
 	for {
-		part, err := mr.NextPart()
+		part, err := f.mr.NextPart()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				return fail(errs.New(errs.TooLarge, "the upload is larger than the %d-byte limit", s.cfg.MaxUploadBytes))
-			}
-			return fail(errs.Wrap(errs.Invalid, err, "the multipart body is malformed or cut short"))
+			return fail(s.formError(err))
 		}
 		name := part.FormName()
 		switch {
@@ -129,29 +243,11 @@ func (s *Server) readUpload(c *gin.Context, prefix string) (*multipartUpload, er
 		case name == "":
 			// Not a form field: skip it.
 		default:
-			v, err := io.ReadAll(io.LimitReader(part, maxFieldBytes+1))
-			if err != nil {
-				return fail(errs.Wrap(errs.Invalid, err, "the multipart body is malformed or cut short"))
-			}
-			if len(v) > maxFieldBytes {
-				return fail(errs.Field(name, "is longer than %d bytes", maxFieldBytes))
-			}
-			if fieldBytes += len(v); fieldBytes > maxFormFieldBytes {
-				return fail(errs.New(errs.TooLarge, "the form fields are larger than %d bytes in all", maxFormFieldBytes))
-			}
-			if !httperr.CleanText(name) || !httperr.CleanText(string(v)) {
-				return fail(errs.Field(httperr.SafeName(name), "holds a NUL byte or invalid UTF-8"))
-			}
-			if _, seen := up.fields[name]; !seen {
-				up.fields[name] = string(v)
+			if err := f.readField(name, part); err != nil {
+				return fail(err)
 			}
 		}
 		part.Close()
-	}
-	if up.token == nil {
-		if up.token, err = s.svc.Tokens.Authenticate(ctx, up.fields["token"], distribution.ScopeUpload); err != nil {
-			return fail(err)
-		}
 	}
 	if up.file == nil {
 		return nil, errs.Field(fileField, "is required: attach the file in a %q form field", fileField)
@@ -159,9 +255,9 @@ func (s *Server) readUpload(c *gin.Context, prefix string) (*multipartUpload, er
 	return up, nil
 }
 
-// upload wraps an upload endpoint: it checks the headers, waits for one of the replica's upload
-// slots (uploadGate: 429 only when the line is full or the wait too long), times the upload by
-// outcome, and renders the error handle returns.
+// upload wraps an upload endpoint: it checks the headers and the token (openUpload), waits for
+// one of the replica's upload slots (uploadGate: 429 only when the line is full or the wait too
+// long), times the upload by outcome, and renders the error handle returns.
 func (s *Server) upload(kind string, handle func(c *gin.Context) error) gin.HandlerFunc {
 	return s.handle(func(c *gin.Context) (err error) {
 		ctx := reqCtx(c)
@@ -175,15 +271,17 @@ func (s *Server) upload(kind string, handle func(c *gin.Context) error) gin.Hand
 				s.metrics.UploadDuration.WithLabelValues(kind, outcome).Observe(time.Since(start).Seconds())
 			}
 		}()
-		if _, err := s.checkUploadHeaders(c); err != nil {
+		f, err := s.openUpload(c)
+		if err != nil {
 			return err
 		}
 		err = func() error {
-			release, err := s.gate.enter(ctx)
+			release, err := s.gate.enter(ctx, f.token.ID)
 			if err != nil {
 				return err
 			}
 			defer release()
+			f.body.admitted()
 			return handle(c)
 		}()
 		if k := errs.KindOf(err); err != nil && (k == errs.Unavailable || k == errs.Internal) {

@@ -1218,8 +1218,8 @@ func TestUploadSizeLimit(t *testing.T) {
 		e := newEnv(t, apptest.Options{Storage: storage, Configure: func(c *config.Config) { c.MaxUploadBytes = 64 << 10 }})
 		big := appletest.BuildIPA(appletest.IPAOptions{AppName: "Big", FillerBytes: 256 << 10})
 		wantError(t, e.upload(t, apptest.Field("token", e.UploadToken), apptest.File("big.ipa", big)), http.StatusRequestEntityTooLarge)
-		// With the file before the token, the file is refused before the token is seen.
-		wantError(t, e.upload(t, apptest.File("big.ipa", big), apptest.Field("token", e.UploadToken)), http.StatusRequestEntityTooLarge)
+		// With the file before the token, the upload is refused before a byte of it is stored.
+		wantError(t, e.upload(t, apptest.File("big.ipa", big), apptest.Field("token", e.UploadToken)), http.StatusUnauthorized)
 		assertNothingKept(t, e)
 		// A body declared over the limit is refused before it is read.
 		conn, err := net.Dial("tcp", strings.TrimPrefix(e.URL, "http://"))
@@ -1253,8 +1253,18 @@ func TestUploadForm(t *testing.T) {
 	f := apptest.Field
 	data := apk("com.example.form", "1.0", 1)
 
-	// The token after the file works.
-	rel := e.fullRelease(t, e.upload(t, f("name", "Form"), apptest.File("f.apk", data), f("token", e.UploadToken), f("changelog", "late field")))
+	// The token after the file is refused before the file is stored (issue 20: it took a slot and
+	// storage first), with a message saying where the token goes.
+	r := e.upload(t, f("name", "Form"), apptest.File("f.apk", data), f("token", e.UploadToken))
+	if msg := wantError(t, r, http.StatusUnauthorized); !strings.Contains(msg, "before the file") {
+		t.Fatalf("token after the file: %q", msg)
+	}
+	if got := e.Objects(t); len(got) != 0 {
+		t.Fatalf("a file sent before its token was stored: %q", got)
+	}
+	// Fields before the token, the token, the file, then more fields: the fields after the file
+	// are read too.
+	rel := e.fullRelease(t, e.upload(t, f("name", "Form"), f("token", e.UploadToken), apptest.File("f.apk", data), f("changelog", "late field")))
 	if rel.App.Name != "Form" || len(rel.Changelog) != 1 || rel.Changelog[0].Message != "late field" {
 		t.Fatalf("fields after the file: %+v", rel)
 	}
@@ -1271,13 +1281,13 @@ func TestUploadForm(t *testing.T) {
 			t.Fatalf("%s: %d releases", what, n)
 		}
 	}
-	// A wrong token after the file: 401, and the stored file is discarded.
+	// A wrong token after the file: 401, nothing stored.
 	wantError(t, e.upload(t, apptest.File("f.apk", data), f("token", "slw_not_a_token")), http.StatusUnauthorized)
 	check("wrong token after the file")
 	wantError(t, e.upload(t, f("token", "slw_not_a_token"), apptest.File("f.apk", data)), http.StatusUnauthorized)
 	check("wrong token before the file")
 	// A wrong token in the header is refused before the body is read.
-	r := e.Upload(t, "/api/apps/upload", "slw_wrong", f("token", e.UploadToken), apptest.File("f.apk", data))
+	r = e.Upload(t, "/api/apps/upload", "slw_wrong", f("token", e.UploadToken), apptest.File("f.apk", data))
 	wantError(t, r, http.StatusUnauthorized)
 	check("wrong header token")
 	// No file.

@@ -194,6 +194,8 @@ SLIPWAY_PUBLIC_URL: {{ include "slipway.publicURL" . | quote }}
 SLIPWAY_STORAGE_URL: {{ .Values.storage.url | quote }}
 SLIPWAY_MAX_UPLOAD_BYTES: {{ int64 .Values.config.maxUploadBytes | toString | quote }}
 SLIPWAY_MAX_CONCURRENT_UPLOADS: {{ int64 .Values.config.maxConcurrentUploads | toString | quote }}
+SLIPWAY_UPLOADS_PER_TOKEN: {{ int64 .Values.config.uploadsPerToken | toString | quote }}
+SLIPWAY_UPLOAD_MIN_RATE: {{ int64 .Values.config.uploadMinRate | toString | quote }}
 SLIPWAY_UPLOAD_QUEUE_LENGTH: {{ int64 .Values.config.uploadQueueLength | toString | quote }}
 SLIPWAY_UPLOAD_QUEUE_TIMEOUT: {{ .Values.config.uploadQueueTimeout | quote }}
 SLIPWAY_UPLOAD_MEMORY: {{ int64 .Values.config.uploadMemory | toString | quote }}

@@ -153,8 +153,11 @@ func (o *Objects) StoreUpload(ctx context.Context, prefix string, r io.Reader, f
 		case lr.over:
 			return nil, errs.New(errs.TooLarge, "the file is larger than the %d-byte upload limit", o.MaxUploadBytes)
 		case lr.readErr != nil:
-			// The client went away, stalled or sent a broken body: there may be nobody to answer,
-			// but say why.
+			// The client went away, stalled, trickled or sent a broken body: there may be nobody
+			// to answer, but say why. A body that explains itself (too slow) is passed on.
+			if e, ok := errs.AsError(lr.readErr); ok {
+				return nil, e
+			}
 			var netErr net.Error
 			if errors.As(lr.readErr, &netErr) && netErr.Timeout() {
 				return nil, errs.Wrap(errs.Invalid, lr.readErr, "the upload stalled: no data arrived for too long")

@@ -296,28 +296,38 @@ func (ss *Sessions) partURL(ctx context.Context, sess *distribution.UploadSessio
 	return "", fmt.Errorf("storage backend %T takes parts neither itself nor by presigned URL", ss.Storage)
 }
 
-// PutPart stores part n of a session on a backend that takes parts itself (filesystem), for a
-// client that holds the part's signed URL. The body must be exactly the part's size; contentMD5,
-// when given (base64, as in a Content-MD5 header), must match it.
-func (ss *Sessions) PutPart(ctx context.Context, id string, n int, signature string, body io.Reader, length int64, contentMD5 string) error {
-	pw, ok := ss.Storage.(storage.PartWriter)
-	if !ok || !ss.Signer.CheckToken(signature, "upload-part", id, strconv.Itoa(n)) {
-		return errs.New(errs.Forbidden, "this part URL is invalid or has expired; ask the session for a new one (GET /api/uploads/:id)")
+// CheckPart checks a part URL's signature and the part it names, before its body is read (and
+// before it waits for an upload slot: a request without a valid URL never takes one), and returns
+// the session, whose TokenID says whose upload it is.
+func (ss *Sessions) CheckPart(ctx context.Context, id string, n int, signature string, length int64) (*distribution.UploadSession, error) {
+	if _, ok := ss.Storage.(storage.PartWriter); !ok || !ss.Signer.CheckToken(signature, "upload-part", id, strconv.Itoa(n)) {
+		return nil, errs.New(errs.Forbidden, "this part URL is invalid or has expired; ask the session for a new one (GET /api/uploads/:id)")
 	}
 	sess, err := ss.Store.GetSession(ctx, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := usable(sess); err != nil {
-		return err
+		return nil, err
 	}
 	if n < 1 || n > partCount(sess) {
-		return errs.Field("part", "must be from 1 to %d", partCount(sess))
+		return nil, errs.Field("part", "must be from 1 to %d", partCount(sess))
+	}
+	if want := partSize(sess, n); length != want {
+		return nil, errs.New(errs.Invalid, "part %d must be exactly %d bytes, not %d", n, want, length)
+	}
+	return sess, nil
+}
+
+// PutPart stores part n of a session that CheckPart accepted, on a backend that takes parts
+// itself (filesystem). The body must be exactly the part's size; contentMD5, when given (base64,
+// as in a Content-MD5 header), must match it.
+func (ss *Sessions) PutPart(ctx context.Context, sess *distribution.UploadSession, n int, body io.Reader, contentMD5 string) error {
+	pw, ok := ss.Storage.(storage.PartWriter)
+	if !ok {
+		return errs.New(errs.Forbidden, "this storage takes no parts through Slipway")
 	}
 	want := partSize(sess, n)
-	if length != want {
-		return errs.New(errs.Invalid, "part %d must be exactly %d bytes, not %d", n, want, length)
-	}
 	r := body
 	if contentMD5 != "" {
 		sum, err := base64.StdEncoding.DecodeString(contentMD5)
