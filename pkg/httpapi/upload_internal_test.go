@@ -61,4 +61,3 @@ func TestUploadBodyMinimumRate(t *testing.T) {
 		t.Fatalf("rate 0: %v", err)
 	}
 }
-
