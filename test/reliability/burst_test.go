@@ -14,7 +14,8 @@ import (
 )
 
 // TestUploadBurst is a fleet of CI jobs finishing at once: 40 uploads at the same moment to one
-// replica with default settings (16 slots, the rest in line; one 128 MiB buffer pool). Zealot's
+// replica with default settings (16 slots, 12 of them for the fleet's one token, the rest in line; one
+// 128 MiB buffer pool). Zealot's
 // clients never retry, so every one must be a 201: none refused, distinct versions in the one
 // channel, and the replica's peak memory within what docs/deploy.md promises for the defaults.
 func TestUploadBurst(t *testing.T) {

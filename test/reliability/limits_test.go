@@ -85,7 +85,8 @@ func TestUploadSizeLimit(t *testing.T) {
 // they wait instead: TestUploadQueue in pkg/httpapi and TestUploadBurst.)
 func TestUploadConcurrencyCap(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, e2e.Options{Storage: e2e.S3}, 1, "SLIPWAY_MAX_CONCURRENT_UPLOADS=2", "SLIPWAY_UPLOAD_QUEUE_TIMEOUT=0s")
+	// Both held uploads use one token: its share is the whole cap here (SLIPWAY_UPLOADS_PER_TOKEN).
+	e := newEnv(t, e2e.Options{Storage: e2e.S3}, 1, "SLIPWAY_MAX_CONCURRENT_UPLOADS=2", "SLIPWAY_UPLOADS_PER_TOKEN=2", "SLIPWAY_UPLOAD_QUEUE_TIMEOUT=0s")
 	s := e.servers[0]
 	seed := decodeRelease(t, mustUpload(t, s, e.upload, ipa("com.example.cap", "0", 0)))
 	dsym := debuginfotest.BuildDSYMZip(debuginfotest.DSYM{Path: "Demo.app.dSYM", Identifier: "com.example.cap",
