@@ -14,10 +14,10 @@ import (
 )
 
 // TestUploadBurst is a fleet of CI jobs finishing at once: 40 uploads at the same moment to one
-// replica with default settings (16 slots, 12 of them for the fleet's one token, the rest in line; one
-// 128 MiB buffer pool). Zealot's
-// clients never retry, so every one must be a 201: none refused, distinct versions in the one
-// channel, and the replica's peak memory within what docs/deploy.md promises for the defaults.
+// replica with default settings (16 slots, 12 of them for the fleet's one token, the rest in
+// line; one 128 MiB buffer pool). Zealot's clients never retry, so every one must be a 201: none
+// refused, distinct versions in the one channel, and the replica's peak memory within what
+// docs/deploy.md promises for the defaults.
 func TestUploadBurst(t *testing.T) {
 	t.Parallel()
 	// Built without -race even under -race: the race detector multiplies memory.
