@@ -202,13 +202,18 @@ func (a *Apps) UpdateScheme(ctx context.Context, id int64, ch SchemeChanges) (*d
 		if err != nil {
 			return nil, err
 		}
+		from := sc.Name
 		if err := ch.apply(sc); err != nil {
 			return nil, err
 		}
 		defer a.Effects.Changed(distribution.Change{SchemeID: id})
 		out, err := a.Store.UpdateScheme(ctx, sc)
 		if err == nil {
-			a.Audit.Record(ctx, "scheme.update", a.schemeTarget(ctx, out), nil)
+			if out.Name != from {
+				a.Audit.Record(ctx, "scheme.rename", a.schemeTarget(ctx, out), map[string]any{"from": from})
+			} else {
+				a.Audit.Record(ctx, "scheme.update", a.schemeTarget(ctx, out), nil)
+			}
 		}
 		return out, err
 	})
