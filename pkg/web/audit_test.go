@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
@@ -66,7 +67,7 @@ func find(rows []auditRow, action string) []auditRow {
 // and action on the server, and pages.
 func TestAuditTrailOfEveryActor(t *testing.T) {
 	ctx := context.Background()
-	e := apptest.New(t, apptest.Options{})
+	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) { c.WebhookAllowPrivate = true }})
 	admin, _ := signedIn(t, e, "alice")
 
 	var ids []int64
@@ -98,8 +99,21 @@ func TestAuditTrailOfEveryActor(t *testing.T) {
 	if n, err := e.Service.Retention.EnforceRetention(ctx); err != nil || n != 1 {
 		t.Fatalf("retention deleted %d: %v", n, err)
 	}
+	hook := e.Do(t, http.MethodPost, fmt.Sprintf("/api/channels/%d/webhooks", chID), strings.NewReader(`{"url":"http://127.0.0.1:9/hook?key=s3cret","format":"slack"}`), rename)
+	if hook.Status != http.StatusCreated {
+		t.Fatalf("API webhook: %d %s", hook.Status, hook.Body)
+	}
 
 	rows, _ := auditPage(t, admin, e, "")
+	if r := find(rows, "webhook.create"); len(r) != 1 || r[0].actor != "token admin" || r[0].target != "Droid Beta · "+channelName(t, e, chID)+" webhook (slack)" ||
+		r[0].link != fmt.Sprintf("%s/console/webhooks/%d", e.URL, int64(hook.Map(t)["id"].(float64))) {
+		t.Errorf("API webhook row %+v", r)
+	}
+	for _, r := range rows {
+		if strings.Contains(r.target, "s3cret") || strings.Contains(r.target, "127.0.0.1") {
+			t.Errorf("a row shows a webhook's URL: %+v", r)
+		}
+	}
 	uploads := find(rows, "release.upload")
 	if len(uploads) != 4 {
 		t.Fatalf("upload rows %+v", uploads)

@@ -331,6 +331,7 @@ func (h *Handler) createWebhook(c *gin.Context, appID, hookApp, hookChannel int6
 	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
 		return err
 	}
+	ctx = actingAs(c, u)
 	in := events.WebhookInput{URL: optionalForm(c, "url"), Format: optionalForm(c, "format")}
 	if evs := c.PostFormArray("events"); len(evs) > 0 {
 		in.Events = evs
@@ -342,7 +343,6 @@ func (h *Handler) createWebhook(c *gin.Context, appID, hookApp, hookChannel int6
 	if err != nil {
 		return err
 	}
-	h.svc.Console.AuditWebhook(ctx, u, "webhook.create", w)
 	return h.renderApp(c, session, u, appID, "Webhook added. Its signing secret is shown once:", w.Secret)
 }
 

@@ -87,8 +87,6 @@ type Console struct {
 	Devices  Devices
 	Tokens   Tokens
 	People   People
-	// Audit writes the rows the console writes itself (distribution.AuditLog.Record).
-	Audit *distribution.AuditLog
 }
 
 // Channel returns a channel for a console user who may manage its app.
@@ -310,20 +308,16 @@ func (c *Console) Webhook(ctx context.Context, u *distribution.User, id int64) (
 
 // TestWebhook sends a test event to a webhook (admins), audited.
 func (c *Console) TestWebhook(ctx context.Context, u *distribution.User, id int64) (*distribution.WebhookDelivery, error) {
-	w, err := c.Webhook(ctx, u, id)
-	if err != nil {
+	ctx = asUser(ctx, u)
+	if _, err := c.Webhook(ctx, u, id); err != nil {
 		return nil, err
 	}
-	d, err := c.Webhooks.TestWebhook(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	c.AuditWebhook(ctx, u, "webhook.test", w)
-	return d, nil
+	return c.Webhooks.TestWebhook(ctx, id)
 }
 
 // DeleteWebhook deletes a webhook (admins), audited.
 func (c *Console) DeleteWebhook(ctx context.Context, u *distribution.User, id int64) (*distribution.Webhook, error) {
+	ctx = asUser(ctx, u)
 	w, err := c.Webhook(ctx, u, id)
 	if err != nil {
 		return nil, err
@@ -331,13 +325,13 @@ func (c *Console) DeleteWebhook(ctx context.Context, u *distribution.User, id in
 	if err := c.Webhooks.DeleteWebhook(ctx, id); err != nil {
 		return nil, err
 	}
-	c.AuditWebhook(ctx, u, "webhook.delete", w)
 	return w, nil
 }
 
 // SetWebhookEnabled pauses or resumes a webhook (admins), audited. A paused webhook is sent
 // nothing; its history stays.
 func (c *Console) SetWebhookEnabled(ctx context.Context, u *distribution.User, id int64, enabled bool) (*distribution.Webhook, error) {
+	ctx = asUser(ctx, u)
 	if _, err := c.Webhook(ctx, u, id); err != nil {
 		return nil, err
 	}
@@ -345,7 +339,6 @@ func (c *Console) SetWebhookEnabled(ctx context.Context, u *distribution.User, i
 	if err != nil {
 		return nil, err
 	}
-	c.AuditWebhook(ctx, u, map[bool]string{true: "webhook.enable", false: "webhook.disable"}[enabled], w)
 	return w, nil
 }
 
@@ -385,20 +378,4 @@ func (c *Console) RevokeToken(ctx context.Context, u *distribution.User, id int6
 	}
 	c.People.Audit(ctx, u, "token.revoke", t.Name, map[string]any{"token_id": t.ID})
 	return nil
-}
-
-// AuditWebhook records a console user's change to a webhook, named by what it serves ("App ·
-// Beta webhook (slack)"), never by its URL, which may hold a secret.
-func (c *Console) AuditWebhook(ctx context.Context, u *distribution.User, action string, w *distribution.Webhook) {
-	t := distribution.AuditTarget{Kind: distribution.TargetWebhook, ID: w.ID, Name: "webhook (" + w.Format + ")"}
-	if w.ChannelID != 0 {
-		if cc, err := c.Apps.ChannelByID(ctx, w.ChannelID); err == nil {
-			t.AppID, t.Name = cc.App.ID, cc.App.Name+" · "+cc.Channel.Name+" webhook ("+w.Format+")"
-		}
-	} else if w.AppID != 0 {
-		if a, err := c.Apps.App(ctx, w.AppID); err == nil {
-			t.AppID, t.Name = a.ID, a.Name+" webhook ("+w.Format+")"
-		}
-	}
-	c.Audit.RecordAs(ctx, distribution.UserActor(u), action, t, map[string]any{"webhook_id": w.ID})
 }

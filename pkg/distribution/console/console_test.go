@@ -32,15 +32,6 @@ func (p *parts) callAs(ctx context.Context, name string) {
 	p.audit = append(p.audit, fmt.Sprintf("as %s %d", a.Kind, a.UserID))
 }
 
-// WriteAudit records the rows the console writes itself.
-func (p *parts) WriteAudit(_ context.Context, r distribution.AuditRecord) error {
-	p.audit = append(p.audit, r.Action)
-	return nil
-}
-func (p *parts) AuditEntries(context.Context, distribution.AuditFilter) ([]distribution.AuditEntry, error) {
-	return nil, nil
-}
-
 func (p *parts) CanManageApp(_ context.Context, u *distribution.User, appID int64) error {
 	if u.Role == distribution.RoleAdmin || (u.Role == distribution.RoleDeveloper && p.members[u.ID] == appID) {
 		return nil
@@ -120,13 +111,16 @@ func (p *parts) CompleteSession(ctx context.Context, _ *distribution.Token, _, _
 func (p *parts) Webhook(_ context.Context, id int64) (*distribution.Webhook, error) {
 	return &distribution.Webhook{ID: id, Format: "slipway"}, nil
 }
-func (p *parts) TestWebhook(context.Context, int64) (*distribution.WebhookDelivery, error) {
-	p.call("TestWebhook")
+func (p *parts) TestWebhook(ctx context.Context, _ int64) (*distribution.WebhookDelivery, error) {
+	p.callAs(ctx, "TestWebhook")
 	return &distribution.WebhookDelivery{}, nil
 }
-func (p *parts) DeleteWebhook(context.Context, int64) error { p.call("DeleteWebhook"); return nil }
-func (p *parts) UpdateWebhook(_ context.Context, id int64, in events.WebhookInput) (*distribution.Webhook, error) {
-	p.call("UpdateWebhook")
+func (p *parts) DeleteWebhook(ctx context.Context, _ int64) error {
+	p.callAs(ctx, "DeleteWebhook")
+	return nil
+}
+func (p *parts) UpdateWebhook(ctx context.Context, id int64, in events.WebhookInput) (*distribution.Webhook, error) {
+	p.callAs(ctx, "UpdateWebhook")
 	return &distribution.Webhook{ID: id, Enabled: *in.Enabled}, nil
 }
 func (p *parts) DeleteDevice(context.Context, string) error { p.call("DeleteDevice"); return nil }
@@ -144,8 +138,7 @@ func (p *parts) UserUploadToken(_ context.Context, userID int64) (*distribution.
 
 func newConsole() (*Console, *parts) {
 	p := &parts{members: map[int64]int64{2: 1}}
-	return &Console{Apps: p, Releases: p, Sessions: p, Webhooks: p, Devices: p, Tokens: p, People: p,
-		Audit: &distribution.AuditLog{Store: p}}, p
+	return &Console{Apps: p, Releases: p, Sessions: p, Webhooks: p, Devices: p, Tokens: p, People: p}, p
 }
 
 var (
@@ -196,14 +189,14 @@ func TestConsoleAuthorisesThenCallsTheUseCase(t *testing.T) {
 		{"complete upload", func(c *Console, u *distribution.User) error { _, err := c.CompleteUpload(ctx, u, "ups_1"); return err },
 			[]*distribution.User{admin, member}, "CompleteSession", "as user"},
 		{"test webhook", func(c *Console, u *distribution.User) error { _, err := c.TestWebhook(ctx, u, 4); return err },
-			[]*distribution.User{admin}, "TestWebhook", "webhook.test"},
+			[]*distribution.User{admin}, "TestWebhook", "as user"},
 		{"pause webhook", func(c *Console, u *distribution.User) error {
 			_, err := c.SetWebhookEnabled(ctx, u, 4, false)
 			return err
 		},
-			[]*distribution.User{admin}, "UpdateWebhook", "webhook.disable"},
+			[]*distribution.User{admin}, "UpdateWebhook", "as user"},
 		{"delete webhook", func(c *Console, u *distribution.User) error { _, err := c.DeleteWebhook(ctx, u, 4); return err },
-			[]*distribution.User{admin}, "DeleteWebhook", "webhook.delete"},
+			[]*distribution.User{admin}, "DeleteWebhook", "as user"},
 		{"delete device", func(c *Console, u *distribution.User) error { return c.DeleteDevice(ctx, u, "udid") },
 			[]*distribution.User{admin}, "DeleteDevice", "device.delete"},
 		{"create token", func(c *Console, u *distribution.User) error {

@@ -123,7 +123,7 @@ func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, l
 	s.Logins = &access.Logins{Store: db}
 	s.People = &access.People{Store: db, Log: log, AuditLog: audit}
 	s.Passwords = &access.Passwords{Guard: db, Signer: signer}
-	s.Webhooks = &events.Webhooks{Store: db, Client: client, AllowPrivate: cfg.WebhookAllowPrivate}
+	s.Webhooks = &events.Webhooks{Store: db, Client: client, AllowPrivate: cfg.WebhookAllowPrivate, Audit: audit, Names: s.Apps}
 	s.Downloads = events.NewCounter(db, s.Events, cfg.DownloadFlushInterval, m, log)
 	s.Retention = &lifecycle.Retention{Store: db, Effects: effects, Metrics: m, Log: log, Audit: audit,
 		Config: lifecycle.RetentionConfig{Interval: cfg.RetentionInterval, Defaults: distribution.RetentionRules{
@@ -132,7 +132,7 @@ func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, l
 	s.Collector = &lifecycle.Collector{Store: db, Storage: st, Interval: cfg.GCInterval, Grace: cfg.GCGrace, Metrics: m, Log: log, Audit: audit}
 	s.Devices = &devices.Devices{Store: db, Signer: signer, UDID: devices.UDIDConfig{Organization: cfg.UDIDOrganization}}
 	s.Console = &console.Console{Apps: s.Apps, Releases: s.Releases, Sessions: s.Sessions, Webhooks: s.Webhooks,
-		Devices: s.Devices, Tokens: s.Tokens, People: s.People, Audit: audit}
+		Devices: s.Devices, Tokens: s.Tokens, People: s.People}
 	return s
 }
 
