@@ -82,6 +82,7 @@ const (
 	TargetUser    = "user"
 	TargetDevice  = "device"
 	TargetSession = "session"
+	TargetDebug   = "debug_file"
 )
 
 // AuditTarget is what an action was done to: its kind and id (for a link while it exists), its

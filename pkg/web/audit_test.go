@@ -104,7 +104,18 @@ func TestAuditTrailOfEveryActor(t *testing.T) {
 		t.Fatalf("API webhook: %d %s", hook.Status, hook.Body)
 	}
 
+	const udid = "00008030-001A2B3C4D5E6F70"
+	if r := e.Do(t, http.MethodPut, "/api/devices/"+udid, strings.NewReader(`{"name":"Ann's phone"}`), rename); r.Status/100 != 2 {
+		t.Fatalf("API device sync: %d %s", r.Status, r.Body)
+	}
+	if r := e.Do(t, http.MethodDelete, "/api/devices/"+udid, nil, adminToken); r.Status != http.StatusOK {
+		t.Fatalf("API device delete: %d %s", r.Status, r.Body)
+	}
+
 	rows, _ := auditPage(t, admin, e, "")
+	if r := find(rows, "device.delete"); len(r) != 1 || r[0].actor != "token admin" || r[0].target != udid {
+		t.Errorf("API device deletion row %+v", r)
+	}
 	if r := find(rows, "webhook.create"); len(r) != 1 || r[0].actor != "token admin" || r[0].target != "Droid Beta · "+channelName(t, e, chID)+" webhook (slack)" ||
 		r[0].link != fmt.Sprintf("%s/console/webhooks/%d", e.URL, int64(hook.Map(t)["id"].(float64))) {
 		t.Errorf("API webhook row %+v", r)

@@ -344,14 +344,11 @@ func (c *Console) SetWebhookEnabled(ctx context.Context, u *distribution.User, i
 
 // DeleteDevice deletes a registered device (admins), audited.
 func (c *Console) DeleteDevice(ctx context.Context, u *distribution.User, udid string) error {
+	ctx = asUser(ctx, u)
 	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
 		return err
 	}
-	if err := c.Devices.DeleteDevice(ctx, udid); err != nil {
-		return err
-	}
-	c.People.Audit(ctx, u, "device.delete", udid, nil)
-	return nil
+	return c.Devices.DeleteDevice(ctx, udid)
 }
 
 // CreateToken makes an API token on behalf of a console user (admins only), audited.

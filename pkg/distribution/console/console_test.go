@@ -123,7 +123,10 @@ func (p *parts) UpdateWebhook(ctx context.Context, id int64, in events.WebhookIn
 	p.callAs(ctx, "UpdateWebhook")
 	return &distribution.Webhook{ID: id, Enabled: *in.Enabled}, nil
 }
-func (p *parts) DeleteDevice(context.Context, string) error { p.call("DeleteDevice"); return nil }
+func (p *parts) DeleteDevice(ctx context.Context, _ string) error {
+	p.callAs(ctx, "DeleteDevice")
+	return nil
+}
 func (p *parts) CreateUserToken(_ context.Context, name, _ string, _ int64) (string, *distribution.Token, error) {
 	p.call("CreateUserToken")
 	return "secret", &distribution.Token{Name: name}, nil
@@ -198,7 +201,7 @@ func TestConsoleAuthorisesThenCallsTheUseCase(t *testing.T) {
 		{"delete webhook", func(c *Console, u *distribution.User) error { _, err := c.DeleteWebhook(ctx, u, 4); return err },
 			[]*distribution.User{admin}, "DeleteWebhook", "as user"},
 		{"delete device", func(c *Console, u *distribution.User) error { return c.DeleteDevice(ctx, u, "udid") },
-			[]*distribution.User{admin}, "DeleteDevice", "device.delete"},
+			[]*distribution.User{admin}, "DeleteDevice", "as user"},
 		{"create token", func(c *Console, u *distribution.User) error {
 			_, _, err := c.CreateToken(ctx, u, "ci", "upload")
 			return err

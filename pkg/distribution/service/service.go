@@ -115,7 +115,7 @@ func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, l
 	s.Apps = &catalog.Apps{Store: db, Effects: effects, Audit: audit}
 	s.Releases = &catalog.Releases{Store: db, Effects: effects, Audit: audit}
 	s.Builds = &uploads.Builds{Store: db, Objects: s.Objects, Effects: effects, Metrics: m, Audit: audit}
-	s.DebugFiles = &uploads.DebugFiles{Store: db, Channels: s.Apps, Objects: s.Objects, Events: s.Events, Webhooks: s.Sender, Metrics: m}
+	s.DebugFiles = &uploads.DebugFiles{Store: db, Channels: s.Apps, Objects: s.Objects, Events: s.Events, Webhooks: s.Sender, Metrics: m, Audit: audit}
 	s.Sessions = &uploads.Sessions{Store: db, Storage: st, Channels: s.Apps, Objects: s.Objects, Builds: s.Builds, Debug: s.DebugFiles,
 		Signer: signer, Log: log, Metrics: m, Config: uploads.SessionConfig{TTL: cfg.UploadSessionTTL,
 			MaxUploadBytes: cfg.MaxUploadBytes, PublicURL: cfg.PublicURL, URLTTL: cfg.PresignTTL}}
@@ -130,7 +130,7 @@ func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, l
 			KeepBuilds: cfg.RetentionKeepBuilds, MaxAgeDays: cfg.RetentionMaxAgeDays, MaxBytes: cfg.RetentionMaxBytes,
 			ExpiredProfileDays: cfg.RetentionExpiredProfileDays}}}
 	s.Collector = &lifecycle.Collector{Store: db, Storage: st, Interval: cfg.GCInterval, Grace: cfg.GCGrace, Metrics: m, Log: log, Audit: audit}
-	s.Devices = &devices.Devices{Store: db, Signer: signer, UDID: devices.UDIDConfig{Organization: cfg.UDIDOrganization}}
+	s.Devices = &devices.Devices{Store: db, Signer: signer, UDID: devices.UDIDConfig{Organization: cfg.UDIDOrganization}, Audit: audit}
 	s.Console = &console.Console{Apps: s.Apps, Releases: s.Releases, Sessions: s.Sessions, Webhooks: s.Webhooks,
 		Devices: s.Devices, Tokens: s.Tokens, People: s.People}
 	return s
