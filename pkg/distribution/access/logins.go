@@ -108,7 +108,7 @@ func (l *Logins) SignIn(ctx context.Context, id Identity, policy SignInPolicy) (
 	if err != nil {
 		return "", nil, err
 	}
-	_ = l.Store.WriteAudit(ctx, distribution.AuditRecord{Actor: distribution.UserActor(u), Action: "sign_in", Target: distribution.AuditTarget{Kind: distribution.TargetUser, ID: u.ID, Name: u.Email}, Detail: map[string]any{"method": "oidc"}})
+	l.audit(ctx, u, "sign_in", map[string]any{"method": "oidc"})
 	return secret, u, nil
 }
 
@@ -133,7 +133,7 @@ func (l *Logins) SignOut(ctx context.Context, secret string, u *distribution.Use
 	if err := l.Store.RevokeUserSession(ctx, hashSecret(secret)); err != nil {
 		return err
 	}
-	_ = l.Store.WriteAudit(ctx, distribution.AuditRecord{Actor: distribution.UserActor(u), Action: "sign_out", Target: distribution.AuditTarget{Kind: distribution.TargetUser, ID: u.ID, Name: u.Email}, Detail: nil})
+	l.audit(ctx, u, "sign_out", nil)
 	return nil
 }
 
@@ -164,7 +164,7 @@ func (l *Logins) UseLoginLink(ctx context.Context, secret string) (string, *dist
 	if err != nil {
 		return "", nil, err
 	}
-	_ = l.Store.WriteAudit(ctx, distribution.AuditRecord{Actor: distribution.UserActor(u), Action: "sign_in", Target: distribution.AuditTarget{Kind: distribution.TargetUser, ID: u.ID, Name: u.Email}, Detail: map[string]any{"method": "login_link"}})
+	l.audit(ctx, u, "sign_in", map[string]any{"method": "login_link"})
 	return session, u, nil
 }
 
@@ -184,4 +184,10 @@ func anyIn(have, want []string) bool {
 		}
 	}
 	return false
+}
+
+// audit records a sign-in or sign-out as the user's own row (a failure is not the user's).
+func (l *Logins) audit(ctx context.Context, u *distribution.User, action string, detail map[string]any) {
+	_ = l.Store.WriteAudit(ctx, distribution.AuditRecord{Actor: distribution.UserActor(u), Action: action,
+		Target: distribution.AuditTarget{Kind: distribution.TargetUser, ID: u.ID, Name: u.Email}, Detail: detail})
 }
