@@ -89,6 +89,9 @@ func TestAuditTrailOfEveryActor(t *testing.T) {
 	if r := e.Do(t, http.MethodPut, fmt.Sprintf("/api/apps/%d", appID), strings.NewReader(`{"name":"Droid Beta"}`), rename); r.Status != http.StatusOK {
 		t.Fatalf("API rename: %d %s", r.Status, r.Body)
 	}
+	if r := e.Do(t, http.MethodPatch, fmt.Sprintf("/api/releases/%d", ids[2]), strings.NewReader(`{"release_version":"1.2.1"}`), rename); r.Status != http.StatusOK {
+		t.Fatalf("API release edit: %d %s", r.Status, r.Body)
+	}
 	var chID int64
 	if err := e.DB.Pool.QueryRow(ctx, `SELECT id FROM channels WHERE slug = $1`, slug).Scan(&chID); err != nil {
 		t.Fatal(err)
@@ -150,6 +153,10 @@ func TestAuditTrailOfEveryActor(t *testing.T) {
 		!strings.Contains(r[0].target, "was Droid") || r[0].link != fmt.Sprintf("%s/console/apps/%d", e.URL, appID) {
 		t.Errorf("API rename row %+v", r)
 	}
+	if r := find(rows, "release.update"); len(r) != 1 || r[0].actor != "token admin" || r[0].target != "Droid Beta 1.2.1 (3) (was Droid Beta 1.2 (3))" ||
+		r[0].link != fmt.Sprintf("%s/channels/%s/releases/%d", e.URL, slug, ids[2]) {
+		t.Errorf("API release edit row %+v", r)
+	}
 	if r := find(rows, "retention.set"); len(r) != 1 || r[0].actor != "token admin" || r[0].target != "Droid Beta · "+channelName(t, e, chID) {
 		t.Errorf("retention policy row %+v", r)
 	}
@@ -158,7 +165,7 @@ func TestAuditTrailOfEveryActor(t *testing.T) {
 	if r, _ := auditPage(t, admin, e, "action=release.delete"); len(r) != 2 || len(find(r, "release.delete")) != 2 {
 		t.Errorf("action filter: %+v", r)
 	}
-	if r, _ := auditPage(t, admin, e, "action=release."); len(r) != 6 {
+	if r, _ := auditPage(t, admin, e, "action=release."); len(r) != 7 {
 		t.Errorf("action prefix filter: %d rows %+v", len(r), r)
 	}
 	if r, _ := auditPage(t, admin, e, "actor=retention"); len(r) != 1 || r[0].action != "release.delete" {
@@ -174,7 +181,7 @@ func TestAuditTrailOfEveryActor(t *testing.T) {
 	if r, _ := auditPage(t, admin, e, fmt.Sprintf("app=%d", otherID)); len(r) != 1 || r[0].target != "Other 9.0 (1)" {
 		t.Errorf("app filter (Other): %+v", r)
 	}
-	if r, _ := auditPage(t, admin, e, fmt.Sprintf("app=%d&action=release.", appID)); len(r) != 5 {
+	if r, _ := auditPage(t, admin, e, fmt.Sprintf("app=%d&action=release.", appID)); len(r) != 6 {
 		t.Errorf("app filter (Droid): %d rows %+v", len(r), r)
 	}
 	if resp, _ := fetch(t, admin, http.MethodGet, e.URL+"/console/audit?app=x", nil); resp.StatusCode != http.StatusUnprocessableEntity {
