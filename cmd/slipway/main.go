@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
 )
 
 func main() {
@@ -55,6 +57,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if wantsHelp(args[1:]) && !parsesOwnFlags(args) {
 		fmt.Fprint(stdout, commandUsage(args[0]))
 		return 0
+	}
+	if args[0] != "serve" {
+		// What a command changes is recorded as the CLI's (audit rows, tombstones); retention
+		// and the collector name themselves.
+		ctx = distribution.WithActor(ctx, distribution.SystemActor("cli"))
 	}
 	var err error
 	switch args[0] {

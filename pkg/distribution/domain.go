@@ -288,14 +288,6 @@ const (
 	RoleViewer    = "viewer"
 )
 
-// AuditEntry is one line of the audit log.
-type AuditEntry struct {
-	At       time.Time
-	UserName string
-	Action   string
-	Target   string
-}
-
 // Webhook sends a channel's (or an app's) events to a URL.
 type Webhook struct {
 	ID        int64

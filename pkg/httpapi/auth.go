@@ -43,6 +43,8 @@ func (s *Server) requireToken(scope string) func(c *gin.Context) error {
 			return err
 		}
 		c.Set(tokenKey, tok)
+		// What the request changes is recorded as this token's (audit rows, tombstones).
+		c.Request = c.Request.WithContext(distribution.WithActor(c.Request.Context(), distribution.TokenActor(tok)))
 		return nil
 	}
 }

@@ -72,6 +72,13 @@ func (s *Server) serveObject(c *gin.Context) error {
 // downloadRelease: GET /download/releases/:id → 302 to the package.
 func (s *Server) downloadRelease(c *gin.Context) error {
 	rc, err := s.releaseForDownload(c)
+	if errs.KindOf(err) == errs.NotFound && web.WantsPage(c) {
+		// A tester's browser following a deleted build's install link: its removal page (410).
+		// Programs get the API's 404.
+		if id, idErr := pathID(c); idErr == nil && s.pages.GonePage(c, "", id) {
+			return nil
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,9 @@ type Server struct {
 	conns *connTracker
 	// headerTimeout and idleTimeout are the connection timeouts (tests shorten them).
 	headerTimeout, idleTimeout time.Duration
+	// pages are the HTML pages (pkg/web); a browser following a deleted build's download link
+	// gets its removal page.
+	pages *web.Handler
 }
 
 // New builds the router.
@@ -184,7 +187,8 @@ func New(d Deps) *Server {
 	r.GET("/channels/:slug/releases/:id/install", h(s.installManifest))
 	r.GET("/objects/*key", h(s.serveObject))
 	r.StaticFS("/static", http.FS(web.Static))
-	web.New(web.Deps{Config: d.Config, Service: d.Service, Links: s.links, Log: d.Log}).Register(e)
+	s.pages = web.New(web.Deps{Config: d.Config, Service: d.Service, Links: s.links, Log: d.Log})
+	s.pages.Register(e)
 
 	s.engine = e
 	return s

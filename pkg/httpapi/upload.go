@@ -167,6 +167,7 @@ func (s *Server) openUpload(c *gin.Context) (*uploadForm, error) {
 		part.Close()
 	}
 	c.Set(uploadFormKey, f)
+	c.Request = c.Request.WithContext(distribution.WithActor(c.Request.Context(), distribution.TokenActor(f.token)))
 	return f, nil
 }
 

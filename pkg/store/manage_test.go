@@ -104,11 +104,11 @@ func TestDeletesHandObjectsToTheCollector(t *testing.T) {
 	one := release(t, db, "one", "1")
 	two := release(t, db, "one", "2")
 	three := release(t, db, "three", "1")
-	keys, err := db.DeleteRelease(ctx, one.ID, nil)
+	keys, err := db.DeleteRelease(ctx, one.ID, distribution.SystemActor("test"), nil)
 	if err != nil || !slices.Equal(keys, []string{"packages/one-1", "icons/one-1"}) {
 		t.Fatalf("delete release: %v %v", keys, err)
 	}
-	if _, err := db.DeleteRelease(ctx, one.ID, nil); errs.KindOf(err) != errs.NotFound {
+	if _, err := db.DeleteRelease(ctx, one.ID, distribution.SystemActor("test"), nil); errs.KindOf(err) != errs.NotFound {
 		t.Fatalf("delete twice: %v", err)
 	}
 	keys, err = db.DeleteChannel(ctx, two.Channel.ID, nil)
@@ -298,7 +298,7 @@ func TestChangesAreAnnounced(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, `UPDATE schemes SET updated_at = now() WHERE id = $1`, sc.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.DeleteRelease(ctx, rc.ID, nil); err != nil {
+	if _, err := db.DeleteRelease(ctx, rc.ID, distribution.SystemActor("test"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if c := next("delete"); c.ChannelID != rc.Channel.ID {

@@ -82,6 +82,11 @@ var fills = map[uint]string{
 		UPDATE webhooks SET robot_secret = 'SEC-1' WHERE id = 1;
 		INSERT INTO webhooks (id, channel_id, url, format, events, secret, robot_secret) VALUES
 			(2, 1, 'https://oapi.dingtalk.com/robot/send?access_token=x', 'dingtalk', '{release.created}', 'whsec2', 'SEC-2');`,
+	13: `
+		INSERT INTO audit_log (user_id, action, target, actor_kind, actor_name, token_id, target_kind, target_id, app_id) VALUES
+			(NULL, 'release.delete', 'Harbor 1.0 (1)', 'token', 'ci', 3, 'release', 9, 1);
+		INSERT INTO release_tombstones (release_id, channel_id, app_name, release_version, build_version, actor_kind, actor_name, reason) VALUES
+			(9, 1, 'Harbor', '1.0', '1', 'system', 'retention', 'keep_builds');`,
 }
 
 // downEffects are the changes to surviving rows that a down migration makes on purpose: they turn

@@ -335,28 +335,40 @@ func (db *DB) UpdateRelease(ctx context.Context, r *distribution.Release) (*dist
 }
 
 // DeleteRelease deletes a release and records its package and icon as deleted in the same
-// transaction; it returns their keys, or errs.NotFound.
-func (db *DB) DeleteRelease(ctx context.Context, id int64, emit distribution.EventFunc) ([]string, error) {
+// transaction, with its tombstone and audit row (by is who deleted it); it returns their keys, or
+// errs.NotFound.
+func (db *DB) DeleteRelease(ctx context.Context, id int64, by distribution.Actor, emit distribution.EventFunc) ([]string, error) {
 	var keys []string
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		var err error
-		keys, err = deleteRelease(ctx, tx, id, emit)
+		keys, err = deleteRelease(ctx, tx, id, by, "", emit)
 		return err
 	})
 	return keys, err
 }
 
-// deleteRelease deletes a release inside tx, writes its events (read before the delete) and
-// records its objects as deleted; it returns their keys.
-func deleteRelease(ctx context.Context, tx pgx.Tx, id int64, emit distribution.EventFunc) ([]string, error) {
+// deleteRelease deletes a release inside tx, writes its events (read before the delete), its
+// tombstone and its audit row (by: who, reason: the retention rule or ""), and records its
+// objects as deleted; it returns their keys.
+func deleteRelease(ctx context.Context, tx pgx.Tx, id int64, by distribution.Actor, reason string, emit distribution.EventFunc) ([]string, error) {
+	rc, err := getRelease(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
 	if emit != nil {
-		rc, err := getRelease(ctx, tx, id)
-		if err != nil {
-			return nil, err
-		}
 		if err := insertEvents(ctx, tx, emit, rc); err != nil {
 			return nil, err
 		}
+	}
+	if err := insertTombstone(ctx, tx, rc, by, reason); err != nil {
+		return nil, err
+	}
+	detail := map[string]any{"channel_id": rc.Channel.ID, "channel": rc.Channel.Name}
+	if reason != "" {
+		detail["reason"] = reason
+	}
+	if err := insertAudit(ctx, tx, distribution.AuditRecord{Actor: by, Action: "release.delete", Target: distribution.ReleaseTarget(rc), Detail: detail}); err != nil {
+		return nil, err
 	}
 	var keys []string
 	{

@@ -148,7 +148,7 @@ func (db *DB) ApplyRetention(ctx context.Context, channelID int64, decide func(*
 		}
 		victims := decide(st)
 		for _, v := range victims {
-			k, err := deleteRelease(ctx, tx, v.ID, emit)
+			k, err := deleteRelease(ctx, tx, v.ID, distribution.SystemActor("retention"), v.Reason, emit)
 			if err != nil {
 				return err
 			}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -104,33 +103,6 @@ func (db *DB) UseLoginLink(ctx context.Context, idHash string) (*distribution.Us
 		return nil, dbErr(err)
 	}
 	return &u, nil
-}
-
-// Audit records who did what.
-func (db *DB) Audit(ctx context.Context, userID int64, action, target string, detail map[string]any) error {
-	if detail == nil {
-		detail = map[string]any{}
-	}
-	b, err := json.Marshal(detail)
-	if err != nil {
-		return err
-	}
-	_, err = db.Pool.Exec(ctx, `INSERT INTO audit_log (user_id, action, target, detail) VALUES ($1, $2, $3, $4)`, nullID(userID), action, target, b)
-	return dbErr(err)
-}
-
-// AuditEntries returns the newest audit entries with their users' names.
-func (db *DB) AuditEntries(ctx context.Context, limit int) ([]distribution.AuditEntry, error) {
-	rows, err := db.Pool.Query(ctx, `SELECT a.at, coalesce(nullif(u.name, ''), u.email, ''), a.action, a.target
-		FROM audit_log a LEFT JOIN users u ON u.id = a.user_id ORDER BY a.id DESC LIMIT $1`, limit)
-	if err != nil {
-		return nil, dbErr(err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.AuditEntry, error) {
-		var e distribution.AuditEntry
-		return e, r.Scan(&e.At, &e.UserName, &e.Action, &e.Target)
-	})
-	return out, dbErr(err)
 }
 
 // IsAppMember reports whether a user is a member of an app.

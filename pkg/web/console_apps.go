@@ -200,6 +200,7 @@ func (h *Handler) consoleCreateChannel(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	ctx = actingAs(c, u)
 	schemeName := strings.TrimSpace(c.PostForm("scheme"))
 	schemeID, err := h.schemeNamed(c, appID, schemeName)
 	if err != nil {
@@ -213,7 +214,6 @@ func (h *Handler) consoleCreateChannel(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	h.svc.People.Audit(ctx, u, "channel.create", made.Name, map[string]any{"channel_id": made.ID, "app_id": appID})
 	return h.renderApp(c, session, u, appID, "Channel "+made.Name+" made; its key is "+made.Slug+".", "")
 }
 
@@ -261,6 +261,7 @@ func (h *Handler) consoleSetRetention(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	ctx = actingAs(c, u)
 	var p distribution.RetentionPolicy
 	for field, dst := range map[string]**int{"keep_builds": &p.KeepBuilds, "max_age_days": &p.MaxAgeDays, "expired_profile_days": &p.ExpiredProfileDays} {
 		if v := strings.TrimSpace(c.PostForm(field)); v != "" {
@@ -297,7 +298,6 @@ func (h *Handler) consoleSetRetention(c *gin.Context) error {
 	if err := h.svc.Retention.SetChannelRetention(ctx, chID, &p); err != nil {
 		return err
 	}
-	h.svc.People.Audit(ctx, u, "retention.set", strconv.FormatInt(chID, 10), map[string]any{"channel_id": chID})
 	return h.renderApp(c, session, u, appID, "Retention saved. It applies at the next enforcement run.", "")
 }
 
@@ -331,6 +331,7 @@ func (h *Handler) createWebhook(c *gin.Context, appID, hookApp, hookChannel int6
 	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
 		return err
 	}
+	ctx = actingAs(c, u)
 	in := events.WebhookInput{URL: optionalForm(c, "url"), Format: optionalForm(c, "format")}
 	if evs := c.PostFormArray("events"); len(evs) > 0 {
 		in.Events = evs
@@ -342,7 +343,6 @@ func (h *Handler) createWebhook(c *gin.Context, appID, hookApp, hookChannel int6
 	if err != nil {
 		return err
 	}
-	h.svc.People.Audit(ctx, u, "webhook.create", w.Format, map[string]any{"webhook_id": w.ID, "channel_id": hookChannel, "app_id": appID})
 	return h.renderApp(c, session, u, appID, "Webhook added. Its signing secret is shown once:", w.Secret)
 }
 

@@ -28,11 +28,6 @@ type tokensView struct {
 	NewSecret, NewName string
 }
 
-type auditView struct {
-	Entries []distribution.AuditEntry
-	When    func(e distribution.AuditEntry) string
-}
-
 // consoleForm checks the signed-in user and the form's CSRF token.
 func (h *Handler) consoleForm(c *gin.Context) (string, *distribution.User, error) {
 	ctx := reqCtx(c)
@@ -112,24 +107,5 @@ func (h *Handler) consoleRevokeToken(c *gin.Context) error {
 		return err
 	}
 	c.Redirect(http.StatusSeeOther, h.links.Base+"/console/tokens")
-	return nil
-}
-
-// consoleAudit: GET /console/audit, the newest changes made in the console (admins).
-func (h *Handler) consoleAudit(c *gin.Context) error {
-	ctx := reqCtx(c)
-	_, u, ok := h.consoleUser(c)
-	if !ok {
-		return nil
-	}
-	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
-		return err
-	}
-	entries, err := h.svc.People.AuditLog(ctx, 200)
-	if err != nil {
-		return err
-	}
-	h.render(c, http.StatusOK, "audit", page{Title: "Audit log · Slipway",
-		Body: auditView{Entries: entries, When: func(e distribution.AuditEntry) string { return h.when(e.At) }}}, true)
 	return nil
 }

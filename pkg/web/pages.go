@@ -92,7 +92,7 @@ func (h *Handler) releasePage(c *gin.Context) error {
 	}
 	rc, err := h.svc.Releases.ReleaseInView(ctx, view, id)
 	if err != nil {
-		return err
+		return h.goneOr(c, slug, id, err)
 	}
 	cc := &view.ChannelContext
 	if !h.gate(c, cc, h.links.Release(slug, id)) {

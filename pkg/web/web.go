@@ -48,7 +48,7 @@ var templateFS embed.FS
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
 var pageNames = []string{"release", "channel", "password", "error", "udid", "device", "signin", "console", "tokens", "audit", "app",
-	"webhook", "devices", "users"}
+	"webhook", "devices", "users", "gone"}
 
 // New returns the pages' handler. The templates are parsed once here; a broken template is a
 // programming error caught by every test, so it panics.

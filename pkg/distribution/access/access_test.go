@@ -78,11 +78,12 @@ func (s *memStore) RevokeUserSession(_ context.Context, hash string) error {
 	delete(s.sessions, hash)
 	return nil
 }
-func (s *memStore) Audit(_ context.Context, _ int64, action, _ string, _ map[string]any) error {
-	s.audit = append(s.audit, action)
+func (s *memStore) WriteAudit(_ context.Context, r AuditRecord) error {
+	s.audit = append(s.audit, r.Action)
 	return nil
 }
-func (s *memStore) LocalAdmin(context.Context) (*User, error) { return nil, nil }
+func (s *memStore) AuditEntries(context.Context, AuditFilter) ([]AuditEntry, error) { return nil, nil }
+func (s *memStore) LocalAdmin(context.Context) (*User, error)                       { return nil, nil }
 func (s *memStore) CreateLoginLink(context.Context, string, int64, time.Time) error {
 	return nil
 }
@@ -161,7 +162,7 @@ func TestSignInPolicy(t *testing.T) {
 func TestPeopleRules(t *testing.T) {
 	ctx := context.Background()
 	st := &memStore{members: map[[2]int64]bool{{1, 2}: true}}
-	p := &People{Store: st}
+	p := &People{Store: st, AuditLog: &AuditLog{Store: st}}
 	admin, dev, viewer := &User{ID: 1, Role: RoleAdmin}, &User{ID: 2, Role: RoleDeveloper}, &User{ID: 3, Role: RoleViewer}
 	for _, c := range []struct {
 		u   *User

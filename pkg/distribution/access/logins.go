@@ -36,7 +36,7 @@ type LoginStore interface {
 	CreateLoginLink(ctx context.Context, idHash string, userID int64, expires time.Time) error
 	// UseLoginLink marks an unused, unexpired link used and returns its user, once.
 	UseLoginLink(ctx context.Context, idHash string) (*distribution.User, error)
-	Audit(ctx context.Context, userID int64, action, target string, detail map[string]any) error
+	WriteAudit(ctx context.Context, r distribution.AuditRecord) error
 }
 
 // SessionTTL is how long a console session lasts.
@@ -108,7 +108,7 @@ func (l *Logins) SignIn(ctx context.Context, id Identity, policy SignInPolicy) (
 	if err != nil {
 		return "", nil, err
 	}
-	_ = l.Store.Audit(ctx, u.ID, "sign_in", "", map[string]any{"method": "oidc"})
+	l.audit(ctx, u, "sign_in", map[string]any{"method": "oidc"})
 	return secret, u, nil
 }
 
@@ -133,7 +133,7 @@ func (l *Logins) SignOut(ctx context.Context, secret string, u *distribution.Use
 	if err := l.Store.RevokeUserSession(ctx, hashSecret(secret)); err != nil {
 		return err
 	}
-	_ = l.Store.Audit(ctx, u.ID, "sign_out", "", nil)
+	l.audit(ctx, u, "sign_out", nil)
 	return nil
 }
 
@@ -164,7 +164,7 @@ func (l *Logins) UseLoginLink(ctx context.Context, secret string) (string, *dist
 	if err != nil {
 		return "", nil, err
 	}
-	_ = l.Store.Audit(ctx, u.ID, "sign_in", "", map[string]any{"method": "login_link"})
+	l.audit(ctx, u, "sign_in", map[string]any{"method": "login_link"})
 	return session, u, nil
 }
 
@@ -184,4 +184,10 @@ func anyIn(have, want []string) bool {
 		}
 	}
 	return false
+}
+
+// audit records a sign-in or sign-out as the user's own row (a failure is not the user's).
+func (l *Logins) audit(ctx context.Context, u *distribution.User, action string, detail map[string]any) {
+	_ = l.Store.WriteAudit(ctx, distribution.AuditRecord{Actor: distribution.UserActor(u), Action: action,
+		Target: distribution.AuditTarget{Kind: distribution.TargetUser, ID: u.ID, Name: u.Email}, Detail: detail})
 }

@@ -39,8 +39,7 @@ type PeopleStore interface {
 	RemoveAppMember(ctx context.Context, appID, userID int64) error
 	// GetApp reads an app (a membership needs one).
 	GetApp(ctx context.Context, id int64) (*distribution.App, error)
-	Audit(ctx context.Context, userID int64, action, target string, detail map[string]any) error
-	AuditEntries(ctx context.Context, limit int) ([]distribution.AuditEntry, error)
+	distribution.AuditStore
 }
 
 // People runs the use cases of users and app members, for admins in the console and for admin
@@ -48,6 +47,8 @@ type PeopleStore interface {
 type People struct {
 	Store PeopleStore
 	Log   *slog.Logger
+	// AuditLog writes the rows (distribution.AuditLog.Record, the one writer).
+	AuditLog *distribution.AuditLog
 }
 
 // Collaborator is a member of an app.
@@ -287,17 +288,30 @@ func (p *People) AddAppMember(ctx context.Context, by *distribution.User, appID 
 	if err := p.Store.AddAppMember(ctx, appID, email); err != nil {
 		return err
 	}
-	return p.Store.Audit(ctx, by.ID, "member.add", email, map[string]any{"app_id": appID})
+	p.Audit(ctx, by, "member.add", email, map[string]any{"app_id": appID})
+	return nil
 }
 
-// AuditLog returns the newest audit entries (admins read it in the console).
-func (p *People) AuditLog(ctx context.Context, limit int) ([]distribution.AuditEntry, error) {
-	return p.Store.AuditEntries(ctx, limit)
-}
-
-// Audit records a change made by a console user (or by a token, as tokenActor shows it).
-func (p *People) Audit(ctx context.Context, u *distribution.User, action, target string, detail map[string]any) {
-	if err := p.Store.Audit(ctx, u.ID, action, target, detail); err != nil {
-		p.Log.WarnContext(ctx, "writing the audit log failed", "action", action, "error", err.Error())
+// AuditEntries returns audit rows, newest first, as the filter selects them (admins read them
+// in the console).
+func (p *People) AuditEntries(ctx context.Context, by *distribution.User, f distribution.AuditFilter) ([]distribution.AuditEntry, error) {
+	if err := distribution.RequireRole(by, distribution.RoleAdmin); err != nil {
+		return nil, err
 	}
+	return p.Store.AuditEntries(ctx, f)
+}
+
+// Audit records a change made by a console user, or by a token (tokenActor: the context's actor,
+// which httpapi sets to the token). target is the name of what changed; detail's app_id, when
+// there is one, files the row under that app. New callers use distribution.AuditLog.Record.
+func (p *People) Audit(ctx context.Context, u *distribution.User, action, target string, detail map[string]any) {
+	a := distribution.UserActor(u)
+	if u.ID == 0 {
+		a = distribution.ActorOf(ctx)
+	}
+	t := distribution.AuditTarget{Name: target}
+	if id, ok := detail["app_id"].(int64); ok {
+		t.AppID = id
+	}
+	p.AuditLog.RecordAs(ctx, a, action, t, detail)
 }

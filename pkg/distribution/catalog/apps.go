@@ -53,6 +53,8 @@ type Apps struct {
 	// Effects are what a change sets off: the read cache drops what it changed, a deletion's
 	// objects are deleted after the commit, and its release.deleted events are made and sent.
 	Effects distribution.Effects
+	// Audit records each change as the context's actor (nil: not recorded).
+	Audit *distribution.AuditLog
 }
 
 // ListApps returns a page of apps with their schemes and channels, ordered by id.
@@ -71,7 +73,11 @@ func (a *Apps) CreateApp(ctx context.Context, name string) (*distribution.App, e
 	if err != nil {
 		return nil, err
 	}
-	return a.Store.CreateApp(ctx, name)
+	app, err := a.Store.CreateApp(ctx, name)
+	if err == nil {
+		a.Audit.Record(ctx, "app.create", distribution.AppTarget(app), nil)
+	}
+	return app, err
 }
 
 // RenameApp renames an app.
@@ -81,7 +87,15 @@ func (a *Apps) RenameApp(ctx context.Context, id int64, name string) (*distribut
 		return nil, err
 	}
 	defer a.Effects.Changed(distribution.Change{AppID: id})
-	return a.Store.RenameApp(ctx, id, name)
+	old, err := a.Store.GetApp(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	app, err := a.Store.RenameApp(ctx, id, name)
+	if err == nil && old.Name != app.Name {
+		a.Audit.Record(ctx, "app.rename", distribution.AppTarget(app), map[string]any{"from": old.Name})
+	}
+	return app, err
 }
 
 // DestroyApp deletes an app with everything in it. The rows go in one transaction which records
@@ -89,7 +103,27 @@ func (a *Apps) RenameApp(ctx context.Context, id int64, name string) (*distribut
 // recorded for the collector.
 func (a *Apps) DestroyApp(ctx context.Context, id int64) error {
 	defer a.Effects.Changed(distribution.Change{AppID: id})
-	return a.Effects.Deleted(ctx)(a.Store.DestroyApp(ctx, id))
+	app, err := a.Store.GetApp(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := a.Effects.Deleted(ctx)(a.Store.DestroyApp(ctx, id)); err != nil {
+		return err
+	}
+	a.Audit.Record(ctx, "app.delete", distribution.AppTarget(app), nil)
+	return nil
+}
+
+// schemeTarget names a scheme with its app: "App · Adhoc".
+func (a *Apps) schemeTarget(ctx context.Context, sc *distribution.Scheme) distribution.AuditTarget {
+	t := distribution.AuditTarget{Kind: distribution.TargetScheme, ID: sc.ID, AppID: sc.AppID, Name: sc.Name}
+	if a.Audit == nil {
+		return t
+	}
+	if app, err := a.Store.GetApp(ctx, sc.AppID); err == nil {
+		t.Name = app.Name + " · " + sc.Name
+	}
+	return t
 }
 
 // requiredName trims a name and checks it is 1 to 255 characters of valid text.
@@ -154,7 +188,11 @@ func (a *Apps) CreateScheme(ctx context.Context, appID int64, ch SchemeChanges) 
 	if err := ch.apply(sc); err != nil {
 		return nil, err
 	}
-	return a.Store.CreateScheme(ctx, sc)
+	made, err := a.Store.CreateScheme(ctx, sc)
+	if err == nil {
+		a.Audit.Record(ctx, "scheme.create", a.schemeTarget(ctx, made), nil)
+	}
+	return made, err
 }
 
 // UpdateScheme changes the fields of a scheme that ch sets.
@@ -164,11 +202,20 @@ func (a *Apps) UpdateScheme(ctx context.Context, id int64, ch SchemeChanges) (*d
 		if err != nil {
 			return nil, err
 		}
+		from := sc.Name
 		if err := ch.apply(sc); err != nil {
 			return nil, err
 		}
 		defer a.Effects.Changed(distribution.Change{SchemeID: id})
-		return a.Store.UpdateScheme(ctx, sc)
+		out, err := a.Store.UpdateScheme(ctx, sc)
+		if err == nil {
+			if out.Name != from {
+				a.Audit.Record(ctx, "scheme.rename", a.schemeTarget(ctx, out), map[string]any{"from": from})
+			} else {
+				a.Audit.Record(ctx, "scheme.update", a.schemeTarget(ctx, out), nil)
+			}
+		}
+		return out, err
 	})
 }
 
@@ -176,7 +223,16 @@ func (a *Apps) UpdateScheme(ctx context.Context, id int64, ch SchemeChanges) (*d
 func (a *Apps) DeleteScheme(ctx context.Context, id int64) error {
 	defer a.Effects.Changed(distribution.Change{SchemeID: id})
 	defer a.Effects.Wake()
-	return a.Effects.Deleted(ctx)(a.Store.DeleteScheme(ctx, id, a.Effects.ReleaseEvents(webhook.EventReleaseDeleted)))
+	sc, err := a.Store.GetScheme(ctx, id)
+	if err != nil {
+		return err
+	}
+	t := a.schemeTarget(ctx, sc)
+	if err := a.Effects.Deleted(ctx)(a.Store.DeleteScheme(ctx, id, a.Effects.ReleaseEvents(webhook.EventReleaseDeleted))); err != nil {
+		return err
+	}
+	a.Audit.Record(ctx, "scheme.delete", t, nil)
+	return nil
 }
 
 // DeviceTypes are the channel device types Zealot allows.
@@ -297,7 +353,21 @@ func (a *Apps) CreateChannel(ctx context.Context, schemeID int64, ch ChannelChan
 	if err := ch.apply(c, false); err != nil {
 		return nil, err
 	}
-	return a.Store.CreateChannel(ctx, c)
+	made, err := a.Store.CreateChannel(ctx, c)
+	if err == nil {
+		a.auditChannel(ctx, "channel.create", made.ID, nil)
+	}
+	return made, err
+}
+
+// auditChannel records a change to a channel, named with its app.
+func (a *Apps) auditChannel(ctx context.Context, action string, id int64, detail map[string]any) {
+	if a.Audit == nil {
+		return
+	}
+	if cc, err := a.Store.ChannelContextByID(ctx, id); err == nil {
+		a.Audit.Record(ctx, action, distribution.ChannelTarget(cc), detail)
+	}
 }
 
 // UpdateChannel changes the fields of a channel that ch sets. A changed password revokes the
@@ -321,7 +391,22 @@ func (a *Apps) UpdateChannel(ctx context.Context, id int64, ch ChannelChanges) (
 			return nil, err
 		}
 		defer a.Effects.Changed(distribution.Change{ChannelID: id})
-		return a.Store.UpdateChannel(ctx, &c)
+		out, err := a.Store.UpdateChannel(ctx, &c)
+		if err == nil {
+			// What changed, never the password itself.
+			detail := map[string]any{}
+			if out.Name != cc.Channel.Name {
+				detail["from"] = cc.Channel.Name
+			}
+			if out.Slug != cc.Channel.Slug {
+				detail["key"] = out.Slug
+			}
+			if ch.Password != nil {
+				detail["password"] = map[bool]string{true: "removed", false: "changed"}[*ch.Password == ""]
+			}
+			a.auditChannel(ctx, "channel.update", id, detail)
+		}
+		return out, err
 	})
 }
 
@@ -329,5 +414,13 @@ func (a *Apps) UpdateChannel(ctx context.Context, id int64, ch ChannelChanges) (
 func (a *Apps) DeleteChannel(ctx context.Context, id int64) error {
 	defer a.Effects.Changed(distribution.Change{ChannelID: id})
 	defer a.Effects.Wake()
-	return a.Effects.Deleted(ctx)(a.Store.DeleteChannel(ctx, id, a.Effects.ReleaseEvents(webhook.EventReleaseDeleted)))
+	cc, err := a.Store.ChannelContextByID(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := a.Effects.Deleted(ctx)(a.Store.DeleteChannel(ctx, id, a.Effects.ReleaseEvents(webhook.EventReleaseDeleted))); err != nil {
+		return err
+	}
+	a.Audit.Record(ctx, "channel.delete", distribution.ChannelTarget(cc), nil)
+	return nil
 }

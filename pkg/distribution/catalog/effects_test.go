@@ -73,7 +73,14 @@ func (s *deleteStore) DeleteChannel(_ context.Context, id int64, emit EventFunc)
 func (s *deleteStore) GetRelease(_ context.Context, id int64) (*ReleaseContext, error) {
 	return &ReleaseContext{Release: Release{ID: id}, Channel: Channel{ID: 70, Slug: "k"}}, nil
 }
-func (s *deleteStore) DeleteRelease(_ context.Context, id int64, emit EventFunc) ([]string, error) {
+func (s *deleteStore) GetApp(_ context.Context, id int64) (*App, error) { return &App{ID: id}, nil }
+func (s *deleteStore) GetScheme(_ context.Context, id int64) (*Scheme, error) {
+	return &Scheme{ID: id, AppID: 1}, nil
+}
+func (s *deleteStore) ChannelContextByID(_ context.Context, id int64) (*ChannelContext, error) {
+	return &ChannelContext{Channel: Channel{ID: id}}, nil
+}
+func (s *deleteStore) DeleteRelease(_ context.Context, id int64, _ Actor, emit EventFunc) ([]string, error) {
 	return s.keys("release", id, emit)
 }
 

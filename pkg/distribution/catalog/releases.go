@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
@@ -24,11 +25,14 @@ type ReleaseStore interface {
 	// versions and commit, or errs.NotFound.
 	FindRelease(ctx context.Context, channelID int64, bundleID, releaseVersion, buildVersion, gitCommit string) (*distribution.Release, error)
 	UpdateRelease(ctx context.Context, r *distribution.Release) (*distribution.ReleaseContext, error)
-	// DeleteRelease deletes a release and returns its object keys (recorded as deleted).
-	// emit (nil: none) makes its events from the release as read before the delete.
-	DeleteRelease(ctx context.Context, id int64, emit distribution.EventFunc) ([]string, error)
+	// DeleteRelease deletes a release and returns its object keys (recorded as deleted), leaving
+	// its tombstone and audit row as by's. emit (nil: none) makes its events from the release as
+	// read before the delete.
+	DeleteRelease(ctx context.Context, id int64, by distribution.Actor, emit distribution.EventFunc) ([]string, error)
 	// RecentUploads returns the newest releases across every app.
 	RecentUploads(ctx context.Context, limit int) ([]distribution.ReleaseContext, error)
+	// ReleaseTombstone returns what a deleted release left (errs.NotFound: nothing).
+	ReleaseTombstone(ctx context.Context, id int64) (*distribution.Tombstone, error)
 }
 
 // Releases runs the use cases of releases once recorded (uploads.Builds records them): reading,
@@ -37,6 +41,8 @@ type Releases struct {
 	Store ReleaseStore
 	// Effects are what a change sets off (see Apps).
 	Effects distribution.Effects
+	// Audit records each change as the context's actor (nil: not recorded).
+	Audit *distribution.AuditLog
 }
 
 // Release returns a release with its channel, scheme and app.
@@ -257,8 +263,37 @@ func (rs *Releases) UpdateRelease(ctx context.Context, t *distribution.Token, id
 			return nil, err
 		}
 		defer rs.Effects.Changed(distribution.Change{ChannelID: rc.Channel.ID})
-		return rs.Store.UpdateRelease(ctx, &r)
+		out, err := rs.Store.UpdateRelease(ctx, &r)
+		if err == nil {
+			rs.auditUpdate(ctx, rc, out, ch)
+		}
+		return out, err
 	})
+}
+
+// auditUpdate records an edit of a release: which fields were sent, and the old name when the
+// versions changed (a rename).
+func (rs *Releases) auditUpdate(ctx context.Context, before, after *distribution.ReleaseContext, ch ReleaseChanges) {
+	var fields []string
+	for name, set := range map[string]bool{"release_version": ch.ReleaseVersion != nil, "build_version": ch.BuildVersion != nil,
+		"release_type": ch.ReleaseType != nil, "source": ch.Source != nil, "branch": ch.Branch != nil, "git_commit": ch.GitCommit != nil,
+		"ci_url": ch.CIURL != nil, "changelog": ch.Changelog != nil, "custom_fields": ch.CustomFields != nil} {
+		if set {
+			fields = append(fields, name)
+		}
+	}
+	slices.Sort(fields)
+	detail := map[string]any{"channel_id": after.Channel.ID, "fields": fields}
+	action := "release.update"
+	if ch.Pinned != nil && len(fields) == 0 {
+		action = map[bool]string{true: "release.pin", false: "release.unpin"}[*ch.Pinned]
+	} else if ch.Pinned != nil {
+		detail["pinned"] = *ch.Pinned
+	}
+	if from := distribution.ReleaseTarget(before).Name; from != distribution.ReleaseTarget(after).Name {
+		detail["from"] = from
+	}
+	rs.Audit.Record(ctx, action, distribution.ReleaseTarget(after), detail)
 }
 
 // DeleteRelease deletes a release; its package and icon are deleted from storage after the
@@ -270,7 +305,21 @@ func (rs *Releases) DeleteRelease(ctx context.Context, id int64) error {
 	}
 	defer rs.Effects.Changed(distribution.Change{ChannelID: rc.Channel.ID})
 	defer rs.Effects.Wake()
-	return rs.Effects.Deleted(ctx)(rs.Store.DeleteRelease(ctx, id, rs.Effects.ReleaseEvents(webhook.EventReleaseDeleted)))
+	return rs.Effects.Deleted(ctx)(rs.Store.DeleteRelease(ctx, id, distribution.ActorOf(ctx), rs.Effects.ReleaseEvents(webhook.EventReleaseDeleted)))
+}
+
+// Tombstone returns what a deleted release of the channel a key names left: when and by whom it
+// went, and the channel's newest release; errs.NotFound when there is none (never deleted, in
+// another channel, or its channel went too).
+func (rs *Releases) Tombstone(ctx context.Context, key string, id int64) (*distribution.Tombstone, error) {
+	t, err := rs.Store.ReleaseTombstone(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if key != "" && t.ChannelSlug != key {
+		return nil, errs.New(errs.NotFound, "release %d not found in this channel", id)
+	}
+	return t, nil
 }
 
 // RecentUploads returns the newest releases across every app, with their install counts.

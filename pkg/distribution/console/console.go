@@ -72,6 +72,12 @@ type People interface {
 	Audit(ctx context.Context, u *distribution.User, action, target string, detail map[string]any)
 }
 
+// asUser returns ctx acting as a console user: the use cases called with it write their audit
+// rows (and a deleted release's tombstone) as the user's.
+func asUser(ctx context.Context, u *distribution.User) context.Context {
+	return distribution.WithActor(ctx, distribution.UserActor(u))
+}
+
 // Console runs what a console user does, on their behalf.
 type Console struct {
 	Apps     Apps
@@ -128,6 +134,7 @@ func (c *Console) UploadSession(ctx context.Context, u *distribution.User, id st
 // CompleteUpload completes one of the user's console upload sessions: the build is parsed and
 // recorded as any upload is. The user must still be allowed to manage the channel's app.
 func (c *Console) CompleteUpload(ctx context.Context, u *distribution.User, id string) (*distribution.ReleaseContext, error) {
+	ctx = asUser(ctx, u)
 	tok, err := c.Tokens.UserUploadToken(ctx, u.ID)
 	if err != nil {
 		return nil, err
@@ -151,12 +158,12 @@ func (c *Console) CompleteUpload(ctx context.Context, u *distribution.User, id s
 		return nil, errs.New(errs.Invalid, "this upload session is not a build's")
 	}
 	rc := res.Release
-	c.People.Audit(ctx, u, "release.upload", rc.App.Name+" "+rc.ReleaseVersion+" ("+rc.BuildVersion+")", map[string]any{"release_id": rc.ID, "channel_id": rc.Channel.ID})
 	return rc, nil
 }
 
 // UpdateChannel renames a channel, sets or clears its password, or changes its key.
 func (c *Console) UpdateChannel(ctx context.Context, u *distribution.User, channelID int64, ch catalog.ChannelChanges) (*distribution.Channel, error) {
+	ctx = asUser(ctx, u)
 	if _, err := c.Channel(ctx, u, channelID); err != nil {
 		return nil, err
 	}
@@ -164,27 +171,18 @@ func (c *Console) UpdateChannel(ctx context.Context, u *distribution.User, chann
 	if err != nil {
 		return nil, err
 	}
-	detail := map[string]any{"channel_id": channelID}
-	if ch.Password != nil {
-		detail["password"] = map[bool]string{true: "cleared", false: "set"}[*ch.Password == ""]
-	}
-	if ch.Slug != nil {
-		detail["key_changed"] = true
-	}
-	c.People.Audit(ctx, u, "channel.update", out.Name, detail)
 	return out, nil
 }
 
 // DeleteChannel deletes a channel with its releases.
 func (c *Console) DeleteChannel(ctx context.Context, u *distribution.User, channelID int64) error {
-	cc, err := c.Channel(ctx, u, channelID)
-	if err != nil {
+	ctx = asUser(ctx, u)
+	if _, err := c.Channel(ctx, u, channelID); err != nil {
 		return err
 	}
 	if err := c.Apps.DeleteChannel(ctx, channelID); err != nil {
 		return err
 	}
-	c.People.Audit(ctx, u, "channel.delete", cc.Channel.Name, map[string]any{"channel_id": channelID, "app_id": cc.App.ID})
 	return nil
 }
 
@@ -194,6 +192,7 @@ var consoleToken = &distribution.Token{Name: "console", Scope: distribution.Scop
 
 // UpdateRelease edits a release for a console user who may manage its app, audited.
 func (c *Console) UpdateRelease(ctx context.Context, u *distribution.User, id int64, ch catalog.ReleaseChanges) (*distribution.ReleaseContext, error) {
+	ctx = asUser(ctx, u)
 	rc, err := c.Releases.Release(ctx, id)
 	if err != nil {
 		return nil, err
@@ -210,12 +209,12 @@ func (c *Console) UpdateRelease(ctx context.Context, u *distribution.User, id in
 	if err != nil {
 		return nil, err
 	}
-	c.People.Audit(ctx, u, "release.update", out.App.Name+" "+out.ReleaseVersion+" ("+out.BuildVersion+")", map[string]any{"release_id": id})
 	return out, nil
 }
 
 // DeleteRelease deletes a release (its package goes from storage after the commit).
 func (c *Console) DeleteRelease(ctx context.Context, u *distribution.User, id int64) (*distribution.ReleaseContext, error) {
+	ctx = asUser(ctx, u)
 	rc, err := c.Releases.Release(ctx, id)
 	if err != nil {
 		return nil, err
@@ -226,12 +225,12 @@ func (c *Console) DeleteRelease(ctx context.Context, u *distribution.User, id in
 	if err := c.Releases.DeleteRelease(ctx, id); err != nil {
 		return nil, err
 	}
-	c.People.Audit(ctx, u, "release.delete", rc.App.Name+" "+rc.ReleaseVersion+" ("+rc.BuildVersion+")", map[string]any{"release_id": id})
 	return rc, nil
 }
 
 // CreateApp makes an empty app (admins: a new app has no members yet), audited.
 func (c *Console) CreateApp(ctx context.Context, u *distribution.User, name string) (*distribution.App, error) {
+	ctx = asUser(ctx, u)
 	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
 		return nil, err
 	}
@@ -239,12 +238,12 @@ func (c *Console) CreateApp(ctx context.Context, u *distribution.User, name stri
 	if err != nil {
 		return nil, err
 	}
-	c.People.Audit(ctx, u, "app.create", app.Name, map[string]any{"app_id": app.ID})
 	return app, nil
 }
 
 // RenameApp renames an app.
 func (c *Console) RenameApp(ctx context.Context, u *distribution.User, appID int64, name string) (*distribution.App, error) {
+	ctx = asUser(ctx, u)
 	if err := c.People.CanManageApp(ctx, u, appID); err != nil {
 		return nil, err
 	}
@@ -252,24 +251,16 @@ func (c *Console) RenameApp(ctx context.Context, u *distribution.User, appID int
 	if err != nil {
 		return nil, err
 	}
-	c.People.Audit(ctx, u, "app.rename", app.Name, map[string]any{"app_id": appID})
 	return app, nil
 }
 
 // DeleteApp deletes an app with everything in it (admins only).
 func (c *Console) DeleteApp(ctx context.Context, u *distribution.User, appID int64) error {
+	ctx = asUser(ctx, u)
 	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
 		return err
 	}
-	app, err := c.Apps.App(ctx, appID)
-	if err != nil {
-		return err
-	}
-	if err := c.Apps.DestroyApp(ctx, appID); err != nil {
-		return err
-	}
-	c.People.Audit(ctx, u, "app.delete", app.Name, map[string]any{"app_id": appID})
-	return nil
+	return c.Apps.DestroyApp(ctx, appID)
 }
 
 // Scheme returns a scheme for a console user who may manage its app.
@@ -283,6 +274,7 @@ func (c *Console) Scheme(ctx context.Context, u *distribution.User, id int64) (*
 
 // RenameScheme renames a scheme, audited.
 func (c *Console) RenameScheme(ctx context.Context, u *distribution.User, id int64, name string) (*distribution.Scheme, error) {
+	ctx = asUser(ctx, u)
 	if _, err := c.Scheme(ctx, u, id); err != nil {
 		return nil, err
 	}
@@ -290,12 +282,12 @@ func (c *Console) RenameScheme(ctx context.Context, u *distribution.User, id int
 	if err != nil {
 		return nil, err
 	}
-	c.People.Audit(ctx, u, "scheme.rename", sc.Name, map[string]any{"scheme_id": id})
 	return sc, nil
 }
 
 // DeleteScheme deletes a scheme with its channels and builds, audited.
 func (c *Console) DeleteScheme(ctx context.Context, u *distribution.User, id int64) (*distribution.Scheme, error) {
+	ctx = asUser(ctx, u)
 	sc, err := c.Scheme(ctx, u, id)
 	if err != nil {
 		return nil, err
@@ -303,7 +295,6 @@ func (c *Console) DeleteScheme(ctx context.Context, u *distribution.User, id int
 	if err := c.Apps.DeleteScheme(ctx, id); err != nil {
 		return nil, err
 	}
-	c.People.Audit(ctx, u, "scheme.delete", sc.Name, map[string]any{"scheme_id": id, "app_id": sc.AppID})
 	return sc, nil
 }
 
@@ -317,20 +308,16 @@ func (c *Console) Webhook(ctx context.Context, u *distribution.User, id int64) (
 
 // TestWebhook sends a test event to a webhook (admins), audited.
 func (c *Console) TestWebhook(ctx context.Context, u *distribution.User, id int64) (*distribution.WebhookDelivery, error) {
-	w, err := c.Webhook(ctx, u, id)
-	if err != nil {
+	ctx = asUser(ctx, u)
+	if _, err := c.Webhook(ctx, u, id); err != nil {
 		return nil, err
 	}
-	d, err := c.Webhooks.TestWebhook(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	c.People.Audit(ctx, u, "webhook.test", w.Format, map[string]any{"webhook_id": id})
-	return d, nil
+	return c.Webhooks.TestWebhook(ctx, id)
 }
 
 // DeleteWebhook deletes a webhook (admins), audited.
 func (c *Console) DeleteWebhook(ctx context.Context, u *distribution.User, id int64) (*distribution.Webhook, error) {
+	ctx = asUser(ctx, u)
 	w, err := c.Webhook(ctx, u, id)
 	if err != nil {
 		return nil, err
@@ -338,13 +325,13 @@ func (c *Console) DeleteWebhook(ctx context.Context, u *distribution.User, id in
 	if err := c.Webhooks.DeleteWebhook(ctx, id); err != nil {
 		return nil, err
 	}
-	c.People.Audit(ctx, u, "webhook.delete", w.Format, map[string]any{"webhook_id": id})
 	return w, nil
 }
 
 // SetWebhookEnabled pauses or resumes a webhook (admins), audited. A paused webhook is sent
 // nothing; its history stays.
 func (c *Console) SetWebhookEnabled(ctx context.Context, u *distribution.User, id int64, enabled bool) (*distribution.Webhook, error) {
+	ctx = asUser(ctx, u)
 	if _, err := c.Webhook(ctx, u, id); err != nil {
 		return nil, err
 	}
@@ -352,20 +339,16 @@ func (c *Console) SetWebhookEnabled(ctx context.Context, u *distribution.User, i
 	if err != nil {
 		return nil, err
 	}
-	c.People.Audit(ctx, u, map[bool]string{true: "webhook.enable", false: "webhook.disable"}[enabled], w.Format, map[string]any{"webhook_id": id})
 	return w, nil
 }
 
 // DeleteDevice deletes a registered device (admins), audited.
 func (c *Console) DeleteDevice(ctx context.Context, u *distribution.User, udid string) error {
+	ctx = asUser(ctx, u)
 	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
 		return err
 	}
-	if err := c.Devices.DeleteDevice(ctx, udid); err != nil {
-		return err
-	}
-	c.People.Audit(ctx, u, "device.delete", udid, nil)
-	return nil
+	return c.Devices.DeleteDevice(ctx, udid)
 }
 
 // CreateToken makes an API token on behalf of a console user (admins only), audited.

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -23,6 +24,14 @@ type parts struct {
 
 func (p *parts) call(name string) { p.calls = append(p.calls, name) }
 
+// callAs records a call of a use case that writes its own audit row, and the actor it would
+// write it as: "as user N".
+func (p *parts) callAs(ctx context.Context, name string) {
+	p.call(name)
+	a := distribution.ActorOf(ctx)
+	p.audit = append(p.audit, fmt.Sprintf("as %s %d", a.Kind, a.UserID))
+}
+
 func (p *parts) CanManageApp(_ context.Context, u *distribution.User, appID int64) error {
 	if u.Role == distribution.RoleAdmin || (u.Role == distribution.RoleDeveloper && p.members[u.ID] == appID) {
 		return nil
@@ -36,43 +45,55 @@ func (p *parts) Audit(_ context.Context, _ *distribution.User, action, _ string,
 func (p *parts) App(_ context.Context, id int64) (*distribution.App, error) {
 	return &distribution.App{ID: id, Name: "App"}, nil
 }
-func (p *parts) CreateApp(_ context.Context, name string) (*distribution.App, error) {
-	p.call("CreateApp")
+func (p *parts) CreateApp(ctx context.Context, name string) (*distribution.App, error) {
+	p.callAs(ctx, "CreateApp")
 	return &distribution.App{ID: 9, Name: name}, nil
 }
-func (p *parts) RenameApp(_ context.Context, id int64, name string) (*distribution.App, error) {
-	p.call("RenameApp")
+func (p *parts) RenameApp(ctx context.Context, id int64, name string) (*distribution.App, error) {
+	p.callAs(ctx, "RenameApp")
 	return &distribution.App{ID: id, Name: name}, nil
 }
-func (p *parts) DestroyApp(context.Context, int64) error { p.call("DestroyApp"); return nil }
+func (p *parts) DestroyApp(ctx context.Context, _ int64) error {
+	p.callAs(ctx, "DestroyApp")
+	return nil
+}
 func (p *parts) Scheme(_ context.Context, id int64) (*distribution.Scheme, error) {
 	return &distribution.Scheme{ID: id, AppID: 1, Name: "Adhoc"}, nil
 }
-func (p *parts) UpdateScheme(_ context.Context, id int64, ch catalog.SchemeChanges) (*distribution.Scheme, error) {
-	p.call("UpdateScheme")
+func (p *parts) UpdateScheme(ctx context.Context, id int64, ch catalog.SchemeChanges) (*distribution.Scheme, error) {
+	p.callAs(ctx, "UpdateScheme")
 	return &distribution.Scheme{ID: id, AppID: 1, Name: *ch.Name}, nil
 }
-func (p *parts) DeleteScheme(context.Context, int64) error { p.call("DeleteScheme"); return nil }
+func (p *parts) DeleteScheme(ctx context.Context, _ int64) error {
+	p.callAs(ctx, "DeleteScheme")
+	return nil
+}
 func (p *parts) Channel(_ context.Context, key string) (*distribution.ChannelContext, error) {
 	return &distribution.ChannelContext{Channel: distribution.Channel{ID: 5, Slug: key}, App: distribution.App{ID: 1}}, nil
 }
 func (p *parts) ChannelByID(_ context.Context, id int64) (*distribution.ChannelContext, error) {
 	return &distribution.ChannelContext{Channel: distribution.Channel{ID: id, Slug: "k"}, App: distribution.App{ID: 1}}, nil
 }
-func (p *parts) UpdateChannel(_ context.Context, id int64, _ catalog.ChannelChanges) (*distribution.Channel, error) {
-	p.call("UpdateChannel")
+func (p *parts) UpdateChannel(ctx context.Context, id int64, _ catalog.ChannelChanges) (*distribution.Channel, error) {
+	p.callAs(ctx, "UpdateChannel")
 	return &distribution.Channel{ID: id}, nil
 }
-func (p *parts) DeleteChannel(context.Context, int64) error { p.call("DeleteChannel"); return nil }
+func (p *parts) DeleteChannel(ctx context.Context, _ int64) error {
+	p.callAs(ctx, "DeleteChannel")
+	return nil
+}
 func (p *parts) Release(_ context.Context, id int64) (*distribution.ReleaseContext, error) {
 	return &distribution.ReleaseContext{Release: distribution.Release{ID: id}, App: distribution.App{ID: 1}}, nil
 }
-func (p *parts) UpdateRelease(_ context.Context, t *distribution.Token, id int64, _ catalog.ReleaseChanges) (*distribution.ReleaseContext, error) {
-	p.call("UpdateRelease")
+func (p *parts) UpdateRelease(ctx context.Context, t *distribution.Token, id int64, _ catalog.ReleaseChanges) (*distribution.ReleaseContext, error) {
+	p.callAs(ctx, "UpdateRelease")
 	p.token = t
 	return p.Release(context.Background(), id)
 }
-func (p *parts) DeleteRelease(context.Context, int64) error { p.call("DeleteRelease"); return nil }
+func (p *parts) DeleteRelease(ctx context.Context, _ int64) error {
+	p.callAs(ctx, "DeleteRelease")
+	return nil
+}
 func (p *parts) StartSession(_ context.Context, tok *distribution.Token, in uploads.NewSession) (*distribution.UploadSession, []uploads.SessionPart, error) {
 	p.call("StartSession " + in.Fields["channel_key"] + " " + in.Fields["source"])
 	return &distribution.UploadSession{TokenID: tok.ID}, nil, nil
@@ -83,23 +104,29 @@ func (p *parts) Session(context.Context, *distribution.Token, string) (*distribu
 func (p *parts) OwnSession(context.Context, *distribution.Token, string) (*distribution.UploadSession, error) {
 	return &distribution.UploadSession{Fields: map[string]string{"channel_key": "k"}}, nil
 }
-func (p *parts) CompleteSession(context.Context, *distribution.Token, string, string) (*uploads.SessionResult, error) {
-	p.call("CompleteSession")
+func (p *parts) CompleteSession(ctx context.Context, _ *distribution.Token, _, _ string) (*uploads.SessionResult, error) {
+	p.callAs(ctx, "CompleteSession")
 	return &uploads.SessionResult{Release: &distribution.ReleaseContext{}}, nil
 }
 func (p *parts) Webhook(_ context.Context, id int64) (*distribution.Webhook, error) {
 	return &distribution.Webhook{ID: id, Format: "slipway"}, nil
 }
-func (p *parts) TestWebhook(context.Context, int64) (*distribution.WebhookDelivery, error) {
-	p.call("TestWebhook")
+func (p *parts) TestWebhook(ctx context.Context, _ int64) (*distribution.WebhookDelivery, error) {
+	p.callAs(ctx, "TestWebhook")
 	return &distribution.WebhookDelivery{}, nil
 }
-func (p *parts) DeleteWebhook(context.Context, int64) error { p.call("DeleteWebhook"); return nil }
-func (p *parts) UpdateWebhook(_ context.Context, id int64, in events.WebhookInput) (*distribution.Webhook, error) {
-	p.call("UpdateWebhook")
+func (p *parts) DeleteWebhook(ctx context.Context, _ int64) error {
+	p.callAs(ctx, "DeleteWebhook")
+	return nil
+}
+func (p *parts) UpdateWebhook(ctx context.Context, id int64, in events.WebhookInput) (*distribution.Webhook, error) {
+	p.callAs(ctx, "UpdateWebhook")
 	return &distribution.Webhook{ID: id, Enabled: *in.Enabled}, nil
 }
-func (p *parts) DeleteDevice(context.Context, string) error { p.call("DeleteDevice"); return nil }
+func (p *parts) DeleteDevice(ctx context.Context, _ string) error {
+	p.callAs(ctx, "DeleteDevice")
+	return nil
+}
 func (p *parts) CreateUserToken(_ context.Context, name, _ string, _ int64) (string, *distribution.Token, error) {
 	p.call("CreateUserToken")
 	return "secret", &distribution.Token{Name: name}, nil
@@ -125,7 +152,8 @@ var (
 )
 
 // Every console function first asks whether the person may do it, and only then calls the use
-// case (the same the API calls) and audits it; a refusal calls nothing and audits nothing.
+// case (the same the API calls) as the user, so that it audits as theirs (or audits it itself); a
+// refusal calls nothing and audits nothing.
 func TestConsoleAuthorisesThenCallsTheUseCase(t *testing.T) {
 	ctx := context.Background()
 	actions := []struct {
@@ -135,45 +163,45 @@ func TestConsoleAuthorisesThenCallsTheUseCase(t *testing.T) {
 		call, audit string
 	}{
 		{"rename app", func(c *Console, u *distribution.User) error { _, err := c.RenameApp(ctx, u, 1, "New"); return err },
-			[]*distribution.User{admin, member}, "RenameApp", "app.rename"},
+			[]*distribution.User{admin, member}, "RenameApp", "as user"},
 		{"create app", func(c *Console, u *distribution.User) error { _, err := c.CreateApp(ctx, u, "New"); return err },
-			[]*distribution.User{admin}, "CreateApp", "app.create"},
+			[]*distribution.User{admin}, "CreateApp", "as user"},
 		{"delete app", func(c *Console, u *distribution.User) error { return c.DeleteApp(ctx, u, 1) },
-			[]*distribution.User{admin}, "DestroyApp", "app.delete"},
+			[]*distribution.User{admin}, "DestroyApp", "as user"},
 		{"rename scheme", func(c *Console, u *distribution.User) error { _, err := c.RenameScheme(ctx, u, 3, "Beta"); return err },
-			[]*distribution.User{admin, member}, "UpdateScheme", "scheme.rename"},
+			[]*distribution.User{admin, member}, "UpdateScheme", "as user"},
 		{"delete scheme", func(c *Console, u *distribution.User) error { _, err := c.DeleteScheme(ctx, u, 3); return err },
-			[]*distribution.User{admin, member}, "DeleteScheme", "scheme.delete"},
+			[]*distribution.User{admin, member}, "DeleteScheme", "as user"},
 		{"update channel", func(c *Console, u *distribution.User) error {
 			_, err := c.UpdateChannel(ctx, u, 5, catalog.ChannelChanges{})
 			return err
-		}, []*distribution.User{admin, member}, "UpdateChannel", "channel.update"},
+		}, []*distribution.User{admin, member}, "UpdateChannel", "as user"},
 		{"delete channel", func(c *Console, u *distribution.User) error { return c.DeleteChannel(ctx, u, 5) },
-			[]*distribution.User{admin, member}, "DeleteChannel", "channel.delete"},
+			[]*distribution.User{admin, member}, "DeleteChannel", "as user"},
 		{"edit release", func(c *Console, u *distribution.User) error {
 			_, err := c.UpdateRelease(ctx, u, 7, catalog.ReleaseChanges{})
 			return err
-		}, []*distribution.User{admin, member}, "UpdateRelease", "release.update"},
+		}, []*distribution.User{admin, member}, "UpdateRelease", "as user"},
 		{"pin release", func(c *Console, u *distribution.User) error {
 			pin := true
 			_, err := c.UpdateRelease(ctx, u, 7, catalog.ReleaseChanges{Pinned: &pin})
 			return err
-		}, []*distribution.User{admin}, "UpdateRelease", "release.update"},
+		}, []*distribution.User{admin}, "UpdateRelease", "as user"},
 		{"delete release", func(c *Console, u *distribution.User) error { _, err := c.DeleteRelease(ctx, u, 7); return err },
-			[]*distribution.User{admin, member}, "DeleteRelease", "release.delete"},
+			[]*distribution.User{admin, member}, "DeleteRelease", "as user"},
 		{"complete upload", func(c *Console, u *distribution.User) error { _, err := c.CompleteUpload(ctx, u, "ups_1"); return err },
-			[]*distribution.User{admin, member}, "CompleteSession", "release.upload"},
+			[]*distribution.User{admin, member}, "CompleteSession", "as user"},
 		{"test webhook", func(c *Console, u *distribution.User) error { _, err := c.TestWebhook(ctx, u, 4); return err },
-			[]*distribution.User{admin}, "TestWebhook", "webhook.test"},
+			[]*distribution.User{admin}, "TestWebhook", "as user"},
 		{"pause webhook", func(c *Console, u *distribution.User) error {
 			_, err := c.SetWebhookEnabled(ctx, u, 4, false)
 			return err
 		},
-			[]*distribution.User{admin}, "UpdateWebhook", "webhook.disable"},
+			[]*distribution.User{admin}, "UpdateWebhook", "as user"},
 		{"delete webhook", func(c *Console, u *distribution.User) error { _, err := c.DeleteWebhook(ctx, u, 4); return err },
-			[]*distribution.User{admin}, "DeleteWebhook", "webhook.delete"},
+			[]*distribution.User{admin}, "DeleteWebhook", "as user"},
 		{"delete device", func(c *Console, u *distribution.User) error { return c.DeleteDevice(ctx, u, "udid") },
-			[]*distribution.User{admin}, "DeleteDevice", "device.delete"},
+			[]*distribution.User{admin}, "DeleteDevice", "as user"},
 		{"create token", func(c *Console, u *distribution.User) error {
 			_, _, err := c.CreateToken(ctx, u, "ci", "upload")
 			return err
@@ -190,8 +218,10 @@ func TestConsoleAuthorisesThenCallsTheUseCase(t *testing.T) {
 			for _, ok := range a.allowed {
 				allowed = allowed || ok == u
 			}
+			// A use case that audits itself is called as the user; the console audits the rest.
+			audit := strings.ReplaceAll(a.audit, "as user", fmt.Sprintf("as user %d", u.ID))
 			switch {
-			case allowed && (err != nil || strings.Join(p.calls, ",") != a.call || strings.Join(p.audit, ",") != a.audit):
+			case allowed && (err != nil || strings.Join(p.calls, ",") != a.call || strings.Join(p.audit, ",") != audit):
 				t.Errorf("%s by a %s (user %d): %v, calls %v, audit %v", a.name, u.Role, u.ID, err, p.calls, p.audit)
 			case !allowed && (!errs.Is(err, errs.Forbidden) || len(p.calls)+len(p.audit) != 0):
 				t.Errorf("%s by a %s (user %d) not refused: %v, calls %v, audit %v", a.name, u.Role, u.ID, err, p.calls, p.audit)

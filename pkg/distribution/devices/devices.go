@@ -36,6 +36,8 @@ type Devices struct {
 	Signer *signing.Signer
 	// UDID shapes the UDID profile service.
 	UDID UDIDConfig
+	// Audit records deletions as the context's actor (nil: not recorded).
+	Audit *distribution.AuditLog
 }
 
 // DeviceChanges are a device's fields as a sync or a client sends them; empty ones leave the

@@ -105,7 +105,11 @@ func (d *Devices) DeleteDevice(ctx context.Context, udid string) error {
 	if err != nil {
 		return err
 	}
-	return d.Store.DeleteDevice(ctx, udid)
+	if err := d.Store.DeleteDevice(ctx, udid); err != nil {
+		return err
+	}
+	d.Audit.Record(ctx, "device.delete", distribution.AuditTarget{Kind: distribution.TargetDevice, Name: udid}, nil)
+	return nil
 }
 
 // InstallableReleases returns the newest iOS releases a device may install: those whose profile

@@ -46,6 +46,34 @@ type Webhooks struct {
 	Client *http.Client
 	// AllowPrivate lets webhooks target loopback, private and link-local addresses.
 	AllowPrivate bool
+	// Audit records each change as the context's actor, naming the webhook by what it serves
+	// (Names: catalog.Apps), never by its URL, which may hold a secret. Nil: not recorded.
+	Audit *distribution.AuditLog
+	Names WebhookNames
+}
+
+// WebhookNames names the app or channel a webhook serves (catalog.Apps).
+type WebhookNames interface {
+	App(ctx context.Context, id int64) (*distribution.App, error)
+	ChannelByID(ctx context.Context, id int64) (*distribution.ChannelContext, error)
+}
+
+// audit records a change to a webhook: "App · Beta webhook (slack)".
+func (wh *Webhooks) audit(ctx context.Context, action string, w *distribution.Webhook) {
+	if wh.Audit == nil {
+		return
+	}
+	t := distribution.AuditTarget{Kind: distribution.TargetWebhook, ID: w.ID, Name: "webhook (" + w.Format + ")"}
+	if wh.Names != nil && w.ChannelID != 0 {
+		if cc, err := wh.Names.ChannelByID(ctx, w.ChannelID); err == nil {
+			t.AppID, t.Name = cc.App.ID, cc.App.Name+" · "+cc.Channel.Name+" webhook ("+w.Format+")"
+		}
+	} else if wh.Names != nil && w.AppID != 0 {
+		if a, err := wh.Names.App(ctx, w.AppID); err == nil {
+			t.AppID, t.Name = a.ID, a.Name+" webhook ("+w.Format+")"
+		}
+	}
+	wh.Audit.Record(ctx, action, t, map[string]any{"webhook_id": w.ID})
 }
 
 // checkWebhook validates a webhook's URL (including where it points), format and events.
@@ -123,7 +151,11 @@ func (wh *Webhooks) CreateWebhook(ctx context.Context, appID, channelID int64, i
 		return nil, err
 	}
 	w.Secret = secret
-	return wh.Store.CreateWebhook(ctx, w)
+	made, err := wh.Store.CreateWebhook(ctx, w)
+	if err == nil {
+		wh.audit(ctx, "webhook.create", made)
+	}
+	return made, err
 }
 
 // Webhook returns a webhook.
@@ -162,12 +194,28 @@ func (wh *Webhooks) UpdateWebhook(ctx context.Context, id int64, in WebhookInput
 	if err := wh.checkWebhook(ctx, w); err != nil {
 		return nil, err
 	}
-	return wh.Store.UpdateWebhook(ctx, w)
+	out, err := wh.Store.UpdateWebhook(ctx, w)
+	if err == nil {
+		action := "webhook.update"
+		if in.Enabled != nil && in.URL == nil && in.Format == nil && in.Events == nil && in.RobotSecret == nil {
+			action = map[bool]string{true: "webhook.enable", false: "webhook.disable"}[*in.Enabled]
+		}
+		wh.audit(ctx, action, out)
+	}
+	return out, err
 }
 
 // DeleteWebhook deletes a webhook with its deliveries.
 func (wh *Webhooks) DeleteWebhook(ctx context.Context, id int64) error {
-	return wh.Store.DeleteWebhook(ctx, id)
+	w, err := wh.Store.GetWebhook(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := wh.Store.DeleteWebhook(ctx, id); err != nil {
+		return err
+	}
+	wh.audit(ctx, "webhook.delete", w)
+	return nil
 }
 
 // WebhookDeliveries returns a webhook's newest deliveries with their attempts.
@@ -195,6 +243,7 @@ func (wh *Webhooks) TestWebhook(ctx context.Context, id int64) (*distribution.We
 	if err := wh.Store.RecordDelivery(ctx, d, a); err != nil {
 		return nil, err
 	}
+	wh.audit(ctx, "webhook.test", w)
 	return d, nil
 }
 

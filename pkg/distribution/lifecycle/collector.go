@@ -3,8 +3,10 @@ package lifecycle
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"time"
 
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/metrics"
 )
 
@@ -37,6 +39,8 @@ type Collector struct {
 	Interval, Grace time.Duration
 	Metrics         *metrics.Metrics
 	Log             *slog.Logger
+	// Audit records the upload sessions a run ends, as the system's "gc".
+	Audit *distribution.AuditLog
 }
 
 // GCResult counts what one collector run did.
@@ -54,6 +58,9 @@ func (c *Collector) CollectGarbage(ctx context.Context, grace time.Duration) (GC
 		return res, err
 	} else if n > 0 {
 		c.Log.InfoContext(ctx, "collector: upload sessions expired", slog.Int("sessions", n))
+		// One row a run, not one a session: a flood of abandoned sessions must not flood the log.
+		c.Audit.RecordAs(ctx, distribution.SystemActor("gc"), "upload_session.expire",
+			distribution.AuditTarget{Kind: distribution.TargetSession, Name: plural(n, "upload session")}, map[string]any{"sessions": n})
 	}
 	const batch = 100
 	// seen holds keys tried in this run: failed ones, and ones another collector holds.
@@ -112,4 +119,12 @@ func (c *Collector) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// plural is "1 upload session", "3 upload sessions".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

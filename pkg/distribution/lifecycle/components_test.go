@@ -73,6 +73,37 @@ func TestCollectGarbage(t *testing.T) {
 	}
 }
 
+// auditRows keeps the audit rows written.
+type auditRows struct{ rows []AuditRecord }
+
+func (a *auditRows) WriteAudit(_ context.Context, r AuditRecord) error {
+	a.rows = append(a.rows, r)
+	return nil
+}
+func (a *auditRows) AuditEntries(context.Context, AuditFilter) ([]AuditEntry, error) { return nil, nil }
+
+// A run that ends upload sessions leaves one audit row, the system's (gc), with the count; a run
+// that ends none leaves none.
+func TestCollectorAuditsExpiredSessions(t *testing.T) {
+	rows := &auditRows{}
+	l := &ledger{expired: 3}
+	c := &Collector{Store: l, Storage: remover{}, Log: quiet, Audit: &AuditLog{Store: rows}}
+	if _, err := c.CollectGarbage(context.Background(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	l.expired = 0
+	if _, err := c.CollectGarbage(context.Background(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows.rows) != 1 {
+		t.Fatalf("rows %+v", rows.rows)
+	}
+	r := rows.rows[0]
+	if r.Actor != SystemActor("gc") || r.Action != "upload_session.expire" || r.Target.Name != "3 upload sessions" || r.Detail["sessions"] != 3 {
+		t.Errorf("row %+v", r)
+	}
+}
+
 // The collector runs every interval and stops when its context ends; with no interval it does
 // not run at all.
 func TestCollectorStops(t *testing.T) {

@@ -36,6 +36,8 @@ type RetentionStore interface {
 	RetentionChannels(ctx context.Context) ([]int64, error)
 	// GetScheme reads a scheme (a scheme's policy needs one).
 	GetScheme(ctx context.Context, id int64) (*distribution.Scheme, error)
+	// ChannelContextByID reads a channel with its app (the audit row names both).
+	ChannelContextByID(ctx context.Context, id int64) (*distribution.ChannelContext, error)
 }
 
 // Retention runs the use cases of retention policies (read, set, plan) and enforces them. It is
@@ -49,6 +51,9 @@ type Retention struct {
 	Effects distribution.Effects
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
+	// Audit records policy changes as the context's actor (deletions are recorded by the store,
+	// in their transaction, as the system's "retention").
+	Audit *distribution.AuditLog
 }
 
 // Effective combines a channel's policy with its scheme's and the defaults.
@@ -146,11 +151,22 @@ func (r *Retention) SetSchemeRetention(ctx context.Context, schemeID int64, p *d
 	if err := checkPolicy(p); err != nil {
 		return err
 	}
-	if _, err := r.Store.GetScheme(ctx, schemeID); err != nil {
+	sc, err := r.Store.GetScheme(ctx, schemeID)
+	if err != nil {
 		return err
 	}
 	defer r.Effects.Changed(distribution.Change{SchemeID: schemeID})
-	return r.Store.SetRetentionPolicy(ctx, schemeID, 0, p)
+	if err := r.Store.SetRetentionPolicy(ctx, schemeID, 0, p); err != nil {
+		return err
+	}
+	r.Audit.Record(ctx, "retention.set", distribution.AuditTarget{Kind: distribution.TargetScheme, ID: sc.ID, AppID: sc.AppID, Name: "scheme " + sc.Name},
+		map[string]any{"policy": policyDetail(p)})
+	return nil
+}
+
+// policyDetail is a policy as the audit row shows it (null: inherited).
+func policyDetail(p *distribution.RetentionPolicy) map[string]any {
+	return map[string]any{"keep_builds": p.KeepBuilds, "max_age_days": p.MaxAgeDays, "max_bytes": p.MaxBytes, "expired_profile_days": p.ExpiredProfileDays}
 }
 
 // SetChannelRetention replaces a channel's policy.
@@ -159,7 +175,13 @@ func (r *Retention) SetChannelRetention(ctx context.Context, channelID int64, p 
 		return err
 	}
 	defer r.Effects.Changed(distribution.Change{ChannelID: channelID})
-	return r.Store.SetRetentionPolicy(ctx, 0, channelID, p)
+	if err := r.Store.SetRetentionPolicy(ctx, 0, channelID, p); err != nil {
+		return err
+	}
+	if cc, err := r.Store.ChannelContextByID(ctx, channelID); err == nil {
+		r.Audit.Record(ctx, "retention.set", distribution.ChannelTarget(cc), map[string]any{"policy": policyDetail(p)})
+	}
+	return nil
 }
 
 // RetentionPlan is what retention would delete in a channel now.

@@ -79,6 +79,8 @@ type Service struct {
 	// The read cache and the component that keeps it in step with other replicas.
 	Reads   *readcache.Cache
 	Watcher *readcache.Watcher
+	// Audit writes the audit trail every actor shares (AuditLog.Record).
+	Audit *distribution.AuditLog
 	// The console's use cases (authorise a person, call the use cases above, audit).
 	Console *console.Console
 
@@ -107,26 +109,28 @@ func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, l
 	s.Objects = &uploads.Objects{Ledger: db, Storage: st, Signer: signer, MaxUploadBytes: cfg.MaxUploadBytes,
 		Downloads: uploads.DownloadConfig{PublicURL: cfg.PublicURL, CDNURL: cfg.CDNURL, TTL: cfg.PresignTTL}, Metrics: m, Log: log}
 	effects := distribution.Effects{Cache: s.Reads, Webhooks: s.Sender, Objects: s.Objects, Events: s.Events}
+	audit := &distribution.AuditLog{Store: db, Log: log}
+	s.Audit = audit
 
-	s.Apps = &catalog.Apps{Store: db, Effects: effects}
-	s.Releases = &catalog.Releases{Store: db, Effects: effects}
-	s.Builds = &uploads.Builds{Store: db, Objects: s.Objects, Effects: effects, Metrics: m}
-	s.DebugFiles = &uploads.DebugFiles{Store: db, Channels: s.Apps, Objects: s.Objects, Events: s.Events, Webhooks: s.Sender, Metrics: m}
+	s.Apps = &catalog.Apps{Store: db, Effects: effects, Audit: audit}
+	s.Releases = &catalog.Releases{Store: db, Effects: effects, Audit: audit}
+	s.Builds = &uploads.Builds{Store: db, Objects: s.Objects, Effects: effects, Metrics: m, Audit: audit}
+	s.DebugFiles = &uploads.DebugFiles{Store: db, Channels: s.Apps, Objects: s.Objects, Events: s.Events, Webhooks: s.Sender, Metrics: m, Audit: audit}
 	s.Sessions = &uploads.Sessions{Store: db, Storage: st, Channels: s.Apps, Objects: s.Objects, Builds: s.Builds, Debug: s.DebugFiles,
 		Signer: signer, Log: log, Metrics: m, Config: uploads.SessionConfig{TTL: cfg.UploadSessionTTL,
 			MaxUploadBytes: cfg.MaxUploadBytes, PublicURL: cfg.PublicURL, URLTTL: cfg.PresignTTL}}
 	s.Tokens = &access.Tokens{Store: db}
 	s.Logins = &access.Logins{Store: db}
-	s.People = &access.People{Store: db, Log: log}
+	s.People = &access.People{Store: db, Log: log, AuditLog: audit}
 	s.Passwords = &access.Passwords{Guard: db, Signer: signer}
-	s.Webhooks = &events.Webhooks{Store: db, Client: client, AllowPrivate: cfg.WebhookAllowPrivate}
+	s.Webhooks = &events.Webhooks{Store: db, Client: client, AllowPrivate: cfg.WebhookAllowPrivate, Audit: audit, Names: s.Apps}
 	s.Downloads = events.NewCounter(db, s.Events, cfg.DownloadFlushInterval, m, log)
-	s.Retention = &lifecycle.Retention{Store: db, Effects: effects, Metrics: m, Log: log,
+	s.Retention = &lifecycle.Retention{Store: db, Effects: effects, Metrics: m, Log: log, Audit: audit,
 		Config: lifecycle.RetentionConfig{Interval: cfg.RetentionInterval, Defaults: distribution.RetentionRules{
 			KeepBuilds: cfg.RetentionKeepBuilds, MaxAgeDays: cfg.RetentionMaxAgeDays, MaxBytes: cfg.RetentionMaxBytes,
 			ExpiredProfileDays: cfg.RetentionExpiredProfileDays}}}
-	s.Collector = &lifecycle.Collector{Store: db, Storage: st, Interval: cfg.GCInterval, Grace: cfg.GCGrace, Metrics: m, Log: log}
-	s.Devices = &devices.Devices{Store: db, Signer: signer, UDID: devices.UDIDConfig{Organization: cfg.UDIDOrganization}}
+	s.Collector = &lifecycle.Collector{Store: db, Storage: st, Interval: cfg.GCInterval, Grace: cfg.GCGrace, Metrics: m, Log: log, Audit: audit}
+	s.Devices = &devices.Devices{Store: db, Signer: signer, UDID: devices.UDIDConfig{Organization: cfg.UDIDOrganization}, Audit: audit}
 	s.Console = &console.Console{Apps: s.Apps, Releases: s.Releases, Sessions: s.Sessions, Webhooks: s.Webhooks,
 		Devices: s.Devices, Tokens: s.Tokens, People: s.People}
 	return s

@@ -91,6 +91,8 @@ type Builds struct {
 	// its release.created events are made and sent.
 	Effects distribution.Effects
 	Metrics *metrics.Metrics
+	// Audit records each new release as the context's actor (the token, the console user).
+	Audit *distribution.AuditLog
 }
 
 // CreateRelease parses the stored package and records it as a release: in the channel named by
@@ -162,6 +164,8 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 	if err == nil {
 		b.Effects.Changed(distribution.Change{ChannelID: rc.Channel.ID})
 		b.Effects.Wake()
+		b.Audit.Record(ctx, "release.upload", distribution.ReleaseTarget(rc),
+			map[string]any{"channel_id": rc.Channel.ID, "channel": rc.Channel.Name, "size": rc.Size, "source": rc.Source})
 	}
 	var replay *distribution.ErrIdempotentReplay
 	if errors.As(err, &replay) {

@@ -47,6 +47,14 @@ type DebugFiles struct {
 	Events   DebugEvents
 	Webhooks distribution.Waker
 	Metrics  *metrics.Metrics
+	// Audit records uploads, replacements and deletions as the context's actor (nil: not).
+	Audit *distribution.AuditLog
+}
+
+// auditDebugFile records a change to a debug file: "App 1.3 (4) debug file".
+func (dfs *DebugFiles) auditDebugFile(ctx context.Context, action string, df *distribution.DebugFile) {
+	dfs.Audit.Record(ctx, action, distribution.AuditTarget{Kind: distribution.TargetDebug, ID: df.ID, AppID: df.AppID,
+		Name: distribution.ReleaseName(df.AppName, df.ReleaseVersion, df.BuildVersion) + " debug file"}, map[string]any{"channel_id": df.ChannelID, "size": df.Size})
 }
 
 // DebugFileForm holds a debug-file upload's form fields.
@@ -145,11 +153,15 @@ func (dfs *DebugFiles) UploadDebugFile(ctx context.Context, obj *StoredObject, f
 		return nil, err
 	}
 	defer dfs.wake()
-	return dfs.Store.CreateDebugFile(ctx, &distribution.DebugFile{
+	df, err = dfs.Store.CreateDebugFile(ctx, &distribution.DebugFile{
 		AppID: cc.App.ID, AppName: cc.App.Name, ChannelID: cc.Channel.ID, DeviceType: cc.Channel.DeviceType,
 		ReleaseVersion: content.releaseVersion, BuildVersion: content.buildVersion,
 		SHA256: obj.SHA256, MD5: obj.MD5, Size: obj.Size, ObjectKey: obj.Key, Filename: firstNonEmpty(obj.Filename, "debug-file.zip"),
 	}, content.meta, dfs.events())
+	if err == nil {
+		dfs.auditDebugFile(ctx, "debug_file.upload", df)
+	}
+	return df, err
 }
 
 // ReplaceDebugFile replaces a debug file's archive and metadata (PUT). The old object is deleted
@@ -176,12 +188,14 @@ func (dfs *DebugFiles) ReplaceDebugFile(ctx context.Context, id int64, obj *Stor
 		return nil, err
 	}
 	dfs.Objects.DeleteObjects(ctx, []string{oldKey})
+	dfs.auditDebugFile(ctx, "debug_file.replace", df)
 	return df, nil
 }
 
 // DeleteDebugFile removes a debug file of the channel's app and its object.
 func (dfs *DebugFiles) DeleteDebugFile(ctx context.Context, id int64, channelKey string) error {
-	if _, _, err := dfs.DebugFileInChannel(ctx, id, channelKey); err != nil {
+	_, df, err := dfs.DebugFileInChannel(ctx, id, channelKey)
+	if err != nil {
 		return err
 	}
 	key, err := dfs.Store.DeleteDebugFile(ctx, id)
@@ -189,6 +203,7 @@ func (dfs *DebugFiles) DeleteDebugFile(ctx context.Context, id int64, channelKey
 		return err
 	}
 	dfs.Objects.DeleteObjects(context.WithoutCancel(ctx), []string{key})
+	dfs.auditDebugFile(ctx, "debug_file.delete", df)
 	return nil
 }
 

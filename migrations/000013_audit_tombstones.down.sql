@@ -1,0 +1,11 @@
+DROP TABLE release_tombstones;
+DROP INDEX audit_log_at;
+DROP INDEX audit_log_action;
+DROP INDEX audit_log_app;
+ALTER TABLE audit_log
+    DROP COLUMN actor_kind,
+    DROP COLUMN actor_name,
+    DROP COLUMN token_id,
+    DROP COLUMN target_kind,
+    DROP COLUMN target_id,
+    DROP COLUMN app_id;

@@ -1,0 +1,192 @@
+package distribution
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// The audit trail: every actor (a person in the console, a token through the API or the CLI, the
+// system's own retention and collector) writes the same rows, through one function,
+// AuditLog.Record, or, for a change recorded inside a store transaction (a release deletion), in
+// that transaction from the same AuditRecord. The actor travels with the request's context: the
+// edges set it (httpapi when a token is let in, the console for its signed-in user, each
+// background component for itself, the CLI), and the use cases read it (ActorOf).
+
+// Actor kinds.
+const (
+	ActorUser   = "user"
+	ActorToken  = "token"
+	ActorSystem = "system"
+)
+
+// Actor is who did something, as the audit log and tombstones record it: a console user, an API
+// token (by name and id, never its secret), or the system (Name: retention, gc, cli).
+type Actor struct {
+	Kind    string
+	UserID  int64
+	TokenID int64
+	Name    string
+}
+
+// UserActor is a console user.
+func UserActor(u *User) Actor {
+	name := u.Name
+	if name == "" {
+		name = u.Email
+	}
+	return Actor{Kind: ActorUser, UserID: u.ID, Name: name}
+}
+
+// TokenActor is an API token.
+func TokenActor(t *Token) Actor { return Actor{Kind: ActorToken, TokenID: t.ID, Name: t.Name} }
+
+// SystemActor is Slipway itself: a background component ("retention", "gc") or the CLI ("cli").
+func SystemActor(component string) Actor { return Actor{Kind: ActorSystem, Name: component} }
+
+// Label is how the actor is shown: "Ada", "token ci-upload", "system (retention)".
+func (a Actor) Label() string {
+	switch a.Kind {
+	case ActorToken:
+		return "token " + a.Name
+	case ActorSystem:
+		return "system (" + a.Name + ")"
+	}
+	return a.Name
+}
+
+type actorKey struct{}
+
+// WithActor returns ctx carrying the actor its changes are recorded as.
+func WithActor(ctx context.Context, a Actor) context.Context {
+	return context.WithValue(ctx, actorKey{}, a)
+}
+
+// ActorOf returns the actor ctx carries; a context without one is the system's ("slipway").
+func ActorOf(ctx context.Context) Actor {
+	if a, ok := ctx.Value(actorKey{}).(Actor); ok {
+		return a
+	}
+	return SystemActor("slipway")
+}
+
+// Audit target kinds: what a row's target names, for its link.
+const (
+	TargetApp     = "app"
+	TargetScheme  = "scheme"
+	TargetChannel = "channel"
+	TargetRelease = "release"
+	TargetWebhook = "webhook"
+	TargetToken   = "token"
+	TargetUser    = "user"
+	TargetDevice  = "device"
+	TargetSession = "session"
+	TargetDebug   = "debug_file"
+)
+
+// AuditTarget is what an action was done to: its kind and id (for a link while it exists), its
+// name as it was (kept when it is gone), and its app (the audit page filters by app).
+type AuditTarget struct {
+	Kind  string
+	ID    int64
+	Name  string
+	AppID int64
+}
+
+// ReleaseTarget names a release as the public pages do: "App 1.3 (4)".
+func ReleaseTarget(rc *ReleaseContext) AuditTarget {
+	return AuditTarget{Kind: TargetRelease, ID: rc.ID, AppID: rc.App.ID, Name: ReleaseName(rc.App.Name, rc.ReleaseVersion, rc.BuildVersion)}
+}
+
+// ReleaseName is "App 1.3 (4)".
+func ReleaseName(app, releaseVersion, buildVersion string) string {
+	return fmt.Sprintf("%s %s (%s)", app, releaseVersion, buildVersion)
+}
+
+// ChannelTarget names a channel with its app: "App · Beta".
+func ChannelTarget(cc *ChannelContext) AuditTarget {
+	return AuditTarget{Kind: TargetChannel, ID: cc.Channel.ID, AppID: cc.App.ID, Name: cc.App.Name + " · " + cc.Channel.Name}
+}
+
+// AppTarget names an app.
+func AppTarget(a *App) AuditTarget {
+	return AuditTarget{Kind: TargetApp, ID: a.ID, AppID: a.ID, Name: a.Name}
+}
+
+// AuditRecord is one row of the audit log: who (Actor), did what (Action, such as
+// "release.delete"), to what (Target), with details (no secrets).
+type AuditRecord struct {
+	Actor  Actor
+	Action string
+	Target AuditTarget
+	Detail map[string]any
+}
+
+// AuditEntry is one row of the audit log as read back.
+type AuditEntry struct {
+	ID int64
+	At time.Time
+	AuditRecord
+	// ChannelSlug is a release target's channel key (its page, or its tombstone, is there);
+	// AppExists whether the target's app is still there (links only to what is).
+	ChannelSlug string
+	AppExists   bool
+}
+
+// AuditFilter selects audit rows: by app, actor (a label's words: a user's name, a token's name,
+// "retention"), action (exact, or a prefix ending in "."), newest first, before an id (paging).
+type AuditFilter struct {
+	AppID    int64
+	Actor    string
+	Action   string
+	BeforeID int64
+	Limit    int
+}
+
+// AuditStore writes and reads audit rows (pkg/store).
+type AuditStore interface {
+	WriteAudit(ctx context.Context, r AuditRecord) error
+	AuditEntries(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+}
+
+// AuditLog writes the audit trail. Record is the one function every caller uses to write a row.
+type AuditLog struct {
+	Store AuditStore
+	Log   *slog.Logger
+}
+
+// Record writes an audit row for a change already made, as ctx's actor (ActorOf) unless the
+// record names one. A failure is logged, never returned: the change stands.
+func (l *AuditLog) Record(ctx context.Context, action string, target AuditTarget, detail map[string]any) {
+	l.RecordAs(ctx, ActorOf(ctx), action, target, detail)
+}
+
+// RecordAs is Record for an actor named explicitly (a console user the handler holds).
+func (l *AuditLog) RecordAs(ctx context.Context, a Actor, action string, target AuditTarget, detail map[string]any) {
+	if l == nil || l.Store == nil {
+		return
+	}
+	if err := l.Store.WriteAudit(context.WithoutCancel(ctx), AuditRecord{Actor: a, Action: action, Target: target, Detail: detail}); err != nil && l.Log != nil {
+		l.Log.WarnContext(ctx, "writing the audit log failed", "action", action, "error", err.Error())
+	}
+}
+
+// Tombstone is what a deleted release leaves for its public page: what it was, when and why it
+// went (by retention, or by whom), and its channel's newest release (NewestID, 0: none).
+type Tombstone struct {
+	ReleaseID                             int64
+	ChannelID                             int64
+	ChannelSlug, ChannelName              string
+	AppName, ReleaseVersion, BuildVersion string
+	DeletedAt                             time.Time
+	By                                    Actor
+	// Reason is the retention rule that deleted it (keep_builds, max_age, ...), "" otherwise.
+	Reason string
+	// NewestID is the channel's newest release now (0: none), with its versions.
+	NewestID                                 int64
+	NewestReleaseVersion, NewestBuildVersion string
+}
+
+// ByRetention reports whether retention deleted the release.
+func (t *Tombstone) ByRetention() bool { return t.By.Kind == ActorSystem && t.By.Name == "retention" }
