@@ -49,6 +49,15 @@
     });
   }
 
+  // size shows a byte count as the pages do: "12 KB", "4.0 MB" (binary units).
+  function size(n) {
+    if (n < 1024) { return n + ' B'; }
+    const units = ['KB', 'MB', 'GB', 'TB'];
+    let v = n / 1024, i = 0;
+    while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+    return (v < 10 ? v.toFixed(1) : Math.round(v)) + ' ' + units[i];
+  }
+
   function wait(ms) { return new Promise(function (r) { setTimeout(r, ms); }); }
 
   // saved keeps upload session ids across page loads; storage may be refused (private modes).
@@ -67,7 +76,7 @@
     const button = form.querySelector('button[type="submit"]');
     form.closest('.upload-box').hidden = false;
 
-    function show(file) { chosen.textContent = file ? file.name + ' · ' + (file.size / 1048576).toFixed(1) + ' MiB' : ''; }
+    function show(file) { chosen.textContent = file ? file.name + ' · ' + size(file.size) : ''; }
     input.addEventListener('change', function () { show(input.files[0]); });
     ['dragenter', 'dragover'].forEach(function (type) {
       drop.addEventListener(type, function (e) { e.preventDefault(); drop.classList.add('over'); });
@@ -77,27 +86,44 @@
     });
     drop.addEventListener('drop', function (e) {
       e.preventDefault();
-      if (e.dataTransfer.files.length) {
-        input.files = e.dataTransfer.files;
+      const files = e.dataTransfer.files;
+      if (files.length > 1) {
+        setStatus('Drop one build at a time: ' + files.length + ' files were dropped, none was taken.', 'error');
+        return;
+      }
+      if (files.length) {
+        input.files = files;
         show(input.files[0]);
+        setStatus('', '');
       }
     });
+    // setStatus says how the upload goes: green when it worked, red when it failed.
+    function setStatus(text, kind) {
+      status.textContent = text;
+      status.classList.remove('ok', 'error');
+      if (kind) { status.classList.add(kind); }
+    }
 
     form.addEventListener('submit', async function (e) {
       e.preventDefault();
       const file = input.files[0];
-      if (!file) { status.textContent = 'Choose or drop a file first.'; return; }
+      if (!file) { setStatus('Choose or drop a file first.', 'error'); return; }
       button.disabled = true;
+      uploading++;
       bar.hidden = false;
       bar.value = 0;
-      status.textContent = 'Starting…';
+      setStatus('Starting…', '');
       try {
         const result = await upload(form, file, function (sent) {
           bar.value = sent / file.size;
-          status.textContent = 'Uploading: ' + Math.floor(100 * sent / file.size) + '%';
+          setStatus('Uploading: ' + Math.floor(100 * sent / file.size) + '% of ' + size(file.size), '');
         });
         bar.value = 1;
-        status.textContent = 'Uploaded ' + result.version + '.';
+        setStatus('Uploaded ' + result.version + '.', 'ok');
+        // The box is emptied, so a second click cannot send the same build again.
+        input.value = '';
+        form.querySelector('textarea[name="changelog"]').value = '';
+        show(null);
         status.dataset.releaseId = result.release_id;
         const link = document.createElement('a');
         link.href = result.app_url;
@@ -106,10 +132,10 @@
         status.appendChild(link);
         link.addEventListener('click', function () { window.location.reload(); });
       } catch (err) {
-        status.textContent = 'Upload failed: ' + err.message;
-        status.classList.add('error');
+        setStatus('Upload failed: ' + err.message, 'error');
       } finally {
         button.disabled = false;
+        uploading--;
       }
     });
   }
@@ -166,6 +192,12 @@
       if (!s || s.state !== 'open') { saved.remove(key); }
     }
   }
+
+  // Leaving the page mid-upload asks first (the upload can be resumed, but not from nothing).
+  let uploading = 0;
+  window.addEventListener('beforeunload', function (e) {
+    if (uploading > 0) { e.preventDefault(); e.returnValue = ''; }
+  });
 
   document.querySelectorAll('form.upload').forEach(setup);
 })();
