@@ -263,7 +263,7 @@ func (h *Handler) consoleCreateChannel(c *gin.Context, f *formCall) (string, err
 	if err := h.channelNameFree(c, appID, schemeName, name, 0); err != nil {
 		return "", err
 	}
-	schemeID, err := h.schemeNamed(c, appID, schemeName)
+	schemeID, madeScheme, err := h.schemeNamed(c, appID, schemeName)
 	if err != nil {
 		return "", err
 	}
@@ -273,6 +273,9 @@ func (h *Handler) consoleCreateChannel(c *gin.Context, f *formCall) (string, err
 	}
 	made, err := h.svc.Apps.CreateChannel(ctx, schemeID, ch)
 	if err != nil {
+		if madeScheme { // (a refused channel leaves no empty scheme behind)
+			_ = h.svc.Apps.DeleteScheme(ctx, schemeID)
+		}
 		return "", err
 	}
 	f.ok("Channel %s made; its key is %s.", made.Name, made.Slug)
@@ -299,23 +302,23 @@ func (h *Handler) channelNameFree(c *gin.Context, appID int64, scheme, name stri
 	return nil
 }
 
-// schemeNamed returns the app's scheme of that name, making it when missing.
-func (h *Handler) schemeNamed(c *gin.Context, appID int64, name string) (int64, error) {
+// schemeNamed returns the app's scheme of that name, making it when missing (made: true).
+func (h *Handler) schemeNamed(c *gin.Context, appID int64, name string) (int64, bool, error) {
 	ctx := reqCtx(c)
 	schemes, err := h.svc.Apps.Schemes(ctx, appID)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	for _, s := range schemes {
 		if strings.EqualFold(s.Name, name) {
-			return s.ID, nil
+			return s.ID, false, nil
 		}
 	}
 	s, err := h.svc.Apps.CreateScheme(ctx, appID, catalog.SchemeChanges{Name: &name})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return s.ID, nil
+	return s.ID, true, nil
 }
 
 // channelApp returns the app a channel belongs to.
