@@ -49,21 +49,30 @@ type flash struct {
 	SecretID string `json:"i,omitempty"`
 }
 
-func (h *Handler) flashAEAD(session string) (cipher.AEAD, error) {
-	key := sha256.Sum256([]byte(h.svc.Signer.Sign("console-flash", session)))
-	block, err := aes.NewCipher(key[:])
-	if err != nil {
-		return nil, err
+// flashAEADs are the ciphers of a session's flash: with the current SLIPWAY_SECRET first (it
+// seals), then with each previous one (they open what a replica not yet rotated sealed).
+func (h *Handler) flashAEADs(session string) []cipher.AEAD {
+	var out []cipher.AEAD
+	for _, sig := range h.svc.Signer.SignAll("console-flash", session) {
+		key := sha256.Sum256([]byte(sig))
+		block, err := aes.NewCipher(key[:])
+		if err != nil {
+			continue
+		}
+		if aead, err := cipher.NewGCM(block); err == nil {
+			out = append(out, aead)
+		}
 	}
-	return cipher.NewGCM(block)
+	return out
 }
 
 // setFlash leaves f for the next console page this browser shows.
 func (h *Handler) setFlash(c *gin.Context, session string, f flash) {
-	aead, err := h.flashAEAD(session)
-	if err != nil {
+	aeads := h.flashAEADs(session)
+	if len(aeads) == 0 {
 		return
 	}
+	aead := aeads[0]
 	plain, _ := json.Marshal(f)
 	nonce := make([]byte, aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
@@ -80,19 +89,24 @@ func (h *Handler) takeFlash(c *gin.Context, session string) *flash {
 	}
 	h.setCookie(c, flashCookie, "", -time.Second)
 	sealed, err := base64.RawURLEncoding.DecodeString(raw)
-	aead, aerr := h.flashAEAD(session)
-	if err != nil || aerr != nil || len(sealed) < aead.NonceSize() {
-		return nil
-	}
-	plain, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], []byte(flashCookie))
 	if err != nil {
 		return nil
 	}
-	var f flash
-	if json.Unmarshal(plain, &f) != nil {
-		return nil
+	for _, aead := range h.flashAEADs(session) {
+		if len(sealed) < aead.NonceSize() {
+			return nil
+		}
+		plain, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], []byte(flashCookie))
+		if err != nil {
+			continue
+		}
+		var f flash
+		if json.Unmarshal(plain, &f) != nil {
+			return nil
+		}
+		return &f
 	}
-	return &f
+	return nil
 }
 
 // formFields is the template function that writes a form's hidden fields: the session's CSRF
