@@ -187,6 +187,8 @@ func TestBrowserConsoleSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	navigate(t, ctx, "tokens", chromedp.Navigate(e.URL+"/console/tokens"), chromedp.WaitVisible(chromedp.ID("create-token")))
+	// (Revoking asks in a dialog; the test answers yes.)
+	run(t, ctx, "answer yes", chromedp.Evaluate[bool](`window.confirm = () => true; true`))
 	steps(t, ctx, "revoke it", chromedp.Click(chromedp.ID(fmt.Sprintf("revoke-%d", tokenID))),
 		chromedp.WaitNotPresent(chromedp.ID(fmt.Sprintf("revoke-%d", tokenID))), chromedp.WaitVisible(chromedp.ID("create-token")))
 	var revoked bool
