@@ -208,8 +208,11 @@ func TestConsoleFormTokenOnce(t *testing.T) {
 	}
 	forged := with(form, "name", "Forged")
 	forged.Set("form_token", "abc."+strings.SplitN(form.Get("form_token"), ".", 2)[1])
-	if resp, _ := fetch(t, admin, http.MethodPost, appURL+"/channels", forged); resp.StatusCode != http.StatusForbidden || channels("Forged") != 0 {
+	if resp, body := fetch(t, admin, http.MethodPost, appURL+"/channels", forged); resp.StatusCode != http.StatusForbidden || channels("Forged") != 0 {
 		t.Errorf("a forged form token: %d", resp.StatusCode)
+	} else if !strings.Contains(body, `id="console-user"`) || !strings.Contains(body, "Back to the console") {
+		// Even a refusal keeps the console's header and a way back: no bare status page.
+		t.Errorf("the refusal is a bare page: %.600s", body)
 	}
 	// A form that failed may be corrected and sent again: its token was not used up.
 	_, page = fetch(t, admin, http.MethodGet, appURL, nil)
