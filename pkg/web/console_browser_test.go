@@ -144,6 +144,13 @@ func TestBrowserConsoleSignIn(t *testing.T) {
 	if !strings.Contains(status, "Uploaded 1.1 (2)") || progress != 1 {
 		t.Errorf("after the upload: status %q, progress %v", status, progress)
 	}
+	// The box is emptied (a second click cannot send the build again) and the success is green.
+	if left := run(t, ctx, "box after upload", chromedp.Evaluate[string](fmt.Sprintf(`(() => {
+		const f = document.getElementById("upload-%d");
+		return f.querySelector("input[type=file]").files.length + "|" + f.querySelector("textarea").value + "|" + document.getElementById("upload-status-%d").className;
+	})()`, chID, chID))); left != "0||upload-status ok" {
+		t.Errorf("the upload box after success: %q (files|changelog|status class)", left)
+	}
 	var upChangelog, source, uploader string
 	var size int64
 	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT r.changelog::text, r.source, r.size, t.name FROM releases r

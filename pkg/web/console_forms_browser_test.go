@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +80,51 @@ func TestBrowserConsoleForms(t *testing.T) {
 	var chID int64
 	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT id FROM channels WHERE name = 'QA'`).Scan(&chID); err != nil {
 		t.Fatal(err)
+	}
+
+	// The upload box: only the channel's package type offered, two dropped files refused with a
+	// message, and an upload in flight cancelled (the session stays, to resume).
+	navigate(t, ctx, "app page", chromedp.Navigate(loc), chromedp.WaitVisible(chromedp.ID(fmt.Sprintf("upload-file-%d", chID))))
+	if a := run(t, ctx, "accept", chromedp.AttributeValue(chromedp.ID(fmt.Sprintf("upload-file-%d", chID)), "accept")); a.Value != ".ipa" {
+		t.Errorf("the file picker accepts %q", a.Value)
+	}
+	status := func() string { return text(fmt.Sprintf(`document.getElementById("upload-status-%d").textContent`, chID)) }
+	run(t, ctx, "drop two files", chromedp.Evaluate[bool](fmt.Sprintf(`(() => {
+		const dt = new DataTransfer();
+		dt.items.add(new File(["a"], "a.ipa")); dt.items.add(new File(["b"], "b.ipa"));
+		document.querySelector("#upload-%d .dropzone").dispatchEvent(new DragEvent("drop", {dataTransfer: dt, bubbles: true, cancelable: true}));
+		return true; })()`, chID)))
+	if st := status(); !strings.Contains(st, "Drop one build at a time") {
+		t.Errorf("two dropped files: status %q", st)
+	}
+	path := filepath.Join(t.TempDir(), "Lighthouse.ipa")
+	if err := os.WriteFile(path, ipa("Lighthouse", "1.0", "1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The part's PUT never finishes until aborted, as on a slow network.
+	run(t, ctx, "a network that hangs", chromedp.Evaluate[bool](`(() => {
+		const open = XMLHttpRequest.prototype.open, send = XMLHttpRequest.prototype.send;
+		XMLHttpRequest.prototype.open = function (method) { this.slipwayMethod = method; return open.apply(this, arguments); };
+		XMLHttpRequest.prototype.send = function () {
+			if (this.slipwayMethod !== "PUT") { return send.apply(this, arguments); }
+			window.hanging = true;
+			this.abort = () => { window.hanging = false; this.onabort && this.onabort(new ProgressEvent("abort")); };
+		};
+		return true; })()`))
+	steps(t, ctx, "start an upload",
+		chromedp.SetUploadFiles(chromedp.ID(fmt.Sprintf("upload-file-%d", chID)), []string{path}),
+		chromedp.Click(chromedp.ID(fmt.Sprintf("upload-submit-%d", chID))),
+		waitTrue(`window.hanging === true`),
+		chromedp.Click(chromedp.ID(fmt.Sprintf("upload-cancel-%d", chID))),
+		waitTrue(fmt.Sprintf(`document.getElementById("upload-status-%d").textContent.includes("Upload cancelled")`, chID)))
+	if n := db(`SELECT count(*) FROM releases WHERE channel_id = $1`, chID); n != 0 {
+		t.Errorf("%d releases after a cancelled upload", n)
+	}
+	if n := db(`SELECT count(*) FROM upload_sessions WHERE state = 'open'`); n != 1 {
+		t.Errorf("%d open upload sessions after cancelling (want the one to resume)", n)
+	}
+	if hidden := text(fmt.Sprintf(`String(document.getElementById("upload-cancel-%d").hidden)`, chID)); hidden != "true" {
+		t.Error("the cancel button is still shown")
 	}
 
 	// A refused value: the same page, the message beside the field, the typed values kept.

@@ -36,9 +36,11 @@
   }
 
   // put sends one part with XMLHttpRequest, the only browser API that reports upload progress.
-  function put(url, blob, onProgress) {
+  function put(url, blob, onProgress, ctl) {
     return new Promise(function (resolve, reject) {
       const xhr = new XMLHttpRequest();
+      ctl.xhr = xhr;
+      xhr.onabort = function () { reject({ status: 0, cancelled: true }); };
       xhr.open('PUT', url);
       xhr.upload.onprogress = function (e) { onProgress(e.loaded); };
       xhr.onload = function () {
@@ -74,6 +76,14 @@
     const bar = form.querySelector('progress');
     const status = form.querySelector('.upload-status');
     const button = form.querySelector('button[type="submit"]');
+    const cancel = form.querySelector('.upload-cancel');
+    let ctl = null;
+    cancel.addEventListener('click', function () {
+      if (ctl) {
+        ctl.cancelled = true;
+        if (ctl.xhr) { ctl.xhr.abort(); }
+      }
+    });
     form.closest('.upload-box').hidden = false;
 
     function show(file) { chosen.textContent = file ? file.name + ' · ' + size(file.size) : ''; }
@@ -109,12 +119,14 @@
       const file = input.files[0];
       if (!file) { setStatus('Choose or drop a file first.', 'error'); return; }
       button.disabled = true;
+      cancel.hidden = false;
+      ctl = { cancelled: false, xhr: null };
       uploading++;
       bar.hidden = false;
       bar.value = 0;
       setStatus('Starting…', '');
       try {
-        const result = await upload(form, file, function (sent) {
+        const result = await upload(form, file, ctl, function (sent) {
           bar.value = sent / file.size;
           setStatus('Uploading: ' + Math.floor(100 * sent / file.size) + '% of ' + size(file.size), '');
         });
@@ -132,15 +144,20 @@
         status.appendChild(link);
         link.addEventListener('click', function () { window.location.reload(); });
       } catch (err) {
-        setStatus('Upload failed: ' + err.message, 'error');
+        if (ctl.cancelled) {
+          setStatus('Upload cancelled. Choosing the same file again resumes it where it stopped.', 'error');
+        } else {
+          setStatus('Upload failed: ' + err.message, 'error');
+        }
       } finally {
         button.disabled = false;
+        cancel.hidden = true;
         uploading--;
       }
     });
   }
 
-  async function upload(form, file, onProgress) {
+  async function upload(form, file, ctl, onProgress) {
     const key = 'slipway-upload:' + form.dataset.start + ':' + file.name + ':' + file.size + ':' + file.lastModified;
     let session = null;
     const earlier = saved.get(key);
@@ -168,12 +185,14 @@
       const blob = file.slice(from, from + first.size);
       let part = first;
       for (let attempt = 1; ; attempt++) {
+        if (ctl.cancelled) { throw new Error('cancelled'); }
         try {
-          await put(part.url, blob, function (n) { sent[part.number] = n; onProgress(total()); });
+          await put(part.url, blob, function (n) { sent[part.number] = n; onProgress(total()); }, ctl);
           sent[part.number] = part.size;
           break;
         } catch (err) {
           sent[part.number] = 0;
+          if (err.cancelled || ctl.cancelled) { throw new Error('cancelled'); }
           if (attempt >= partAttempts) { throw new Error('part ' + part.number + ' could not be sent (status ' + err.status + ')'); }
           await wait(500 * attempt);
           // The URL may have expired, or the part been stored after all: ask the session.
@@ -184,6 +203,7 @@
       }
       onProgress(total());
     }
+    if (ctl.cancelled) { throw new Error('cancelled'); }
     try {
       return await call(form, 'POST', sessionURL + '/complete');
     } finally {
