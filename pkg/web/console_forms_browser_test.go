@@ -88,7 +88,9 @@ func TestBrowserConsoleForms(t *testing.T) {
 	if a := run(t, ctx, "accept", chromedp.AttributeValue(chromedp.ID(fmt.Sprintf("upload-file-%d", chID)), "accept")); a.Value != ".ipa" {
 		t.Errorf("the file picker accepts %q", a.Value)
 	}
-	status := func() string { return text(fmt.Sprintf(`document.getElementById("upload-status-%d").textContent`, chID)) }
+	status := func() string {
+		return text(fmt.Sprintf(`document.getElementById("upload-status-%d").textContent`, chID))
+	}
 	run(t, ctx, "drop two files", chromedp.Evaluate[bool](fmt.Sprintf(`(() => {
 		const dt = new DataTransfer();
 		dt.items.add(new File(["a"], "a.ipa")); dt.items.add(new File(["b"], "b.ipa"));
