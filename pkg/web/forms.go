@@ -208,7 +208,7 @@ func (f *formCall) inPlace(id string, labels map[string]fieldLabel, rerender fun
 }
 
 func (f *formCall) ok(format string, args ...any) {
-	f.flash = flash{Kind: "ok", Message: sprintf(format, args...)}
+	f.flash = flash{Kind: "ok", Message: fmt.Sprintf(format, args...)}
 }
 
 // duplicateWait bounds how long a double click's second POST waits for the first to finish,
@@ -373,5 +373,3 @@ func plural(n any, word string) string {
 	}
 	return s + " " + word + "s"
 }
-
-func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
