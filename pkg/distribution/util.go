@@ -143,3 +143,11 @@ func RequireRole(u *User, role string) error {
 	}
 	return nil
 }
+
+// WithArticle puts "a" or "an" before a word, by its first letter: "an android", "a macos".
+func WithArticle(word string) string {
+	if word != "" && strings.ContainsRune("aeiouAEIOU", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
+}

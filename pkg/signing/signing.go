@@ -47,6 +47,17 @@ func sign(key []byte, purpose string, parts []string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
+// SignAll returns the signatures of purpose and parts with the current key, then with each
+// previous one: for keys derived from the secret (the console's sealed flash cookie), which a
+// replica still on the previous key must be able to open during a rotation.
+func (s *Signer) SignAll(purpose string, parts ...string) []string {
+	out := []string{sign(s.key, purpose, parts)}
+	for _, k := range s.previous {
+		out = append(out, sign(k, purpose, parts))
+	}
+	return out
+}
+
 // Verify checks a signature in constant time against the current key, then each previous one.
 func (s *Signer) Verify(sig, purpose string, parts ...string) bool {
 	ok := hmac.Equal([]byte(sig), []byte(sign(s.key, purpose, parts)))

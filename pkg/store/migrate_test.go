@@ -82,6 +82,8 @@ var fills = map[uint]string{
 		UPDATE webhooks SET robot_secret = 'SEC-1' WHERE id = 1;
 		INSERT INTO webhooks (id, channel_id, url, format, events, secret, robot_secret) VALUES
 			(2, 1, 'https://oapi.dingtalk.com/robot/send?access_token=x', 'dingtalk', '{release.created}', 'whsec2', 'SEC-2');`,
+	11: `
+		INSERT INTO console_forms (id, result_url) VALUES ('f1', 'https://slipway.example/console/apps/1'), ('f2', '');`,
 	13: `
 		INSERT INTO audit_log (user_id, action, target, actor_kind, actor_name, token_id, target_kind, target_id, app_id) VALUES
 			(NULL, 'release.delete', 'Harbor 1.0 (1)', 'token', 'ci', 3, 'release', 9, 1);

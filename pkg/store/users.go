@@ -296,3 +296,37 @@ func (db *DB) PromoteUser(ctx context.Context, id int64) error {
 	_, err := db.Pool.Exec(ctx, `UPDATE users SET role = 'developer' WHERE id = $1 AND role = 'viewer'`, id)
 	return dbErr(err)
 }
+
+// ClaimForm: see access.FormStore. Claims made before olderThan are deleted in the same statement
+// (an index range on created_at; a handful of rows at a time in practice).
+func (db *DB) ClaimForm(ctx context.Context, id string, olderThan time.Time) (bool, string, error) {
+	if _, err := db.Pool.Exec(ctx, `DELETE FROM console_forms WHERE created_at < $1`, olderThan); err != nil {
+		return false, "", dbErr(err)
+	}
+	tag, err := db.Pool.Exec(ctx, `INSERT INTO console_forms (id) VALUES ($1) ON CONFLICT (id) DO NOTHING`, id)
+	if err != nil {
+		return false, "", dbErr(err)
+	}
+	if tag.RowsAffected() == 1 {
+		return true, "", nil
+	}
+	var result string
+	err = db.Pool.QueryRow(ctx, `SELECT result_url FROM console_forms WHERE id = $1`, id).Scan(&result)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Released in between (the first one failed): the next send may try again.
+		return false, "", nil
+	}
+	return false, result, dbErr(err)
+}
+
+// FinishForm: see access.FormStore.
+func (db *DB) FinishForm(ctx context.Context, id, resultURL string) error {
+	_, err := db.Pool.Exec(ctx, `UPDATE console_forms SET result_url = $2 WHERE id = $1`, id, resultURL)
+	return dbErr(err)
+}
+
+// ReleaseForm: see access.FormStore.
+func (db *DB) ReleaseForm(ctx context.Context, id string) error {
+	_, err := db.Pool.Exec(ctx, `DELETE FROM console_forms WHERE id = $1`, id)
+	return dbErr(err)
+}

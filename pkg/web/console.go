@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/hmac"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -193,14 +192,12 @@ func (h *Handler) csrfValid(session, token string) bool {
 }
 
 type consoleView struct {
-	User      *distribution.User
-	CSRF      string
-	Apps      []distribution.App
-	LogoutURL string
-	TokensURL string
-	AuditURL  string
-	Base      string
-	Recent    []recentView
+	User   *distribution.User
+	CSRF   string
+	Apps   []distribution.App
+	Base   string
+	Recent []recentView
+	Form   formState
 }
 
 // recentView is an upload on the console's home: the newest across every app.
@@ -211,11 +208,16 @@ type recentView struct {
 
 // consoleHome: GET /console, the signed-in person's home.
 func (h *Handler) consoleHome(c *gin.Context) error {
-	ctx := reqCtx(c)
 	session, u, ok := h.consoleUser(c)
 	if !ok {
 		return nil
 	}
+	return h.renderHome(c, session, u, formState{}, http.StatusOK)
+}
+
+// renderHome renders the console's home, with a failed "create app" form's state (or none).
+func (h *Handler) renderHome(c *gin.Context, session string, u *distribution.User, form formState, status int) error {
+	ctx := reqCtx(c)
 	apps, err := h.svc.Apps.ListApps(ctx, distribution.Page{Page: 1, PerPage: 50})
 	if err != nil {
 		return err
@@ -224,14 +226,13 @@ func (h *Handler) consoleHome(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	v := consoleView{User: u, CSRF: h.csrfToken(session), Apps: apps, LogoutURL: h.links.Base + "/console/logout",
-		TokensURL: h.links.Base + "/console/tokens", AuditURL: h.links.Base + "/console/audit", Base: h.links.Base}
+	v := consoleView{User: u, CSRF: h.csrfToken(session), Apps: apps, Base: h.links.Base, Form: form}
 	for _, rc := range recent {
 		v.Recent = append(v.Recent, recentView{App: rc.App.Name, Channel: rc.Scheme.Name + " · " + rc.Channel.Name, Version: versionText(&rc.Release),
 			Uploaded: h.when(rc.CreatedAt), Downloads: rc.Downloads, URL: h.links.Release(rc.Channel.Slug, rc.ID),
-			AppURL: h.links.Base + "/console/apps/" + strconv.FormatInt(rc.App.ID, 10)})
+			AppURL: h.appURL(rc.App.ID)})
 	}
-	h.render(c, http.StatusOK, "console", page{Title: "Console · Slipway", Body: v}, true)
+	h.consoleRender(c, status, "console", page{Title: "Console · Slipway", Body: v}, session, u)
 	return nil
 }
 

@@ -16,8 +16,9 @@ import (
 )
 
 // The console's app page: schemes and channels with their newest releases, and the forms that
-// change them. Every form is a POST with the CSRF token, authorised on the server
-// (distribution.CanManageApp), audited, and answered with the app page again.
+// change them. Every form is a POST with the CSRF token and a single-use form token, authorised
+// on the server (distribution.CanManageApp), audited, and answered 303 to the page that shows its
+// result, or with its own page again (422) when its input is refused (forms.go).
 
 type consoleChannelView struct {
 	ID, SchemeID int64
@@ -57,19 +58,23 @@ type consoleAppView struct {
 	// EmptySchemes are schemes without channels (made with the API), shown so they can be
 	// renamed or deleted.
 	EmptySchemes []distribution.Scheme
-	// Notice is a message from the last form; Secret a webhook secret shown once.
-	Notice, Secret string
+	// Form is the failed form's state (the zero value when none failed); Preview the retention
+	// preview of the form it names.
+	Form        formState
+	Preview     string
+	DeviceTypes []string
 }
 
 // schemeForm is what the rename and delete forms of a scheme need.
 type schemeForm struct {
 	ID               int64
 	Name, CSRF, Base string
+	Form             formState
 }
 
 // SchemeForm gives the app page's scheme forms (template "scheme-forms") their data.
 func (v consoleAppView) SchemeForm(id int64, name string) schemeForm {
-	return schemeForm{ID: id, Name: name, CSRF: v.CSRF, Base: v.Base}
+	return schemeForm{ID: id, Name: name, CSRF: v.CSRF, Base: v.Base, Form: v.Form}
 }
 
 func (h *Handler) appIDParam(c *gin.Context) (int64, error) {
@@ -83,15 +88,61 @@ func (h *Handler) appIDParam(c *gin.Context) (int64, error) {
 // buildsPerPage is how many builds a channel shows at once in the console.
 const buildsPerPage = 10
 
-// renderApp renders an app's console page.
-func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User, appID int64, notice, secret string) error {
+// deviceTypes are the channel device types the console's "New channel" form offers.
+var deviceTypes = []string{"ios", "android", "macos", "harmonyos", "windows", "linux"}
+
+// uploadAccept is the file picker's filter per device type ("" takes any file: Windows and Linux
+// channels keep unparsed files too), and how the drop zone names it.
+var uploadAccept = map[string][2]string{
+	"ios":       {".ipa", ".ipa"},
+	"android":   {".apk,.aab", ".apk or .aab"},
+	"macos":     {".zip,.dmg,.pkg", "macOS .zip, .dmg or .pkg"},
+	"harmonyos": {".hap,.app", ".hap or .app"},
+}
+
+// Accept is the upload box's file filter.
+func (v consoleChannelView) Accept() string { return uploadAccept[v.DeviceType][0] }
+
+// Accepts names the files the upload box takes.
+func (v consoleChannelView) Accepts() string {
+	if a, ok := uploadAccept[v.DeviceType]; ok {
+		return a[1]
+	}
+	return "any " + name(platformNames, v.DeviceType) + " build"
+}
+
+// RetentionBytes is the channel's size limit as people read sizes.
+func (v consoleChannelView) RetentionBytes() string { return humanSize(v.Retention.MaxBytes) }
+
+// webhookForm is what the "webhook-fields" template needs.
+type webhookForm struct {
+	Form            formState
+	ID              string
+	Formats, Events []string
+}
+
+// WebhookForm gives a webhook form's fields their data (id names the form).
+func (v consoleAppView) WebhookForm(id string) webhookForm {
+	return webhookForm{Form: v.Form, ID: id, Formats: webhook.Formats, Events: v.Events}
+}
+
+// appURL is an app's console page.
+func (h *Handler) appURL(appID int64) string {
+	return h.links.Base + "/console/apps/" + strconv.FormatInt(appID, 10)
+}
+
+// renderApp renders an app's console page, with a failed form's state (or none) and status.
+func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User, appID int64, form formState, status int) error {
 	ctx := reqCtx(c)
 	app, err := h.svc.Apps.App(ctx, appID)
 	if err != nil {
 		return err
 	}
 	v := consoleAppView{App: app, User: u, CSRF: h.csrfToken(session), Base: h.links.Base, CanManage: h.svc.People.CanManageApp(ctx, u, appID) == nil,
-		Notice: notice, Secret: secret}
+		Form: form, DeviceTypes: deviceTypes}
+	if form.ID != "" && form.Field == "" && strings.HasPrefix(form.ID, "retention-") && status == http.StatusOK {
+		v.Preview, v.Form.Message = form.Message, ""
+	}
 	for _, sc := range app.Schemes {
 		if len(sc.Channels) == 0 {
 			v.EmptySchemes = append(v.EmptySchemes, sc)
@@ -128,7 +179,7 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 				cv.Own.KeepBuilds, cv.Own.MaxAgeDays = optNumber(own.KeepBuilds), optNumber(own.MaxAgeDays)
 				cv.Own.ExpiredProfileDays = optNumber(own.ExpiredProfileDays)
 				if own.MaxBytes != nil {
-					cv.Own.MaxBytes = strconv.FormatInt(*own.MaxBytes, 10)
+					cv.Own.MaxBytes = formSize(*own.MaxBytes)
 				}
 				for _, v := range plan.Victims {
 					cv.Doomed = append(cv.Doomed, fmt.Sprintf("build %d (%s, %s, uploaded %s): %s", v.ID, v.Platform, humanSize(v.Size), h.when(v.CreatedAt), strings.ReplaceAll(v.Reason, "_", " ")))
@@ -151,11 +202,12 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 	if v.Members, err = h.svc.People.AppMembers(ctx, appID); err != nil {
 		return err
 	}
-	p := page{Title: app.Name + " · Console · Slipway", Body: v}
+	p := page{Title: app.Name + " · Console · Slipway", Body: v,
+		Crumbs: []crumb{{Text: "Apps", URL: h.links.Base + "/console"}, {Text: app.Name}}}
 	if v.CanManage {
 		p.Script = h.links.Static("console.js")
 	}
-	h.render(c, http.StatusOK, "app", p, true)
+	h.consoleRender(c, status, "app", p, session, u)
 	return nil
 }
 
@@ -169,17 +221,14 @@ func (h *Handler) consoleApp(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.renderApp(c, session, u, id, "", "")
+	return h.renderApp(c, session, u, id, formState{}, http.StatusOK)
 }
 
-// appForm checks the session, the CSRF token and that the user may manage the app.
-func (h *Handler) appForm(c *gin.Context, appID int64) (string, *distribution.User, error) {
-	ctx := reqCtx(c)
-	session, u, err := h.consoleForm(c)
-	if err != nil {
-		return "", nil, err
-	}
-	return session, u, h.svc.People.CanManageApp(ctx, u, appID)
+// onApp makes a form of the app page show its failure in place.
+func (h *Handler) onApp(c *gin.Context, f *formCall, appID int64, formID string, labels map[string]fieldLabel) {
+	f.inPlace(formID, labels, func(s formState) error {
+		return h.renderApp(c, f.session, f.user, appID, s, http.StatusUnprocessableEntity)
+	})
 }
 
 func optionalForm(c *gin.Context, name string) *string {
@@ -189,51 +238,87 @@ func optionalForm(c *gin.Context, name string) *string {
 	return nil
 }
 
+// channelLabels name the channel forms' fields as the forms do.
+var channelLabels = map[string]fieldLabel{
+	"name": {"name", "Name"}, "slug": {"key", "Key"}, "device_type": {"device_type", "Device type"},
+	"password": {"password", "Password"}, "scheme": {"scheme", "Scheme"},
+}
+
 // consoleCreateChannel: POST /console/apps/:id/channels makes a channel (and its scheme when new).
-func (h *Handler) consoleCreateChannel(c *gin.Context) error {
+func (h *Handler) consoleCreateChannel(c *gin.Context, f *formCall) (string, error) {
 	ctx := reqCtx(c)
 	appID, err := h.appIDParam(c)
 	if err != nil {
-		return err
+		return "", err
 	}
-	session, u, err := h.appForm(c, appID)
-	if err != nil {
-		return err
+	if err := h.svc.People.CanManageApp(ctx, f.user, appID); err != nil {
+		return "", err
 	}
-	ctx = actingAs(c, u)
+	h.onApp(c, f, appID, "create-channel", channelLabels)
 	schemeName := strings.TrimSpace(c.PostForm("scheme"))
-	schemeID, err := h.schemeNamed(c, appID, schemeName)
-	if err != nil {
-		return err
+	name := strings.TrimSpace(c.PostForm("name"))
+	if schemeName == "" {
+		return "", errs.Field("scheme", "can't be blank")
 	}
-	ch := catalog.ChannelChanges{Name: optionalForm(c, "name"), DeviceType: optionalForm(c, "device_type")}
+	if err := h.channelNameFree(c, appID, schemeName, name, 0); err != nil {
+		return "", err
+	}
+	schemeID, madeScheme, err := h.schemeNamed(c, appID, schemeName)
+	if err != nil {
+		return "", err
+	}
+	ch := catalog.ChannelChanges{Name: &name, DeviceType: optionalForm(c, "device_type")}
 	if pw := c.PostForm("password"); pw != "" {
 		ch.Password = &pw
 	}
 	made, err := h.svc.Apps.CreateChannel(ctx, schemeID, ch)
 	if err != nil {
-		return err
+		if madeScheme { // (a refused channel leaves no empty scheme behind)
+			_ = h.svc.Apps.DeleteScheme(ctx, schemeID)
+		}
+		return "", err
 	}
-	return h.renderApp(c, session, u, appID, "Channel "+made.Name+" made; its key is "+made.Slug+".", "")
+	f.ok("Channel %s made; its key is %s.", made.Name, made.Slug)
+	return fmt.Sprintf("%s#channel-%d", h.appURL(appID), made.ID), nil
 }
 
-// schemeNamed returns the app's scheme of that name, making it when missing.
-func (h *Handler) schemeNamed(c *gin.Context, appID int64, name string) (int64, error) {
+// channelNameFree refuses a second channel of the same name in a scheme of the app (the console's
+// rule; the API, as Zealot, allows it: docs/decisions.md, "Console forms").
+func (h *Handler) channelNameFree(c *gin.Context, appID int64, scheme, name string, except int64) error {
+	app, err := h.svc.Apps.App(reqCtx(c), appID)
+	if err != nil {
+		return err
+	}
+	for _, sc := range app.Schemes {
+		if !strings.EqualFold(sc.Name, scheme) {
+			continue
+		}
+		for _, ch := range sc.Channels {
+			if ch.ID != except && strings.EqualFold(strings.TrimSpace(ch.Name), name) {
+				return errs.Field("name", "is already the name of a channel of the scheme %s; choose another name", sc.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// schemeNamed returns the app's scheme of that name, making it when missing (made: true).
+func (h *Handler) schemeNamed(c *gin.Context, appID int64, name string) (int64, bool, error) {
 	ctx := reqCtx(c)
 	schemes, err := h.svc.Apps.Schemes(ctx, appID)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	for _, s := range schemes {
 		if strings.EqualFold(s.Name, name) {
-			return s.ID, nil
+			return s.ID, false, nil
 		}
 	}
 	s, err := h.svc.Apps.CreateScheme(ctx, appID, catalog.SchemeChanges{Name: &name})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return s.ID, nil
+	return s.ID, true, nil
 }
 
 // channelApp returns the app a channel belongs to.
@@ -250,32 +335,41 @@ func (h *Handler) channelApp(c *gin.Context) (int64, int64, error) {
 	return id, cc.App.ID, nil
 }
 
-// consoleSetRetention: POST /console/channels/:id/retention (empty fields inherit).
-func (h *Handler) consoleSetRetention(c *gin.Context) error {
+// retentionLabels name the retention form's fields.
+var retentionLabels = map[string]fieldLabel{
+	"keep_builds": {"keep_builds", "Keep builds"}, "max_age_days": {"max_age_days", "Max age (days)"},
+	"max_bytes": {"max_bytes", "Max size"}, "expired_profile_days": {"expired_profile_days", "Expired profile (days)"},
+}
+
+// consoleSetRetention: POST /console/channels/:id/retention (empty fields inherit). "Preview,
+// don't save" changes nothing: it answers the app page with the plan beside the form and the
+// typed policy kept.
+func (h *Handler) consoleSetRetention(c *gin.Context, f *formCall) (string, error) {
 	ctx := reqCtx(c)
 	chID, appID, err := h.channelApp(c)
 	if err != nil {
-		return err
+		return "", err
 	}
-	session, u, err := h.appForm(c, appID)
-	if err != nil {
-		return err
+	if err := h.svc.People.CanManageApp(ctx, f.user, appID); err != nil {
+		return "", err
 	}
-	ctx = actingAs(c, u)
+	formID := "retention-" + strconv.FormatInt(chID, 10)
+	h.onApp(c, f, appID, formID, retentionLabels)
 	var p distribution.RetentionPolicy
-	for field, dst := range map[string]**int{"keep_builds": &p.KeepBuilds, "max_age_days": &p.MaxAgeDays, "expired_profile_days": &p.ExpiredProfileDays} {
+	for _, field := range []string{"keep_builds", "max_age_days", "expired_profile_days"} {
+		dst := map[string]**int{"keep_builds": &p.KeepBuilds, "max_age_days": &p.MaxAgeDays, "expired_profile_days": &p.ExpiredProfileDays}[field]
 		if v := strings.TrimSpace(c.PostForm(field)); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return errs.Field(field, "must be a whole number, or empty to inherit")
+				return "", errs.Field(field, "must be a whole number, or empty to inherit")
 			}
 			*dst = &n
 		}
 	}
 	if v := strings.TrimSpace(c.PostForm("max_bytes")); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
+		n, err := parseSize(v)
 		if err != nil {
-			return errs.Field("max_bytes", "must be a whole number, or empty to inherit")
+			return "", errs.Field("max_bytes", "must be a size such as 500 MB or 2 GB (0 turns it off), or empty to inherit")
 		}
 		p.MaxBytes = &n
 	}
@@ -283,7 +377,7 @@ func (h *Handler) consoleSetRetention(c *gin.Context) error {
 		// Show what this policy would delete, without saving it.
 		plan, err := h.svc.Retention.PlanChannelRetention(ctx, chID, &p)
 		if err != nil {
-			return err
+			return "", err
 		}
 		notice := "With this policy, the next run would delete nothing. Nothing was saved."
 		if n := len(plan.Victims); n > 0 {
@@ -291,47 +385,53 @@ func (h *Handler) consoleSetRetention(c *gin.Context) error {
 			for i, v := range plan.Victims {
 				ids[i] = strconv.FormatInt(v.ID, 10)
 			}
-			notice = fmt.Sprintf("With this policy, the next run would delete %d builds (ids %s). Nothing was saved.", n, strings.Join(ids, ", "))
+			notice = fmt.Sprintf("With this policy, the next run would delete %s (ids %s). Nothing was saved.", plural(n, "build"), strings.Join(ids, ", "))
 		}
-		return h.renderApp(c, session, u, appID, notice, "")
+		f.answered = true // (nothing was done: the form stays usable, to save what was previewed)
+		return "", h.renderApp(c, f.session, f.user, appID, formState{ID: formID, Message: notice, Values: formValues(c)}, http.StatusOK)
 	}
 	if err := h.svc.Retention.SetChannelRetention(ctx, chID, &p); err != nil {
-		return err
+		return "", err
 	}
-	return h.renderApp(c, session, u, appID, "Retention saved. It applies at the next enforcement run.", "")
+	f.ok("Retention saved. It applies at the next enforcement run.")
+	return fmt.Sprintf("%s#channel-%d", h.appURL(appID), chID), nil
+}
+
+// webhookLabels name the webhook forms' fields.
+var webhookLabels = map[string]fieldLabel{
+	"url": {"url", "Webhook URL"}, "format": {"format", "Format"}, "events": {"events", "Events"}, "robot_secret": {"robot_secret", "Robot secret"},
 }
 
 // consoleCreateWebhook: POST /console/channels/:id/webhooks (admins); the secret is shown once.
-func (h *Handler) consoleCreateWebhook(c *gin.Context) error {
+func (h *Handler) consoleCreateWebhook(c *gin.Context, f *formCall) (string, error) {
 	chID, appID, err := h.channelApp(c)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return h.createWebhook(c, appID, 0, chID)
+	return h.createWebhook(c, f, appID, 0, chID, "webhook-"+strconv.FormatInt(chID, 10))
 }
 
 // consoleCreateAppWebhook: POST /console/apps/:id/webhooks (admins): a webhook of every channel
 // of the app (and of its debug files).
-func (h *Handler) consoleCreateAppWebhook(c *gin.Context) error {
+func (h *Handler) consoleCreateAppWebhook(c *gin.Context, f *formCall) (string, error) {
 	appID, err := h.appIDParam(c)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return h.createWebhook(c, appID, appID, 0)
+	return h.createWebhook(c, f, appID, appID, 0, "app-webhook")
 }
 
 // createWebhook makes an app's (hookApp) or a channel's webhook from the form: url, format and
 // the events ticked (none ticked: every event).
-func (h *Handler) createWebhook(c *gin.Context, appID, hookApp, hookChannel int64) error {
+func (h *Handler) createWebhook(c *gin.Context, f *formCall, appID, hookApp, hookChannel int64, formID string) (string, error) {
 	ctx := reqCtx(c)
-	session, u, err := h.appForm(c, appID)
-	if err != nil {
-		return err
+	if err := h.svc.People.CanManageApp(ctx, f.user, appID); err != nil {
+		return "", err
 	}
-	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
-		return err
+	if err := distribution.RequireRole(f.user, distribution.RoleAdmin); err != nil {
+		return "", err
 	}
-	ctx = actingAs(c, u)
+	h.onApp(c, f, appID, formID, webhookLabels)
 	in := events.WebhookInput{URL: optionalForm(c, "url"), Format: optionalForm(c, "format")}
 	if evs := c.PostFormArray("events"); len(evs) > 0 {
 		in.Events = evs
@@ -341,41 +441,53 @@ func (h *Handler) createWebhook(c *gin.Context, appID, hookApp, hookChannel int6
 	}
 	w, err := h.svc.Webhooks.CreateWebhook(ctx, hookApp, hookChannel, in)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return h.renderApp(c, session, u, appID, "Webhook added. Its signing secret is shown once:", w.Secret)
+	f.flash = flash{Kind: "ok", Message: "Webhook added. Its signing secret is shown this once: copy it now.", Secret: w.Secret, SecretID: "secret"}
+	return h.links.Base + "/console/webhooks/" + strconv.FormatInt(w.ID, 10), nil
 }
 
 // consoleUpdateRelease: POST /console/releases/:id edits a release's changelog.
-func (h *Handler) consoleUpdateRelease(c *gin.Context) error {
+func (h *Handler) consoleUpdateRelease(c *gin.Context, f *formCall) (string, error) {
 	ctx := reqCtx(c)
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return errs.New(errs.NotFound, "there is no such release")
-	}
-	session, u, err := h.consoleForm(c)
+	id, err := idParam(c, "id", "release")
 	if err != nil {
-		return err
+		return "", err
 	}
-	rc, err := h.svc.Console.UpdateRelease(ctx, u, id, catalog.ReleaseChanges{Changelog: optionalForm(c, "changelog")})
+	rc, err := h.svc.Releases.Release(ctx, id)
+	if err == nil {
+		h.onApp(c, f, rc.App.ID, "release-form-"+strconv.FormatInt(id, 10), map[string]fieldLabel{"changelog": {"changelog", "Changelog"}})
+	}
+	rc, err = h.svc.Console.UpdateRelease(ctx, f.user, id, catalog.ReleaseChanges{Changelog: optionalForm(c, "changelog")})
 	if err != nil {
-		return err
+		return "", err
 	}
-	return h.renderApp(c, session, u, rc.App.ID, "Release "+versionText(&rc.Release)+" saved.", "")
+	f.ok("Release %s saved.", versionText(&rc.Release))
+	return fmt.Sprintf("%s#release-%d", h.appURL(rc.App.ID), id), nil
 }
 
 // consoleAddMember: POST /console/apps/:id/members (admins) makes someone a developer of the app.
-func (h *Handler) consoleAddMember(c *gin.Context) error {
+// An email nobody signed in with is said beside the field.
+func (h *Handler) consoleAddMember(c *gin.Context, f *formCall) (string, error) {
 	ctx := reqCtx(c)
-	appID, session, u, err := h.idForm(c, "app")
+	appID, err := h.appIDParam(c)
 	if err != nil {
-		return err
+		return "", err
 	}
-	email := c.PostForm("email")
-	if err := h.svc.People.AddAppMember(ctx, u, appID, email); err != nil {
-		return err
+	if _, err := h.svc.Apps.App(ctx, appID); err != nil {
+		return "", err
 	}
-	return h.renderApp(c, session, u, appID, email+" is now a developer of this app.", "")
+	h.onApp(c, f, appID, "add-member-form", map[string]fieldLabel{"email": {"email", "Email"}})
+	f.notFoundToo = true
+	email := strings.TrimSpace(c.PostForm("email"))
+	if err := h.svc.People.AddAppMember(ctx, f.user, appID, email); err != nil {
+		if errs.Is(err, errs.NotFound) {
+			return "", errs.Field("email", "is not the email of anyone who has signed in: ask them to sign in once, then add them")
+		}
+		return "", err
+	}
+	f.ok("%s is now a developer of this app.", email)
+	return h.appURL(appID) + "#members", nil
 }
 
 // optNumber shows an optional number in a form field ("" when unset).

@@ -61,8 +61,10 @@ func TestConsoleAppAuthorization(t *testing.T) {
 	if s := post(admin, fmt.Sprintf("/console/apps/%d/members", otherID), url.Values{"email": {"dave@example.com"}, "csrf": {acsrf}}); s != 200 {
 		t.Fatalf("add dave: %d", s)
 	}
-	if s := post(admin, fmt.Sprintf("/console/apps/%d/members", appID), url.Values{"email": {"nobody@example.com"}, "csrf": {acsrf}}); s != 404 {
-		t.Errorf("add someone who never signed in: %d", s)
+	// Someone who never signed in: the form says so beside the field (422), the email kept.
+	if resp, body := fetch(t, admin, http.MethodPost, e.URL+fmt.Sprintf("/console/apps/%d/members", appID), url.Values{"email": {"nobody@example.com"}, "csrf": {acsrf}}); resp.StatusCode != 422 ||
+		!strings.Contains(body, `class="field-error" role="alert">Email is not the email of anyone who has signed in`) || !strings.Contains(body, `value="nobody@example.com"`) {
+		t.Errorf("add someone who never signed in: %d %.300s", resp.StatusCode, body)
 	}
 
 	forms := func(csrf string) []struct {

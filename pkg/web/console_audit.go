@@ -49,7 +49,7 @@ type auditView struct {
 // prefix ending in "."), paged by before=id.
 func (h *Handler) consoleAudit(c *gin.Context) error {
 	ctx := reqCtx(c)
-	_, u, ok := h.consoleUser(c)
+	session, u, ok := h.consoleUser(c)
 	if !ok {
 		return nil
 	}
@@ -106,7 +106,7 @@ func (h *Handler) consoleAudit(c *gin.Context) error {
 		q.Set("before", strconv.FormatInt(entries[len(entries)-1].ID, 10))
 		v.OlderURL = base + "?" + q.Encode()
 	}
-	h.render(c, http.StatusOK, "audit", page{Title: "Audit log · Slipway", Body: v}, true)
+	h.consoleRender(c, http.StatusOK, "audit", page{Title: "Audit log · Slipway", Body: v}, session, u)
 	return nil
 }
 

@@ -144,6 +144,13 @@ func TestBrowserConsoleSignIn(t *testing.T) {
 	if !strings.Contains(status, "Uploaded 1.1 (2)") || progress != 1 {
 		t.Errorf("after the upload: status %q, progress %v", status, progress)
 	}
+	// The box is emptied (a second click cannot send the build again) and the success is green.
+	if left := run(t, ctx, "box after upload", chromedp.Evaluate[string](fmt.Sprintf(`(() => {
+		const f = document.getElementById("upload-%d");
+		return f.querySelector("input[type=file]").files.length + "|" + f.querySelector("textarea").value + "|" + document.getElementById("upload-status-%d").className;
+	})()`, chID, chID))); left != "0||upload-status ok" {
+		t.Errorf("the upload box after success: %q (files|changelog|status class)", left)
+	}
 	var upChangelog, source, uploader string
 	var size int64
 	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT r.changelog::text, r.source, r.size, t.name FROM releases r
@@ -187,6 +194,8 @@ func TestBrowserConsoleSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	navigate(t, ctx, "tokens", chromedp.Navigate(e.URL+"/console/tokens"), chromedp.WaitVisible(chromedp.ID("create-token")))
+	// (Revoking asks in a dialog; the test answers yes.)
+	run(t, ctx, "answer yes", chromedp.Evaluate[bool](`window.confirm = () => true; true`))
 	steps(t, ctx, "revoke it", chromedp.Click(chromedp.ID(fmt.Sprintf("revoke-%d", tokenID))),
 		chromedp.WaitNotPresent(chromedp.ID(fmt.Sprintf("revoke-%d", tokenID))), chromedp.WaitVisible(chromedp.ID("create-token")))
 	var revoked bool

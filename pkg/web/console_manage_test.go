@@ -182,7 +182,7 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	// A retention preview says what would go and saves nothing.
 	before = manageState(t, e)
 	if resp, page := fetch(t, carol, http.MethodPost, fmt.Sprintf("%s/console/channels/%d/retention", e.URL, chID), url.Values{"csrf": {ccsrf}, "keep_builds": {"1"}, "preview": {"1"}}); resp.StatusCode != 200 ||
-		!strings.Contains(page, fmt.Sprintf("would delete 1 builds (ids %d)", relID)) {
+		!strings.Contains(page, fmt.Sprintf("would delete 1 build (ids %d)", relID)) {
 		t.Errorf("retention preview: %d", resp.StatusCode)
 	}
 	if after := manageState(t, e); after != before {
@@ -275,7 +275,7 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	if resp, _ := fetch(t, bob, http.MethodGet, e.URL+"/console/devices/export", nil); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("a viewer exports the devices: %d", resp.StatusCode)
 	}
-	if s := post(admin, "/console/devices/00008030-001A2B3C4D5E6F70/delete", url.Values{"csrf": {acsrf}}); s != 200 {
+	if s := post(admin, "/console/devices/00008030-001A2B3C4D5E6F70/delete", url.Values{"csrf": {acsrf}, "confirm": {"1"}}); s != 200 {
 		t.Errorf("delete device: %d", s)
 	}
 	var pinned, pw bool

@@ -339,7 +339,7 @@ func TestConsoleTokensAndRoles(t *testing.T) {
 	}{
 		{http.MethodGet, "/console/tokens", nil},
 		{http.MethodPost, "/console/tokens", url.Values{"name": {"sneaky"}, "scope": {"admin"}, "csrf": {vcsrf}}},
-		{http.MethodPost, strings.TrimPrefix(revoke, e.URL), url.Values{"csrf": {vcsrf}}},
+		{http.MethodPost, strings.TrimPrefix(revoke, e.URL), url.Values{"csrf": {vcsrf}, "confirm": {"1"}}},
 		{http.MethodGet, "/console/audit", nil},
 	} {
 		resp, _ := fetch(t, viewer, c.method, e.URL+c.path, c.form)
@@ -351,7 +351,7 @@ func TestConsoleTokensAndRoles(t *testing.T) {
 		t.Errorf("%d active tokens after the viewer's attempts, want %d", n, before+1)
 	}
 	// The admin revokes it: the API refuses it at once.
-	resp, _ = fetch(t, admin, http.MethodPost, revoke, url.Values{"csrf": {csrf}})
+	resp, _ = fetch(t, admin, http.MethodPost, revoke, url.Values{"csrf": {csrf}, "confirm": {"1"}})
 	if resp.Request.URL.Path != "/console/tokens" {
 		t.Errorf("after revoking: %s", resp.Request.URL)
 	}

@@ -24,8 +24,7 @@ type tokensView struct {
 	CSRF      string
 	CreateURL string
 	Tokens    []tokenRowView
-	// NewSecret is shown once, in the answer to the form that made it.
-	NewSecret, NewName string
+	Form      formState
 }
 
 // consoleForm checks the signed-in user and the form's CSRF token.
@@ -45,8 +44,8 @@ func (h *Handler) consoleForm(c *gin.Context) (string, *distribution.User, error
 	return session, u, nil
 }
 
-// renderTokens renders the tokens page for an admin, with a just-made secret when there is one.
-func (h *Handler) renderTokens(c *gin.Context, session string, u *distribution.User, newName, newSecret string) error {
+// renderTokens renders the tokens page for an admin, with a failed form's state (or none).
+func (h *Handler) renderTokens(c *gin.Context, session string, u *distribution.User, form formState, status int) error {
 	ctx := reqCtx(c)
 	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
 		return err
@@ -55,7 +54,7 @@ func (h *Handler) renderTokens(c *gin.Context, session string, u *distribution.U
 	if err != nil {
 		return err
 	}
-	v := tokensView{User: u, CSRF: h.csrfToken(session), CreateURL: h.links.Base + "/console/tokens", NewName: newName, NewSecret: newSecret}
+	v := tokensView{User: u, CSRF: h.csrfToken(session), CreateURL: h.links.Base + "/console/tokens", Form: form}
 	for _, t := range toks {
 		row := tokenRowView{ID: t.ID, Name: t.Name, Scope: t.Scope, Created: h.when(t.CreatedAt), LastUsed: "never", Revoked: t.RevokedAt != nil,
 			RevokeURL: h.links.Base + "/console/tokens/" + strconv.FormatInt(t.ID, 10) + "/revoke"}
@@ -64,7 +63,7 @@ func (h *Handler) renderTokens(c *gin.Context, session string, u *distribution.U
 		}
 		v.Tokens = append(v.Tokens, row)
 	}
-	h.render(c, http.StatusOK, "tokens", page{Title: "API tokens · Slipway", Body: v}, true)
+	h.consoleRender(c, status, "tokens", page{Title: "API tokens · Slipway", Body: v}, session, u)
 	return nil
 }
 
@@ -74,38 +73,46 @@ func (h *Handler) consoleTokens(c *gin.Context) error {
 	if !ok {
 		return nil
 	}
-	return h.renderTokens(c, session, u, "", "")
+	return h.renderTokens(c, session, u, formState{}, http.StatusOK)
 }
 
-// consoleCreateToken: POST /console/tokens makes a token and shows its secret once (in the page,
-// never in a URL).
-func (h *Handler) consoleCreateToken(c *gin.Context) error {
+// consoleCreateToken: POST /console/tokens makes a token; its secret is shown once, on the
+// tokens page the form redirects to (carried by the sealed flash cookie, never in a URL).
+func (h *Handler) consoleCreateToken(c *gin.Context, f *formCall) (string, error) {
 	ctx := reqCtx(c)
-	session, u, err := h.consoleForm(c)
-	if err != nil {
-		return err
+	if err := distribution.RequireRole(f.user, distribution.RoleAdmin); err != nil {
+		return "", err
 	}
-	secret, t, err := h.svc.Console.CreateToken(ctx, u, strings.TrimSpace(c.PostForm("name")), c.PostForm("scope"))
+	f.inPlace("create-token", map[string]fieldLabel{"name": {"name", "Name"}, "scope": {"scope", "Scope"}}, func(s formState) error {
+		return h.renderTokens(c, f.session, f.user, s, http.StatusUnprocessableEntity)
+	})
+	secret, t, err := h.svc.Console.CreateToken(ctx, f.user, strings.TrimSpace(c.PostForm("name")), c.PostForm("scope"))
 	if err != nil {
-		return err
+		return "", err
 	}
-	return h.renderTokens(c, session, u, t.Name, secret)
+	f.flash = flash{Kind: "ok", Message: "Token " + t.Name + " was made. Copy it now: it is shown only this once.", Secret: secret, SecretID: "new-token-secret"}
+	return h.links.Base + "/console/tokens", nil
 }
 
-// consoleRevokeToken: POST /console/tokens/:id/revoke.
-func (h *Handler) consoleRevokeToken(c *gin.Context) error {
+// consoleRevokeToken: POST /console/tokens/:id/revoke (with "confirm").
+func (h *Handler) consoleRevokeToken(c *gin.Context, f *formCall) (string, error) {
 	ctx := reqCtx(c)
-	_, u, err := h.consoleForm(c)
-	if err != nil {
-		return err
-	}
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return errs.New(errs.NotFound, "there is no such token")
+		return "", errs.New(errs.NotFound, "there is no such token")
 	}
-	if err := h.svc.Console.RevokeToken(ctx, u, id); err != nil {
-		return err
+	f.inPlace("revoke-token-"+strconv.FormatInt(id, 10), nil, func(s formState) error {
+		return h.renderTokens(c, f.session, f.user, s, http.StatusUnprocessableEntity)
+	})
+	if err := distribution.RequireRole(f.user, distribution.RoleAdmin); err != nil {
+		return "", err
 	}
-	c.Redirect(http.StatusSeeOther, h.links.Base+"/console/tokens")
-	return nil
+	if err := confirmed(c); err != nil {
+		return "", err
+	}
+	if err := h.svc.Console.RevokeToken(ctx, f.user, id); err != nil {
+		return "", err
+	}
+	f.ok("Token revoked: it works no more.")
+	return h.links.Base + "/console/tokens", nil
 }

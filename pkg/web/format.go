@@ -2,6 +2,9 @@ package web
 
 import (
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -62,3 +65,53 @@ func shortCommit(sha string) string {
 }
 
 func (h *Handler) when(t time.Time) string { return t.In(h.cfg.Location).Format(timeLayout) }
+
+// sizeUnits are the units parseSize reads and formSize writes: binary, as humanSize shows sizes
+// ("KB" is 1024 bytes), with the IEC spellings accepted too.
+var sizeUnits = []struct {
+	names []string
+	bytes int64
+}{
+	{[]string{"tb", "tib", "t"}, 1 << 40}, {[]string{"gb", "gib", "g"}, 1 << 30}, {[]string{"mb", "mib", "m"}, 1 << 20},
+	{[]string{"kb", "kib", "k"}, 1 << 10}, {[]string{"b", "bytes", "byte", ""}, 1},
+}
+
+// parseSize reads a size as people type it: "200 MB", "1.5GB", "512 KiB", "0", or a byte count.
+func parseSize(s string) (int64, error) {
+	s = strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), ",", ""))
+	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	num, unit := s, ""
+	if i >= 0 {
+		num, unit = s[:i], strings.TrimSpace(s[i:])
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("not a size: %q", s)
+	}
+	for _, u := range sizeUnits {
+		for _, n := range u.names {
+			if unit == n {
+				b := v * float64(u.bytes)
+				if b > math.MaxInt64/2 {
+					return 0, fmt.Errorf("too large: %q", s)
+				}
+				return int64(math.Round(b)), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("unknown unit in %q", s)
+}
+
+// formSize writes a byte count for a form field, in the largest unit it is a whole number of
+// ("2 GB"), so that parseSize reads it back exactly.
+func formSize(n int64) string {
+	if n == 0 {
+		return "0"
+	}
+	for _, u := range sizeUnits {
+		if n%u.bytes == 0 {
+			return strconv.FormatInt(n/u.bytes, 10) + " " + strings.ToUpper(u.names[0])
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}

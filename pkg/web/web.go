@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/gin-gonic/gin"
@@ -55,8 +56,9 @@ var pageNames = []string{"release", "channel", "password", "error", "udid", "dev
 func New(d Deps) *Handler {
 	h := &Handler{cfg: d.Config, svc: d.Service, links: d.Links, log: d.Log, pages: map[string]*template.Template{},
 		limiter: newRateLimiter(callbackLimit, callbackWindow)}
+	funcs := template.FuncMap{"formFields": h.formFields, "plural": plural}
 	for _, name := range pageNames {
-		h.pages[name] = template.Must(template.ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+		h.pages[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 	}
 	return h
 }
@@ -79,35 +81,35 @@ func (h *Handler) Register(e *gin.Engine) {
 	e.GET("/console/login-link", h.page(h.consoleLoginLink))
 	e.POST("/console/logout", h.page(h.consoleLogout))
 	e.GET("/console/tokens", h.page(h.consoleTokens))
-	e.POST("/console/tokens", h.page(h.consoleCreateToken))
-	e.POST("/console/tokens/:id/revoke", h.page(h.consoleRevokeToken))
+	e.POST("/console/tokens", h.form(h.consoleCreateToken))
+	e.POST("/console/tokens/:id/revoke", h.form(h.consoleRevokeToken))
 	e.GET("/console/audit", h.page(h.consoleAudit))
 	e.GET("/console/apps/:id", h.page(h.consoleApp))
-	e.POST("/console/apps/:id/channels", h.page(h.consoleCreateChannel))
-	e.POST("/console/apps/:id/members", h.page(h.consoleAddMember))
-	e.POST("/console/channels/:id/retention", h.page(h.consoleSetRetention))
-	e.POST("/console/channels/:id/webhooks", h.page(h.consoleCreateWebhook))
-	e.POST("/console/apps/:id/webhooks", h.page(h.consoleCreateAppWebhook))
-	e.POST("/console/releases/:id", h.page(h.consoleUpdateRelease))
-	e.POST("/console/apps", h.page(h.consoleCreateApp))
-	e.POST("/console/apps/:id", h.page(h.consoleRenameApp))
-	e.POST("/console/schemes/:id", h.page(h.consoleRenameScheme))
-	e.POST("/console/schemes/:id/delete", h.page(h.consoleDeleteScheme))
-	e.POST("/console/apps/:id/delete", h.page(h.consoleDeleteApp))
-	e.POST("/console/apps/:id/members/:user/remove", h.page(h.consoleRemoveMember))
-	e.POST("/console/channels/:id", h.page(h.consoleUpdateChannel))
-	e.POST("/console/channels/:id/delete", h.page(h.consoleDeleteChannel))
-	e.POST("/console/releases/:id/pin", h.page(h.consolePinRelease))
-	e.POST("/console/releases/:id/delete", h.page(h.consoleDeleteRelease))
+	e.POST("/console/apps/:id/channels", h.form(h.consoleCreateChannel))
+	e.POST("/console/apps/:id/members", h.form(h.consoleAddMember))
+	e.POST("/console/channels/:id/retention", h.form(h.consoleSetRetention))
+	e.POST("/console/channels/:id/webhooks", h.form(h.consoleCreateWebhook))
+	e.POST("/console/apps/:id/webhooks", h.form(h.consoleCreateAppWebhook))
+	e.POST("/console/releases/:id", h.form(h.consoleUpdateRelease))
+	e.POST("/console/apps", h.form(h.consoleCreateApp))
+	e.POST("/console/apps/:id", h.form(h.consoleRenameApp))
+	e.POST("/console/schemes/:id", h.form(h.consoleRenameScheme))
+	e.POST("/console/schemes/:id/delete", h.form(h.consoleDeleteScheme))
+	e.POST("/console/apps/:id/delete", h.form(h.consoleDeleteApp))
+	e.POST("/console/apps/:id/members/:user/remove", h.form(h.consoleRemoveMember))
+	e.POST("/console/channels/:id", h.form(h.consoleUpdateChannel))
+	e.POST("/console/channels/:id/delete", h.form(h.consoleDeleteChannel))
+	e.POST("/console/releases/:id/pin", h.form(h.consolePinRelease))
+	e.POST("/console/releases/:id/delete", h.form(h.consoleDeleteRelease))
 	e.GET("/console/webhooks/:id", h.page(h.consoleWebhook))
-	e.POST("/console/webhooks/:id/test", h.page(h.consoleTestWebhook))
-	e.POST("/console/webhooks/:id/enabled", h.page(h.consoleEnableWebhook))
-	e.POST("/console/webhooks/:id/delete", h.page(h.consoleDeleteWebhook))
+	e.POST("/console/webhooks/:id/test", h.form(h.consoleTestWebhook))
+	e.POST("/console/webhooks/:id/enabled", h.form(h.consoleEnableWebhook))
+	e.POST("/console/webhooks/:id/delete", h.form(h.consoleDeleteWebhook))
 	e.GET("/console/devices", h.page(h.consoleDevices))
 	e.GET("/console/devices/export", h.page(h.consoleExportDevices))
-	e.POST("/console/devices/:udid/delete", h.page(h.consoleDeleteDevice))
+	e.POST("/console/devices/:udid/delete", h.form(h.consoleDeleteDevice))
 	e.GET("/console/users", h.page(h.consoleUsers))
-	e.POST("/console/users/:id", h.page(h.consoleUpdateUser))
+	e.POST("/console/users/:id", h.form(h.consoleUpdateUser))
 	e.POST("/console/channels/:id/uploads", h.json(h.consoleStartUpload))
 	e.GET("/console/uploads/:session", h.json(h.consoleUploadSession))
 	e.POST("/console/uploads/:session/complete", h.json(h.consoleCompleteUpload))
@@ -144,9 +146,14 @@ func checked(c *gin.Context, fn func(c *gin.Context) error) error {
 
 // page is what layout.html renders; Body is the page template's own data.
 type page struct {
-	Title     string
-	OG        *openGraph
-	Crumb     *crumb
+	Title string
+	OG    *openGraph
+	Crumb *crumb
+	// Nav is the console's header (signed-in pages); Crumbs its breadcrumbs; Flash the message
+	// the last form left for this page.
+	Nav       *consoleNav
+	Crumbs    []crumb
+	Flash     *flash
 	Assets    assets
 	MainClass string
 	// Script is the URL of the page's script ("" for none: most pages run no script at all).
@@ -161,7 +168,7 @@ type openGraph struct {
 
 type crumb struct{ Text, URL string }
 
-type assets struct{ CSS, FontAwesome, FontAwesomeShims, Icon string }
+type assets struct{ CSS, FontAwesome, FontAwesomeShims, Icon, Forms string }
 
 func (h *Handler) assets() assets {
 	return assets{
@@ -169,12 +176,18 @@ func (h *Handler) assets() assets {
 		FontAwesome:      h.links.Static("fontawesome/css/all.min.css"),
 		FontAwesomeShims: h.links.Static("fontawesome/css/v4-shims.min.css"),
 		Icon:             h.links.Base + links.DefaultIconPath,
+		Forms:            h.links.Static("forms.js"),
 	}
 }
 
 // contentSecurityPolicy allows the page's own styles and fonts, no script at all, and images
 // from anywhere: icons are redirects to presigned object URLs or a CDN.
 const contentSecurityPolicy = "default-src 'none'; style-src 'self'; font-src 'self'; img-src * data:; " +
+	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// consoleSecurityPolicy is contentSecurityPolicy plus the console's own scripts (forms.js, which
+// disables a form's buttons once it is sent), nothing inline.
+const consoleSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; font-src 'self'; img-src * data:; " +
 	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
 // scriptSecurityPolicy is contentSecurityPolicy plus the console's own script, which may call the
@@ -212,6 +225,8 @@ func (h *Handler) render(c *gin.Context, status int, name string, p page, privat
 	}
 	if p.Script != "" {
 		hd.Set("Content-Security-Policy", h.scriptSecurityPolicy(c))
+	} else if p.Nav != nil {
+		hd.Set("Content-Security-Policy", consoleSecurityPolicy)
 	} else {
 		hd.Set("Content-Security-Policy", contentSecurityPolicy)
 	}
@@ -244,11 +259,23 @@ func (h *Handler) failPage(c *gin.Context, err error, back string) {
 	if status == http.StatusNotFound {
 		heading = "Not found"
 	}
-	h.render(c, status, "error", page{Title: heading + " · Slipway", Body: errorView{Heading: heading, Message: msg, BackURL: back}}, true)
+	v := errorView{Heading: heading, Message: msg, BackURL: back, BackText: "Back to the channel"}
+	pg := page{Title: heading + " · Slipway", Body: v}
+	// A console page's error keeps the console's header and a way back.
+	if strings.HasPrefix(c.Request.URL.Path, "/console/") && c.Request.URL.Path != "/console/login" && c.Request.URL.Path != "/console/callback" {
+		if session, err := c.Cookie(SessionCookie); err == nil {
+			if u, err := h.svc.Logins.SessionUser(reqCtx(c), session); err == nil {
+				pg.Nav = h.nav(session, u)
+			}
+		}
+		v.BackURL, v.BackText = h.links.Base+"/console", "Back to the console"
+		pg.Body = v
+	}
+	h.render(c, status, "error", pg, true)
 	c.Abort()
 }
 
-type errorView struct{ Heading, Message, BackURL string }
+type errorView struct{ Heading, Message, BackURL, BackText string }
 
 // failJSON answers err as the API's {"error": ...} body (the QR code is fetched by programs).
 func (h *Handler) failJSON(c *gin.Context, err error) {

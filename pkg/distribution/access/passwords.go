@@ -48,7 +48,11 @@ func (p *Passwords) CheckChannelPassword(ctx context.Context, c *distribution.Ch
 	if n >= freePasswordAttempts {
 		wait := time.Duration(math.Min(math.Pow(2, float64(n-freePasswordAttempts)), passwordFailureWindow.Seconds())) * time.Second
 		if left := time.Until(last.Add(wait)); left > 0 {
-			e := errs.New(errs.TooManyRequests, "too many wrong passwords; try again in %d seconds", int(math.Ceil(left.Seconds())))
+			secs, unit := int(math.Ceil(left.Seconds())), "seconds"
+			if secs == 1 {
+				unit = "second"
+			}
+			e := errs.New(errs.TooManyRequests, "too many wrong passwords; try again in %d %s", secs, unit)
 			e.RetryAfter = left
 			return e
 		}

@@ -39,6 +39,7 @@ type Store interface {
 	uploads.DebugFileStore
 	access.TokenStore
 	access.LoginStore
+	access.FormStore
 	access.PeopleStore
 	access.PasswordGuard
 	events.WebhookStore
@@ -66,6 +67,8 @@ type Service struct {
 	Logins    *access.Logins
 	People    *access.People
 	Passwords *access.Passwords
+	// Forms makes each console form act once (its single-use token).
+	Forms *access.Forms
 	// Events: the events writes record, webhooks, their delivery, download counts.
 	Events    *events.Maker
 	Webhooks  *events.Webhooks
@@ -123,6 +126,7 @@ func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, l
 	s.Logins = &access.Logins{Store: db}
 	s.People = &access.People{Store: db, Log: log, AuditLog: audit}
 	s.Passwords = &access.Passwords{Guard: db, Signer: signer}
+	s.Forms = &access.Forms{Store: db}
 	s.Webhooks = &events.Webhooks{Store: db, Client: client, AllowPrivate: cfg.WebhookAllowPrivate, Audit: audit, Names: s.Apps}
 	s.Downloads = events.NewCounter(db, s.Events, cfg.DownloadFlushInterval, m, log)
 	s.Retention = &lifecycle.Retention{Store: db, Effects: effects, Metrics: m, Log: log, Audit: audit,

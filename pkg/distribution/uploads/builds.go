@@ -222,7 +222,7 @@ func (f *ReleaseForm) fillDMG(info *appinfo.Info) error {
 // checkChannel refuses a package whose platform or bundle id the channel does not take.
 func checkChannel(c *distribution.Channel, info *appinfo.Info) error {
 	if c.DeviceType != string(info.Platform) {
-		return errs.Invalidf("this channel takes %s builds, but the file is a %s build (%s)", c.DeviceType, info.Platform, info.Format)
+		return errs.Invalidf("this channel takes %s builds, but the file is %s build (%s)", c.DeviceType, distribution.WithArticle(string(info.Platform)), info.Format)
 	}
 	if !distribution.MatchBundleID(c.BundleID, info.BundleID) {
 		return errs.Invalidf("this channel takes bundle ids matching %q, but the package is %q", c.BundleID, info.BundleID)

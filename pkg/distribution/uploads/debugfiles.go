@@ -86,7 +86,7 @@ func (dfs *DebugFiles) parseDebugFile(ctx context.Context, obj *StoredObject, cc
 	switch cc.Channel.DeviceType {
 	case "ios", "macos":
 		if len(a.DSYMs) == 0 {
-			return nil, errs.Invalidf("this is an %s channel, but the archive holds no .dSYM bundle with a Mach-O file", cc.Channel.DeviceType)
+			return nil, errs.Invalidf("this is %s channel, but the archive holds no .dSYM bundle with a Mach-O file", distribution.WithArticle(cc.Channel.DeviceType))
 		}
 		ids, err := dfs.Store.ReleaseBundleIDs(ctx, cc.App.ID, cc.Channel.DeviceType)
 		if err != nil {

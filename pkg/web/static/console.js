@@ -36,9 +36,11 @@
   }
 
   // put sends one part with XMLHttpRequest, the only browser API that reports upload progress.
-  function put(url, blob, onProgress) {
+  function put(url, blob, onProgress, ctl) {
     return new Promise(function (resolve, reject) {
       const xhr = new XMLHttpRequest();
+      ctl.xhr = xhr;
+      xhr.onabort = function () { reject({ status: 0, cancelled: true }); };
       xhr.open('PUT', url);
       xhr.upload.onprogress = function (e) { onProgress(e.loaded); };
       xhr.onload = function () {
@@ -47,6 +49,15 @@
       xhr.onerror = function () { reject({ status: 0 }); };
       xhr.send(blob);
     });
+  }
+
+  // size shows a byte count as the pages do: "12 KB", "4.0 MB" (binary units).
+  function size(n) {
+    if (n < 1024) { return n + ' B'; }
+    const units = ['KB', 'MB', 'GB', 'TB'];
+    let v = n / 1024, i = 0;
+    while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+    return (v < 10 ? v.toFixed(1) : Math.round(v)) + ' ' + units[i];
   }
 
   function wait(ms) { return new Promise(function (r) { setTimeout(r, ms); }); }
@@ -65,9 +76,17 @@
     const bar = form.querySelector('progress');
     const status = form.querySelector('.upload-status');
     const button = form.querySelector('button[type="submit"]');
+    const cancel = form.querySelector('.upload-cancel');
+    let ctl = null;
+    cancel.addEventListener('click', function () {
+      if (ctl) {
+        ctl.cancelled = true;
+        if (ctl.xhr) { ctl.xhr.abort(); }
+      }
+    });
     form.closest('.upload-box').hidden = false;
 
-    function show(file) { chosen.textContent = file ? file.name + ' · ' + (file.size / 1048576).toFixed(1) + ' MiB' : ''; }
+    function show(file) { chosen.textContent = file ? file.name + ' · ' + size(file.size) : ''; }
     input.addEventListener('change', function () { show(input.files[0]); });
     ['dragenter', 'dragover'].forEach(function (type) {
       drop.addEventListener(type, function (e) { e.preventDefault(); drop.classList.add('over'); });
@@ -77,27 +96,46 @@
     });
     drop.addEventListener('drop', function (e) {
       e.preventDefault();
-      if (e.dataTransfer.files.length) {
-        input.files = e.dataTransfer.files;
+      const files = e.dataTransfer.files;
+      if (files.length > 1) {
+        setStatus('Drop one build at a time: ' + files.length + ' files were dropped, none was taken.', 'error');
+        return;
+      }
+      if (files.length) {
+        input.files = files;
         show(input.files[0]);
+        setStatus('', '');
       }
     });
+    // setStatus says how the upload goes: green when it worked, red when it failed.
+    function setStatus(text, kind) {
+      status.textContent = text;
+      status.classList.remove('ok', 'error');
+      if (kind) { status.classList.add(kind); }
+    }
 
     form.addEventListener('submit', async function (e) {
       e.preventDefault();
       const file = input.files[0];
-      if (!file) { status.textContent = 'Choose or drop a file first.'; return; }
+      if (!file) { setStatus('Choose or drop a file first.', 'error'); return; }
       button.disabled = true;
+      cancel.hidden = false;
+      ctl = { cancelled: false, xhr: null };
+      uploading++;
       bar.hidden = false;
       bar.value = 0;
-      status.textContent = 'Starting…';
+      setStatus('Starting…', '');
       try {
-        const result = await upload(form, file, function (sent) {
+        const result = await upload(form, file, ctl, function (sent) {
           bar.value = sent / file.size;
-          status.textContent = 'Uploading: ' + Math.floor(100 * sent / file.size) + '%';
+          setStatus('Uploading: ' + Math.floor(100 * sent / file.size) + '% of ' + size(file.size), '');
         });
         bar.value = 1;
-        status.textContent = 'Uploaded ' + result.version + '.';
+        setStatus('Uploaded ' + result.version + '.', 'ok');
+        // The box is emptied, so a second click cannot send the same build again.
+        input.value = '';
+        form.querySelector('textarea[name="changelog"]').value = '';
+        show(null);
         status.dataset.releaseId = result.release_id;
         const link = document.createElement('a');
         link.href = result.app_url;
@@ -106,15 +144,20 @@
         status.appendChild(link);
         link.addEventListener('click', function () { window.location.reload(); });
       } catch (err) {
-        status.textContent = 'Upload failed: ' + err.message;
-        status.classList.add('error');
+        if (ctl.cancelled) {
+          setStatus('Upload cancelled. Choosing the same file again resumes it where it stopped.', 'error');
+        } else {
+          setStatus('Upload failed: ' + err.message, 'error');
+        }
       } finally {
         button.disabled = false;
+        cancel.hidden = true;
+        uploading--;
       }
     });
   }
 
-  async function upload(form, file, onProgress) {
+  async function upload(form, file, ctl, onProgress) {
     const key = 'slipway-upload:' + form.dataset.start + ':' + file.name + ':' + file.size + ':' + file.lastModified;
     let session = null;
     const earlier = saved.get(key);
@@ -142,12 +185,14 @@
       const blob = file.slice(from, from + first.size);
       let part = first;
       for (let attempt = 1; ; attempt++) {
+        if (ctl.cancelled) { throw new Error('cancelled'); }
         try {
-          await put(part.url, blob, function (n) { sent[part.number] = n; onProgress(total()); });
+          await put(part.url, blob, function (n) { sent[part.number] = n; onProgress(total()); }, ctl);
           sent[part.number] = part.size;
           break;
         } catch (err) {
           sent[part.number] = 0;
+          if (err.cancelled || ctl.cancelled) { throw new Error('cancelled'); }
           if (attempt >= partAttempts) { throw new Error('part ' + part.number + ' could not be sent (status ' + err.status + ')'); }
           await wait(500 * attempt);
           // The URL may have expired, or the part been stored after all: ask the session.
@@ -158,6 +203,7 @@
       }
       onProgress(total());
     }
+    if (ctl.cancelled) { throw new Error('cancelled'); }
     try {
       return await call(form, 'POST', sessionURL + '/complete');
     } finally {
@@ -166,6 +212,12 @@
       if (!s || s.state !== 'open') { saved.remove(key); }
     }
   }
+
+  // Leaving the page mid-upload asks first (the upload can be resumed, but not from nothing).
+  let uploading = 0;
+  window.addEventListener('beforeunload', function (e) {
+    if (uploading > 0) { e.preventDefault(); e.returnValue = ''; }
+  });
 
   document.querySelectorAll('form.upload').forEach(setup);
 })();
