@@ -59,6 +59,27 @@ type Info struct {
 	ModTime time.Time
 }
 
+// Object is one object a Lister found.
+type Object struct {
+	Key     string
+	Size    int64
+	ModTime time.Time
+}
+
+// ListPageSize is the most objects a Lister hands over at once.
+const ListPageSize = 1000
+
+// Lister is implemented by backends that can enumerate what they hold (all of Slipway's): the
+// reconciliation of `slipway gc --reconcile` compares it with the rows that own objects.
+type Lister interface {
+	// List calls fn with every object, a page of at most ListPageSize at a time, in byte order of
+	// their keys (as Go compares strings and Postgres's "C" collation orders them), and stops at
+	// fn's first error, which it returns. Only whole objects are listed: not the temp files of
+	// writes in progress nor the parts of unfinished multipart uploads. It holds about one page
+	// in memory whatever the store's size; fn must not keep the page after it returns.
+	List(ctx context.Context, fn func(page []Object) error) error
+}
+
 // GetOptions shape a presigned download.
 type GetOptions struct {
 	// Filename sets the response's Content-Disposition (attachment; filename="...").

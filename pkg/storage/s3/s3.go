@@ -134,6 +134,7 @@ type Store struct {
 var (
 	_ storage.Backend   = (*Store)(nil)
 	_ storage.Presigner = (*Store)(nil)
+	_ storage.Lister    = (*Store)(nil)
 )
 
 // payloadOpts are the options of the calls that send an object's bytes (PutObject, UploadPart):
@@ -614,4 +615,34 @@ func readFull(r io.Reader, buf []byte) (n int, eof bool, err error) {
 		}
 	}
 	return n, false, nil
+}
+
+// List implements storage.Lister with ListObjectsV2 (S3 returns keys in byte order of their UTF-8,
+// a page of at most 1,000 at a time). With a Prefix, only the objects under it are listed, without
+// it. Listing needs s3:ListBucket.
+func (s *Store) List(ctx context.Context, fn func(page []storage.Object) error) error {
+	in := &awss3.ListObjectsV2Input{Bucket: &s.bucket, MaxKeys: aws.Int32(storage.ListPageSize)}
+	if s.prefix != "" {
+		in.Prefix = aws.String(s.prefix)
+	}
+	pages := awss3.NewListObjectsV2Paginator(s.client, in)
+	page := make([]storage.Object, 0, storage.ListPageSize)
+	for pages.HasMorePages() {
+		out, err := pages.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("s3 storage: list bucket %q: %w", s.bucket, err)
+		}
+		page = page[:0]
+		for _, o := range out.Contents {
+			page = append(page, storage.Object{
+				Key: strings.TrimPrefix(aws.ToString(o.Key), s.prefix), Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified),
+			})
+		}
+		if len(page) > 0 {
+			if err := fn(page); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
