@@ -91,3 +91,76 @@ func (l *lister) walk(dir string) error {
 	}
 	return nil
 }
+
+var _ storage.UploadLister = (*Store)(nil)
+
+// ListUploads implements storage.UploadLister: the temp files of writes (Put, PutPart) and the
+// part folders of multipart uploads, which are named after a hash of their key, so their Key is
+// "" and their ID their path. Started is their modification time: a temp file's changes as bytes
+// are written, a part folder's whenever a part arrives.
+func (s *Store) ListUploads(ctx context.Context, fn func(page []storage.Upload) error) error {
+	page := make([]storage.Upload, 0, storage.ListPageSize)
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		entries, err := fs.ReadDir(s.root.FS(), dir)
+		if errors.Is(err, fs.ErrNotExist) && dir != "." {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("fs storage: list %q: %w", dir, err)
+		}
+		for _, e := range entries {
+			p := path.Join(dir, e.Name())
+			if !strings.HasPrefix(e.Name(), tempPrefix) {
+				if e.IsDir() {
+					if err := walk(p); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			info, err := e.Info()
+			if err != nil {
+				continue // removed since the folder was read
+			}
+			page = append(page, storage.Upload{ID: p, Started: info.ModTime()})
+			if len(page) == storage.ListPageSize {
+				if err := fn(page); err != nil {
+					return err
+				}
+				page = page[:0]
+			}
+		}
+		return nil
+	}
+	if err := walk("."); err != nil {
+		return err
+	}
+	if len(page) > 0 {
+		return fn(page)
+	}
+	return nil
+}
+
+// RemoveUpload implements storage.UploadLister: it removes the temp file or part folder at u.ID
+// (nothing else: its name must be a temp name) and the folders that became empty.
+func (s *Store) RemoveUpload(_ context.Context, u storage.Upload) error {
+	if err := storage.CheckKey(u.ID); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(path.Base(u.ID), tempPrefix) {
+		return fmt.Errorf("fs storage: %q is not an unfinished write: %w", u.ID, storage.ErrInvalidKey)
+	}
+	if err := s.root.RemoveAll(u.ID); err != nil {
+		return s.wrap("remove unfinished write", u.ID, err)
+	}
+	for dir := path.Dir(u.ID); dir != "."; dir = path.Dir(dir) {
+		if s.root.Remove(dir) != nil { // not empty (or already gone): stop
+			break
+		}
+	}
+	return nil
+}

@@ -53,6 +53,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) storage.Backend) {
 		{"OpenFile", testOpenFile},
 		{"ReaderAtZip", testReaderAtZip},
 		{"List", testList},
+		{"ListUploads", testListUploads},
 	}
 	t.Run("conformance", func(t *testing.T) {
 		for _, tt := range tests {
@@ -282,6 +283,67 @@ func testList(t *testing.T, b storage.Backend) {
 	calls := 0
 	if err := l.List(ctx, func([]storage.Object) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
 		t.Errorf("List after fn's error: %v, %d calls", err, calls)
+	}
+}
+
+// testListUploads: ListUploads finds an unfinished multipart upload (by its key and id, or, on a
+// store that cannot name the key, by a path holding the id), not whole objects, and RemoveUpload
+// ends it: its parts are gone and it is listed no more.
+func testListUploads(t *testing.T, b storage.Backend) {
+	ul, ok := b.(storage.UploadLister)
+	mp, ok2 := b.(storage.Multipart)
+	if !ok || !ok2 {
+		t.Skipf("%T cannot list unfinished uploads", b)
+	}
+	ctx := t.Context()
+	put(t, b, "uploads/whole", []byte("whole"))
+	key := "uploads/unfinished"
+	id, err := mp.CreateMultipart(ctx, key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, err := PutPart(t, b, key, id, 1, []byte("part"), 4); err != nil || status/100 != 2 {
+		t.Fatalf("part: %d %v", status, err)
+	}
+	find := func() []storage.Upload {
+		var found []storage.Upload
+		err := ul.ListUploads(ctx, func(page []storage.Upload) error {
+			for _, u := range page {
+				if u.Key == "uploads/whole" || strings.HasSuffix(u.ID, "uploads/whole") {
+					t.Errorf("a whole object listed as unfinished: %+v", u)
+				}
+				if (u.Key == key && u.ID == id) || (u.Key == "" && strings.Contains(u.ID, id)) {
+					if u.Started.IsZero() {
+						t.Errorf("%+v has no time", u)
+					}
+					found = append(found, u)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
+	found := find()
+	if len(found) != 1 {
+		t.Fatalf("ListUploads found %d entries of the unfinished upload, want 1: %+v", len(found), found)
+	}
+	if err := ul.RemoveUpload(ctx, found[0]); err != nil {
+		t.Fatal(err)
+	}
+	if parts, err := mp.ListParts(ctx, key, id); err == nil && len(parts) > 0 {
+		t.Errorf("a removed upload still lists %d parts", len(parts))
+	}
+	if again := find(); len(again) != 0 {
+		t.Errorf("a removed upload is still listed: %+v", again)
+	}
+	if err := ul.RemoveUpload(ctx, found[0]); err != nil {
+		t.Errorf("removing it again: %v", err)
+	}
+	if got := get(t, b, "uploads/whole", 0, -1); string(got) != "whole" {
+		t.Errorf("the whole object now reads %q", got)
 	}
 }
 
