@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -248,31 +247,38 @@ func gcCmd(ctx context.Context, args []string, getenv func(string) string, stdou
 // reconcileCmd prints one line per finding (keys and sizes, never a URL), then a summary. It
 // fails when a deletion failed or a row names a missing object, so a restore drill's script sees it.
 func reconcileCmd(ctx context.Context, a *app, dryRun bool, minAge time.Duration, stdout io.Writer) error {
-	if a.svc.Reconciler == nil {
-		return errors.New("this storage cannot be listed")
-	}
-	deleted := "deleted"
+	deleted, aborted := "deleted", "aborted"
 	if dryRun {
-		deleted = "would delete"
+		deleted, aborted = "would delete", "would abort"
 	}
 	report := func(f lifecycle.Finding) {
-		o := f.Object
-		switch f.Kind {
-		case lifecycle.FindingOrphan:
+		o, u := f.Object, f.Upload
+		upload := u.Key // the filesystem cannot name the key of its leftovers: their path, then
+		if upload == "" {
+			upload = u.ID
+		}
+		switch {
+		case f.Kind == lifecycle.FindingOrphan:
 			fmt.Fprintf(stdout, "%s %s (%d bytes, modified %s): no row names it\n", deleted, o.Key, o.Size, o.ModTime.UTC().Format(time.RFC3339))
-		case lifecycle.FindingYoung:
+		case f.Kind == lifecycle.FindingUpload:
+			fmt.Fprintf(stdout, "%s unfinished upload %s (started %s): no row names it\n", aborted, upload, u.Started.UTC().Format(time.RFC3339))
+		case f.Kind == lifecycle.FindingYoung && o.Key != "":
 			fmt.Fprintf(stdout, "kept %s (%d bytes, modified %s): no row names it, but it is newer than --min-age %s\n", o.Key, o.Size, o.ModTime.UTC().Format(time.RFC3339), minAge)
-		case lifecycle.FindingForeign:
+		case f.Kind == lifecycle.FindingYoung:
+			fmt.Fprintf(stdout, "kept unfinished upload %s (started %s): it may still be in progress\n", upload, u.Started.UTC().Format(time.RFC3339))
+		case f.Kind == lifecycle.FindingForeign:
 			fmt.Fprintf(stdout, "kept %s: not under %s/, so not Slipway's\n", o.Key, strings.Join(uploads.KeyPrefixes, "/, "))
-		case lifecycle.FindingFailed:
+		case f.Kind == lifecycle.FindingFailed && o.Key != "":
 			fmt.Fprintf(stdout, "failed to delete %s: %v\n", o.Key, f.Err)
-		case lifecycle.FindingMissing:
+		case f.Kind == lifecycle.FindingFailed:
+			fmt.Fprintf(stdout, "failed to abort unfinished upload %s: %v\n", upload, f.Err)
+		case f.Kind == lifecycle.FindingMissing:
 			fmt.Fprintf(stdout, "missing %s: %s\n", f.Owner.Key, describeOwner(f.Owner))
 		}
 	}
 	res, err := a.svc.Reconciler.Reconcile(ctx, lifecycle.ReconcileOptions{MinAge: minAge, DryRun: dryRun, Report: report})
-	fmt.Fprintf(stdout, "listed %d objects (%d bytes); %s %d objects no row names (%d bytes); kept %d newer than %s and %d outside Slipway's prefixes; %d failed; %d rows name a missing object\n",
-		res.Listed, res.ListedBytes, deleted, res.Orphans, res.OrphanBytes, res.Young, minAge, res.Foreign, res.Failed, res.Missing)
+	fmt.Fprintf(stdout, "listed %d objects (%d bytes); %s %d objects no row names (%d bytes); %s %d unfinished uploads; kept %d newer than %s and %d outside Slipway's prefixes; %d failed; %d rows name a missing object\n",
+		res.Listed, res.ListedBytes, deleted, res.Orphans, res.OrphanBytes, aborted, res.Uploads, res.Young, minAge, res.Foreign, res.Failed, res.Missing)
 	switch {
 	case err != nil:
 		return err

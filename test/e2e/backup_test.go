@@ -70,6 +70,24 @@ func TestRestoreOlderDatabaseOverNewerBucket(t *testing.T) {
 	if len(objectsB) != 3 {
 		t.Fatalf("build B stored %d new objects, want 3: %v", len(objectsB), objectsB)
 	}
+	// And a resumable upload session with one part in the bucket, never completed.
+	r := s.Do(t, http.MethodPost, "/api/uploads", strings.NewReader(fmt.Sprintf(`{"kind":"app","filename":"Big.ipa","size":1000,"channel_key":%q}`, slug)),
+		"Authorization", "Token "+token, "Content-Type", "application/json")
+	var sess struct {
+		Parts []struct{ URL string }
+	}
+	r.JSON(t, &sess)
+	if r.Status != http.StatusCreated || len(sess.Parts) != 1 {
+		t.Fatalf("starting an upload session: %d %s", r.Status, r.Body)
+	}
+	req, _ := http.NewRequest(http.MethodPut, sess.Parts[0].URL, bytes.NewReader(make([]byte, 1000)))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT of the session's part: %v %v", resp, err)
+	}
+	unfinished := h.MultipartUploads(t)
+	if len(unfinished) != 1 {
+		t.Fatalf("multipart uploads in the bucket: %v, want the session's", unfinished)
+	}
 
 	// The restore: replicas stopped, the older database back, the bucket as it is.
 	s.Stop(t)
@@ -91,11 +109,15 @@ func TestRestoreOlderDatabaseOverNewerBucket(t *testing.T) {
 	if got := keysAfter(res.Stdout, "would delete "); !sameSet(got, objectsB) {
 		t.Errorf("dry run would delete %v, want B's objects %v:\n%s", got, objectsB, res.Stdout)
 	}
-	if !strings.Contains(res.LastLine(), "would delete 3 objects no row names") || !strings.Contains(res.LastLine(), "0 rows name a missing object") {
+	if got := keysAfter(res.Stdout, "would abort unfinished upload "); !slices.Equal(got, unfinished) {
+		t.Errorf("dry run would abort %v, want the session's upload %v:\n%s", got, unfinished, res.Stdout)
+	}
+	if !strings.Contains(res.LastLine(), "would delete 3 objects no row names") || !strings.Contains(res.LastLine(), "would abort 1 unfinished uploads") ||
+		!strings.Contains(res.LastLine(), "0 rows name a missing object") {
 		t.Errorf("dry run summary: %q", res.LastLine())
 	}
-	if got := h.Objects(t); !sameSet(got, append(slices.Clone(objectsA), objectsB...)) {
-		t.Fatalf("the dry run changed the bucket: %v", got)
+	if got := h.Objects(t); !sameSet(got, append(slices.Clone(objectsA), objectsB...)) || len(h.MultipartUploads(t)) != 1 {
+		t.Fatalf("the dry run changed the bucket: %v, uploads %v", got, h.MultipartUploads(t))
 	}
 	if strings.Contains(res.Stdout, "X-Amz-") || strings.Contains(res.Stdout, "http") {
 		t.Errorf("reconcile printed a URL:\n%s", res.Stdout)
@@ -104,6 +126,13 @@ func TestRestoreOlderDatabaseOverNewerBucket(t *testing.T) {
 	res = h.MustRun(t, "gc", "--reconcile", "--min-age", "0s")
 	if got := keysAfter(res.Stdout, "deleted "); !sameSet(got, objectsB) {
 		t.Errorf("reconcile deleted %v, want B's objects %v:\n%s", got, objectsB, res.Stdout)
+	}
+
+	if got := keysAfter(res.Stdout, "aborted unfinished upload "); !slices.Equal(got, unfinished) {
+		t.Errorf("reconcile aborted %v, want %v:\n%s", got, unfinished, res.Stdout)
+	}
+	if left := h.MultipartUploads(t); len(left) != 0 {
+		t.Errorf("unfinished uploads left: %v", left)
 	}
 
 	// Consistent: the rows name exactly the objects the bucket holds.
@@ -123,7 +152,7 @@ func TestRestoreOlderDatabaseOverNewerBucket(t *testing.T) {
 	if rel := latestRelease(t, s, slug); rel.BuildVersion != "1" {
 		t.Errorf("latest after the restore: %+v", rel)
 	}
-	r := s.Get(t, fmt.Sprintf("/download/releases/%d", idA))
+	r = s.Get(t, fmt.Sprintf("/download/releases/%d", idA))
 	if r.Status != http.StatusFound {
 		t.Fatalf("download of A: %d %s", r.Status, r.Body)
 	}

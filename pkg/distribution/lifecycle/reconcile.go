@@ -20,12 +20,6 @@ type ReconcileStore interface {
 	Unowned(ctx context.Context, keys []string) ([]string, error)
 }
 
-// ReconcileStorage is the bucket as reconciliation sees it: listed, and deleted from.
-type ReconcileStorage interface {
-	storage.Lister
-	ObjectRemover
-}
-
 // Reconciler compares the bucket with the rows that own objects (`slipway gc --reconcile`). The
 // collector works from the database's ledger and never sees an object no row names; after a
 // database is restored from a backup older than the bucket, the objects written since (and a
@@ -38,11 +32,17 @@ type ReconcileStorage interface {
 // after the run's snapshot can lack a row, and they are that young), and the database is asked
 // again, in a fresh snapshot, right before each batch is deleted.
 type Reconciler struct {
-	Store   ReconcileStore
-	Storage ReconcileStorage
+	Store ReconcileStore
+	// Storage must also be a storage.Lister (every backend of Slipway is), and may be a
+	// storage.UploadLister.
+	Storage ObjectRemover
 	// Prefixes are the top-level folders of the keys Slipway writes (uploads.KeyPrefixes): an
 	// object outside them is someone else's (a shared bucket) and is reported, never deleted.
 	Prefixes []string
+	// LeftoverAge: an unfinished write whose key the storage cannot name (the filesystem's temp
+	// files and part folders) is removed only once unchanged for this long and MinAge; set it to
+	// the upload session lifetime, since a session's parts may sit that long.
+	LeftoverAge time.Duration
 }
 
 // ReconcileOptions shape one run.
@@ -61,13 +61,18 @@ const (
 	FindingYoung   = "young"   // no row names the object, but it is newer than MinAge: kept
 	FindingForeign = "foreign" // outside Slipway's prefixes: kept
 	FindingMissing = "missing" // a row names an object the bucket does not hold
-	FindingFailed  = "failed"  // deleting the orphan failed
+	FindingFailed  = "failed"  // deleting the orphan (or removing the unfinished upload) failed
+	// FindingUpload is an unfinished upload (parts of a multipart upload, a temp file) whose key no
+	// row names, or, where the storage cannot name it, unchanged for longer than LeftoverAge:
+	// removed (in a dry run: would be). Young ones are FindingYoung.
+	FindingUpload = "upload"
 )
 
 // Finding is one thing a reconciliation found.
 type Finding struct {
 	Kind   string
-	Object storage.Object           // the object (all kinds but missing)
+	Object storage.Object           // the object (orphan, young, foreign, failed)
+	Upload storage.Upload           // the unfinished upload (upload; young and failed when Object is unset)
 	Owner  distribution.ObjectOwner // the row (missing)
 	Err    error                    // why (failed)
 }
@@ -81,13 +86,19 @@ type ReconcileResult struct {
 	OrphanBytes int64
 	Young       int
 	Foreign     int
-	Missing     int
-	Failed      int
+	// Uploads are the unfinished uploads removed (in a dry run: that would be).
+	Uploads int
+	Missing int
+	Failed  int
 }
 
 // Reconcile runs once over the whole bucket.
 func (r *Reconciler) Reconcile(ctx context.Context, opts ReconcileOptions) (ReconcileResult, error) {
 	var res ReconcileResult
+	lister, ok := r.Storage.(storage.Lister)
+	if !ok {
+		return res, fmt.Errorf("this storage (%T) cannot be listed", r.Storage)
+	}
 	report := opts.Report
 	if report == nil {
 		report = func(Finding) {}
@@ -120,7 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, opts ReconcileOptions) (Reco
 	}
 	advance()
 	prev := ""
-	err := r.Storage.List(ctx, func(page []storage.Object) error {
+	err := lister.List(ctx, func(page []storage.Object) error {
 		var candidates []storage.Object
 		for _, obj := range page {
 			// The merge below is only right if both sides are in the same order; a listing out of
@@ -161,7 +172,71 @@ func (r *Reconciler) Reconcile(ctx context.Context, opts ReconcileOptions) (Reco
 		return res, err
 	}
 	missingUpTo("", true)
-	return res, ownerErr
+	if ownerErr != nil {
+		return res, ownerErr
+	}
+	if ul, ok := r.Storage.(storage.UploadLister); ok {
+		err = ul.ListUploads(ctx, func(page []storage.Upload) error {
+			return r.settleUploads(ctx, ul, page, cutoff, opts.DryRun, report, &res)
+		})
+	}
+	return res, err
+}
+
+// settleUploads removes the unfinished uploads of a page that no row names now and that are older
+// than the cutoff (and, when the storage cannot name their key, than LeftoverAge).
+func (r *Reconciler) settleUploads(ctx context.Context, ul storage.UploadLister, page []storage.Upload, cutoff time.Time,
+	dryRun bool, report func(Finding), res *ReconcileResult) error {
+	leftoverCutoff := cutoff
+	if c := time.Now().Add(-r.LeftoverAge); c.Before(leftoverCutoff) {
+		leftoverCutoff = c
+	}
+	var candidates []storage.Upload
+	var keys []string
+	for _, u := range page {
+		switch {
+		case u.Key != "" && !r.ours(u.Key):
+		case u.Key != "" && u.Started.After(cutoff), u.Key == "" && u.Started.After(leftoverCutoff):
+			res.Young++
+			report(Finding{Kind: FindingYoung, Upload: u})
+		default:
+			candidates = append(candidates, u)
+			if u.Key != "" {
+				keys = append(keys, u.Key)
+			}
+		}
+	}
+	owned := map[string]bool{}
+	if len(keys) > 0 {
+		unowned, err := r.Store.Unowned(ctx, keys)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			owned[k] = true
+		}
+		for _, k := range unowned {
+			owned[k] = false
+		}
+	}
+	for _, u := range candidates {
+		if u.Key != "" && owned[u.Key] {
+			continue // an upload in progress (its ledger row), or one the collector will end
+		}
+		if !dryRun {
+			if err := ul.RemoveUpload(ctx, u); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				res.Failed++
+				report(Finding{Kind: FindingFailed, Upload: u, Err: err})
+				continue
+			}
+		}
+		res.Uploads++
+		report(Finding{Kind: FindingUpload, Upload: u})
+	}
+	return nil
 }
 
 // settle deletes the candidates no row names now (a fresh read: a row may have come since the

@@ -132,3 +132,59 @@ func TestReconcileRefusesUnorderedListing(t *testing.T) {
 		t.Fatalf("deleted %v", b.deleted)
 	}
 }
+
+// uploadBucket is a bucket with unfinished uploads too.
+type uploadBucket struct {
+	bucket
+	uploads []storage.Upload
+	removed []string
+}
+
+func (b *uploadBucket) ListUploads(_ context.Context, fn func([]storage.Upload) error) error {
+	return fn(b.uploads)
+}
+
+func (b *uploadBucket) RemoveUpload(_ context.Context, u storage.Upload) error {
+	b.removed = append(b.removed, u.Key+u.ID)
+	return nil
+}
+
+// Unfinished uploads: those of keys no row names, older than the minimum age, are removed; those
+// of a key a row names (an upload in progress) are not; a leftover whose key the storage cannot
+// name is removed only once older than LeftoverAge; nothing outside Slipway's prefixes is touched.
+func TestReconcileUploads(t *testing.T) {
+	now := time.Now()
+	b := &uploadBucket{uploads: []storage.Upload{
+		{Key: "packages/orphan", ID: "1", Started: now.Add(-2 * time.Hour)},
+		{Key: "packages/young", ID: "2", Started: now.Add(-time.Minute)},
+		{Key: "packages/pending", ID: "3", Started: now.Add(-2 * time.Hour)},
+		{Key: "other/x", ID: "4", Started: now.Add(-48 * time.Hour)},
+		{ID: "packages/.slipway-tmp-ab-parts-5", Started: now.Add(-2 * time.Hour)},
+		{ID: "packages/.slipway-tmp-ab-6", Started: now.Add(-25 * time.Hour)},
+	}}
+	o := &owners{snapshot: []ObjectOwner{{Key: "packages/pending", Kind: OwnerLedger}}, now: map[string]bool{"packages/pending": true}}
+	r := &Reconciler{Store: o, Storage: b, Prefixes: []string{"packages"}, LeftoverAge: 24 * time.Hour}
+	for _, dry := range []bool{true, false} {
+		var found []string
+		res, err := r.Reconcile(t.Context(), ReconcileOptions{MinAge: time.Hour, DryRun: dry, Report: func(f Finding) {
+			found = append(found, f.Kind+" "+f.Upload.Key+f.Upload.ID)
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"upload packages/orphan1", "young packages/young2", "young packages/.slipway-tmp-ab-parts-5",
+			"upload packages/.slipway-tmp-ab-6"}
+		slices.Sort(found)
+		slices.Sort(want)
+		if !slices.Equal(found, want) || res.Uploads != 2 || res.Young != 2 {
+			t.Errorf("dry run %v: %+v, found\n%s\nwant\n%s", dry, res, strings.Join(found, "\n"), strings.Join(want, "\n"))
+		}
+		wantRemoved := []string{"packages/orphan1", "packages/.slipway-tmp-ab-6"}
+		if dry {
+			wantRemoved = nil
+		}
+		if !slices.Equal(b.removed, wantRemoved) {
+			t.Errorf("dry run %v: removed %v, want %v", dry, b.removed, wantRemoved)
+		}
+	}
+}
