@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
@@ -257,19 +258,35 @@ func (r *Reconciler) settle(ctx context.Context, candidates []storage.Object, dr
 	for _, k := range unowned {
 		orphan[k] = true
 	}
+	var orphans []storage.Object
 	for _, obj := range candidates {
-		if !orphan[obj.Key] {
-			continue
+		if orphan[obj.Key] {
+			orphans = append(orphans, obj)
 		}
-		if !dryRun {
-			if err := r.Storage.Delete(ctx, obj.Key); err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				res.Failed++
-				report(Finding{Kind: FindingFailed, Object: obj, Err: err})
-				continue
+	}
+	// Deleted a few at a time (one S3 deletion is two requests), reported in key order.
+	errs := make([]error, len(orphans))
+	if !dryRun {
+		var wg sync.WaitGroup
+		slots := make(chan struct{}, deleteConcurrency)
+		for i, obj := range orphans {
+			slots <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-slots; wg.Done() }()
+				errs[i] = r.Storage.Delete(ctx, obj.Key)
+			}()
+		}
+		wg.Wait()
+	}
+	for i, obj := range orphans {
+		if errs[i] != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
+			res.Failed++
+			report(Finding{Kind: FindingFailed, Object: obj, Err: errs[i]})
+			continue
 		}
 		res.Orphans++
 		res.OrphanBytes += obj.Size
@@ -277,6 +294,9 @@ func (r *Reconciler) settle(ctx context.Context, candidates []storage.Object, dr
 	}
 	return nil
 }
+
+// deleteConcurrency is how many deletions a reconciliation runs at once.
+const deleteConcurrency = 8
 
 // ours reports whether key is under one of Slipway's prefixes.
 func (r *Reconciler) ours(key string) bool {

@@ -5,6 +5,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,6 +43,7 @@ func (o *owners) Unowned(_ context.Context, keys []string) ([]string, error) {
 // bucket lists its objects in pages of two, in the order given.
 type bucket struct {
 	objects []storage.Object
+	mu      sync.Mutex
 	deleted []string
 }
 
@@ -55,6 +57,8 @@ func (b *bucket) List(_ context.Context, fn func([]storage.Object) error) error 
 }
 
 func (b *bucket) Delete(_ context.Context, key string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.deleted = append(b.deleted, key)
 	return nil
 }
