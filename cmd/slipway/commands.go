@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"github.com/slipwayhq/slipway/pkg/buildinfo"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/access"
+	"github.com/slipwayhq/slipway/pkg/distribution/lifecycle"
+	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
 	"github.com/slipwayhq/slipway/pkg/store"
 	"github.com/slipwayhq/slipway/pkg/uploader"
 )
@@ -196,18 +199,39 @@ func openMigrated(ctx context.Context, getenv func(string) string, stderr io.Wri
 	return db, nil
 }
 
-// gcCmd: slipway gc runs the storage collector once.
+// gcCmd: slipway gc runs the storage collector once; with --reconcile, it lists the bucket and
+// deletes the objects no row names instead (after a database restore).
 func gcCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("gc", stderr)
 	grace := fs.Duration("grace", -1, "collect pending uploads older than this (default: SLIPWAY_GC_GRACE)")
+	reconcile := fs.Bool("reconcile", false, "list the bucket and delete the objects no row names (after restoring an older database); report rows whose object is missing")
+	dryRun := fs.Bool("dry-run", false, "with --reconcile: print what would be deleted, delete nothing")
+	minAge := fs.Duration("min-age", time.Hour, "with --reconcile: never delete an object modified less than this long ago")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
+	}
+	if fs.NArg() != 0 {
+		return usageError(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !*reconcile && (set["dry-run"] || set["min-age"]) {
+		return usageError("--dry-run and --min-age go with --reconcile")
+	}
+	if *reconcile && set["grace"] {
+		return usageError("--grace is for the collector, not --reconcile (which has --min-age)")
+	}
+	if *minAge < 0 {
+		return usageError("--min-age must not be negative")
 	}
 	a, err := openApp(ctx, getenv, stderr, false)
 	if err != nil {
 		return err
 	}
 	defer a.close()
+	if *reconcile {
+		return reconcileCmd(ctx, a, *dryRun, *minAge, stdout)
+	}
 	g := a.cfg.GCGrace
 	if *grace >= 0 {
 		g = *grace
@@ -218,4 +242,63 @@ func gcCmd(ctx context.Context, args []string, getenv func(string) string, stdou
 		err = fmt.Errorf("%d deletions failed; they will be retried", res.Failed)
 	}
 	return err
+}
+
+// reconcileCmd prints one line per finding (keys and sizes, never a URL), then a summary. It
+// fails when a deletion failed or a row names a missing object, so a restore drill's script sees it.
+func reconcileCmd(ctx context.Context, a *app, dryRun bool, minAge time.Duration, stdout io.Writer) error {
+	deleted, aborted := "deleted", "aborted"
+	if dryRun {
+		deleted, aborted = "would delete", "would abort"
+	}
+	report := func(f lifecycle.Finding) {
+		o, u := f.Object, f.Upload
+		upload := u.Key // the filesystem cannot name the key of its leftovers: their path, then
+		if upload == "" {
+			upload = u.ID
+		}
+		switch {
+		case f.Kind == lifecycle.FindingOrphan:
+			fmt.Fprintf(stdout, "%s %s (%d bytes, modified %s): no row names it\n", deleted, o.Key, o.Size, o.ModTime.UTC().Format(time.RFC3339))
+		case f.Kind == lifecycle.FindingUpload:
+			fmt.Fprintf(stdout, "%s unfinished upload %s (started %s): no row names it\n", aborted, upload, u.Started.UTC().Format(time.RFC3339))
+		case f.Kind == lifecycle.FindingYoung && o.Key != "":
+			fmt.Fprintf(stdout, "kept %s (%d bytes, modified %s): no row names it, but it is newer than --min-age %s\n", o.Key, o.Size, o.ModTime.UTC().Format(time.RFC3339), minAge)
+		case f.Kind == lifecycle.FindingYoung:
+			fmt.Fprintf(stdout, "kept unfinished upload %s (started %s): it may still be in progress\n", upload, u.Started.UTC().Format(time.RFC3339))
+		case f.Kind == lifecycle.FindingForeign:
+			fmt.Fprintf(stdout, "kept %s: not under %s/, so not Slipway's\n", o.Key, strings.Join(uploads.KeyPrefixes, "/, "))
+		case f.Kind == lifecycle.FindingFailed && o.Key != "":
+			fmt.Fprintf(stdout, "failed to delete %s: %v\n", o.Key, f.Err)
+		case f.Kind == lifecycle.FindingFailed:
+			fmt.Fprintf(stdout, "failed to abort unfinished upload %s: %v\n", upload, f.Err)
+		case f.Kind == lifecycle.FindingMissing:
+			fmt.Fprintf(stdout, "missing %s: %s\n", f.Owner.Key, describeOwner(f.Owner))
+		}
+	}
+	res, err := a.svc.Reconciler.Reconcile(ctx, lifecycle.ReconcileOptions{MinAge: minAge, DryRun: dryRun, Report: report})
+	fmt.Fprintf(stdout, "listed %d objects (%d bytes); %s %d objects no row names (%d bytes); %s %d unfinished uploads; kept %d newer than %s and %d outside Slipway's prefixes; %d failed; %d rows name a missing object\n",
+		res.Listed, res.ListedBytes, deleted, res.Orphans, res.OrphanBytes, aborted, res.Uploads, res.Young, minAge, res.Foreign, res.Failed, res.Missing)
+	switch {
+	case err != nil:
+		return err
+	case res.Failed > 0:
+		return fmt.Errorf("%d deletions failed; run it again", res.Failed)
+	case res.Missing > 0:
+		return fmt.Errorf("%d rows name objects the storage does not hold (see docs/operations.md, Backup and restore)", res.Missing)
+	}
+	return nil
+}
+
+// describeOwner names the row of a missing object.
+func describeOwner(o distribution.ObjectOwner) string {
+	switch o.Kind {
+	case distribution.OwnerRelease:
+		return fmt.Sprintf("the package of release %d", o.ID)
+	case distribution.OwnerIcon:
+		return fmt.Sprintf("the icon of release %d", o.ID)
+	case distribution.OwnerDebugFile:
+		return fmt.Sprintf("debug file %d", o.ID)
+	}
+	return o.Kind
 }

@@ -49,3 +49,23 @@ func TestHelpNamesTheCommand(t *testing.T) {
 		t.Errorf("gc --bogus: exit %d, want 2", code)
 	}
 }
+
+// gc's reconcile flags are refused where they mean nothing, before anything is opened (exit 2).
+func TestGCReconcileFlags(t *testing.T) {
+	getenv := func(string) string { return "" }
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"gc", "--dry-run"}, "go with --reconcile"},
+		{[]string{"gc", "--min-age", "0s"}, "go with --reconcile"},
+		{[]string{"gc", "--reconcile", "--grace", "1s"}, "--grace is for the collector"},
+		{[]string{"gc", "--reconcile", "--min-age", "-1s"}, "must not be negative"},
+		{[]string{"gc", "--reconcile", "extra"}, "unexpected argument"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), c.args, getenv, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("slipway %s: exit %d, stderr %q; want 2 and %q", strings.Join(c.args, " "), code, stderr.String(), c.want)
+		}
+	}
+}

@@ -35,6 +35,8 @@ Commands:
   token list                          list tokens (never their secrets)
   token revoke NAME                   revoke the active token named NAME
   gc [--grace DURATION]               delete orphaned objects once
+  gc --reconcile [--dry-run] [--min-age DURATION]
+                                      list the bucket; delete the objects no row names (after a restore), report missing ones
   admin login-link                    print a one-time link that signs in to the console as the administrator
   retention plan [--channel ID] [--url URL --token TOKEN]
                                       show what retention policies delete now (deletes nothing)

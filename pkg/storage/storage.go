@@ -59,6 +59,52 @@ type Info struct {
 	ModTime time.Time
 }
 
+// Object is one object a Lister found.
+type Object struct {
+	Key     string
+	Size    int64
+	ModTime time.Time
+}
+
+// ListPageSize is the most objects a Lister hands over at once.
+const ListPageSize = 1000
+
+// Lister is implemented by backends that can enumerate what they hold (all of Slipway's): the
+// reconciliation of `slipway gc --reconcile` compares it with the rows that own objects.
+type Lister interface {
+	// List calls fn with every object, a page of at most ListPageSize at a time, in byte order of
+	// their keys (as Go compares strings and Postgres's "C" collation orders them), and stops at
+	// fn's first error, which it returns. Only whole objects are listed: not the temp files of
+	// writes in progress nor the parts of unfinished multipart uploads. It holds about one page
+	// in memory whatever the store's size; fn must not keep the page after it returns.
+	List(ctx context.Context, fn func(page []Object) error) error
+}
+
+// Upload is an unfinished write an UploadLister found: a multipart upload never completed nor
+// aborted (S3), or the temp file or part folder of a write or upload session (filesystem).
+type Upload struct {
+	// Key is the key it writes, when the store can tell (S3); "" when it cannot (the filesystem
+	// names its leftovers after a hash of the key).
+	Key string
+	// ID identifies it for RemoveUpload: the multipart upload id (S3), or the leftover's path
+	// (filesystem).
+	ID string
+	// Started is when it began (S3), or when it last changed (filesystem: a part folder changes
+	// whenever a part arrives, a temp file whenever bytes are written).
+	Started time.Time
+}
+
+// UploadLister is implemented by backends that can enumerate and remove unfinished writes: after
+// a database restore, those of uploads the restored database does not know are left behind.
+type UploadLister interface {
+	// ListUploads calls fn with the unfinished writes, a page of at most ListPageSize at a time,
+	// and stops at fn's first error, which it returns.
+	ListUploads(ctx context.Context, fn func(page []Upload) error) error
+	// RemoveUpload aborts the upload and removes what it stored. Removing one already gone is not
+	// an error.
+	RemoveUpload(ctx context.Context, u Upload) error
+}
+
 // GetOptions shape a presigned download.
 type GetOptions struct {
 	// Filename sets the response's Content-Disposition (attachment; filename="...").

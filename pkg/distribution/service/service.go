@@ -47,6 +47,7 @@ type Store interface {
 	events.DownloadStore
 	lifecycle.RetentionStore
 	lifecycle.CollectorStore
+	lifecycle.ReconcileStore
 	devices.DeviceStore
 	readcache.ViewStore
 	readcache.ChangeFeed
@@ -74,9 +75,10 @@ type Service struct {
 	Webhooks  *events.Webhooks
 	Sender    *events.Sender
 	Downloads *events.Counter
-	// Lifecycle: retention and the collector.
-	Retention *lifecycle.Retention
-	Collector *lifecycle.Collector
+	// Lifecycle: retention and the collector; the reconciler (`slipway gc --reconcile`).
+	Retention  *lifecycle.Retention
+	Collector  *lifecycle.Collector
+	Reconciler *lifecycle.Reconciler
 	// Devices and the UDID profile service.
 	Devices *devices.Devices
 	// The read cache and the component that keeps it in step with other replicas.
@@ -134,6 +136,7 @@ func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, l
 			KeepBuilds: cfg.RetentionKeepBuilds, MaxAgeDays: cfg.RetentionMaxAgeDays, MaxBytes: cfg.RetentionMaxBytes,
 			ExpiredProfileDays: cfg.RetentionExpiredProfileDays}}}
 	s.Collector = &lifecycle.Collector{Store: db, Storage: st, Interval: cfg.GCInterval, Grace: cfg.GCGrace, Metrics: m, Log: log, Audit: audit}
+	s.Reconciler = &lifecycle.Reconciler{Store: db, Storage: st, Prefixes: uploads.KeyPrefixes, LeftoverAge: cfg.UploadSessionTTL}
 	s.Devices = &devices.Devices{Store: db, Signer: signer, UDID: devices.UDIDConfig{Organization: cfg.UDIDOrganization}, Audit: audit}
 	s.Console = &console.Console{Apps: s.Apps, Releases: s.Releases, Sessions: s.Sessions, Webhooks: s.Webhooks,
 		Devices: s.Devices, Tokens: s.Tokens, People: s.People}

@@ -153,7 +153,7 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 		}
 	}
 	if info.Icon != nil {
-		iconKey, err := b.Objects.StoreBytes(ctx, "icons", info.Icon.Data, info.Icon.ContentType)
+		iconKey, err := b.Objects.StoreBytes(ctx, IconPrefix, info.Icon.Data, info.Icon.ContentType)
 		if err != nil {
 			return nil, err
 		}

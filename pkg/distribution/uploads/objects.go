@@ -112,11 +112,16 @@ func newObjectKey(prefix string) string {
 	return fmt.Sprintf("%s/%s/%x%s", prefix, time.Now().UTC().Format("2006/01/02"), time.Now().UnixMilli(), hex.EncodeToString(b))
 }
 
-// Object key prefixes of uploads.
+// Object key prefixes: every object Slipway writes is under one of them (KeyPrefixes).
 const (
 	PackagePrefix   = "packages"
 	DebugFilePrefix = "debug_files"
+	IconPrefix      = "icons"
 )
+
+// KeyPrefixes are the top-level folders of every key Slipway writes (packages and upload sessions'
+// objects, debug files, release icons). Reconciliation deletes nothing outside them.
+var KeyPrefixes = []string{PackagePrefix, DebugFilePrefix, IconPrefix}
 
 // StoreUpload streams r, an upload's file part, into a new pending object under prefix
 // (PackagePrefix, DebugFilePrefix), hashing and counting it on the way and keeping its tail. More than

@@ -52,6 +52,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) storage.Backend) {
 		{"Presign", testPresign},
 		{"OpenFile", testOpenFile},
 		{"ReaderAtZip", testReaderAtZip},
+		{"List", testList},
+		{"ListUploads", testListUploads},
 	}
 	t.Run("conformance", func(t *testing.T) {
 		for _, tt := range tests {
@@ -194,6 +196,154 @@ func testMultipart(t *testing.T, b storage.Backend) {
 		if _, err := b.Stat(ctx, key); !errors.Is(err, storage.ErrNotFound) {
 			t.Fatalf("an ended upload made an object: %v", err)
 		}
+	}
+}
+
+// testList: List hands over every whole object, in byte order of the keys (folders and
+// punctuation mixed as S3 orders them), pages of at most storage.ListPageSize, with sizes; not
+// the parts of an unfinished multipart upload; and stops at fn's error.
+func testList(t *testing.T, b storage.Backend) {
+	l, ok := b.(storage.Lister)
+	if !ok {
+		t.Skipf("%T cannot list", b)
+	}
+	ctx := t.Context()
+	want := map[string]int{}
+	for i, key := range []string{"list/a/b", "list/a-c/1", "list/a.b", "list/a0", "list/Z", "list/a/deep/er/x.bin",
+		"list/\u00e9t\u00e9", "list/~", "list/a/b-c", "other"} {
+		put(t, b, key, Random(i*7, uint64(i)))
+		want[key] = i * 7
+	}
+	// Enough objects for two pages, put a few at a time.
+	var wg sync.WaitGroup
+	keys := make(chan string)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range keys {
+				put(t, b, k, []byte("x"))
+			}
+		}()
+	}
+	for i := range storage.ListPageSize + 3 {
+		k := fmt.Sprintf("list/many/%05d", i)
+		want[k] = 1
+		keys <- k
+	}
+	close(keys)
+	wg.Wait()
+	if mp, ok := b.(storage.Multipart); ok {
+		id, err := mp.CreateMultipart(ctx, "list/unfinished", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status, err := PutPart(t, b, "list/unfinished", id, 1, []byte("part"), 4); err != nil || status/100 != 2 {
+			t.Fatalf("part: %d %v", status, err)
+		}
+		t.Cleanup(func() { _ = mp.AbortMultipart(context.Background(), "list/unfinished", id) })
+	}
+
+	var got []string
+	pages := 0
+	err := l.List(ctx, func(page []storage.Object) error {
+		pages++
+		if len(page) == 0 || len(page) > storage.ListPageSize {
+			t.Errorf("page %d has %d objects", pages, len(page))
+		}
+		for _, o := range page {
+			if size, ok := want[o.Key]; !ok {
+				t.Errorf("listed %q, which was never put", o.Key)
+			} else if o.Size != int64(size) {
+				t.Errorf("%s: size %d, want %d", o.Key, o.Size, size)
+			}
+			if o.ModTime.IsZero() {
+				t.Errorf("%s: no modification time", o.Key)
+			}
+			got = append(got, o.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Errorf("listed %d objects, want %d", len(got), len(want))
+	}
+	if pages < 2 {
+		t.Errorf("%d objects came in %d page(s)", len(got), pages)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i-1] >= got[i] {
+			t.Errorf("out of byte order: %q listed before %q", got[i-1], got[i])
+		}
+	}
+
+	stop := errors.New("stop")
+	calls := 0
+	if err := l.List(ctx, func([]storage.Object) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
+		t.Errorf("List after fn's error: %v, %d calls", err, calls)
+	}
+}
+
+// testListUploads: ListUploads finds an unfinished multipart upload (by its key and id, or, on a
+// store that cannot name the key, by a path holding the id), not whole objects, and RemoveUpload
+// ends it: its parts are gone and it is listed no more.
+func testListUploads(t *testing.T, b storage.Backend) {
+	ul, ok := b.(storage.UploadLister)
+	mp, ok2 := b.(storage.Multipart)
+	if !ok || !ok2 {
+		t.Skipf("%T cannot list unfinished uploads", b)
+	}
+	ctx := t.Context()
+	put(t, b, "uploads/whole", []byte("whole"))
+	key := "uploads/unfinished"
+	id, err := mp.CreateMultipart(ctx, key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, err := PutPart(t, b, key, id, 1, []byte("part"), 4); err != nil || status/100 != 2 {
+		t.Fatalf("part: %d %v", status, err)
+	}
+	find := func() []storage.Upload {
+		var found []storage.Upload
+		err := ul.ListUploads(ctx, func(page []storage.Upload) error {
+			for _, u := range page {
+				if u.Key == "uploads/whole" || strings.HasSuffix(u.ID, "uploads/whole") {
+					t.Errorf("a whole object listed as unfinished: %+v", u)
+				}
+				if (u.Key == key && u.ID == id) || (u.Key == "" && strings.Contains(u.ID, id)) {
+					if u.Started.IsZero() {
+						t.Errorf("%+v has no time", u)
+					}
+					found = append(found, u)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
+	found := find()
+	if len(found) != 1 {
+		t.Fatalf("ListUploads found %d entries of the unfinished upload, want 1: %+v", len(found), found)
+	}
+	if err := ul.RemoveUpload(ctx, found[0]); err != nil {
+		t.Fatal(err)
+	}
+	if parts, err := mp.ListParts(ctx, key, id); err == nil && len(parts) > 0 {
+		t.Errorf("a removed upload still lists %d parts", len(parts))
+	}
+	if again := find(); len(again) != 0 {
+		t.Errorf("a removed upload is still listed: %+v", again)
+	}
+	if err := ul.RemoveUpload(ctx, found[0]); err != nil {
+		t.Errorf("removing it again: %v", err)
+	}
+	if got := get(t, b, "uploads/whole", 0, -1); string(got) != "whole" {
+		t.Errorf("the whole object now reads %q", got)
 	}
 }
 
