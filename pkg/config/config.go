@@ -72,9 +72,9 @@ type Config struct {
 	// GCGrace is how old a pending (unfinished) upload's object must be before it is collected
 	// (SLIPWAY_GC_GRACE). It must exceed the longest upload.
 	GCGrace time.Duration
-	// TrustedProxies are the networks whose X-Forwarded-For is believed for the client address
-	// (SLIPWAY_TRUSTED_PROXIES, comma-separated CIDRs; default: loopback and private networks, as
-	// in a cluster behind an ingress).
+	// TrustedProxies are the networks whose X-Forwarded-For and X-Real-IP are believed for the
+	// client address (SLIPWAY_TRUSTED_PROXIES, comma-separated CIDRs; default none: the peer's
+	// address is the client's, and forwarded headers are ignored).
 	TrustedProxies []string
 	// UploadIdleTimeout ends an upload whose client sends nothing for this long
 	// (SLIPWAY_UPLOAD_IDLE_TIMEOUT), so a stalled client cannot hold an upload slot forever.
@@ -176,7 +176,7 @@ var Vars = []Var{
 	{"SLIPWAY_OIDC_ALLOWED_GROUPS", "", "comma-separated groups of which a user must be in one; empty: any"},
 	{"SLIPWAY_OIDC_ADMIN_GROUPS", "", "comma-separated groups whose members are console admins (the first user to sign in is one too)"},
 	{"SLIPWAY_OIDC_GROUPS_CLAIM", "groups", "the ID token claim that lists a user's groups"},
-	{"SLIPWAY_TRUSTED_PROXIES", "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7", "networks whose X-Forwarded-For is trusted"},
+	{"SLIPWAY_TRUSTED_PROXIES", "", "comma-separated CIDRs of the reverse proxies (the ingress) whose X-Forwarded-For and X-Real-IP are believed; empty: none, the peer is the client"},
 }
 
 // Load reads the configuration through getenv (os.Getenv in production).

@@ -237,9 +237,7 @@ SLIPWAY_DRAIN_TIMEOUT: {{ printf "%ds" (int .Values.config.drainTimeoutSeconds) 
 {{- with .Values.config.uploadIdleTimeout }}
 SLIPWAY_UPLOAD_IDLE_TIMEOUT: {{ . | quote }}
 {{- end }}
-{{- with .Values.config.trustedProxies }}
-SLIPWAY_TRUSTED_PROXIES: {{ . | quote }}
-{{- end }}
+SLIPWAY_TRUSTED_PROXIES: {{ .Values.config.trustedProxies | quote }}
 {{- with .Values.storage.region }}
 AWS_REGION: {{ . | quote }}
 {{- end }}
