@@ -84,6 +84,9 @@ type Config struct {
 	DrainTimeout time.Duration
 	// UploadSessionTTL is how long an upload session may stay open (SLIPWAY_UPLOAD_SESSION_TTL).
 	UploadSessionTTL time.Duration
+	// UploadSessionsPerToken caps the open upload sessions of one token
+	// (SLIPWAY_UPLOAD_SESSIONS_PER_TOKEN): each holds a multipart upload in storage until it ends.
+	UploadSessionsPerToken int
 	// ReadCacheBytes bounds the per-replica cache of channel views behind latest, versions and
 	// version_exist (SLIPWAY_READ_CACHE_BYTES; 0 turns it off).
 	ReadCacheBytes int64
@@ -153,6 +156,7 @@ var Vars = []Var{
 	{"SLIPWAY_DRAIN_TIMEOUT", "30s", "how long shutdown waits for in-flight requests"},
 	{"SLIPWAY_UPLOAD_IDLE_TIMEOUT", "60s", "an upload whose client sends nothing for this long is dropped; other bodies must arrive within it"},
 	{"SLIPWAY_UPLOAD_SESSION_TTL", "24h", "how long a resumable upload session (POST /api/uploads) may stay open before it expires and its parts are deleted"},
+	{"SLIPWAY_UPLOAD_SESSIONS_PER_TOKEN", "32", "open upload sessions one token may have at once; the next start is 429 until one is completed, aborted or expired"},
 	{"SLIPWAY_READ_CACHE_BYTES", "67108864", "bytes of channel views and encoded answers each replica caches for latest, versions and version_exist (64 MiB; 0 turns the cache off)"},
 	{"SLIPWAY_READ_CACHE_TTL", "5s", "the oldest a cached view may be, should a change notification be lost"},
 	{"SLIPWAY_RETENTION_INTERVAL", "10m", "how often each replica enforces retention policies (0 disables it on that replica)"},
@@ -293,6 +297,11 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	if c.UploadIdleTimeout, err = duration("SLIPWAY_UPLOAD_IDLE_TIMEOUT", get("SLIPWAY_UPLOAD_IDLE_TIMEOUT"), time.Second, 24*time.Hour); err != nil {
 		return nil, err
+	}
+	if n, err := positiveInt("SLIPWAY_UPLOAD_SESSIONS_PER_TOKEN", get("SLIPWAY_UPLOAD_SESSIONS_PER_TOKEN")); err != nil {
+		return nil, err
+	} else {
+		c.UploadSessionsPerToken = int(min(n, 1<<20))
 	}
 	if c.UploadSessionTTL, err = duration("SLIPWAY_UPLOAD_SESSION_TTL", get("SLIPWAY_UPLOAD_SESSION_TTL"), time.Second, 7*24*time.Hour); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package distribution
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
@@ -107,4 +108,20 @@ func (l AttemptLimit) Left(n int, last, now time.Time) (left time.Duration, next
 		return left, n
 	}
 	return 0, n + 1
+}
+
+// OpenSessions describes a token's open upload sessions (open or completing, not expired).
+type OpenSessions struct {
+	Count int
+	// OldestID is the oldest one's id, NextExpiry when the first of them expires.
+	OldestID   string
+	NextExpiry time.Time
+}
+
+// TooManySessionsError is returned by CreateSession when the token already has its limit of open
+// sessions; nothing was recorded.
+type TooManySessionsError struct{ Open OpenSessions }
+
+func (e *TooManySessionsError) Error() string {
+	return fmt.Sprintf("the token has %d open upload sessions", e.Open.Count)
 }
