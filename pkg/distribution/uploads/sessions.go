@@ -3,10 +3,10 @@ package uploads
 import (
 	"context"
 	"crypto/md5"
-	"errors"
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
