@@ -62,6 +62,14 @@ func (db *DB) ReservePasswordAttempt(ctx context.Context, channelID int64, clien
 	return left, dbErr(err)
 }
 
+// FailPasswordAttempt follows a wrong password: the waits count from when it was known wrong, so
+// both rows' last attempt moves to now (the attempt itself was counted when it was reserved).
+func (db *DB) FailPasswordAttempt(ctx context.Context, channelID int64, client string) error {
+	_, err := db.Pool.Exec(ctx, `UPDATE password_failures SET last_at = greatest(last_at, clock_timestamp())
+		WHERE channel_id = $1 AND client IN ($2, $3)`, channelID, client, channelWide)
+	return dbErr(err)
+}
+
 // ForgivePasswordAttempt follows a right password: the client's count is cleared, and the
 // attempt it reserved is taken off the channel's count (the others' wrong guesses stay counted).
 func (db *DB) ForgivePasswordAttempt(ctx context.Context, channelID int64, client string) error {

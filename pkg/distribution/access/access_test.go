@@ -222,6 +222,10 @@ func (g *memGuard) ReservePasswordAttempt(_ context.Context, _ int64, client str
 	g.n[client], g.n["*"], g.last[client], g.last["*"] = n1, n2, now, now
 	return 0, nil
 }
+func (g *memGuard) FailPasswordAttempt(_ context.Context, _ int64, client string) error {
+	g.last[client], g.last["*"] = time.Now(), time.Now()
+	return nil
+}
 func (g *memGuard) ForgivePasswordAttempt(_ context.Context, _ int64, client string) error {
 	delete(g.n, client)
 	g.n["*"] = max(g.n["*"]-1, 0)

@@ -20,6 +20,9 @@ type PasswordGuard interface {
 	// the check that it may be made, so concurrent attempts cannot slip past the limits. It
 	// returns how long the attempt must still wait (nothing is counted then), or 0.
 	ReservePasswordAttempt(ctx context.Context, channelID int64, client string, perClient, perChannel distribution.AttemptLimit) (time.Duration, error)
+	// FailPasswordAttempt follows a wrong password: the waits count from now, when it was known
+	// wrong, rather than from when it was reserved (bcrypt takes a while).
+	FailPasswordAttempt(ctx context.Context, channelID int64, client string) error
 	// ForgivePasswordAttempt follows a right password: the client's count is cleared and its
 	// attempt taken off the channel's.
 	ForgivePasswordAttempt(ctx context.Context, channelID int64, client string) error
@@ -69,6 +72,9 @@ func (p *Passwords) CheckChannelPassword(ctx context.Context, c *distribution.Ch
 		return e
 	}
 	if bcrypt.CompareHashAndPassword([]byte(*c.PasswordHash), []byte(password)) != nil {
+		if err := p.Guard.FailPasswordAttempt(ctx, c.ID, client); err != nil {
+			return err
+		}
 		return errs.New(errs.Forbidden, "wrong password for this channel")
 	}
 	return p.Guard.ForgivePasswordAttempt(ctx, c.ID, client)
