@@ -72,9 +72,9 @@ type Config struct {
 	// GCGrace is how old a pending (unfinished) upload's object must be before it is collected
 	// (SLIPWAY_GC_GRACE). It must exceed the longest upload.
 	GCGrace time.Duration
-	// TrustedProxies are the networks whose X-Forwarded-For is believed for the client address
-	// (SLIPWAY_TRUSTED_PROXIES, comma-separated CIDRs; default: loopback and private networks, as
-	// in a cluster behind an ingress).
+	// TrustedProxies are the networks whose X-Forwarded-For and X-Real-IP are believed for the
+	// client address (SLIPWAY_TRUSTED_PROXIES, comma-separated CIDRs; default none: the peer's
+	// address is the client's, and forwarded headers are ignored).
 	TrustedProxies []string
 	// UploadIdleTimeout ends an upload whose client sends nothing for this long
 	// (SLIPWAY_UPLOAD_IDLE_TIMEOUT), so a stalled client cannot hold an upload slot forever.
@@ -84,6 +84,9 @@ type Config struct {
 	DrainTimeout time.Duration
 	// UploadSessionTTL is how long an upload session may stay open (SLIPWAY_UPLOAD_SESSION_TTL).
 	UploadSessionTTL time.Duration
+	// UploadSessionsPerToken caps the open upload sessions of one token
+	// (SLIPWAY_UPLOAD_SESSIONS_PER_TOKEN): each holds a multipart upload in storage until it ends.
+	UploadSessionsPerToken int
 	// ReadCacheBytes bounds the per-replica cache of channel views behind latest, versions and
 	// version_exist (SLIPWAY_READ_CACHE_BYTES; 0 turns it off).
 	ReadCacheBytes int64
@@ -153,6 +156,7 @@ var Vars = []Var{
 	{"SLIPWAY_DRAIN_TIMEOUT", "30s", "how long shutdown waits for in-flight requests"},
 	{"SLIPWAY_UPLOAD_IDLE_TIMEOUT", "60s", "an upload whose client sends nothing for this long is dropped; other bodies must arrive within it"},
 	{"SLIPWAY_UPLOAD_SESSION_TTL", "24h", "how long a resumable upload session (POST /api/uploads) may stay open before it expires and its parts are deleted"},
+	{"SLIPWAY_UPLOAD_SESSIONS_PER_TOKEN", "32", "open upload sessions one token may have at once; the next start is 429 until one is completed, aborted or expired"},
 	{"SLIPWAY_READ_CACHE_BYTES", "67108864", "bytes of channel views and encoded answers each replica caches for latest, versions and version_exist (64 MiB; 0 turns the cache off)"},
 	{"SLIPWAY_READ_CACHE_TTL", "5s", "the oldest a cached view may be, should a change notification be lost"},
 	{"SLIPWAY_RETENTION_INTERVAL", "10m", "how often each replica enforces retention policies (0 disables it on that replica)"},
@@ -176,7 +180,7 @@ var Vars = []Var{
 	{"SLIPWAY_OIDC_ALLOWED_GROUPS", "", "comma-separated groups of which a user must be in one; empty: any"},
 	{"SLIPWAY_OIDC_ADMIN_GROUPS", "", "comma-separated groups whose members are console admins (the first user to sign in is one too)"},
 	{"SLIPWAY_OIDC_GROUPS_CLAIM", "groups", "the ID token claim that lists a user's groups"},
-	{"SLIPWAY_TRUSTED_PROXIES", "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7", "networks whose X-Forwarded-For is trusted"},
+	{"SLIPWAY_TRUSTED_PROXIES", "", "comma-separated CIDRs of the reverse proxies (the ingress) whose X-Forwarded-For and X-Real-IP are believed; empty: none, the peer is the client"},
 }
 
 // Load reads the configuration through getenv (os.Getenv in production).
@@ -293,6 +297,11 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	if c.UploadIdleTimeout, err = duration("SLIPWAY_UPLOAD_IDLE_TIMEOUT", get("SLIPWAY_UPLOAD_IDLE_TIMEOUT"), time.Second, 24*time.Hour); err != nil {
 		return nil, err
+	}
+	if n, err := positiveInt("SLIPWAY_UPLOAD_SESSIONS_PER_TOKEN", get("SLIPWAY_UPLOAD_SESSIONS_PER_TOKEN")); err != nil {
+		return nil, err
+	} else {
+		c.UploadSessionsPerToken = int(min(n, 1<<20))
 	}
 	if c.UploadSessionTTL, err = duration("SLIPWAY_UPLOAD_SESSION_TTL", get("SLIPWAY_UPLOAD_SESSION_TTL"), time.Second, 7*24*time.Hour); err != nil {
 		return nil, err

@@ -16,7 +16,7 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.Addr != ":8080" || c.PublicURL != "http://localhost:8080" || c.MaxUploadBytes != 4<<30 || c.PresignTTL != 15*time.Minute ||
 		c.StorageURL != "file://./data/objects" || !c.SecretGenerated || len(c.Secret) < 32 || c.LogFormat != "json" ||
-		c.Location != time.UTC || c.MaxConcurrentUploads != 16 || len(c.TrustedProxies) == 0 {
+		c.Location != time.UTC || c.MaxConcurrentUploads != 16 || len(c.TrustedProxies) != 0 {
 		t.Fatalf("defaults: %+v", c)
 	}
 }

@@ -31,6 +31,8 @@ const (
 	Unavailable
 	// TooManyRequests is a request refused because the replica is at capacity (429).
 	TooManyRequests
+	// Unsupported is a body of a media type the endpoint does not take (415).
+	Unsupported
 )
 
 // Error is an error with a Kind and a message safe to show to clients.

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -283,4 +284,66 @@ func TestUploadSessionOutlivesGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.want(s.call("POST", "/api/uploads/"+sess.ID+"/complete", s.e.UploadToken, ""), 201, "complete after a collector run")
+}
+
+// Issue 20, finding 12: 2,000 POST /api/uploads of 4 GiB each were all 201, each kept for 24 h.
+// Now a token has at most SLIPWAY_UPLOAD_SESSIONS_PER_TOKEN open sessions, however many starts
+// race; the next is 429 saying how to get out of it; aborted and expired sessions do not count,
+// and other tokens are not affected.
+func TestUploadSessionsPerToken(t *testing.T) {
+	t.Parallel()
+	const limit = 4
+	s := sessions{newMgmt(t, apptest.Options{Configure: func(c *config.Config) { c.UploadSessionsPerToken = limit }})}
+	body := startBody("big.ipa", 4<<30-1, "", nil)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var ids []string
+	statuses := map[int]int{}
+	for range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := s.call("POST", "/api/uploads", s.e.UploadToken, body)
+			mu.Lock()
+			defer mu.Unlock()
+			statuses[r.Status]++
+			switch r.Status {
+			case http.StatusCreated:
+				var sess session
+				r.JSON(t, &sess)
+				ids = append(ids, sess.ID)
+			case http.StatusTooManyRequests:
+				msg := r.Error(t)
+				if r.Header.Get("Retry-After") == "" || !strings.Contains(msg, fmt.Sprintf("%d open upload sessions", limit)) ||
+					!strings.Contains(msg, "DELETE /api/uploads/") || !strings.Contains(msg, "ups_") || !strings.Contains(msg, "expires") {
+					t.Errorf("429 without the way out: %v %q", r.Header, msg)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if statuses[http.StatusCreated] != limit || statuses[http.StatusTooManyRequests] != 40-limit {
+		t.Fatalf("40 simultaneous starts with one token: %v, want %d × 201 and the rest 429", statuses, limit)
+	}
+	// The refused starts left nothing behind: one pending object per session.
+	var pending int
+	if err := s.e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM storage_objects WHERE state = 'pending'`).Scan(&pending); err != nil {
+		t.Fatal(err)
+	}
+	if pending != limit {
+		t.Errorf("%d pending objects, want %d", pending, limit)
+	}
+	// Another token starts its own.
+	other := s.want(s.call("POST", "/api/tokens", s.e.AdminToken, `{"name":"other","scope":"upload"}`), 201, "other token")["token"].(string)
+	s.want(s.call("POST", "/api/uploads", other, body), 201, "another token's session")
+	// Aborting one makes room for one.
+	s.want(s.call("DELETE", "/api/uploads/"+ids[0], s.e.UploadToken, ""), 200, "abort")
+	s.start(body, 201)
+	s.start(body, 429)
+	// An expired session (the collector has not ended it yet) counts no more.
+	if _, err := s.e.DB.Pool.Exec(context.Background(), `UPDATE upload_sessions SET expires_at = now() - interval '1 second' WHERE id = $1`, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	s.start(body, 201)
+	s.start(body, 429)
 }

@@ -92,6 +92,8 @@ func Status(kind errs.Kind) int {
 		return http.StatusServiceUnavailable
 	case errs.TooManyRequests:
 		return http.StatusTooManyRequests
+	case errs.Unsupported:
+		return http.StatusUnsupportedMediaType
 	default:
 		return http.StatusInternalServerError
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,13 +16,26 @@ const sessionColumns = `id, token_id, kind, object_key, storage_upload_id, filen
 	coalesce(result_id, 0), coalesce(error, ''), expires_at, created_at`
 
 // CreateSession records an upload session and marks its object pending, in one transaction, so
-// the collector knows the object from its first byte.
-func (db *DB) CreateSession(ctx context.Context, s *distribution.UploadSession) error {
+// the collector knows the object from its first byte. When the token already has maxOpen open
+// sessions (0: no cap), it records nothing and returns *distribution.TooManySessionsError.
+func (db *DB) CreateSession(ctx context.Context, s *distribution.UploadSession, maxOpen int) error {
 	fields, err := json.Marshal(s.Fields)
 	if err != nil {
 		return err
 	}
 	return db.Tx(ctx, func(tx pgx.Tx) error {
+		// One token's session starts take turns (a transaction-scoped lock on the token), so
+		// concurrent starts cannot all see room under the cap.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('upload_sessions.token', $1))`, s.TokenID); err != nil {
+			return err
+		}
+		open, err := openSessions(ctx, tx, s.TokenID)
+		if err != nil {
+			return err
+		}
+		if maxOpen > 0 && open.Count >= maxOpen {
+			return &distribution.TooManySessionsError{Open: open}
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO storage_objects (key, state) VALUES ($1, 'pending')`, s.ObjectKey); err != nil {
 			return err
 		}
@@ -30,6 +44,29 @@ func (db *DB) CreateSession(ctx context.Context, s *distribution.UploadSession) 
 			s.ID, s.TokenID, s.Kind, s.ObjectKey, s.StorageUploadID, s.Filename, s.Size, s.SHA256, s.PartSize, fields, s.ExpiresAt).
 			Scan(&s.CreatedAt)
 	})
+}
+
+// OpenSessions counts a token's open upload sessions (open or completing, and not expired: an
+// expired one waits for the collector but counts no more).
+func (db *DB) OpenSessions(ctx context.Context, tokenID int64) (distribution.OpenSessions, error) {
+	o, err := openSessions(ctx, db.Pool, tokenID)
+	return o, dbErr(err)
+}
+
+func openSessions(ctx context.Context, q querier, tokenID int64) (distribution.OpenSessions, error) {
+	var o distribution.OpenSessions
+	var oldest *string
+	var next *time.Time
+	// The partial index on open sessions' expiry finds them; there are few per token.
+	err := q.QueryRow(ctx, `SELECT count(*), (array_agg(id ORDER BY created_at, id))[1], min(expires_at) FROM upload_sessions
+		WHERE state IN ('open', 'completing') AND expires_at > now() AND token_id = $1`, tokenID).Scan(&o.Count, &oldest, &next)
+	if oldest != nil {
+		o.OldestID = *oldest
+	}
+	if next != nil {
+		o.NextExpiry = *next
+	}
+	return o, err
 }
 
 // GetSession returns an upload session, or errs.NotFound.

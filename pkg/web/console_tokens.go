@@ -38,7 +38,13 @@ func (h *Handler) consoleForm(c *gin.Context) (string, *distribution.User, error
 	if err != nil {
 		return "", nil, err
 	}
-	if !h.csrfValid(session, c.PostForm("csrf")) {
+	// The token comes in the form or, from the console's script, in a header; the body was read
+	// within the console's limits before the handler ran (readConsoleForm).
+	csrf := c.GetHeader(csrfHeader)
+	if csrf == "" {
+		csrf = c.PostForm("csrf")
+	}
+	if !h.csrfValid(session, csrf) {
 		return "", nil, errs.New(errs.Forbidden, "the form's CSRF token is missing or wrong; reload the page and try again")
 	}
 	return session, u, nil

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"errors"
 	"html/template"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution/service"
+	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/httperr"
 	"github.com/slipwayhq/slipway/pkg/links"
 )
@@ -141,7 +144,45 @@ func checked(c *gin.Context, fn func(c *gin.Context) error) error {
 	if err := httperr.CheckRequestText(c.Request); err != nil {
 		return err
 	}
+	if c.Request.Method == http.MethodPost && strings.HasPrefix(c.Request.URL.Path, "/console/") {
+		if err := readConsoleForm(c); err != nil {
+			return err
+		}
+	}
 	return fn(c)
+}
+
+// maxConsoleFormBytes bounds the body of every console POST. The console's forms are a few
+// fields (the longest, a release's changelog); builds never come this way (the upload script
+// PUTs them to upload sessions).
+const maxConsoleFormBytes = 64 << 10
+
+// readConsoleForm reads a console POST's body before its handler runs, within limits: at most
+// maxConsoleFormBytes, urlencoded only (a multipart body would be spooled to temporary files by
+// net/http past 32 MiB of it). An announced length over the limit is refused before a byte is
+// read; a longer body without one is cut at the limit. Either is 413, a multipart or other body
+// 415, so nothing large is read or written anywhere before the session and CSRF token are
+// checked.
+func readConsoleForm(c *gin.Context) error {
+	r := c.Request
+	if r.ContentLength > maxConsoleFormBytes {
+		return errs.New(errs.TooLarge, "a console form is at most %d bytes (builds are uploaded from the app's page, or with slipway upload)", maxConsoleFormBytes)
+	}
+	if r.ContentLength == 0 {
+		return nil
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
+		return errs.New(errs.Unsupported, "console forms are sent as application/x-www-form-urlencoded (builds are uploaded from the app's page, or with slipway upload)")
+	}
+	r.Body = http.MaxBytesReader(c.Writer, r.Body, maxConsoleFormBytes)
+	if err := r.ParseForm(); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return errs.New(errs.TooLarge, "a console form is at most %d bytes (builds are uploaded from the app's page, or with slipway upload)", maxConsoleFormBytes)
+		}
+		return errs.Wrap(errs.Invalid, err, "the form could not be read")
+	}
+	return nil
 }
 
 // page is what layout.html renders; Body is the page template's own data.

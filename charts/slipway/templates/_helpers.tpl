@@ -200,6 +200,7 @@ SLIPWAY_UPLOAD_QUEUE_LENGTH: {{ int64 .Values.config.uploadQueueLength | toStrin
 SLIPWAY_UPLOAD_QUEUE_TIMEOUT: {{ .Values.config.uploadQueueTimeout | quote }}
 SLIPWAY_UPLOAD_MEMORY: {{ int64 .Values.config.uploadMemory | toString | quote }}
 SLIPWAY_UPLOAD_SESSION_TTL: {{ .Values.config.uploadSessionTTL | quote }}
+SLIPWAY_UPLOAD_SESSIONS_PER_TOKEN: {{ int64 .Values.config.uploadSessionsPerToken | toString | quote }}
 SLIPWAY_READ_CACHE_BYTES: {{ int64 .Values.config.readCacheBytes | toString | quote }}
 SLIPWAY_READ_CACHE_TTL: {{ .Values.config.readCacheTTL | quote }}
 SLIPWAY_RETENTION_INTERVAL: {{ .Values.config.retention.interval | quote }}
@@ -237,9 +238,7 @@ SLIPWAY_DRAIN_TIMEOUT: {{ printf "%ds" (int .Values.config.drainTimeoutSeconds) 
 {{- with .Values.config.uploadIdleTimeout }}
 SLIPWAY_UPLOAD_IDLE_TIMEOUT: {{ . | quote }}
 {{- end }}
-{{- with .Values.config.trustedProxies }}
-SLIPWAY_TRUSTED_PROXIES: {{ . | quote }}
-{{- end }}
+SLIPWAY_TRUSTED_PROXIES: {{ .Values.config.trustedProxies | quote }}
 {{- with .Values.storage.region }}
 AWS_REGION: {{ . | quote }}
 {{- end }}

@@ -2,6 +2,8 @@ package access
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -204,22 +206,29 @@ func TestPeopleRules(t *testing.T) {
 	}
 }
 
-// memGuard counts wrong passwords per channel and client.
+// memGuard counts attempts per client and per channel, as the store does.
 type memGuard struct {
-	failures map[string]int
-	last     time.Time
+	n    map[string]int
+	last map[string]time.Time
 }
 
-func (g *memGuard) PasswordFailures(_ context.Context, channelID int64, client string, _ time.Duration) (int, time.Time, error) {
-	return g.failures[client], g.last, nil
+func (g *memGuard) ReservePasswordAttempt(_ context.Context, _ int64, client string, perClient, perChannel AttemptLimit) (time.Duration, error) {
+	now := time.Now()
+	l1, n1 := perClient.Left(g.n[client], g.last[client], now)
+	l2, n2 := perChannel.Left(g.n["*"], g.last["*"], now)
+	if left := max(l1, l2); left > 0 {
+		return left, nil
+	}
+	g.n[client], g.n["*"], g.last[client], g.last["*"] = n1, n2, now, now
+	return 0, nil
 }
-func (g *memGuard) RecordPasswordFailure(_ context.Context, _ int64, client string, _ time.Duration) error {
-	g.failures[client]++
-	g.last = time.Now()
+func (g *memGuard) FailPasswordAttempt(_ context.Context, _ int64, client string) error {
+	g.last[client], g.last["*"] = time.Now(), time.Now()
 	return nil
 }
-func (g *memGuard) ClearPasswordFailures(_ context.Context, _ int64, client string) error {
-	delete(g.failures, client)
+func (g *memGuard) ForgivePasswordAttempt(_ context.Context, _ int64, client string) error {
+	delete(g.n, client)
+	g.n["*"] = max(g.n["*"]-1, 0)
 	return nil
 }
 
@@ -231,7 +240,7 @@ func TestChannelPasswords(t *testing.T) {
 	h, _ := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
 	hash := string(h)
 	c := &Channel{ID: 1, Slug: "k", PasswordHash: &hash}
-	g := &memGuard{failures: map[string]int{}}
+	g := &memGuard{n: map[string]int{}, last: map[string]time.Time{}}
 	p := &Passwords{Guard: g, Signer: signing.New([]byte("secret-secret-secret-secret-secret-0"))}
 	if err := p.Authorize(ctx, &Channel{Slug: "open"}, AccessRequest{}); err != nil {
 		t.Fatalf("an open channel: %v", err)
@@ -268,5 +277,45 @@ func TestChannelPasswords(t *testing.T) {
 	}
 	if p.ReleaseAccessToken(&Channel{Slug: "open"}, 7) != "" {
 		t.Fatal("a release token for an open channel")
+	}
+}
+
+// Many addresses together get ChannelPasswordLimit's free attempts at one channel, then wait; a
+// right password is not counted against the channel.
+func TestChannelPasswordLimitAcrossClients(t *testing.T) {
+	ctx := context.Background()
+	h, _ := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	hash := string(h)
+	c := &Channel{ID: 1, Slug: "k", PasswordHash: &hash}
+	p := &Passwords{Guard: &memGuard{n: map[string]int{}, last: map[string]time.Time{}}}
+	if err := p.CheckChannelPassword(ctx, c, "s3cret", "tester"); err != nil {
+		t.Fatalf("right password: %v", err)
+	}
+	for i := 0; i < ChannelPasswordLimit.Free; i++ {
+		if err := p.CheckChannelPassword(ctx, c, "guess", fmt.Sprintf("10.0.%d.%d", i/200, i%200)); !errs.Is(err, errs.Forbidden) {
+			t.Fatalf("guess %d from its own address: %v", i, err)
+		}
+	}
+	err := p.CheckChannelPassword(ctx, c, "s3cret", "192.0.2.1")
+	var e *errs.Error
+	if !errs.Is(err, errs.TooManyRequests) || !errors.As(err, &e) || e.RetryAfter <= 0 {
+		t.Fatalf("an address that never guessed, after %d guesses at the channel: %v", ChannelPasswordLimit.Free, err)
+	}
+}
+
+func TestAttemptLimit(t *testing.T) {
+	l := AttemptLimit{Free: 2, Window: time.Minute}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		n        int
+		since    time.Duration
+		left     time.Duration
+		nextWant int
+	}{{0, 0, 0, 1}, {1, 0, 0, 2}, {2, 0, time.Second, 2}, {2, time.Second, 0, 3}, {3, time.Second, time.Second, 3},
+		{40, 30 * time.Second, 30 * time.Second, 40}, {40, time.Minute, 0, 1}} {
+		left, next := l.Left(c.n, t0, t0.Add(c.since))
+		if left != c.left || next != c.nextWant {
+			t.Errorf("%d attempts, the last %v ago: left %v next %d, want %v %d", c.n, c.since, left, next, c.left, c.nextWant)
+		}
 	}
 }

@@ -13,11 +13,19 @@ import (
 	"github.com/slipwayhq/slipway/pkg/signing"
 )
 
-// PasswordGuard counts wrong channel passwords per client, shared by all replicas.
+// PasswordGuard counts attempts at channel passwords, per client and per channel, shared by all
+// replicas.
 type PasswordGuard interface {
-	PasswordFailures(ctx context.Context, channelID int64, client string, window time.Duration) (int, time.Time, error)
-	RecordPasswordFailure(ctx context.Context, channelID int64, client string, window time.Duration) error
-	ClearPasswordFailures(ctx context.Context, channelID int64, client string) error
+	// ReservePasswordAttempt counts an attempt before its password is checked, atomically with
+	// the check that it may be made, so concurrent attempts cannot slip past the limits. It
+	// returns how long the attempt must still wait (nothing is counted then), or 0.
+	ReservePasswordAttempt(ctx context.Context, channelID int64, client string, perClient, perChannel distribution.AttemptLimit) (time.Duration, error)
+	// FailPasswordAttempt follows a wrong password: the waits count from now, when it was known
+	// wrong, rather than from when it was reserved (bcrypt takes a while).
+	FailPasswordAttempt(ctx context.Context, channelID int64, client string) error
+	// ForgivePasswordAttempt follows a right password: the client's count is cleared and its
+	// attempt taken off the channel's.
+	ForgivePasswordAttempt(ctx context.Context, channelID int64, client string) error
 }
 
 // Passwords lets requests into password-protected channels: the password itself (with wrong
@@ -27,49 +35,49 @@ type Passwords struct {
 	Signer *signing.Signer
 }
 
-// freePasswordAttempts is how many wrong passwords a client may give for a channel before each
-// further attempt must wait, doubling from one second (shared by all replicas through Postgres).
-const freePasswordAttempts = 5
-
-// passwordFailureWindow is how long wrong channel passwords are remembered per client.
+// passwordFailureWindow is how long attempts at a channel's password are remembered.
 const passwordFailureWindow = 15 * time.Minute
 
-// CheckChannelPassword verifies a channel password given by client (an IP address). Wrong
-// passwords are counted; past freePasswordAttempts, attempts that come too soon are refused with
-// errs.TooManyRequests before the password is even compared.
+// ClientPasswordLimit: a client address may make 5 attempts at a channel's password; each further
+// one must wait, doubling from one second, until the address has made none for 15 minutes.
+var ClientPasswordLimit = distribution.AttemptLimit{Free: 5, Window: passwordFailureWindow}
+
+// ChannelPasswordLimit: all addresses together may make 30 attempts at one channel's password
+// (right ones are not counted), then the same doubling wait, so that many addresses cannot guess
+// one channel's password any faster than a few dozen times per quarter hour.
+var ChannelPasswordLimit = distribution.AttemptLimit{Free: 30, Window: passwordFailureWindow}
+
+// CheckChannelPassword verifies a channel password given by client (an IP address). Each attempt
+// is counted before bcrypt compares it, for its client and for the channel; an attempt past
+// ClientPasswordLimit or ChannelPasswordLimit that comes too soon is refused with
+// errs.TooManyRequests without being compared. A right password clears its client's count.
 func (p *Passwords) CheckChannelPassword(ctx context.Context, c *distribution.Channel, password, client string) error {
 	if !c.HasPassword() {
 		return nil
 	}
-	n, last, err := p.Guard.PasswordFailures(ctx, c.ID, client, passwordFailureWindow)
-	if err != nil {
-		return err
-	}
-	if n >= freePasswordAttempts {
-		wait := time.Duration(math.Min(math.Pow(2, float64(n-freePasswordAttempts)), passwordFailureWindow.Seconds())) * time.Second
-		if left := time.Until(last.Add(wait)); left > 0 {
-			secs, unit := int(math.Ceil(left.Seconds())), "seconds"
-			if secs == 1 {
-				unit = "second"
-			}
-			e := errs.New(errs.TooManyRequests, "too many wrong passwords; try again in %d %s", secs, unit)
-			e.RetryAfter = left
-			return e
-		}
-	}
 	if password == "" {
 		return errs.New(errs.Unauthenticated, "this channel is password protected: give its password")
 	}
+	left, err := p.Guard.ReservePasswordAttempt(ctx, c.ID, client, ClientPasswordLimit, ChannelPasswordLimit)
+	if err != nil {
+		return err
+	}
+	if left > 0 {
+		secs, unit := int(math.Ceil(left.Seconds())), "seconds"
+		if secs == 1 {
+			unit = "second"
+		}
+		e := errs.New(errs.TooManyRequests, "too many wrong passwords; try again in %d %s", secs, unit)
+		e.RetryAfter = left
+		return e
+	}
 	if bcrypt.CompareHashAndPassword([]byte(*c.PasswordHash), []byte(password)) != nil {
-		if err := p.Guard.RecordPasswordFailure(ctx, c.ID, client, passwordFailureWindow); err != nil {
+		if err := p.Guard.FailPasswordAttempt(ctx, c.ID, client); err != nil {
 			return err
 		}
 		return errs.New(errs.Forbidden, "wrong password for this channel")
 	}
-	if n > 0 {
-		return p.Guard.ClearPasswordFailures(ctx, c.ID, client)
-	}
-	return nil
+	return p.Guard.ForgivePasswordAttempt(ctx, c.ID, client)
 }
 
 // PasswordCookieName names the cookie that proves a browser gave a channel's password.

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -32,8 +33,11 @@ import (
 
 // SessionStore keeps upload sessions.
 type SessionStore interface {
-	// CreateSession records a session and its object as pending, in one transaction.
-	CreateSession(ctx context.Context, s *distribution.UploadSession) error
+	// CreateSession records a session and its object as pending, in one transaction, unless the
+	// token already has maxOpen open sessions (*distribution.TooManySessionsError).
+	CreateSession(ctx context.Context, s *distribution.UploadSession, maxOpen int) error
+	// OpenSessions counts a token's open, unexpired sessions.
+	OpenSessions(ctx context.Context, tokenID int64) (distribution.OpenSessions, error)
 	GetSession(ctx context.Context, id string) (*distribution.UploadSession, error)
 	// SwitchSession moves a session from state from to state to (recording resultID and errMsg),
 	// and reports whether it was in from: concurrent completions do the work once.
@@ -77,6 +81,9 @@ type SessionConfig struct {
 	PublicURL string
 	// URLTTL bounds part URLs (presigned or signed), as it bounds download URLs.
 	URLTTL time.Duration
+	// MaxOpenPerToken caps the open sessions of one token (SLIPWAY_UPLOAD_SESSIONS_PER_TOKEN; 0:
+	// no cap). Each holds a multipart upload in storage for up to TTL.
+	MaxOpenPerToken int
 }
 
 // DefaultSessionPartSize is the part size of sessions when SessionConfig.PartSize is 0.
@@ -121,6 +128,22 @@ func debugFormOf(f map[string]string) DebugFileForm {
 
 // ReleaseFormOf reads an upload's form fields.
 func ReleaseFormOf(fields map[string]string) ReleaseForm { return releaseFormOf(fields) }
+
+// sessionRetryAfter is the Retry-After of a start refused for too many open sessions, unless the
+// first of them expires sooner: sessions are usually completed or aborted within minutes.
+const sessionRetryAfter = time.Minute
+
+// tooManySessions is the 429 of a token at its cap of open sessions, saying how to get out of it.
+func (ss *Sessions) tooManySessions(open distribution.OpenSessions) error {
+	e := errs.New(errs.TooManyRequests, "this token has %d open upload sessions, the most it may have (SLIPWAY_UPLOAD_SESSIONS_PER_TOKEN): "+
+		"complete or abort one (DELETE /api/uploads/<id>; the oldest is %s), or wait until one expires (the first at %s)",
+		open.Count, open.OldestID, open.NextExpiry.UTC().Format(time.RFC3339))
+	e.RetryAfter = sessionRetryAfter
+	if left := time.Until(open.NextExpiry); left > 0 && left < e.RetryAfter {
+		e.RetryAfter = left
+	}
+	return e
+}
 
 // multipart returns the storage's multipart interface, or an error when it has none.
 func (ss *Sessions) multipart() (storage.Multipart, error) {
@@ -189,11 +212,26 @@ func (ss *Sessions) StartSession(ctx context.Context, tok *distribution.Token, i
 	sess.ID = newSessionID()
 	sess.ObjectKey = newObjectKey(prefix)
 	sess.ExpiresAt = time.Now().Add(ss.Config.TTL)
+	// A token at its cap is refused before storage is asked for anything; CreateSession checks
+	// again, atomically, for starts that race.
+	if limit := ss.Config.MaxOpenPerToken; limit > 0 {
+		open, err := ss.Store.OpenSessions(ctx, tok.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		if open.Count >= limit {
+			return nil, nil, ss.tooManySessions(open)
+		}
+	}
 	if sess.StorageUploadID, err = mp.CreateMultipart(ctx, sess.ObjectKey, "application/octet-stream"); err != nil {
 		return nil, nil, storageErr(ss.Metrics, "create multipart", err)
 	}
-	if err := ss.Store.CreateSession(ctx, sess); err != nil {
+	if err := ss.Store.CreateSession(ctx, sess, ss.Config.MaxOpenPerToken); err != nil {
 		_ = mp.AbortMultipart(context.WithoutCancel(ctx), sess.ObjectKey, sess.StorageUploadID)
+		var full *distribution.TooManySessionsError
+		if errors.As(err, &full) {
+			return nil, nil, ss.tooManySessions(full.Open)
+		}
 		return nil, nil, err
 	}
 	parts, err := ss.sessionParts(ctx, sess, nil)
