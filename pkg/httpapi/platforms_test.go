@@ -406,3 +406,42 @@ func TestUploadHostilePlatformPackages(t *testing.T) {
 		}
 	}
 }
+
+// A HarmonyOS .hap through an upload session that sends no checksum: the release still records
+// the package's SHA-256 (read once from storage), which the install manifest names; a file no
+// family reads, through a session into a linux channel, is kept as the multipart upload keeps it.
+func TestUploadSessionPlatforms(t *testing.T) {
+	s := sessions{newMgmt(t, apptest.Options{Storage: apptest.S3})}
+	hap := harmonytest.BuildHAP(harmonytest.HAPOptions{BundleName: "com.example.session", VersionName: "2.0.0", VersionCode: 2000000,
+		Label: "Session", DeviceTypes: []string{"phone"}})
+	send := func(name string, data []byte, fields map[string]any) map[string]any {
+		t.Helper()
+		sess := s.start(startBody(name, len(data), "", fields), 201)
+		for i, p := range sess.Parts {
+			off := int64(i) * sess.PartSize
+			if st := s.put(p.URL, data[off:off+p.Size]); st != 200 {
+				t.Fatalf("part %d: %d", p.Number, st)
+			}
+		}
+		return s.want(s.call("POST", "/api/uploads/"+sess.ID+"/complete", s.e.UploadToken, ""), 201, "complete "+name)
+	}
+	rel := send("session.hap", hap, nil)
+	pkg := rel["package"].(map[string]any)
+	if pkg["sha256"] != sha(hap) || pkg["format"] != "hap" || pkg["platform"] != "harmonyos" {
+		t.Fatalf("package facts: %v", pkg)
+	}
+	r := s.e.Get(t, pkg["harmony_manifest_url"].(string))
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"packageHash": "`+sha(hap)+`"`) || !strings.Contains(string(r.Body), `"versionCode": 2000000`) {
+		t.Fatalf("manifest: %d %s", r.Status, r.Body)
+	}
+
+	c := mc{t: t, e: s.e}
+	app := c.call("POST", "/api/apps", s.e.AdminToken, `{"name":"Tools"}`, 201)
+	scheme := c.call("POST", at("/api/apps/%d/schemes", idOf(app)), s.e.AdminToken, `{"name":"Adhoc"}`, 201)
+	ch := c.call("POST", at("/api/schemes/%d/channels", idOf(scheme)), s.e.AdminToken, `{"name":"Linux","device_type":"linux"}`, 201)
+	blob := []byte(strings.Repeat("tools\n", 1000))
+	plain := send("tools-4.5.6.tar.zst", blob, map[string]any{"channel_key": ch["slug"]})
+	if plain["release_version"] != "4.5.6" || plain["bundle_id"] != "tools" || plain["package"].(map[string]any)["format"] != "other" {
+		t.Fatalf("plain file through a session: %v", plain)
+	}
+}
