@@ -445,3 +445,26 @@ func TestUploadSessionPlatforms(t *testing.T) {
 		t.Fatalf("plain file through a session: %v", plain)
 	}
 }
+
+// An .exe without a version resource (a Go or Rust build) names neither its product nor its
+// version: the upload's fields give them, else the file name; with neither, a 422 and nothing kept.
+func TestUploadBareEXE(t *testing.T) {
+	e := newEnv(t, apptest.Options{Storage: apptest.FS})
+	exe := windowstest.BuildPE(windowstest.PEOptions{})
+	rel := e.uploadPlatform(t, "fieldtool-1.2.0.exe", exe)
+	want(t, "from the file name", []string{rel.App.Name, rel.BundleID, rel.ReleaseVersion, rel.BuildVersion, rel.Channel.DeviceType, rel.Package.Format},
+		[]string{"fieldtool", "fieldtool", "1.2.0", "1.2.0", "windows", "exe"})
+	want(t, "architectures", rel.Package.Architectures, []string{"x64"})
+	rel = e.uploadPlatform(t, "fieldtool.exe", exe, apptest.Field("name", "Field Tool"), apptest.Field("release_version", "1.3"),
+		apptest.Field("build_version", "130"), apptest.Field("bundle_id", "com.acme.fieldtool"))
+	want(t, "from the fields", []string{rel.App.Name, rel.BundleID, rel.ReleaseVersion, rel.BuildVersion},
+		[]string{"Field Tool", "com.acme.fieldtool", "1.3", "130"})
+	releases, objects := e.rows(t, "releases"), len(e.Objects(t))
+	r := e.upload(t, apptest.Field("token", e.UploadToken), apptest.File("fieldtool.exe", exe))
+	if msg := wantError(t, r, http.StatusUnprocessableEntity); !strings.Contains(msg, "release_version") {
+		t.Errorf("no version anywhere: %q", msg)
+	}
+	if n, o := e.rows(t, "releases"), len(e.Objects(t)); n != releases || o != objects {
+		t.Errorf("the refused upload kept something: %d releases (was %d), %d objects (was %d)", n, releases, o, objects)
+	}
+}

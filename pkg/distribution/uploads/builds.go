@@ -134,7 +134,12 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 		}
 	case appinfo.FormatOther:
 	default:
-		f.fill(info)
+		// Apple and Android packages keep their rules (decisions.md, Packages).
+		if info.Platform == appinfo.HarmonyOS || info.Platform == appinfo.Windows || info.Platform == appinfo.Linux {
+			if err := f.fill(info, obj.Filename); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if links.HarmonyInstallable(string(info.Platform), string(info.Format)) && obj.SHA256 == "" {
 		// The HarmonyOS install manifest names the package's SHA-256 (packageHash).
@@ -297,12 +302,21 @@ func splitFileName(name string) (base, version string) {
 	return base, version
 }
 
-// fill takes from the form what a parsed package leaves empty (an .exe without a version
-// resource, a package without a version): the form never overrides the package.
-func (f *ReleaseForm) fill(info *appinfo.Info) {
-	info.ReleaseVersion = firstNonEmpty(info.ReleaseVersion, f.ReleaseVersion)
+// fill takes from the form, else from the file name, what a parsed package leaves empty (an .exe
+// without a version resource names neither its product nor its version): the form never
+// overrides the package. A package whose version nothing gives is a 422.
+func (f *ReleaseForm) fill(info *appinfo.Info, filename string) error {
+	base, fileVersion := splitFileName(filename)
+	info.Name = firstNonEmpty(info.Name, f.Name, base)
+	info.ReleaseVersion = firstNonEmpty(info.ReleaseVersion, f.ReleaseVersion, fileVersion)
 	info.BuildVersion = firstNonEmpty(info.BuildVersion, f.BuildVersion, info.ReleaseVersion)
-	info.BundleID = firstNonEmpty(info.BundleID, f.BundleID)
+	info.BundleID = firstNonEmpty(info.BundleID, f.BundleID, info.Name)
+	if info.ReleaseVersion == "" {
+		e := errs.Invalidf("this %s names no version: send release_version (and build_version), or give the file a name holding its version", info.Format)
+		e.Entry = map[string][]string{"release_version": {"is required: the package names no version"}}
+		return e
+	}
+	return nil
 }
 
 // Caps of what a release keeps of its platform facts: the parsers bound each entry they read,
