@@ -27,6 +27,7 @@ package appinfo
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"strings"
 	"time"
@@ -190,6 +191,12 @@ type Icon struct {
 	Height      int
 }
 
+// ErrUnrecognised is the cause (errors.Is) of Parse's error for a file that no registered family
+// claims: not a package of a platform Slipway reads, as opposed to a package of one that is broken.
+// A windows or linux channel keeps such a file as a plain download (decisions.md); a claimed file
+// that fails to parse is refused everywhere.
+var ErrUnrecognised = errors.New("unrecognised package")
+
 // Parse detects the kind of package in r (size bytes) and reads its metadata.
 func Parse(r io.ReaderAt, size int64) (*Info, error) {
 	if size <= 0 {
@@ -204,13 +211,13 @@ func Parse(r io.ReaderAt, size int64) (*Info, error) {
 			info, err := parse(a)
 			return withSizes(info, err, size)
 		}
-		return nil, errs.Invalidf("not a package of a platform Slipway reads (%s): %s", strings.Join(Families(), ", "), a.Describe(5))
+		return nil, errs.Wrap(errs.Invalid, ErrUnrecognised, "not a package of a platform Slipway reads (%s): %s", strings.Join(Families(), ", "), a.Describe(5))
 	}
 	if parse := claimFile(r, size); parse != nil {
 		info, err := parse(r, size)
 		return withSizes(info, err, size)
 	}
-	return nil, errs.Invalidf("not a package of a platform Slipway reads (%s): %s", strings.Join(Families(), ", "), sniff(r, size))
+	return nil, errs.Wrap(errs.Invalid, ErrUnrecognised, "not a package of a platform Slipway reads (%s): %s", strings.Join(Families(), ", "), sniff(r, size))
 }
 
 // withSizes gives a parsed Info of a package of size bytes, whose parser set no Sizes, its

@@ -79,12 +79,14 @@ type Release struct {
 	MinOS          string
 	TargetSDK      string
 	Profile        *ProfileSummary
-	Size           int64
-	SHA256         string
-	ObjectKey      string
-	Filename       string
-	IconKey        *string
-	IconType       *string
+	// Facts are what the package says beyond the fields every platform shares (issue 22).
+	Facts     PlatformFacts
+	Size      int64
+	SHA256    string
+	ObjectKey string
+	Filename  string
+	IconKey   *string
+	IconType  *string
 	// UploadedBy is the id of the token that uploaded the build (0: unknown or since revoked and
 	// deleted); an upload token may edit its own uploads.
 	UploadedBy int64
@@ -95,6 +97,24 @@ type Release struct {
 	// Downloads counts package downloads and iOS installs (see DownloadCounter); it lags the
 	// truth by up to one flush interval, and by the read cache's TTL where read from a view.
 	Downloads int64
+}
+
+// PlatformFacts are a package's facts beyond the fields every platform shares, as appinfo.Info
+// reads them: the zero value for a file kept unparsed and for releases uploaded before.
+type PlatformFacts struct {
+	// Architectures are the CPU architectures in the platform's own words ("x64", "arm64", "noarch").
+	Architectures []string
+	// Publisher is a Windows CompanyName, Manufacturer or Publisher, a HarmonyOS vendor, a Debian
+	// Maintainer, an RPM Vendor or Packager.
+	Publisher string
+	// Description is a one-line summary.
+	Description string
+	// Permissions are what the package asks for (HarmonyOS requestPermissions, MSIX capabilities).
+	Permissions []string
+	// Debuggable marks a debug build (HarmonyOS).
+	Debuggable bool
+	// Properties are the format's own facts by name ("ProductCode", "UpgradeCode", "FileVersion").
+	Properties map[string]string
 }
 
 // ChangelogEntry is one changelog line; the JSON form may carry author, email and date.

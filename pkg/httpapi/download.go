@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"cmp"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -9,6 +11,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/web"
 )
@@ -17,6 +20,10 @@ import (
 var contentTypes = map[string]string{
 	"ipa": "application/octet-stream", "apk": "application/vnd.android.package-archive", "aab": "application/octet-stream",
 	"macos-zip": "application/zip", "pkg": "application/octet-stream", "dmg": "application/x-apple-diskimage",
+	"hap": "application/octet-stream", "harmony-app": "application/octet-stream", "exe": "application/vnd.microsoft.portable-executable",
+	"exe-zip": "application/zip", "msi": "application/x-msi", "msix": "application/msix", "msixbundle": "application/msixbundle",
+	"deb": "application/vnd.debian.binary-package", "rpm": "application/x-rpm", "appimage": "application/vnd.appimage",
+	"other": "application/octet-stream",
 }
 
 // authorize lets the request into the channel of releaseID (see access.Passwords.Authorize):
@@ -137,18 +144,48 @@ func (s *Server) installManifest(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if rc.Platform != "ios" {
-		return errs.New(errs.NotFound, "release %d is not an iOS build; download it from %s", rc.ID, s.links.Download(rc.ID, ""))
+	harmony := links.HarmonyInstallable(rc.Platform, rc.Format)
+	if rc.Platform != "ios" && !harmony {
+		return errs.New(errs.NotFound, "release %d is not an iOS build or a HarmonyOS .hap; download it from %s", rc.ID, s.links.Download(rc.ID, ""))
 	}
 	pkgURL := s.links.InstallDownload(rc.ID, s.svc.Passwords.ReleaseAccessToken(&rc.Channel, rc.ID))
-	body, err := web.InstallManifest(pkgURL, s.links.Icon(rc.ID, rc.IconKey != nil), rc.BundleID, rc.ReleaseVersion, rc.App.Name)
+	iconURL := s.links.Icon(rc.ID, rc.IconKey != nil)
+	var body []byte
+	if harmony {
+		body, err = web.HarmonyManifest(s.harmonyApp(&rc.Release, rc.App.Name, pkgURL, iconURL))
+	} else {
+		body, err = web.InstallManifest(pkgURL, iconURL, rc.BundleID, rc.ReleaseVersion, rc.App.Name)
+	}
 	if err != nil {
 		return err
 	}
 	c.Header("Cache-Control", "no-store")
-	c.Data(http.StatusOK, "text/xml; charset=utf-8", body)
+	if harmony {
+		c.Data(http.StatusOK, "application/json; charset=utf-8", body)
+	} else {
+		c.Data(http.StatusOK, "text/xml; charset=utf-8", body)
+	}
 	if c.Request.Method == http.MethodGet {
 		s.svc.Downloads.CountDownload(&rc.Release)
 	}
 	return nil
+}
+
+// harmonyApp is what the HarmonyOS install manifest of a .hap release says.
+func (s *Server) harmonyApp(r *distribution.Release, label, pkgURL, iconURL string) web.HarmonyApp {
+	domain := ""
+	if u, err := url.Parse(s.links.Base); err == nil {
+		domain = u.Hostname()
+	}
+	var devices []string
+	for _, d := range strings.Split(r.Device, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			devices = append(devices, d)
+		}
+	}
+	props := r.Facts.Properties
+	return web.HarmonyApp{BundleName: r.BundleID, VersionName: r.ReleaseVersion, VersionCode: r.BuildVersion, Label: label,
+		DeployDomain: domain, IconURL: iconURL, MinAPIVersion: r.MinOS, TargetAPIVersion: r.TargetSDK,
+		Module: cmp.Or(props["Module"], "entry"), ModuleType: cmp.Or(props["ModuleType"], "entry"), DeviceTypes: devices,
+		PackageURL: pkgURL, PackageHash: r.SHA256}
 }

@@ -237,7 +237,9 @@ var fullReleaseFields = func() map[string]string {
 	m := map[string]string{"id": tInt, "release_url": tString, "qrcode_url": tString, "text_changelog": tString,
 		"custom_fields": tArray, "app": tObject, "scheme": tObject, "channel": tObject,
 		// Slipway's own: retention's pin and the install count (decisions.md).
-		"pinned": tBool, "download_count": tInt}
+		"pinned": tBool, "download_count": tInt,
+		// Slipway's own: what the package says (issue 22).
+		"package": tObject}
 	for k, v := range shortReleaseFields {
 		m[k] = v
 	}
@@ -633,9 +635,10 @@ var goodFixtures = []struct {
 	{"macos/guiapp-unsigned-1.0-1.zip", expect{"GuiApp", "com.icyleaf.macos.GUIApp", "1.0", "1", "macos", "Debug", -1}},
 }
 
-// badFixtures are files that are not installable packages.
+// badFixtures are files that are not installable packages. (other/, windows/ and linux/ hold
+// packages of the platforms of issue 22: TestUploadPlatformFixtures.)
 var badFixtures = []string{
-	"ios/invalid/*", "ios/provisioning/*", "android/axml/*", "debug/*.zip", "debug/invalid/*", "other/*",
+	"ios/invalid/*", "ios/provisioning/*", "android/axml/*", "debug/*.zip", "debug/invalid/*",
 }
 
 func TestUploadFixtures(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/links"
 )
 
 // The JSON views own the wire names: the fields of api.md, snake_case, no root key, plus the
@@ -109,6 +110,48 @@ type releaseView struct {
 	// Slipway's extra fields: retention's pin, and downloads and iOS installs counted so far.
 	Pinned        bool  `json:"pinned"`
 	DownloadCount int64 `json:"download_count"`
+	// Package is what the package itself says (issue 22).
+	Package packageView `json:"package"`
+}
+
+// packageView is a release's package facts: its platform and format, and what the platform's
+// package says beyond the shared fields; empty lists and strings where the format says nothing.
+type packageView struct {
+	Platform      string            `json:"platform"`
+	Format        string            `json:"format"`
+	Device        string            `json:"device"`
+	MinOS         string            `json:"min_os"`
+	TargetSDK     string            `json:"target_sdk"`
+	Architectures []string          `json:"architectures"`
+	Publisher     string            `json:"publisher"`
+	Description   string            `json:"description"`
+	Permissions   []string          `json:"permissions"`
+	Debuggable    bool              `json:"debuggable"`
+	Properties    map[string]string `json:"properties"`
+	SHA256        string            `json:"sha256"`
+	// HarmonyManifestURL is the HarmonyOS install manifest of a .hap (else absent).
+	HarmonyManifestURL string `json:"harmony_manifest_url,omitempty"`
+}
+
+func (s *Server) packageView(rc *distribution.ReleaseContext) packageView {
+	f := &rc.Facts
+	v := packageView{Platform: rc.Platform, Format: rc.Format, Device: rc.Device, MinOS: rc.MinOS, TargetSDK: rc.TargetSDK,
+		Architectures: orEmpty(f.Architectures), Publisher: f.Publisher, Description: f.Description,
+		Permissions: orEmpty(f.Permissions), Debuggable: f.Debuggable, Properties: f.Properties, SHA256: rc.SHA256}
+	if v.Properties == nil {
+		v.Properties = map[string]string{}
+	}
+	if links.HarmonyInstallable(rc.Platform, rc.Format) {
+		v.HarmonyManifestURL = s.links.Manifest(rc.Channel.Slug, rc.ID, "")
+	}
+	return v
+}
+
+func orEmpty(vs []string) []string {
+	if vs == nil {
+		return []string{}
+	}
+	return vs
 }
 
 // channelListingView is the envelope of versions and latest: the channel with its app and scheme.
@@ -157,7 +200,7 @@ func (s *Server) fullRelease(rc *distribution.ReleaseContext) releaseView {
 		QRCodeURL:     s.links.QRCode(rc.Channel.Slug, rc.ID, "thumb"),
 		TextChangelog: distribution.TextChangelog(rc.Changelog), CustomFields: custom,
 		App: refView{ID: rc.App.ID, Name: rc.App.Name}, Scheme: refView{ID: rc.Scheme.ID, Name: rc.Scheme.Name},
-		Channel: newChannelView(&rc.Channel), Pinned: rc.Pinned, DownloadCount: rc.Downloads,
+		Channel: newChannelView(&rc.Channel), Pinned: rc.Pinned, DownloadCount: rc.Downloads, Package: s.packageView(rc),
 	}
 }
 

@@ -49,6 +49,18 @@ func (l Links) Install(platform, slug string, id int64, token string) string {
 	return l.Download(id, token)
 }
 
+// HarmonyInstallable reports whether a release installs over the air on HarmonyOS: a .hap, which
+// the manifest names as its one module (a .app is for AppGallery, not for devices).
+func HarmonyInstallable(platform, format string) bool {
+	return platform == "harmonyos" && format == "hap"
+}
+
+// HarmonyInstall is HarmonyOS's enterprise install link for a release's manifest: the manifest
+// URL is not escaped inside the link, as hpack's pages and the iOS link do.
+func HarmonyInstall(manifestURL string) string {
+	return "store://enterprise/manifest?url=" + manifestURL
+}
+
 // Download is the package download (302 to the object).
 func (l Links) Download(id int64, token string) string {
 	u := fmt.Sprintf("%s/download/releases/%d", l.Base, id)

@@ -89,6 +89,9 @@ var fills = map[uint]string{
 			(NULL, 'release.delete', 'Harbor 1.0 (1)', 'token', 'ci', 3, 'release', 9, 1);
 		INSERT INTO release_tombstones (release_id, channel_id, app_name, release_version, build_version, actor_kind, actor_name, reason) VALUES
 			(9, 1, 'Harbor', '1.0', '1', 'system', 'retention', 'keep_builds');`,
+	15: `
+		UPDATE releases SET platform_facts = '{"architectures": ["arm64"], "publisher": "Acme <dev@acme.example>", "properties": {"Revision": "1"}}' WHERE id = 4;
+		UPDATE releases SET platform_facts = '{"permissions": ["android.permission.INTERNET"]}' WHERE id = 3;`,
 }
 
 // downEffects are the changes to surviving rows that a down migration makes on purpose: they turn

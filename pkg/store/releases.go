@@ -37,6 +37,32 @@ type profileRow struct {
 	Development bool      `json:"development"`
 }
 
+// factsRow is the jsonb form of distribution.PlatformFacts (releases.platform_facts).
+type factsRow struct {
+	Architectures []string          `json:"architectures,omitempty"`
+	Publisher     string            `json:"publisher,omitempty"`
+	Description   string            `json:"description,omitempty"`
+	Permissions   []string          `json:"permissions,omitempty"`
+	Debuggable    bool              `json:"debuggable,omitempty"`
+	Properties    map[string]string `json:"properties,omitempty"`
+}
+
+func encodeFacts(f *distribution.PlatformFacts) []byte {
+	b, _ := json.Marshal(factsRow(*f))
+	return b
+}
+
+func decodeFacts(r *distribution.Release, b []byte) error {
+	var f factsRow
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &f); err != nil {
+			return err
+		}
+	}
+	r.Facts = distribution.PlatformFacts(f)
+	return nil
+}
+
 func encodeReleaseJSON(r *distribution.Release) (changelog, custom, profile []byte) {
 	cl := make([]changelogRow, len(r.Changelog))
 	for i, e := range r.Changelog {
@@ -86,19 +112,23 @@ func decodeReleaseJSON(r *distribution.Release, changelog, custom, profile []byt
 const releaseColumns = `r.id, r.channel_id, r.version, r.name, r.bundle_id, r.release_version, r.build_version, r.release_type,
 	r.source, r.branch, r.git_commit, r.ci_url, r.changelog, r.custom_fields, r.platform, r.format, r.device, r.min_os,
 	r.target_sdk, r.profile, r.size, r.sha256, r.object_key, r.filename, r.icon_key, r.icon_type, coalesce(r.uploaded_by, 0),
-	r.created_at, r.updated_at, r.pinned, coalesce((SELECT d.downloads FROM release_downloads d WHERE d.release_id = r.id), 0)`
+	r.created_at, r.updated_at, r.pinned, coalesce((SELECT d.downloads FROM release_downloads d WHERE d.release_id = r.id), 0),
+	r.platform_facts`
 
 const releaseContextColumns = releaseColumns + `, ` + channelContextColumns
 
 const releaseContextFrom = ` FROM releases r JOIN channels c ON c.id = r.channel_id JOIN schemes s ON s.id = c.scheme_id JOIN apps a ON a.id = s.app_id`
 
 func scanRelease(row pgx.Row, r *distribution.Release, extra ...any) error {
-	var changelog, custom, profile []byte
+	var changelog, custom, profile, facts []byte
 	dest := []any{&r.ID, &r.ChannelID, &r.Version, &r.Name, &r.BundleID, &r.ReleaseVersion, &r.BuildVersion, &r.ReleaseType,
 		&r.Source, &r.Branch, &r.GitCommit, &r.CIURL, &changelog, &custom, &r.Platform, &r.Format, &r.Device, &r.MinOS,
 		&r.TargetSDK, &profile, &r.Size, &r.SHA256, &r.ObjectKey, &r.Filename, &r.IconKey, &r.IconType, &r.UploadedBy,
-		&r.CreatedAt, &r.UpdatedAt, &r.Pinned, &r.Downloads}
+		&r.CreatedAt, &r.UpdatedAt, &r.Pinned, &r.Downloads, &facts}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
+		return err
+	}
+	if err := decodeFacts(r, facts); err != nil {
 		return err
 	}
 	return decodeReleaseJSON(r, changelog, custom, profile)
@@ -228,11 +258,11 @@ func (db *DB) CreateRelease(ctx context.Context, nr *distribution.NewRelease, ob
 		changelog, custom, profile := encodeReleaseJSON(r)
 		err = tx.QueryRow(ctx, `INSERT INTO releases (channel_id, version, name, bundle_id, release_version, build_version, release_type,
 			source, branch, git_commit, ci_url, changelog, custom_fields, platform, format, device, min_os, target_sdk, profile,
-			size, sha256, object_key, filename, icon_key, icon_type, uploaded_by, profile_devices)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27) RETURNING id`,
+			size, sha256, object_key, filename, icon_key, icon_type, uploaded_by, profile_devices, platform_facts)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28) RETURNING id`,
 			ch.ID, version, r.Name, r.BundleID, r.ReleaseVersion, r.BuildVersion, r.ReleaseType, r.Source, r.Branch, r.GitCommit,
 			r.CIURL, changelog, custom, r.Platform, r.Format, r.Device, r.MinOS, r.TargetSDK, profile, r.Size, r.SHA256,
-			r.ObjectKey, r.Filename, r.IconKey, r.IconType, uploadedBy, profileDevices(nr.ProfileDevices)).Scan(&id)
+			r.ObjectKey, r.Filename, r.IconKey, r.IconType, uploadedBy, profileDevices(nr.ProfileDevices), encodeFacts(&r.Facts)).Scan(&id)
 		if err != nil {
 			return err
 		}

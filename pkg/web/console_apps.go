@@ -97,7 +97,9 @@ var uploadAccept = map[string][2]string{
 	"ios":       {".ipa", ".ipa"},
 	"android":   {".apk,.aab", ".apk or .aab"},
 	"macos":     {".zip,.dmg,.pkg", "macOS .zip, .dmg or .pkg"},
-	"harmonyos": {".hap,.app", ".hap or .app"},
+	"harmonyos": {".hap,.app", "HarmonyOS .hap or .app"},
+	"windows":   {"", ".exe, .msi, .msix, .appx, their bundles, a .zip holding an .exe, or any other file"},
+	"linux":     {"", ".deb, .rpm, .AppImage or any other file"},
 }
 
 // Accept is the upload box's file filter.

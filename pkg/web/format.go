@@ -27,13 +27,31 @@ func humanSize(n int64) string {
 const timeLayout = "2 Jan 2006 15:04 MST"
 
 // platformNames and deviceNames are what pages call the stored platform and device values.
-var platformNames = map[string]string{"ios": "iOS", "android": "Android", "macos": "macOS", "harmonyos": "HarmonyOS", "windows": "Windows"}
+var platformNames = map[string]string{"ios": "iOS", "android": "Android", "macos": "macOS", "harmonyos": "HarmonyOS", "windows": "Windows", "linux": "Linux"}
 
-var platformIcons = map[string]string{"ios": "fa-brands fa-apple", "macos": "fa-brands fa-apple", "android": "fa-brands fa-android", "windows": "fa-brands fa-windows"}
+var platformIcons = map[string]string{"ios": "fa-brands fa-apple", "macos": "fa-brands fa-apple", "android": "fa-brands fa-android",
+	"windows": "fa-brands fa-windows", "linux": "fa-brands fa-linux"}
 
 var deviceNames = map[string]string{
 	"iphone": "iPhone", "ipad": "iPad", "universal": "iPhone and iPad", "appletv": "Apple TV", "macos": "Mac",
 	"phone": "Phone", "tablet": "Tablet", "tv": "TV", "watch": "Watch", "automotive": "Automotive",
+	"2in1": "2-in-1", "wearable": "Wearable", "car": "Car", "windows": "Windows PC", "linux": "Linux PC",
+}
+
+// formatNames are what pages call a package's format (the file kind a download button offers).
+var formatNames = map[string]string{
+	"ipa": ".ipa", "apk": ".apk", "aab": ".aab", "macos-zip": ".zip", "pkg": ".pkg", "dmg": ".dmg", "hap": ".hap",
+	"harmony-app": ".app", "exe": ".exe", "exe-zip": ".zip", "msi": ".msi", "msix": ".msix", "msixbundle": ".msixbundle",
+	"deb": ".deb", "rpm": ".rpm", "appimage": "AppImage",
+}
+
+// deviceLabel names a device value; HarmonyOS joins several with "," ("phone,tablet").
+func deviceLabel(v string) string {
+	parts := strings.Split(v, ",")
+	for i, p := range parts {
+		parts[i] = name(deviceNames, strings.TrimSpace(p))
+	}
+	return strings.Join(parts, ", ")
 }
 
 var releaseTypeNames = map[string]string{

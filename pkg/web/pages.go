@@ -3,6 +3,7 @@ package web
 import (
 	"html/template"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,9 +42,19 @@ type releaseView struct {
 	Insecure, Expired                        bool
 	ProfileExpires                           string
 	Profile                                  *profileView
-	Changelog                                []distribution.ChangelogEntry
-	CustomFields                             []distribution.CustomField
-	Others                                   []summaryView
+	// Facts are the package's platform facts, in the order shown (issue 22).
+	Facts []fact
+	// HarmonyInstallURL is the store://enterprise link of a HarmonyOS .hap ("" otherwise).
+	HarmonyInstallURL template.URL
+	Changelog         []distribution.ChangelogEntry
+	CustomFields      []distribution.CustomField
+	Others            []summaryView
+}
+
+// fact is a name and a value in the release page's details.
+type fact struct {
+	ID, Name, Value string
+	Mono            bool
 }
 
 type profileView struct {
@@ -119,7 +130,7 @@ func (h *Handler) releaseView(rc *distribution.ReleaseContext, recent []distribu
 	r, ch := &rc.Release, &rc.Channel
 	v := releaseView{
 		ID: r.ID, AppName: rc.App.Name, Platform: name(platformNames, r.Platform), PlatformIcon: iconClass(r.Platform),
-		Device: name(deviceNames, r.Device), ReleaseVersion: r.ReleaseVersion, BuildVersion: r.BuildVersion, Version: r.Version,
+		Device: deviceLabel(r.Device), ReleaseVersion: r.ReleaseVersion, BuildVersion: r.BuildVersion, Version: r.Version,
 		Size: humanSize(r.Size), Uploaded: h.when(r.CreatedAt), UploadedISO: r.CreatedAt.UTC().Format(time.RFC3339),
 		Downloads: r.Downloads, ReleaseType: name(releaseTypeNames, r.ReleaseType), BundleID: r.BundleID, MinOS: r.MinOS, Source: r.Source,
 		Branch: r.Branch, Commit: r.GitCommit, ShortCommit: shortCommit(r.GitCommit), CIURL: links.WebURL(r.CIURL),
@@ -137,6 +148,10 @@ func (h *Handler) releaseView(rc *distribution.ReleaseContext, recent []distribu
 		v.Expired, v.ProfileExpires = v.Profile.Expired, v.Profile.Expires
 	}
 	v.install = h.installButton(r, ch)
+	v.Facts = platformFacts(r)
+	if links.HarmonyInstallable(r.Platform, r.Format) {
+		v.HarmonyInstallURL = installURL(links.HarmonyInstall(h.links.Manifest(ch.Slug, r.ID, h.svc.Passwords.ReleaseAccessToken(ch, r.ID))))
+	}
 	for i := range recent {
 		if recent[i].ID != r.ID && len(v.Others) < otherReleases {
 			v.Others = append(v.Others, h.summary(&recent[i], ch))
@@ -222,6 +237,14 @@ func (h *Handler) installButton(r *distribution.Release, ch *distribution.Channe
 		in.Note = "This is an Android App Bundle (.aab): a device cannot install it directly."
 	case r.Platform == "android":
 		in.InstallLabel = "Install"
+	case r.Platform == "harmonyos" && r.Format == "harmony-app":
+		in.InstallLabel = "Download .app"
+		in.Note = "This is a HarmonyOS .app bundle, for AppGallery: a device installs its .hap modules, not the .app."
+	case r.Format == "other":
+		in.InstallLabel = "Download"
+		in.Note = "Slipway kept this file as it was uploaded, without reading it."
+	case formatNames[r.Format] != "" && (r.Platform == "harmonyos" || r.Platform == "windows" || r.Platform == "linux"):
+		in.InstallLabel = "Download " + formatNames[r.Format]
 	default:
 		in.InstallLabel = "Download"
 	}
@@ -235,12 +258,42 @@ func (h *Handler) installButton(r *distribution.Release, ch *distribution.Channe
 // through, and iOS installs through itms-services. Links come from package links, never from
 // user input; anything of another scheme is still refused.
 func installURL(u string) template.URL {
-	for _, scheme := range []string{"https://", "http://", "itms-services://"} {
+	for _, scheme := range []string{"https://", "http://", "itms-services://", "store://enterprise/manifest?url="} {
 		if strings.HasPrefix(u, scheme) {
 			return template.URL(u)
 		}
 	}
 	return "#"
+}
+
+// platformFacts are the details the package's platform gives beyond the shared ones: the format,
+// target SDK, architectures, publisher, permissions and the format's own properties.
+func platformFacts(r *distribution.Release) []fact {
+	f := &r.Facts
+	var out []fact
+	add := func(id, name, value string, mono bool) {
+		if value != "" {
+			out = append(out, fact{ID: id, Name: name, Value: value, Mono: mono})
+		}
+	}
+	add("fact-format", "Format", formatNames[r.Format], false)
+	add("fact-target", "Target API", r.TargetSDK, false)
+	add("fact-arch", "Architecture", strings.Join(f.Architectures, ", "), false)
+	add("fact-publisher", "Publisher", f.Publisher, false)
+	add("fact-description", "Description", f.Description, false)
+	if f.Debuggable {
+		add("fact-debug", "Debuggable", "yes", false)
+	}
+	add("fact-permissions", "Permissions", strings.Join(f.Permissions, ", "), true)
+	keys := make([]string, 0, len(f.Properties))
+	for k := range f.Properties {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		add("fact-"+strings.ToLower(k), k, f.Properties[k], strings.HasSuffix(k, "Code"))
+	}
+	return out
 }
 
 func profileExpired(r *distribution.Release) bool {

@@ -335,6 +335,23 @@ func viewSize(v *ChannelView) int64 {
 		for _, f := range r.CustomFields {
 			n += int64(48 + len(f.Name) + len(f.Value) + len(f.Icon))
 		}
+		n += factsSize(&r.Facts)
+	}
+	return n
+}
+
+// factsSize estimates the memory of a release's platform facts (at most about 40 KiB: see
+// uploads.platformFacts).
+func factsSize(f *distribution.PlatformFacts) int64 {
+	n := int64(len(f.Publisher) + len(f.Description))
+	for _, s := range f.Architectures {
+		n += int64(16 + len(s))
+	}
+	for _, s := range f.Permissions {
+		n += int64(16 + len(s))
+	}
+	for k, v := range f.Properties {
+		n += int64(48 + len(k) + len(v))
 	}
 	return n
 }

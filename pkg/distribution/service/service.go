@@ -119,7 +119,7 @@ func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, l
 
 	s.Apps = &catalog.Apps{Store: db, Effects: effects, Audit: audit}
 	s.Releases = &catalog.Releases{Store: db, Effects: effects, Audit: audit}
-	s.Builds = &uploads.Builds{Store: db, Objects: s.Objects, Effects: effects, Metrics: m, Audit: audit}
+	s.Builds = &uploads.Builds{Store: db, Channels: s.Apps, Objects: s.Objects, Effects: effects, Metrics: m, Audit: audit}
 	s.DebugFiles = &uploads.DebugFiles{Store: db, Channels: s.Apps, Objects: s.Objects, Events: s.Events, Webhooks: s.Sender, Metrics: m, Audit: audit}
 	s.Sessions = &uploads.Sessions{Store: db, Storage: st, Channels: s.Apps, Objects: s.Objects, Builds: s.Builds, Debug: s.DebugFiles,
 		Signer: signer, Log: log, Metrics: m, Config: uploads.SessionConfig{TTL: cfg.UploadSessionTTL,

@@ -3,19 +3,21 @@ package uploads
 import (
 	"context"
 	"errors"
+	"path"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
+	// appinfo.Parse (in parse below) knows only the platform families a program imports: every
+	// one Slipway reads (Apple, Android, HarmonyOS, Windows, Linux; issue 22).
+	_ "github.com/slipwayhq/slipway/pkg/appinfo/platforms"
 	"github.com/slipwayhq/slipway/pkg/distribution"
-	"github.com/slipwayhq/slipway/pkg/metrics"
-
-	// appinfo.Parse (in parse below) knows only the platform families a program imports. The
-	// HarmonyOS, Windows and Linux parsers (pkg/appinfo/platforms) join once releases, channels
-	// and pages carry their facts (issue 22); until then their packages are refused as before.
-	_ "github.com/slipwayhq/slipway/pkg/appinfo/android"
-	_ "github.com/slipwayhq/slipway/pkg/appinfo/apple"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/links"
+	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/webhook"
 )
 
@@ -31,7 +33,8 @@ type ReleaseForm struct {
 	CIURL        string
 	CustomFields string
 	Password     string
-	// ReleaseVersion, BuildVersion and BundleID describe a .dmg, which carries no readable metadata.
+	// ReleaseVersion, BuildVersion and BundleID describe a .dmg, which carries no readable metadata,
+	// and a file kept unparsed in a windows or linux channel; they fill what a package leaves empty.
 	ReleaseVersion string
 	BuildVersion   string
 	BundleID       string
@@ -85,8 +88,11 @@ type BuildStore interface {
 // Builds turns a stored package into a release: it parses the package through ranged reads,
 // stores its icon, and records the release (POST /api/apps/upload, and completed sessions).
 type Builds struct {
-	Store   BuildStore
-	Objects *Objects
+	Store BuildStore
+	// Channels finds the channel an upload names when its file is no package Slipway reads: a
+	// windows or linux channel keeps it as a plain download (nil: such files are refused).
+	Channels ChannelFinder
+	Objects  *Objects
 	// Effects are what a new release sets off: the read cache drops its channel's views, and
 	// its release.created events are made and sent.
 	Effects distribution.Effects
@@ -115,11 +121,29 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 		return nil, err
 	}
 	info, err := b.parse(ctx, obj)
+	if errors.Is(err, appinfo.ErrUnrecognised) {
+		info, err = b.plainFile(ctx, obj, &f, err)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if info.Format == appinfo.FormatDMG {
+	switch info.Format {
+	case appinfo.FormatDMG:
 		if err := f.fillDMG(info); err != nil {
+			return nil, err
+		}
+	case appinfo.FormatOther:
+	default:
+		// Apple and Android packages keep their rules (decisions.md, Packages).
+		if info.Platform == appinfo.HarmonyOS || info.Platform == appinfo.Windows || info.Platform == appinfo.Linux {
+			if err := f.fill(info, obj.Filename); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if links.HarmonyInstallable(string(info.Platform), string(info.Format)) && obj.SHA256 == "" {
+		// The HarmonyOS install manifest names the package's SHA-256 (packageHash).
+		if obj.SHA256, err = b.Objects.HashStored(ctx, obj); err != nil {
 			return nil, err
 		}
 	}
@@ -135,7 +159,7 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 			ReleaseType: releaseType, Source: f.Source, Branch: f.Branch, GitCommit: f.GitCommit, CIURL: f.CIURL,
 			Changelog: changelog, CustomFields: custom, Platform: string(info.Platform), Format: string(info.Format),
 			Device: info.Device, MinOS: info.MinOS, TargetSDK: info.TargetSDK, Profile: profileSummary(info.Profile),
-			Size: obj.Size, SHA256: obj.SHA256, ObjectKey: obj.Key, Filename: downloadName(obj.Filename, name, info),
+			Facts: platformFacts(info), Size: obj.Size, SHA256: obj.SHA256, ObjectKey: obj.Key, Filename: downloadName(obj.Filename, name, info),
 			UploadedBy: tokenID,
 		},
 		ChannelSlug: f.ChannelKey, AppName: name, SchemeName: distribution.SchemeName(releaseType),
@@ -219,10 +243,130 @@ func (f *ReleaseForm) fillDMG(info *appinfo.Info) error {
 	return nil
 }
 
+// plainFile is what becomes of a file no platform family claims (cause): refused, unless the
+// upload names a windows or linux channel, which keeps it as Zealot does, as a plain download
+// named and versioned by the upload's fields or, failing them, by its file name.
+func (b *Builds) plainFile(ctx context.Context, obj *StoredObject, f *ReleaseForm, cause error) (*appinfo.Info, error) {
+	if f.ChannelKey == "" || b.Channels == nil {
+		return nil, cause
+	}
+	cc, err := b.Channels.Channel(ctx, f.ChannelKey)
+	if err != nil {
+		return nil, err
+	}
+	platform := appinfo.Platform(cc.Channel.DeviceType)
+	if platform != appinfo.Windows && platform != appinfo.Linux {
+		return nil, cause
+	}
+	base, fileVersion := splitFileName(obj.Filename)
+	info := &appinfo.Info{Platform: platform, Format: appinfo.FormatOther, Device: string(platform),
+		Name: firstNonEmpty(f.Name, base), ReleaseVersion: firstNonEmpty(f.ReleaseVersion, fileVersion)}
+	info.BundleID = firstNonEmpty(f.BundleID, info.Name)
+	info.BuildVersion = firstNonEmpty(f.BuildVersion, info.ReleaseVersion)
+	if info.ReleaseVersion == "" {
+		e := errs.Invalidf("Slipway cannot read this file's metadata, so this %s channel keeps it as a plain download: send release_version (and build_version), or give the file a name holding its version", platform)
+		e.Entry = map[string][]string{"release_version": {"is required for a file Slipway cannot read"}}
+		return nil, e
+	}
+	if info.Name == "" {
+		return nil, errs.Field("name", "is required: the file has neither metadata nor a name")
+	}
+	return info, nil
+}
+
+// fileVersion finds a version in a file name: digits with at least one dot ("1.2", "0.9.1-3").
+var fileVersion = regexp.MustCompile(`[vV]?(\d+(?:\.\d+)+(?:[-+_][0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?)`)
+
+// splitFileName cuts a file name into the name before its version (extensions and separators
+// dropped) and the version ("Field_Tool-0.9.1.tar.gz": "Field_Tool", "0.9.1").
+func splitFileName(name string) (base, version string) {
+	name = path.Base(strings.ReplaceAll(name, "\\", "/"))
+	if name == "." || name == "/" {
+		return "", ""
+	}
+	stem := name
+	for range 2 { // "x.tar.gz": both
+		ext := path.Ext(stem)
+		if ext == "" || len(ext) > 10 || strings.ContainsAny(ext, "0123456789") && ext != ".bz2" && ext != ".7z" {
+			break // "tool-0.9.1" ends in ".1", which is no extension
+		}
+		stem = strings.TrimSuffix(stem, ext)
+	}
+	if loc := fileVersion.FindStringSubmatchIndex(stem); loc != nil {
+		version = stem[loc[2]:loc[3]]
+		base = strings.TrimRight(stem[:loc[0]], "-_. ")
+	}
+	if base == "" {
+		base = stem
+	}
+	return base, version
+}
+
+// fill takes from the form, else from the file name, what a parsed package leaves empty (an .exe
+// without a version resource names neither its product nor its version): the form never
+// overrides the package. A package whose version nothing gives is a 422.
+func (f *ReleaseForm) fill(info *appinfo.Info, filename string) error {
+	base, fileVersion := splitFileName(filename)
+	info.Name = firstNonEmpty(info.Name, f.Name, base)
+	info.ReleaseVersion = firstNonEmpty(info.ReleaseVersion, f.ReleaseVersion, fileVersion)
+	info.BuildVersion = firstNonEmpty(info.BuildVersion, f.BuildVersion, info.ReleaseVersion)
+	info.BundleID = firstNonEmpty(info.BundleID, f.BundleID, info.Name)
+	if info.ReleaseVersion == "" {
+		e := errs.Invalidf("this %s names no version: send release_version (and build_version), or give the file a name holding its version", info.Format)
+		e.Entry = map[string][]string{"release_version": {"is required: the package names no version"}}
+		return e
+	}
+	return nil
+}
+
+// Caps of what a release keeps of its platform facts: the parsers bound each entry they read,
+// these bound the row (releases.platform_facts holds at most 64 KiB).
+const (
+	maxFactItems = 100
+	maxFactBytes = 256
+)
+
+// platformFacts keeps an Info's platform facts, each list and string capped.
+func platformFacts(info *appinfo.Info) distribution.PlatformFacts {
+	list := func(vs []string) []string {
+		var out []string
+		for _, v := range vs[:min(len(vs), maxFactItems)] {
+			out = append(out, clip(v))
+		}
+		return out
+	}
+	f := distribution.PlatformFacts{Architectures: list(info.Architectures), Publisher: clip(info.Publisher),
+		Description: clip(info.Description), Permissions: list(info.Permissions), Debuggable: info.Debuggable}
+	keys := make([]string, 0, len(info.Properties))
+	for k := range info.Properties {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys[:min(len(keys), maxFactItems/2)] {
+		if f.Properties == nil {
+			f.Properties = map[string]string{}
+		}
+		f.Properties[clip(k)] = clip(info.Properties[k])
+	}
+	return f
+}
+
+// clip cuts s to at most maxFactBytes bytes, on a rune boundary.
+func clip(s string) string {
+	if len(s) <= maxFactBytes {
+		return s
+	}
+	n := maxFactBytes
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
 // checkChannel refuses a package whose platform or bundle id the channel does not take.
 func checkChannel(c *distribution.Channel, info *appinfo.Info) error {
 	if c.DeviceType != string(info.Platform) {
-		return errs.Invalidf("this channel takes %s builds, but the file is %s build (%s)", c.DeviceType, distribution.WithArticle(string(info.Platform)), info.Format)
+		return errs.Invalidf("this channel takes %s builds, but the file is %s build (%s)", platformName(c.DeviceType), distribution.WithArticle(platformName(string(info.Platform))), info.Format)
 	}
 	if !distribution.MatchBundleID(c.BundleID, info.BundleID) {
 		return errs.Invalidf("this channel takes bundle ids matching %q, but the package is %q", c.BundleID, info.BundleID)
@@ -244,7 +388,10 @@ func downloadName(clientName, appName string, info *appinfo.Info) string {
 		return clientName
 	}
 	ext := map[appinfo.Format]string{appinfo.FormatIPA: ".ipa", appinfo.FormatAPK: ".apk", appinfo.FormatAAB: ".aab",
-		appinfo.FormatMacZip: ".zip", appinfo.FormatPKG: ".pkg", appinfo.FormatDMG: ".dmg"}[info.Format]
+		appinfo.FormatMacZip: ".zip", appinfo.FormatPKG: ".pkg", appinfo.FormatDMG: ".dmg", appinfo.FormatHAP: ".hap",
+		appinfo.FormatHarmonyApp: ".app", appinfo.FormatEXE: ".exe", appinfo.FormatEXEZip: ".zip", appinfo.FormatMSI: ".msi",
+		appinfo.FormatMSIX: ".msix", appinfo.FormatMSIXBundle: ".msixbundle", appinfo.FormatDeb: ".deb",
+		appinfo.FormatRPM: ".rpm", appinfo.FormatAppImage: ".AppImage"}[info.Format]
 	base := strings.Map(func(r rune) rune {
 		if r == '/' || r == '\\' || r == '"' || r < 0x20 {
 			return '_'
@@ -255,6 +402,15 @@ func downloadName(clientName, appName string, info *appinfo.Info) string {
 		base += "-" + info.ReleaseVersion
 	}
 	return base + ext
+}
+
+// platformName names a platform in messages ("HarmonyOS", "Windows"), its device_type otherwise.
+func platformName(p string) string {
+	if n, ok := map[string]string{"ios": "iOS", "android": "Android", "macos": "macOS", "harmonyos": "HarmonyOS",
+		"windows": "Windows", "linux": "Linux"}[p]; ok {
+		return n + " (" + p + ")"
+	}
+	return p
 }
 
 func firstNonEmpty(vals ...string) string {

@@ -183,6 +183,25 @@ func (o *Objects) StoreUpload(ctx context.Context, prefix string, r io.Reader, f
 	return obj, nil
 }
 
+// HashStored streams a stored object once to compute its SHA-256 (hex), for an object whose upload
+// did not (a resumable session completed without a checksum).
+func (o *Objects) HashStored(ctx context.Context, obj *StoredObject) (string, error) {
+	rc, err := o.Storage.GetRange(ctx, obj.Key, 0, -1)
+	if err != nil {
+		return "", storageErr(o.Metrics, "get", err)
+	}
+	defer rc.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, rc)
+	if err != nil {
+		return "", storageErr(o.Metrics, "get", err)
+	}
+	if n != obj.Size {
+		return "", errs.New(errs.Internal, "the stored package holds %d bytes, not %d", n, obj.Size)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
 // ReaderAt returns a block-cached reader over the stored object, seeded with the stream's tail.
 func (o *Objects) ReaderAt(ctx context.Context, obj *StoredObject) *storage.ReaderAt {
 	ra := storage.NewReaderAt(ctx, o.Storage, obj.Key, obj.Size)
