@@ -156,7 +156,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	}
 
 	// Operations.
-	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/api/version", "/api/health", "/api/openapi.json", "/static/slipway.css"} {
+	for _, p := range []string{"/healthz", "/readyz", "/internal/readyz", "/metrics", "/api/version", "/api/health", "/api/openapi.json", "/static/slipway.css"} {
 		get(p, 200)
 	}
 	expect(e.Do(t, "HEAD", "/static/slipway.css", nil, nil), 200, "HEAD static")
