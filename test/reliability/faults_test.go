@@ -591,3 +591,66 @@ func TestStartWhilePostgresDown(t *testing.T) {
 	}
 	noServerErrors(t, s)
 }
+
+// TestReadOnlyDatabaseKeepsReplicaReady plays a replica left on a standby after a failover (here
+// with default_transaction_read_only, which makes Postgres answer writes with SQLSTATE 25006 as a
+// standby does, and every connection made afresh). The replica stays ready (a read-only database
+// is the same for every replica: docs/operations.md, Health), its internal report says the
+// database is read-only, writes answer 503 with Retry-After and reads are served; once the
+// database accepts writes again, writes succeed without a restart.
+func TestReadOnlyDatabaseKeepsReplicaReady(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, e2e.Options{}, 1, "SLIPWAY_INTERNAL_ADDR=auto")
+	s := e.servers[0]
+	seed := decodeRelease(t, mustUpload(t, s, e.upload, ipa("com.example.standby", "1", 0)))
+	u, err := url.Parse(e.h.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbName := strings.TrimPrefix(u.Path, "/")
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, os.Getenv("SLIPWAY_TEST_DATABASE_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	setReadOnly := func(on bool) {
+		t.Helper()
+		if _, err := admin.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s SET default_transaction_read_only = %v`, pgx.Identifier{dbName}.Sanitize(), on)); err != nil {
+			t.Fatal(err)
+		}
+		// Connections made before keep their setting: end the replica's, as a failover does.
+		if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE datname = $1 AND application_name <> $2 AND pid <> pg_backend_pid()`, dbName, checkerApp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setReadOnly(true)
+
+	waitFor(t, time.Minute, "the internal readyz to report the database read-only", func() bool {
+		r, err := request(http.MethodGet, s.InternalURL+"/internal/readyz", nil)
+		return err == nil && strings.Contains(string(r.Body), `"name":"database","state":"read-only"`)
+	})
+	if r := call(t, http.MethodGet, s.URL+"/readyz", nil); r.Status != http.StatusOK {
+		t.Errorf("readyz on a read-only database: %s, want 200", r)
+	}
+	create := func() (*response, error) {
+		return request(http.MethodPost, s.URL+"/api/apps", strings.NewReader(`{"name":"During"}`),
+			"Content-Type", "application/json", "Authorization", "Token "+e.admin)
+	}
+	r, err := create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectError(t, "a write on a read-only database", r, http.StatusServiceUnavailable)
+	if r := call(t, http.MethodGet, fmt.Sprintf("%s/api/apps/latest?release_version=0.1&build_version=0&channel_key=%s", s.URL, seed.Channel.Slug), nil); r.Status != http.StatusOK {
+		t.Errorf("latest on a read-only database: %s", r)
+	}
+
+	setReadOnly(false)
+	waitFor(t, time.Minute, "writes to succeed again", func() bool {
+		r, err := create()
+		return err == nil && r.Status == http.StatusCreated
+	})
+	noServerErrors(t, s)
+}
