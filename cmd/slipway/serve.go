@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -13,24 +14,24 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/background"
 	"github.com/slipwayhq/slipway/pkg/buildinfo"
+	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/httpapi"
 	"github.com/slipwayhq/slipway/pkg/store"
 )
 
-// serve migrates the database, then serves HTTP and runs the background components until ctx ends
-// (SIGTERM/SIGINT). On shutdown it stops accepting, lets in-flight requests finish for up to the
-// drain timeout, then cancels the rest (their uploads abort and nothing half-written is recorded);
-// then it stops the background components in order (see bg below).
+// serve listens at once, then brings the database to the schema it needs (startUp) while it
+// answers health checks and 503s, then serves HTTP and runs the background components until ctx
+// ends (SIGTERM/SIGINT). On shutdown it stops accepting, lets in-flight requests finish for up to
+// the drain timeout, then cancels the rest (their uploads abort and nothing half-written is
+// recorded); then it stops the background components in order (see stages below).
 func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	a, err := openApp(ctx, getenv, stderr, true)
+	// The pool connects lazily: serve starts (and answers /healthz) while Postgres is still down.
+	a, err := openApp(ctx, getenv, stderr, false)
 	if err != nil {
 		return err
 	}
 	defer a.close()
 	log := a.log
-	if err := migrateUp(a.db); err != nil {
-		return err
-	}
 	warnings(a, log)
 	if getenv("GOMEMLIMIT") == "" {
 		limit := a.cfg.MemorySoftLimit()
@@ -43,40 +44,60 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	api := httpapi.New(httpapi.Deps{Config: a.cfg, Service: a.svc, Metrics: a.metrics, Log: log})
+	api.Starting("connecting to the database")
 	srv := api.HTTPServer(reqCtx)
 	ln, err := net.Listen("tcp", a.cfg.Addr)
 	if err != nil {
 		return err
 	}
+	var internal *http.Server
+	internalErr := make(chan error, 1)
+	if a.cfg.InternalAddr != "" {
+		iln, err := net.Listen("tcp", a.cfg.InternalAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("SLIPWAY_INTERNAL_ADDR: %w", err)
+		}
+		internal = &http.Server{Handler: api.Internal(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		go func() { internalErr <- internal.Serve(iln) }()
+		log.Info("serving metrics and the detailed readiness", slog.String("internal_addr", iln.Addr().String()))
+	}
 	log.Info("serving", slog.String("addr", ln.Addr().String()), slog.String("public_url", a.cfg.PublicURL),
 		slog.String("version", buildinfo.Version), slog.String("storage", store.RedactURL(a.cfg.StorageURL)))
 
-	// Every background component this replica runs, in the order they stop on SIGTERM, after the
-	// HTTP server has drained its requests (docs/architecture.md, "Shutdown"). All run on every
-	// replica; row locks and leases keep them from doing one piece of work twice. Nothing else
-	// starts a goroutine that outlives a request.
-	d := a.svc
-	bg := background.Start(ctx, log,
-		// 1. Producers of deletions: a run in progress ends with the channel or object it is on
-		//    (its transaction commits, and its objects are deleted, or it rolls back).
-		background.Stage{{Name: "retention", Component: d.Retention}, {Name: "collector", Component: d.Collector}},
-		// 2. Download counts: the last requests' counts are written, with their events.
-		background.Stage{{Name: "download counts", Component: d.Downloads}},
-		// 3. Webhook delivery: the attempts in flight end and are recorded; what else is due stays
-		//    due in the outbox, for the other replicas or the next one.
-		background.Stage{{Name: "webhook delivery", Component: d.Sender}},
-		// 4. Listeners: the read cache stops following other replicas' changes.
-		background.Stage{{Name: "read-cache invalidation", Component: d.Watcher}},
-	)
-
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(api.Listener(ln)) }()
+
+	// Start-up: until the schema is there, /readyz answers 503 and the API 503 with Retry-After.
+	// Then the replica is ready and the background components start.
+	bgc := make(chan *background.Group, 1)
+	go func() {
+		if !startUp(ctx, a, api, log) {
+			bgc <- nil
+			return
+		}
+		api.Started()
+		log.Info("ready")
+		bgc <- startBackground(ctx, a)
+	}()
+	stopBackground := func() {
+		if bg := <-bgc; bg != nil {
+			bg.Stop()
+		}
+	}
+
 	select {
 	case err := <-serveErr:
-		bg.Stop()
+		stopBackground()
 		return err
+	case err := <-internalErr:
+		_ = srv.Close()
+		stopBackground()
+		return fmt.Errorf("internal listener: %w", err)
 	case <-ctx.Done():
 	}
+	api.Stopping()
 	log.Info("shutting down: draining in-flight requests", slog.Duration("timeout", a.cfg.DrainTimeout))
 	drainCtx, cancel := context.WithTimeout(context.Background(), a.cfg.DrainTimeout)
 	defer cancel()
@@ -94,12 +115,91 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 			slog.Int64("handlers", api.InFlight()), slog.Duration("waited", handlerCleanupTimeout))
 	}
 	log.Info("shutting down: stopping the background components")
-	bg.Stop()
+	stopBackground()
+	if internal != nil {
+		_ = internal.Close()
+	}
 	log.Info("stopped")
 	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// startBackground starts every background component this replica runs, in the order they stop on
+// SIGTERM, after the HTTP server has drained its requests (docs/architecture.md, "Shutdown"). All
+// run on every replica; row locks and leases keep them from doing one piece of work twice. Nothing
+// else starts a goroutine that outlives a request.
+func startBackground(ctx context.Context, a *app) *background.Group {
+	d := a.svc
+	return background.Start(ctx, a.log,
+		// 1. Producers of deletions: a run in progress ends with the channel or object it is on
+		//    (its transaction commits, and its objects are deleted, or it rolls back).
+		background.Stage{{Name: "retention", Component: d.Retention}, {Name: "collector", Component: d.Collector}},
+		// 2. Download counts: the last requests' counts are written, with their events.
+		background.Stage{{Name: "download counts", Component: d.Downloads}},
+		// 3. Webhook delivery: the attempts in flight end and are recorded; what else is due stays
+		//    due in the outbox, for the other replicas or the next one.
+		background.Stage{{Name: "webhook delivery", Component: d.Sender}},
+		// 4. Listeners: the read cache stops following other replicas' changes.
+		background.Stage{{Name: "read-cache invalidation", Component: d.Watcher}},
+	)
+}
+
+// startUp brings the database to the schema this binary serves, retrying until it succeeds or ctx
+// ends (false): it creates the database when it is missing, then applies the pending migrations
+// (SLIPWAY_MIGRATE_ON_START) or, when a hook Job migrates, waits until the schema is one it can
+// serve (store.Migrator.Check). Neither a database still coming up nor a failed or dirty
+// migration makes serve exit: a crash loop would help neither, and the replica keeps answering
+// health checks and 503s with Retry-After meanwhile. What it waits for is logged when it changes,
+// and shown by the internal readiness report.
+func startUp(ctx context.Context, a *app, api *httpapi.Server, log *slog.Logger) bool {
+	delay, last := 250*time.Millisecond, ""
+	for {
+		reason, err := prepareSchema(ctx, a)
+		if err == nil {
+			return ctx.Err() == nil
+		}
+		api.Starting(reason)
+		if msg := reason + ": " + err.Error(); msg != last {
+			last = msg
+			level := slog.LevelError // a schema an operator must repair, or a migration that fails
+			if errs.KindOf(err) == errs.Unavailable {
+				level = slog.LevelWarn
+			}
+			log.Log(ctx, level, "not ready: "+reason+" (retrying)", slog.String("error", err.Error()))
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 10*time.Second)
+	}
+}
+
+// prepareSchema is one attempt of startUp; reason says what it waits for when it fails.
+func prepareSchema(ctx context.Context, a *app) (reason string, err error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := a.db.CreateIfMissing(cctx); err != nil {
+		return "waiting for the database", err
+	}
+	m, err := store.NewMigrator(a.db)
+	if err != nil {
+		return "waiting for the database", err
+	}
+	defer m.Close()
+	if a.cfg.MigrateOnStart {
+		if err := m.Up(); err != nil {
+			return "migrating the schema", err
+		}
+		return "", nil
+	}
+	if err := m.Check(); err != nil {
+		return "waiting for the schema (SLIPWAY_MIGRATE_ON_START=false: `slipway migrate up` migrates it)", err
+	}
+	return "", nil
 }
 
 // handlerCleanupTimeout bounds the wait for handlers cut by srv.Close to finish cleaning up. Their

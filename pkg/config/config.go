@@ -23,6 +23,13 @@ import (
 type Config struct {
 	// Addr is the listen address (SLIPWAY_ADDR).
 	Addr string
+	// InternalAddr is the internal listener's address (SLIPWAY_INTERNAL_ADDR): /metrics and the
+	// detailed readiness (/internal/readyz) go there, off the public router. Empty: they are
+	// served on Addr (a single-port setup; keep the ingress from exposing them).
+	InternalAddr string
+	// MigrateOnStart makes serve apply pending migrations itself (SLIPWAY_MIGRATE_ON_START); off,
+	// it waits for the schema it needs (a hook Job migrates), answering 503 meanwhile.
+	MigrateOnStart bool
 	// PublicURL is the base of every absolute URL the API returns, without a trailing slash
 	// (SLIPWAY_PUBLIC_URL). It is never derived from a request's Host header.
 	PublicURL string
@@ -134,6 +141,8 @@ type Var struct {
 // Vars lists every variable Slipway reads, in the order the README documents them.
 var Vars = []Var{
 	{"SLIPWAY_ADDR", ":8080", "listen address"},
+	{"SLIPWAY_INTERNAL_ADDR", "", "listen address of /metrics and the detailed readiness /internal/readyz (e.g. :9090), kept off the public port; empty: both are served on SLIPWAY_ADDR"},
+	{"SLIPWAY_MIGRATE_ON_START", "true", "serve applies pending migrations at start; false: it waits for the schema it needs (migrated by `slipway migrate up`, the chart's hook Job), answering 503 meanwhile"},
 	{"SLIPWAY_PUBLIC_URL", "http://localhost:8080", "base of every absolute URL the API returns"},
 	{"SLIPWAY_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/slipway?sslmode=disable", "Postgres; serve creates the database if it is missing and it may"},
 	{"SLIPWAY_STORAGE_URL", "file://./data/objects", "file:///abs/path or s3://BUCKET[/PREFIX]?region=R&endpoint=URL&path_style=true"},
@@ -196,11 +205,19 @@ func Load(getenv func(string) string) (*Config, error) {
 		}
 		return ""
 	}
-	c := &Config{Addr: get("SLIPWAY_ADDR"), DatabaseURL: get("SLIPWAY_DATABASE_URL"), StorageURL: get("SLIPWAY_STORAGE_URL")}
+	c := &Config{Addr: get("SLIPWAY_ADDR"), InternalAddr: get("SLIPWAY_INTERNAL_ADDR"), DatabaseURL: get("SLIPWAY_DATABASE_URL"), StorageURL: get("SLIPWAY_STORAGE_URL")}
 	var err error
 
 	if c.PublicURL, err = baseURL("SLIPWAY_PUBLIC_URL", get("SLIPWAY_PUBLIC_URL")); err != nil {
 		return nil, err
+	}
+	if c.InternalAddr != "" {
+		if _, _, perr := net.SplitHostPort(c.InternalAddr); perr != nil {
+			return nil, fmt.Errorf("SLIPWAY_INTERNAL_ADDR: want host:port or :port, got %q", c.InternalAddr)
+		}
+		if c.InternalAddr == c.Addr {
+			return nil, fmt.Errorf("SLIPWAY_INTERNAL_ADDR: must differ from SLIPWAY_ADDR (%s)", c.Addr)
+		}
 	}
 	if u, perr := url.Parse(c.DatabaseURL); perr != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return nil, fmt.Errorf("SLIPWAY_DATABASE_URL: must be a postgres:// URL")
@@ -402,6 +419,13 @@ func (c *Config) loadRetentionAndWebhooks(get func(string) string) error {
 	}
 	if c.RetentionMaxBytes, err = nonNegativeInt("SLIPWAY_RETENTION_MAX_BYTES", get("SLIPWAY_RETENTION_MAX_BYTES")); err != nil {
 		return err
+	}
+	switch v := strings.ToLower(get("SLIPWAY_MIGRATE_ON_START")); v {
+	case "true", "1", "yes":
+		c.MigrateOnStart = true
+	case "false", "0", "no":
+	default:
+		return fmt.Errorf("SLIPWAY_MIGRATE_ON_START: must be true or false, got %q", v)
 	}
 	switch v := strings.ToLower(get("SLIPWAY_WEBHOOK_ALLOW_PRIVATE")); v {
 	case "true", "1", "yes":

@@ -21,6 +21,11 @@ import (
 // different fields all take effect instead of the last write restoring stale fields.
 var ErrStale = errors.New("the row changed since it was read")
 
+// ErrReadOnly is the cause (wrapped in an errs.Unavailable) of the store's Writable check failing
+// on a database that answers but refuses writes: a standby, as a demoted primary is after a
+// failover, or default_transaction_read_only.
+var ErrReadOnly = errors.New("the database refuses writes")
+
 // maxEditAttempts bounds how often an edit is re-read and re-applied while other edits of the same
 // row keep landing between its read and its write.
 const maxEditAttempts = 5

@@ -66,7 +66,7 @@ func (s *Server) accessLog(c *gin.Context) {
 	if status >= 500 {
 		level = slog.LevelError
 	}
-	probe := route == "/healthz" || route == "/readyz" || route == "/metrics"
+	probe := route == "/healthz" || route == "/readyz" || route == "/metrics" || route == "/internal/readyz"
 	if probe {
 		level = slog.LevelDebug
 	}

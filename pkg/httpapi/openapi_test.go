@@ -64,7 +64,20 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 // what needs neither.
 func newServer(t *testing.T) *httpapi.Server {
 	t.Helper()
-	cfg, err := config.Load(func(string) string { return "" })
+	return newServerWith(t)
+}
+
+// newServerWith is newServer with environment variables set (name, value, name, value...).
+func newServerWith(t *testing.T, env ...string) *httpapi.Server {
+	t.Helper()
+	cfg, err := config.Load(func(name string) string {
+		for i := 0; i+1 < len(env); i += 2 {
+			if env[i] == name {
+				return env[i+1]
+			}
+		}
+		return ""
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +169,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	}
 
 	// Operations.
-	for _, p := range []string{"/healthz", "/readyz", "/metrics", "/api/version", "/api/health", "/api/openapi.json", "/static/slipway.css"} {
+	for _, p := range []string{"/healthz", "/readyz", "/internal/readyz", "/metrics", "/api/version", "/api/health", "/api/openapi.json", "/static/slipway.css"} {
 		get(p, 200)
 	}
 	expect(e.Do(t, "HEAD", "/static/slipway.css", nil, nil), 200, "HEAD static")

@@ -43,6 +43,8 @@ type Server struct {
 	gate *uploadGate
 	// conns logs every connection's end and counts the handlers running (HTTPServer).
 	conns *connTracker
+	// ready is the replica's readiness (health.go): starting, ready or shutting down.
+	ready readiness
 	// headerTimeout and idleTimeout are the connection timeouts (tests shorten them).
 	headerTimeout, idleTimeout time.Duration
 	// pages are the HTML pages (pkg/web); a browser following a deleted build's download link
@@ -65,7 +67,7 @@ func New(d Deps) *Server {
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	_ = e.SetTrustedProxies(d.Config.TrustedProxies)
-	e.Use(requestIDs, s.accessLog, s.recovery, s.bodyDeadline, apiHeaders)
+	e.Use(requestIDs, s.accessLog, s.recovery, s.startupGate, s.bodyDeadline, apiHeaders)
 	e.NoRoute(s.notFound)
 	e.NoMethod(s.methodNotAllowed)
 
@@ -78,8 +80,12 @@ func New(d Deps) *Server {
 	r := e.Group("", h(func(c *gin.Context) error { return httperr.CheckRequestText(c.Request) }))
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
-	if s.metrics != nil {
-		r.GET("/metrics", s.metricsHandler())
+	// With an internal port (SLIPWAY_INTERNAL_ADDR), /metrics and the detailed readiness are
+	// served there only (Internal); without one, here.
+	if d.Config.InternalAddr == "" {
+		internal := gin.WrapH(s.Internal())
+		r.GET("/metrics", internal)
+		r.GET("/internal/readyz", internal)
 	}
 
 	api := r.Group("/api")

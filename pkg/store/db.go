@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -24,12 +25,15 @@ import (
 type DB struct {
 	Pool *pgxpool.Pool
 	log  *slog.Logger
+	// conn is the pool's connection configuration (CreateIfMissing).
+	conn *pgx.ConnConfig
 }
 
 // Options tune Open.
 type Options struct {
-	// CreateDatabase creates the database named in the URL when it does not exist (serve does this
-	// so the first run needs no set-up).
+	// CreateDatabase creates the database named in the URL when it does not exist (commands do
+	// this so the first run needs no set-up). Open then fails when the server is unreachable;
+	// serve opens without it and calls CreateIfMissing until the server answers.
 	CreateDatabase bool
 	// MaxConns caps the pool (0: pgxpool's default, max(4, cores)).
 	MaxConns int32
@@ -66,7 +70,18 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
-	return &DB{Pool: pool, log: opts.Log}, nil
+	return &DB{Pool: pool, log: opts.Log, conn: cfg.ConnConfig}, nil
+}
+
+// CreateIfMissing creates the database named in the URL when it does not exist and the server lets
+// us; it fails when the server is unreachable (errs.Unavailable). The pool itself connects lazily,
+// so a DB opened without Options.CreateDatabase exists before the server answers.
+func (db *DB) CreateIfMissing(ctx context.Context) error {
+	err := createDatabase(ctx, db.conn)
+	if err != nil && IsUnavailable(err) {
+		return errs.Wrap(errs.Unavailable, err, "the database is unavailable")
+	}
+	return err
 }
 
 // Close releases all connections.
@@ -95,10 +110,10 @@ func (db *DB) Writable(ctx context.Context) error {
 	switch {
 	case standby:
 		markReadOnly(conn.Conn().PgConn())
-		return errs.New(errs.Unavailable, "the database is a standby (in recovery) and refuses writes; a failover may be under way")
+		return errs.Wrap(errs.Unavailable, distribution.ErrReadOnly, "the database is a standby (in recovery) and refuses writes; a failover may be under way")
 	case readOnly == "on":
 		markReadOnly(conn.Conn().PgConn())
-		return errs.New(errs.Unavailable, "the database refuses writes (transaction_read_only is on)")
+		return errs.Wrap(errs.Unavailable, distribution.ErrReadOnly, "the database refuses writes (transaction_read_only is on)")
 	}
 	return nil
 }

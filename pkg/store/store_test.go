@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 
@@ -149,8 +150,8 @@ func TestFailoverToAStandby(t *testing.T) {
 	if err := db.Ping(ctx); err != nil {
 		t.Fatalf("Ping on a standby: %v (it should answer: this is why readiness needs Writable)", err)
 	}
-	if err := db.Writable(ctx); errs.KindOf(err) != errs.Unavailable {
-		t.Fatalf("Writable on a read-only database: %v, want Unavailable", err)
+	if err := db.Writable(ctx); errs.KindOf(err) != errs.Unavailable || !errors.Is(err, distribution.ErrReadOnly) {
+		t.Fatalf("Writable on a read-only database: %v, want Unavailable caused by distribution.ErrReadOnly (the internal readiness says read-only)", err)
 	}
 	if _, err := db.CreateApp(ctx, "during"); errs.KindOf(err) != errs.Unavailable {
 		t.Fatalf("a write on a read-only database: %v (kind %v), want Unavailable (503)", err, errs.KindOf(err))

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/net/http/httpproxy"
 )
 
 // URLError is a webhook URL refused, with the reason a user can act on.
@@ -191,12 +193,32 @@ var errDisallowed = errors.New("the address is not allowed for webhooks")
 
 // NewClient returns the client webhooks are sent with: it connects only to public addresses
 // (checked on the address actually dialled, so a DNS answer that changed since CheckURL cannot
-// reach an internal service) unless allowPrivate, ignores proxy settings, and never follows
-// redirects (a redirect could lead inside). Callers read at most a bounded part of a response.
+// reach an internal service) unless allowPrivate, and never follows redirects (a redirect could
+// lead inside). Callers read at most a bounded part of a response.
+//
+// It honours the standard proxy variables, read once here: HTTPS_PROXY, HTTP_PROXY and NO_PROXY
+// (and their lower-case forms; golang.org/x/net/http/httpproxy has the rules). The proxy is the
+// operator's own configuration and is trusted: it may sit at a private address. The SSRF check
+// then applies to the final destination instead: before a request is handed to the proxy, its
+// host is resolved and refused when any of its addresses is one a webhook may not reach (see
+// proxyGuard).
 func NewClient(allowPrivate bool, timeout time.Duration) *http.Client {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	return newClient(allowPrivate, timeout, httpproxy.FromEnvironment(), nil)
+}
+
+// lookupFunc resolves a host name (net.DefaultResolver.LookupNetIP; tests replace it).
+type lookupFunc func(ctx context.Context, host string) ([]netip.Addr, error)
+
+func newClient(allowPrivate bool, timeout time.Duration, proxy *httpproxy.Config, lookup lookupFunc) *http.Client {
+	if lookup == nil {
+		lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	direct := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	guarded := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	if !allowPrivate {
-		dialer.Control = func(_, address string, _ syscall.RawConn) error {
+		guarded.Control = func(_, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
 				return errDisallowed
@@ -207,9 +229,25 @@ func NewClient(allowPrivate bool, timeout time.Duration) *http.Client {
 			return nil
 		}
 	}
+	g := proxyGuard{allowPrivate: allowPrivate, lookup: lookup, proxies: map[string]bool{}}
+	if proxy != nil {
+		g.proxyFor = proxy.ProxyFunc()
+		for _, raw := range []string{proxy.HTTPProxy, proxy.HTTPSProxy} {
+			if addr := proxyAddr(raw); addr != "" {
+				g.proxies[addr] = true
+			}
+		}
+	}
 	tr := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
+		Proxy: g.proxy,
+		// The proxies' own addresses are dialled without the guard (they are trusted
+		// configuration); every other address with it.
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if g.proxies[addr] {
+				return direct.DialContext(ctx, network, addr)
+			}
+			return guarded.DialContext(ctx, network, addr)
+		},
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: timeout,
 		MaxIdleConns:          32,
@@ -219,6 +257,88 @@ func NewClient(allowPrivate bool, timeout time.Duration) *http.Client {
 	}
 	return &http.Client{Transport: tr, Timeout: timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// proxyGuard chooses the proxy of a webhook request and applies the SSRF check to the requests
+// the dialer cannot check: those sent through a proxy (the dialer sees only the proxy's address),
+// and those whose destination is a proxy's own address (dialled without the guard).
+type proxyGuard struct {
+	allowPrivate bool
+	proxyFor     func(*url.URL) (*url.URL, error)
+	proxies      map[string]bool // host:port of the configured proxies
+	lookup       lookupFunc
+}
+
+func (g proxyGuard) proxy(req *http.Request) (*url.URL, error) {
+	var p *url.URL
+	if g.proxyFor != nil {
+		var err error
+		if p, err = g.proxyFor(req.URL); err != nil {
+			return nil, err
+		}
+	}
+	if g.allowPrivate || (p == nil && !g.proxies[canonicalAddr(req.URL)]) {
+		return p, nil // direct: the dialer checks the address it connects to
+	}
+	if err := g.checkDestination(req.Context(), req.URL.Hostname()); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// checkDestination resolves host and refuses it when any of its addresses is disallowed. (The
+// proxy resolves the name again; the proxy's own rules should refuse internal destinations too,
+// see docs/security.md.)
+func (g proxyGuard) checkDestination(ctx context.Context, host string) error {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if _, bad := Disallowed(ip); bad {
+			return errDisallowed
+		}
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	addrs, err := g.lookup(rctx, host)
+	if err != nil || len(addrs) == 0 {
+		return fmt.Errorf("the webhook's host cannot be resolved")
+	}
+	for _, ip := range addrs {
+		if _, bad := Disallowed(ip); bad {
+			return errDisallowed
+		}
+	}
+	return nil
+}
+
+// proxyAddr is the host:port a proxy URL (as in HTTPS_PROXY) is dialled at; "" when unset or
+// unparsable. httpproxy takes a bare host:port as http://.
+func proxyAddr(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		if u, err = url.Parse("http://" + raw); err != nil || u.Host == "" {
+			return ""
+		}
+	}
+	return canonicalAddr(u)
+}
+
+// canonicalAddr is u's host:port with the scheme's default port, as the transport dials it.
+func canonicalAddr(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch u.Scheme {
+		case "https":
+			port = "443"
+		case "socks5", "socks5h":
+			port = "1080"
+		default:
+			port = "80"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }
 
 // Result is one attempt's outcome.

@@ -296,7 +296,7 @@ func TestChartNetworkPolicy(t *testing.T) {
 	if !reflect.DeepEqual(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) {
 		t.Errorf("policyTypes %v", np.Spec.PolicyTypes)
 	}
-	metricsPort := "http" // where /metrics is served today (slipway.metricsPortName)
+	metricsPort := "metrics" // the internal port (slipway.metricsPortName)
 	portNamed(t, s.container, metricsPort)
 	testPod := one(t, "Pod", r.Pods)
 	var fromIngress, fromMonitoring, fromTest bool
@@ -696,5 +696,63 @@ func TestSizingCommentsAgree(t *testing.T) {
 		if strings.Contains(values, stale) {
 			t.Errorf("values.yaml still sizes memory per upload (%q)", stale)
 		}
+	}
+}
+
+// The internal port (issue 26, #6): by default /metrics and the detailed readiness are served on
+// a port of their own (SLIPWAY_INTERNAL_ADDR), which the Service names `metrics` and the
+// ServiceMonitor and the NetworkPolicy's monitoring rule use; the Ingress routes to http only.
+// internalPort 0 puts them back on the http port. With the hook Job migrating, the pods do not
+// (SLIPWAY_MIGRATE_ON_START=false); without it, they do.
+func TestChartInternalPort(t *testing.T) {
+	r := render(t, "--set", "serviceMonitor.enabled=true", "--set", "networkPolicy.enabled=true", "--set", "ingress.enabled=true")
+	s := checkServer(t, r)
+	cfg := checkConfigLoads(t, r, s)
+	port := portNamed(t, s.container, "metrics")
+	if cfg.InternalAddr != fmt.Sprintf(":%d", port) || port == portNamed(t, s.container, "http") {
+		t.Errorf("SLIPWAY_INTERNAL_ADDR %q, metrics container port %d: want the same, apart from http", cfg.InternalAddr, port)
+	}
+	if cfg.MigrateOnStart {
+		t.Error("SLIPWAY_MIGRATE_ON_START is true although the hook Job migrates")
+	}
+	if sm := one(t, "ServiceMonitor", r.ServiceMonitors); sm.Spec.Endpoints[0].Port != "metrics" {
+		t.Errorf("ServiceMonitor scrapes port %q, want metrics", sm.Spec.Endpoints[0].Port)
+	}
+	for _, ing := range r.Ingresses {
+		for _, rule := range ing.Spec.Rules {
+			for _, p := range rule.HTTP.Paths {
+				if p.Backend.Service == nil || p.Backend.Service.Port.Name != "http" {
+					t.Errorf("Ingress path %s goes to %+v, want port http only", p.Path, p.Backend.Service)
+				}
+			}
+		}
+	}
+	if len(r.Ingresses) == 0 {
+		t.Error("no Ingress rendered")
+	}
+	np := one(t, "NetworkPolicy", r.NetworkPolicies)
+	monitoring := false
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			monitoring = monitoring || p.Port.StrVal == "metrics"
+		}
+	}
+	if !monitoring {
+		t.Error("the NetworkPolicy admits no one to the metrics port")
+	}
+
+	r = render(t, "--set", "internalPort=0", "--set", "migrations.enabled=false", "--set", "serviceMonitor.enabled=true")
+	s = checkServer(t, r)
+	cfg = checkConfigLoads(t, r, s)
+	if cfg.InternalAddr != "" || !cfg.MigrateOnStart {
+		t.Errorf("internalPort=0, no hook Job: SLIPWAY_INTERNAL_ADDR %q, MigrateOnStart %v; want empty and true", cfg.InternalAddr, cfg.MigrateOnStart)
+	}
+	for _, p := range s.container.Ports {
+		if p.Name == "metrics" {
+			t.Error("a metrics port although internalPort is 0")
+		}
+	}
+	if sm := one(t, "ServiceMonitor", r.ServiceMonitors); sm.Spec.Endpoints[0].Port != "http" {
+		t.Errorf("internalPort=0: the ServiceMonitor scrapes %q, want http", sm.Spec.Endpoints[0].Port)
 	}
 }

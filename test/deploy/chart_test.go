@@ -178,8 +178,21 @@ func checkServer(t *testing.T, r *rendered) server {
 	if !selects(svc.Spec.Selector, podLabels) {
 		t.Error("the Service does not select the Deployment's pods")
 	}
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.String() != "http" || svc.Spec.Ports[0].Name != "http" {
-		t.Errorf("Service ports %+v, want one named http targeting http", svc.Spec.Ports)
+	// http (what the Ingress and HTTPRoute route to) and metrics, the internal port (/metrics and
+	// /internal/readyz) when internalPort is set.
+	wantPorts := []string{"http"}
+	if s.configMap.Data["SLIPWAY_INTERNAL_ADDR"] != "" {
+		wantPorts = append(wantPorts, "metrics")
+	}
+	var gotPorts []string
+	for _, p := range svc.Spec.Ports {
+		gotPorts = append(gotPorts, p.Name)
+		if p.TargetPort.String() != p.Name {
+			t.Errorf("Service port %s targets %s, want the container port of its name", p.Name, p.TargetPort.String())
+		}
+	}
+	if !reflect.DeepEqual(gotPorts, wantPorts) {
+		t.Errorf("Service ports %v, want %v", gotPorts, wantPorts)
 	}
 	for _, j := range r.Jobs {
 		if selects(svc.Spec.Selector, j.Spec.Template.Labels) {
@@ -549,12 +562,12 @@ func TestChartFullValues(t *testing.T) {
 		}
 	}
 
-	// ServiceMonitor scrapes /metrics on the Service's http port.
+	// ServiceMonitor scrapes /metrics on the Service's internal port.
 	sm := one(t, "ServiceMonitor", r.ServiceMonitors)
 	if !selects(sm.Spec.Selector.MatchLabels, svc.Labels) {
 		t.Error("the ServiceMonitor does not select the Service")
 	}
-	if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != "http" || sm.Spec.Endpoints[0].Path != "/metrics" {
+	if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != "metrics" || sm.Spec.Endpoints[0].Path != "/metrics" {
 		t.Errorf("ServiceMonitor endpoints %+v", sm.Spec.Endpoints)
 	}
 	if sm.Labels["release"] != "kube-prometheus-stack" {

@@ -98,6 +98,9 @@ func TestServeRejectsInvalidConfig(t *testing.T) {
 		{"SLIPWAY_LOG_FORMAT", "xml", ""},
 		{"SLIPWAY_LOG_LEVEL", "loud", ""},
 		{"SLIPWAY_DRAIN_TIMEOUT", "soon", ""},
+		{"SLIPWAY_INTERNAL_ADDR", "9090", ""},
+		{"SLIPWAY_INTERNAL_ADDR", ":8080", ""}, // the same as SLIPWAY_ADDR
+		{"SLIPWAY_MIGRATE_ON_START", "maybe", ""},
 		{"SLIPWAY_MAX_CONCURRENT_UPLOADS", "0", ""},
 		{"SLIPWAY_TIMEZONE", "Mars/Olympus", ""},
 		{"SLIPWAY_TRUSTED_PROXIES", "10.0.0.0/99", ""},

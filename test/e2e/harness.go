@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -180,6 +181,9 @@ type Server struct {
 	URL string
 	// Addr is 127.0.0.1:PORT.
 	Addr string
+	// InternalURL is http://ADDR of the internal listener when SLIPWAY_INTERNAL_ADDR was given
+	// ("SLIPWAY_INTERNAL_ADDR=auto" picks a free loopback port); "" otherwise.
+	InternalURL string
 	// PID is the process id.
 	PID int
 
@@ -195,11 +199,24 @@ var errPortTaken = errors.New("port taken")
 
 // Start starts `slipway serve` with the harness's environment plus extraEnv (e.g.
 // "SLIPWAY_DRAIN_TIMEOUT=1s"), on a free loopback port unless extraEnv sets SLIPWAY_ADDR, and
-// returns once GET /healthz answers 200. The server is stopped when the test ends.
+// returns once GET /readyz answers 200 (its start-up is done: the schema is there). The server is
+// stopped when the test ends.
 func (h *Harness) Start(t testing.TB, extraEnv ...string) *Server {
 	t.Helper()
+	return h.startWaiting(t, "/readyz", extraEnv)
+}
+
+// StartListening is Start, returning as soon as GET /healthz answers 200: the server listens, but
+// may still be starting (waiting for the database or its schema).
+func (h *Harness) StartListening(t testing.TB, extraEnv ...string) *Server {
+	t.Helper()
+	return h.startWaiting(t, "/healthz", extraEnv)
+}
+
+func (h *Harness) startWaiting(t testing.TB, probe string, extraEnv []string) *Server {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		s, err := h.start(t, extraEnv)
+		s, err := h.start(t, probe, extraEnv)
 		if errors.Is(err, errPortTaken) && attempt < 5 {
 			continue
 		}
@@ -210,7 +227,7 @@ func (h *Harness) Start(t testing.TB, extraEnv ...string) *Server {
 	}
 }
 
-func (h *Harness) start(t testing.TB, extraEnv []string) (*Server, error) {
+func (h *Harness) start(t testing.TB, probe string, extraEnv []string) (*Server, error) {
 	addr := lastValue(extraEnv, "SLIPWAY_ADDR")
 	if addr == "" {
 		port, err := freePort()
@@ -220,6 +237,19 @@ func (h *Harness) start(t testing.TB, extraEnv []string) (*Server, error) {
 		addr = fmt.Sprintf("127.0.0.1:%d", port)
 	}
 	s := &Server{URL: "http://" + addr, Addr: addr, logs: &logBuffer{}, done: make(chan struct{})}
+	switch internal := lastValue(extraEnv, "SLIPWAY_INTERNAL_ADDR"); internal {
+	case "":
+	case "auto":
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		internal = fmt.Sprintf("127.0.0.1:%d", port)
+		extraEnv = append(slices.Clone(extraEnv), "SLIPWAY_INTERNAL_ADDR="+internal)
+		s.InternalURL = "http://" + internal
+	default:
+		s.InternalURL = "http://" + internal
+	}
 	env := h.Environ(append([]string{"SLIPWAY_ADDR=" + addr, "SLIPWAY_PUBLIC_URL=" + s.URL}, extraEnv...)...)
 	s.cmd = exec.Command(h.bin, "serve")
 	s.cmd.Env = env
@@ -239,7 +269,7 @@ func (h *Harness) start(t testing.TB, extraEnv []string) (*Server, error) {
 	client := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(StartTimeout)
 	for {
-		resp, err := client.Get(s.URL + "/healthz")
+		resp, err := client.Get(s.URL + probe)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -251,11 +281,11 @@ func (h *Harness) start(t testing.TB, extraEnv []string) (*Server, error) {
 			if strings.Contains(s.Logs(), "address already in use") {
 				return nil, errPortTaken
 			}
-			return nil, fmt.Errorf("e2e: slipway serve exited with %s before answering /healthz; its output:\n%s", s.state, s.Logs())
+			return nil, fmt.Errorf("e2e: slipway serve exited with %s before answering %s; its output:\n%s", s.state, probe, s.Logs())
 		case <-time.After(25 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("e2e: slipway serve did not answer /healthz within %s; its output:\n%s", StartTimeout, s.Logs())
+			return nil, fmt.Errorf("e2e: slipway serve did not answer %s within %s; its output:\n%s", probe, StartTimeout, s.Logs())
 		}
 	}
 }

@@ -72,6 +72,64 @@ func TestShutdownDrainsUploads(t *testing.T) {
 	}
 }
 
+// TestShutdownDrainsThrottledUpload is a rollout during a long single-request upload (issue 26,
+// #4): the client sends at a fixed, slow rate from before SIGTERM until its last byte, long after
+// the signal. Meanwhile new connections to the public port are refused (the Service and the
+// ingress send them elsewhere) and the internal readiness says the replica is shutting down; the
+// upload ends with 201 within the configured drain (no "drain timeout over"), is recorded once,
+// and the process exits 0.
+func TestShutdownDrainsThrottledUpload(t *testing.T) {
+	t.Parallel()
+	h := e2e.New(t, shutdownOptions)
+	s := h.Start(t, "SLIPWAY_DRAIN_TIMEOUT=3m", "SLIPWAY_INTERNAL_ADDR=auto")
+	token := h.CreateToken(t, "ci", "upload")
+
+	up := startSlowUpload(t, s, token, appletest.BuildIPA(appletest.IPAOptions{BundleID: "com.example.throttled", FillerBytes: 24 << 20}))
+	up.send(t, headStart)
+	waitUntil(t, "the server to start a multipart upload", func() bool { return len(h.MultipartUploads(t)) == 1 })
+	// 256 KiB every 100 ms (2.5 MiB/s, far above SLIPWAY_UPLOAD_MIN_RATE): the remaining ~17 MiB
+	// take about 7 s, all of them after SIGTERM.
+	sent := up.throttle(256<<10, 100*time.Millisecond)
+
+	if err := s.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	s.WaitLog(t, "shutting down: draining")
+	waitRefused(t, s.Addr)
+	r, err := http.Get(s.InternalURL + "/internal/readyz")
+	if err != nil {
+		t.Fatalf("the internal port during the drain: %v", err)
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"status":"shutting down"`) {
+		t.Errorf("internal readyz during the drain: %d %s", r.StatusCode, body)
+	}
+	if up.ended() {
+		t.Fatal("the upload ended before its client sent the rest of the body")
+	}
+
+	if err := <-sent; err != nil {
+		t.Fatalf("sending the body during the drain: %v", err)
+	}
+	status, respBody, err := up.wait(t)
+	if err != nil || status != http.StatusCreated {
+		t.Fatalf("throttled upload in flight at SIGTERM: status %d, error %v: %s", status, err, respBody)
+	}
+	if code := s.Wait(t); code != 0 {
+		t.Errorf("exit code %d after draining, want 0", code)
+	}
+	if strings.Contains(s.Logs(), "drain timeout over") {
+		t.Error("the drain timed out although the upload finished within it")
+	}
+	if n := h.QueryInt(t, "SELECT count(*) FROM releases WHERE bundle_id = 'com.example.throttled'"); n != 1 {
+		t.Errorf("%d releases recorded, want 1", n)
+	}
+	if mu := h.MultipartUploads(t); len(mu) != 0 {
+		t.Errorf("multipart uploads left: %v", mu)
+	}
+}
+
 // TestShutdownAbortsUploadsPastDrainTimeout: an upload still trickling in when the drain timeout
 // ends is cut. Nothing of it is recorded, its multipart upload is aborted, and nothing is left in
 // the bucket for the collector either.
@@ -252,6 +310,33 @@ func (u *slowUpload) trickle(chunk int, every time.Duration) (stop func()) {
 	}()
 	var once sync.Once
 	return func() { once.Do(func() { close(quit); <-stopped }) }
+}
+
+// throttle sends the rest of the body, chunk bytes every interval, then closes it; the channel
+// gets the first write error, or nil once everything was sent.
+func (u *slowUpload) throttle(chunk int, every time.Duration) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for range tick.C {
+			u.mu.Lock()
+			n := min(chunk, len(u.rest))
+			_, err := u.pw.Write(u.rest[:n])
+			u.rest = u.rest[n:]
+			last := len(u.rest) == 0
+			u.mu.Unlock()
+			if err != nil {
+				done <- err
+				return
+			}
+			if last {
+				done <- u.pw.Close()
+				return
+			}
+		}
+	}()
+	return done
 }
 
 // finish sends the rest of the body.

@@ -21,16 +21,23 @@ import (
 )
 
 // TestMinIOKilledMidUpload: object storage dies (SIGKILL) in the middle of a 64 MiB upload. The
-// client gets a 503 with {"error"} and Retry-After; the replica keeps running; when MinIO is back
-// (same port, same data) the multipart upload left behind is aborted by the replica's collector,
-// a new upload to the same replica succeeds, and storage matches the database.
+// client gets a 503 with {"error"} and Retry-After; the replica keeps running and stays ready
+// (/readyz 200, naming no dependency: an outage must not empty the Service), while its internal
+// readiness report names storage; the update check keeps answering and a new upload gets a 503
+// with Retry-After. When MinIO is back (same port, same data) the multipart upload left behind is
+// aborted by the replica's collector, a new upload to the same replica succeeds, and storage
+// matches the database.
 func TestMinIOKilledMidUpload(t *testing.T) {
 	t.Parallel()
 	m := startMinIO(t)
 	e := newEnv(t, e2e.Options{Storage: e2e.S3, S3: m.bucket(t), S3Params: url.Values{"part_size_mib": {"5"}}}, 1,
-		"SLIPWAY_GC_INTERVAL=1s")
+		"SLIPWAY_GC_INTERVAL=1s", "SLIPWAY_INTERNAL_ADDR=auto")
 	s := e.servers[0]
-	decodeRelease(t, mustUpload(t, s, e.upload, ipa("com.example.outage", "1", 0)))
+	first := decodeRelease(t, mustUpload(t, s, e.upload, ipa("com.example.outage", "1", 0)))
+	latestURL := s.URL + "/api/apps/latest?release_version=0.1&build_version=0&channel_key=" + first.Channel.Slug
+	if r := call(t, http.MethodGet, latestURL, nil); r.Status != http.StatusOK {
+		t.Fatalf("latest before the outage: %s", r)
+	}
 
 	pkg := ipa("com.example.outage", "2", 64<<20)
 	st := uploadStream(t, s, e.upload, pkg, true)
@@ -53,23 +60,38 @@ func TestMinIOKilledMidUpload(t *testing.T) {
 		t.Logf("note: the whole body was sent before the server answered")
 	}
 	ready := call(t, http.MethodGet, s.URL+"/readyz", nil)
-	expectError(t, "readyz while MinIO is down", ready, http.StatusServiceUnavailable)
-	if !strings.Contains(string(ready.Body), `"storage":"unavailable"`) {
-		t.Errorf("readyz does not name storage: %s", ready.Body)
+	if ready.Status != http.StatusOK || strings.Contains(string(ready.Body), "storage") {
+		t.Errorf("public readyz while MinIO is down: %s, want 200 naming no dependency", ready)
+	}
+	report := call(t, http.MethodGet, s.InternalURL+"/internal/readyz", nil)
+	if report.Status != http.StatusOK || !strings.Contains(string(report.Body), `"name":"storage","state":"unavailable"`) ||
+		!strings.Contains(string(report.Body), `"name":"database","state":"ok"`) {
+		t.Errorf("internal readyz while MinIO is down: %s, want 200 naming storage unavailable", report)
 	}
 	r = call(t, http.MethodGet, s.URL+"/healthz", nil)
 	if r.Status != http.StatusOK {
 		t.Errorf("healthz while MinIO is down: %s (liveness must not depend on storage)", r)
 	}
+	// The update check needs no storage: it keeps answering, from the read cache or the database.
+	for range 3 {
+		if r := call(t, http.MethodGet, latestURL, nil); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"releases"`) {
+			t.Errorf("latest while MinIO is down: %s", r)
+		}
+	}
+	up, err := uploadApp(s, e.upload, ipa("com.example.outage", "2b", 6<<20))
+	if err != nil {
+		t.Fatalf("upload while MinIO is down: %v", err)
+	}
+	expectError(t, "upload while MinIO is down", up, http.StatusServiceUnavailable)
 
 	m.start(t)
 	// (A restarted MinIO lists multipart uploads only by key, so the one cut is looked up by id.)
 	waitFor(t, time.Minute, "the replica's collector to abort the multipart upload", func() bool {
 		return uploadAborted(t, e, cut[0])
 	})
-	waitFor(t, time.Minute, "readyz to recover", func() bool {
-		r, err := request(http.MethodGet, s.URL+"/readyz", nil)
-		return err == nil && r.Status == http.StatusOK
+	waitFor(t, time.Minute, "the internal readyz to see storage again", func() bool {
+		r, err := request(http.MethodGet, s.InternalURL+"/internal/readyz", nil)
+		return err == nil && strings.Contains(string(r.Body), `"name":"storage","state":"ok"`)
 	})
 	decodeRelease(t, mustUpload(t, s, e.upload, ipa("com.example.outage", "3", 6<<20)))
 	if s.Exited() {
@@ -92,7 +114,8 @@ func TestMinIOKilledMidUpload(t *testing.T) {
 func TestMinIOHungMidUpload(t *testing.T) {
 	t.Parallel()
 	m := startMinIO(t)
-	e := newEnv(t, e2e.Options{Storage: e2e.S3, S3: m.bucket(t), S3Params: url.Values{"part_size_mib": {"5"}, "request_timeout": {"3s"}}}, 1)
+	e := newEnv(t, e2e.Options{Storage: e2e.S3, S3: m.bucket(t), S3Params: url.Values{"part_size_mib": {"5"}, "request_timeout": {"3s"}}}, 1,
+		"SLIPWAY_INTERNAL_ADDR=auto")
 	s := e.servers[0]
 	st := uploadStream(t, s, e.upload, ipa("com.example.hang", "1", 32<<20), true)
 	st.pump()
@@ -114,10 +137,13 @@ func TestMinIOHungMidUpload(t *testing.T) {
 	}
 	defer resume()
 
-	ready := call(t, http.MethodGet, s.URL+"/readyz", nil)
-	expectError(t, "readyz while MinIO hangs", ready, http.StatusServiceUnavailable)
-	if !strings.Contains(string(ready.Body), `"storage":"unavailable"`) {
-		t.Errorf("readyz does not name storage: %s", ready.Body)
+	// A hung storage does not make the replica unready (readiness is about the replica itself);
+	// the internal report says storage is unavailable.
+	if ready := call(t, http.MethodGet, s.URL+"/readyz", nil); ready.Status != http.StatusOK {
+		t.Errorf("readyz while MinIO hangs: %s, want 200", ready)
+	}
+	if report := call(t, http.MethodGet, s.InternalURL+"/internal/readyz", nil); !strings.Contains(string(report.Body), `"name":"storage","state":"unavailable"`) {
+		t.Errorf("the internal readyz does not name storage: %s", report)
 	}
 	if r := call(t, http.MethodGet, s.URL+"/api/apps", nil); r.Status != http.StatusOK {
 		t.Errorf("a read that needs no storage, while MinIO hangs: %s", r)
@@ -129,9 +155,9 @@ func TestMinIOHungMidUpload(t *testing.T) {
 	}
 	expectError(t, "upload during the hang", r, http.StatusServiceUnavailable)
 	resume()
-	waitFor(t, time.Minute, "readyz to recover", func() bool {
-		r, err := request(http.MethodGet, s.URL+"/readyz", nil)
-		return err == nil && r.Status == http.StatusOK
+	waitFor(t, time.Minute, "the internal readyz to see storage again", func() bool {
+		r, err := request(http.MethodGet, s.InternalURL+"/internal/readyz", nil)
+		return err == nil && strings.Contains(string(r.Body), `"name":"storage","state":"ok"`)
 	})
 	decodeRelease(t, mustUpload(t, s, e.upload, ipa("com.example.hang", "2", 6<<20)))
 	noServerErrors(t, s)
@@ -343,7 +369,7 @@ func TestPostgresConnectionsKilled(t *testing.T) {
 func TestPostgresRestart(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t)
-	e := newEnv(t, e2e.Options{DatabaseURL: c.URL("slipway")}, 2)
+	e := newEnv(t, e2e.Options{DatabaseURL: c.URL("slipway")}, 2, "SLIPWAY_INTERNAL_ADDR=auto")
 	seed := decodeRelease(t, mustUpload(t, e.server(0), e.upload, ipa("com.example.traffic", "0", 0)))
 	ops := e.trafficOps(seed.Channel.Slug, seed.ID)
 	pids := []int{e.servers[0].PID, e.servers[1].PID}
@@ -356,10 +382,12 @@ func TestPostgresRestart(t *testing.T) {
 		if r := call(t, http.MethodGet, s.URL+"/healthz", nil); r.Status != http.StatusOK {
 			t.Errorf("healthz while Postgres is down: %s", r)
 		}
-		r := call(t, http.MethodGet, s.URL+"/readyz", nil)
-		expectError(t, "readyz while Postgres is down", r, http.StatusServiceUnavailable)
-		if !strings.Contains(string(r.Body), `"database":"unavailable"`) {
-			t.Errorf("readyz does not name the database: %s", r.Body)
+		if r := call(t, http.MethodGet, s.URL+"/readyz", nil); r.Status != http.StatusOK {
+			t.Errorf("readyz while Postgres is down: %s, want 200 (an outage must not empty the Service)", r)
+		}
+		r := call(t, http.MethodGet, s.InternalURL+"/internal/readyz", nil)
+		if !strings.Contains(string(r.Body), `"name":"database","state":"unavailable"`) {
+			t.Errorf("the internal readyz does not name the database: %s", r.Body)
 		}
 		for i, op := range ops {
 			if op.name == "readyz" {
@@ -380,9 +408,9 @@ func TestPostgresRestart(t *testing.T) {
 
 	c.start(t)
 	for _, s := range e.servers {
-		waitFor(t, time.Minute, "readyz on "+s.Addr+" after Postgres is back", func() bool {
-			r, err := request(http.MethodGet, s.URL+"/readyz", nil)
-			return err == nil && r.Status == http.StatusOK
+		waitFor(t, time.Minute, "the internal readyz on "+s.Addr+" to see Postgres again", func() bool {
+			r, err := request(http.MethodGet, s.InternalURL+"/internal/readyz", nil)
+			return err == nil && strings.Contains(string(r.Body), `"name":"database","state":"ok"`)
 		})
 	}
 	tr.check(t)
@@ -502,4 +530,127 @@ func TestClientDisconnectMidUpload(t *testing.T) {
 			checkConsistent(t, e)
 		})
 	}
+}
+
+// TestStartWhilePostgresDown: a replica started while Postgres is down (its first start: the
+// database does not even exist yet) does not exit nor crash-loop. It listens at once: /healthz
+// answers 200, /readyz 503 (it is starting), the API 503 with Retry-After and {"error"}, and the
+// internal report says what it waits for. Once Postgres answers it creates the database, migrates
+// it and serves, without a restart.
+func TestStartWhilePostgresDown(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t)
+	h := e2e.New(t, e2e.Options{DatabaseURL: c.URL("slipway_late")})
+	c.stop(t)
+
+	s := h.StartListening(t, "SLIPWAY_INTERNAL_ADDR=auto")
+	pid := s.PID
+	if r := call(t, http.MethodGet, s.URL+"/healthz", nil); r.Status != http.StatusOK {
+		t.Errorf("healthz while Postgres is down at start: %s", r)
+	}
+	r := call(t, http.MethodGet, s.URL+"/readyz", nil)
+	expectError(t, "readyz while starting", r, http.StatusServiceUnavailable)
+	if strings.Contains(string(r.Body), "database") {
+		t.Errorf("the public readyz names a dependency: %s", r.Body)
+	}
+	for _, path := range []string{"/api/apps", "/api/apps/latest?channel_key=x&release_version=1&build_version=1", "/api/health"} {
+		expectError(t, path+" while starting", call(t, http.MethodGet, s.URL+path, nil), http.StatusServiceUnavailable)
+	}
+	up, err := uploadApp(s, "no-token-yet", ipa("com.example.late", "1", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectError(t, "upload while starting", up, http.StatusServiceUnavailable)
+	report := call(t, http.MethodGet, s.InternalURL+"/internal/readyz", nil)
+	if report.Status != http.StatusServiceUnavailable || !strings.Contains(string(report.Body), `"status":"starting"`) ||
+		!strings.Contains(string(report.Body), `"name":"database","state":"unavailable"`) {
+		t.Errorf("internal readyz while starting: %s", report)
+	}
+	if r := call(t, http.MethodGet, s.URL+"/metrics", nil); r.Status != http.StatusNotFound {
+		t.Errorf("public /metrics with an internal port: %s, want 404", r)
+	}
+	if r := call(t, http.MethodGet, s.InternalURL+"/metrics", nil); r.Status != http.StatusOK {
+		t.Errorf("internal /metrics: %s", r)
+	}
+	waitFor(t, time.Minute, "the replica to log that it waits for the database", func() bool {
+		return strings.Contains(s.Logs(), "not ready: waiting for the database")
+	})
+
+	c.start(t)
+	waitFor(t, 2*time.Minute, "readyz once Postgres is up", func() bool {
+		r, err := request(http.MethodGet, s.URL+"/readyz", nil)
+		return err == nil && r.Status == http.StatusOK
+	})
+	upload := h.CreateToken(t, "ci", "upload")
+	rel := decodeRelease(t, mustUpload(t, s, upload, ipa("com.example.late", "1", 0)))
+	if r := call(t, http.MethodGet, s.URL+"/api/apps/latest?release_version=0.1&build_version=0&channel_key="+rel.Channel.Slug, nil); r.Status != http.StatusOK {
+		t.Errorf("latest once started: %s", r)
+	}
+	if s.Exited() || s.PID != pid {
+		t.Fatal("the replica exited or was restarted")
+	}
+	noServerErrors(t, s)
+}
+
+// TestReadOnlyDatabaseKeepsReplicaReady plays a replica left on a standby after a failover (here
+// with default_transaction_read_only, which makes Postgres answer writes with SQLSTATE 25006 as a
+// standby does, and every connection made afresh). The replica stays ready (a read-only database
+// is the same for every replica: docs/operations.md, Health), its internal report says the
+// database is read-only, writes answer 503 with Retry-After and reads are served; once the
+// database accepts writes again, writes succeed without a restart.
+func TestReadOnlyDatabaseKeepsReplicaReady(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, e2e.Options{}, 1, "SLIPWAY_INTERNAL_ADDR=auto")
+	s := e.servers[0]
+	seed := decodeRelease(t, mustUpload(t, s, e.upload, ipa("com.example.standby", "1", 0)))
+	u, err := url.Parse(e.h.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbName := strings.TrimPrefix(u.Path, "/")
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, os.Getenv("SLIPWAY_TEST_DATABASE_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	setReadOnly := func(on bool) {
+		t.Helper()
+		if _, err := admin.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s SET default_transaction_read_only = %v`, pgx.Identifier{dbName}.Sanitize(), on)); err != nil {
+			t.Fatal(err)
+		}
+		// Connections made before keep their setting: end the replica's, as a failover does.
+		if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE datname = $1 AND application_name <> $2 AND pid <> pg_backend_pid()`, dbName, checkerApp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setReadOnly(true)
+
+	waitFor(t, time.Minute, "the internal readyz to report the database read-only", func() bool {
+		r, err := request(http.MethodGet, s.InternalURL+"/internal/readyz", nil)
+		return err == nil && strings.Contains(string(r.Body), `"name":"database","state":"read-only"`)
+	})
+	if r := call(t, http.MethodGet, s.URL+"/readyz", nil); r.Status != http.StatusOK {
+		t.Errorf("readyz on a read-only database: %s, want 200", r)
+	}
+	create := func() (*response, error) {
+		return request(http.MethodPost, s.URL+"/api/apps", strings.NewReader(`{"name":"During"}`),
+			"Content-Type", "application/json", "Authorization", "Token "+e.admin)
+	}
+	r, err := create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectError(t, "a write on a read-only database", r, http.StatusServiceUnavailable)
+	if r := call(t, http.MethodGet, fmt.Sprintf("%s/api/apps/latest?release_version=0.1&build_version=0&channel_key=%s", s.URL, seed.Channel.Slug), nil); r.Status != http.StatusOK {
+		t.Errorf("latest on a read-only database: %s", r)
+	}
+
+	setReadOnly(false)
+	waitFor(t, time.Minute, "writes to succeed again", func() bool {
+		r, err := create()
+		return err == nil && r.Status == http.StatusCreated
+	})
+	noServerErrors(t, s)
 }

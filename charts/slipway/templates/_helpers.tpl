@@ -235,6 +235,10 @@ SLIPWAY_TIMEZONE: {{ .Values.config.timezone | quote }}
 SLIPWAY_GC_INTERVAL: {{ .Values.config.gcInterval | quote }}
 SLIPWAY_GC_GRACE: {{ .Values.config.gcGrace | quote }}
 SLIPWAY_DRAIN_TIMEOUT: {{ printf "%ds" (int .Values.config.drainTimeoutSeconds) | quote }}
+{{- if .Values.internalPort }}
+SLIPWAY_INTERNAL_ADDR: {{ printf ":%d" (int .Values.internalPort) | quote }}
+{{- end }}
+SLIPWAY_MIGRATE_ON_START: {{ not .Values.migrations.enabled | toString | quote }}
 {{- with .Values.config.uploadIdleTimeout }}
 SLIPWAY_UPLOAD_IDLE_TIMEOUT: {{ . | quote }}
 {{- end }}
@@ -353,11 +357,11 @@ loops to stop and the process to exit. test/deploy checks the sum.
 {{- end }}
 
 {{/*
-The name of the container port Prometheus scrapes /metrics on (the ServiceMonitor's and the
-NetworkPolicy's monitoring rule). Today /metrics is served on the http port.
+The name of the container and Service port Prometheus scrapes /metrics on (the ServiceMonitor's
+and the NetworkPolicy's monitoring rule): the internal port, `metrics`, unless internalPort is 0.
 */}}
 {{- define "slipway.metricsPortName" -}}
-http
+{{- if .Values.internalPort }}metrics{{ else }}http{{ end }}
 {{- end }}
 
 {{/*

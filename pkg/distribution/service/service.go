@@ -8,6 +8,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/slipwayhq/slipway/pkg/config"
@@ -20,6 +21,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution/lifecycle"
 	"github.com/slipwayhq/slipway/pkg/distribution/readcache"
 	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
+	"github.com/slipwayhq/slipway/pkg/httperr"
 	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/signing"
@@ -31,6 +33,8 @@ import (
 // part declares. pkg/store implements it on Postgres.
 type Store interface {
 	Ping(ctx context.Context) error
+	// Writable reports whether the database accepts writes (a standby answers Ping but not this).
+	Writable(ctx context.Context) error
 	catalog.AppStore
 	catalog.ReleaseStore
 	uploads.Ledger
@@ -147,7 +151,30 @@ func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, l
 // DatabaseReady reports whether the database answers (Zealot's /api/health).
 func (s *Service) DatabaseReady(ctx context.Context) error { return s.db.Ping(ctx) }
 
-// ReadinessCheck reports whether the database and object storage answer, each on its own.
-func (s *Service) ReadinessCheck(ctx context.Context) (databaseErr, storageErr error) {
-	return s.db.Ping(ctx), s.storage.Ping(ctx)
+// DependencyCheck is the state of one dependency, for the internal readiness report.
+type DependencyCheck struct {
+	Name string `json:"name"`
+	// State is "ok", "unavailable", or "read-only" (a database that answers but refuses writes:
+	// a standby, as a demoted primary is after a failover).
+	State string `json:"state"`
+	// Detail is the client-safe message of the failure ("" when ok).
+	Detail string `json:"detail,omitempty"`
+}
+
+// DependencyChecks checks the database (it answers and accepts writes: store.DB.Writable) and
+// object storage, each on its own. They are for the internal readiness report: an outage of
+// either does not make a replica unready (docs/operations.md, Health).
+func (s *Service) DependencyChecks(ctx context.Context) []DependencyCheck {
+	check := func(name string, err error) DependencyCheck {
+		c := DependencyCheck{Name: name, State: "ok"}
+		switch {
+		case err == nil:
+		case errors.Is(err, distribution.ErrReadOnly):
+			c.State, c.Detail = "read-only", httperr.Describe(err).Message
+		default:
+			c.State, c.Detail = "unavailable", httperr.Describe(err).Message
+		}
+		return c
+	}
+	return []DependencyCheck{check("database", s.db.Writable(ctx)), check("storage", s.storage.Ping(ctx))}
 }
