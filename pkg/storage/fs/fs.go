@@ -116,12 +116,14 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts storage.P
 
 // createTemp creates the key's folder and a new temp file in it. A concurrent Delete may remove the
 // folder, or one of its parents while MkdirAll is creating it, between the steps (it prunes empty
-// folders), so the pair is retried.
+// folders), so the pair is retried. os.Root's MkdirAll reports a folder pruned between its mkdirat
+// (EEXIST) and its check that the name is a folder as "file exists", so that is retried too; a
+// file really in the folder's place fails every try and is reported.
 func (s *Store) createTemp(dir, namePrefix string) (*os.File, string, error) {
 	var err error
 	for range 5 {
 		if err = s.root.MkdirAll(dir, 0o750); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrExist) {
 				continue
 			}
 			return nil, "", err

@@ -144,3 +144,39 @@ func BenchmarkPut(b *testing.B) {
 		}
 	}
 }
+
+// TestPutBesideAPruningDelete replays a failure seen in TestUploadBadFixtures: a Put into a folder
+// that exists when MkdirAll reaches it (EEXIST) but is pruned by a concurrent Delete before
+// MkdirAll checks that it is a folder, which os.Root reports as "mkdirat: file exists". The Put
+// must retry, as it does when the folder vanishes at any other step.
+func TestPutBesideAPruningDelete(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	const rounds = 3000
+	failures := 0
+	var firstErr error
+	for i := range rounds {
+		if _, err := s.Put(ctx, "packages/d/a.ipa", strings.NewReader("a"), storage.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		deleted := make(chan error, 1)
+		go func() { deleted <- s.Delete(ctx, "packages/d/a.ipa") }()
+		_, err := s.Put(ctx, "packages/d/b.ipa", strings.NewReader("b"), storage.PutOptions{})
+		if derr := <-deleted; derr != nil {
+			t.Fatalf("round %d: delete: %v", i, derr)
+		}
+		if err != nil {
+			failures++
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if err := s.Delete(ctx, "packages/d/b.ipa"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if failures > 0 {
+		t.Fatalf("%d of %d puts beside a pruning delete failed; first: %v", failures, rounds, firstErr)
+	}
+}
