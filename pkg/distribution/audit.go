@@ -39,8 +39,10 @@ func UserActor(u *User) Actor {
 	return Actor{Kind: ActorUser, UserID: u.ID, Name: name}
 }
 
-// TokenActor is an API token.
-func TokenActor(t *Token) Actor { return Actor{Kind: ActorToken, TokenID: t.ID, Name: t.Name} }
+// TokenActor is an API token, with its owner (a console user, 0 for none) as the row's user.
+func TokenActor(t *Token) Actor {
+	return Actor{Kind: ActorToken, TokenID: t.ID, UserID: t.UserID, Name: t.Name}
+}
 
 // SystemActor is Slipway itself: a background component ("retention", "gc") or the CLI ("cli").
 func SystemActor(component string) Actor { return Actor{Kind: ActorSystem, Name: component} }

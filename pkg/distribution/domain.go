@@ -207,12 +207,26 @@ const (
 
 // Token is an API token's record. The token itself is shown once and never stored.
 type Token struct {
-	ID         int64
-	Name       string
-	Scope      string
+	ID    int64
+	Name  string
+	Scope string
+	// UserID is the token's owner, a console user, or 0 for a token made by the command line on
+	// the server. An owned token never exceeds its owner's rights and dies with them; a token
+	// made with a token belongs to the same owner.
+	UserID int64
+	// Owner names the owner in listings (their name or email; empty without one).
+	Owner      string
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+}
+
+// NewToken is a token to make: its name, scope and owner (0: none), and who makes it (the audit
+// row's actor).
+type NewToken struct {
+	Name, Scope string
+	UserID      int64
+	By          Actor
 }
 
 // Allows reports whether the token's scope permits an operation needing scope.
@@ -234,9 +248,12 @@ type Device struct {
 	OSVersion string
 	Serial    string
 	// Source is how the device became known: "api" or "profile".
-	Source    string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Source string
+	// Unverified is set for a device registered by a profile answer whose signer does not chain
+	// to Apple's device CA, until an admin approves it: it is left out of the portal export.
+	Unverified bool
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // Page selects a page of a listing: Page is 1-based.

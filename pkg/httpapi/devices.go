@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+
 	"github.com/slipwayhq/slipway/pkg/distribution/devices"
 )
 
@@ -49,8 +50,20 @@ func (s *Server) deleteDevice(c *gin.Context) error {
 	return respondDeleted(c, pathParam("udid"), s.svc.Devices.DeleteDevice)
 }
 
+// approveDevice: POST /api/devices/:udid/approve (admin) lets a device registered by an
+// unverified profile answer into the export; audited.
+func (s *Server) approveDevice(c *gin.Context) error {
+	ctx := reqCtx(c)
+	d, err := s.svc.Devices.ApproveDevice(ctx, c.Param("udid"))
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, s.deviceView(d))
+	return nil
+}
+
 // exportDevices: GET /api/devices/export → the devices as the Apple developer portal's
-// "register multiple devices" file (tab-separated text).
+// "register multiple devices" file (tab-separated text), without those awaiting approval.
 func (s *Server) exportDevices(c *gin.Context) error {
 	ctx := reqCtx(c)
 	body, err := s.svc.Devices.ExportDevices(ctx)

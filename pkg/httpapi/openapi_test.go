@@ -317,6 +317,10 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Do(t, "POST", "/udid/callback", bytes.NewReader(answer), http.Header{"Content-Type": {"application/pkcs7-signature"}}), 301, "udid callback")
 	expect(e.Do(t, "POST", "/udid/callback", strings.NewReader("junk"), http.Header{"Content-Type": {"application/pkcs7-signature"}}), 422, "bad udid callback")
 	expect(e.Do(t, "GET", "/udid/00008110-000A1B2C3D4E5F60", nil, nil), 200, "device page")
+	// A self-signed answer registers an unverified device; an admin approves it.
+	expect(e.Do(t, "POST", "/api/devices/00008110-000A1B2C3D4E5F60/approve", nil, upload), 403, "approve device with an upload token")
+	expect(e.Do(t, "POST", "/api/devices/00008110-000A1B2C3D4E5F60/approve", nil, admin), 200, "approve device")
+	expect(e.Do(t, "POST", "/api/devices/00008110-000A1B2C3D4E5F61/approve", nil, admin), 404, "approve an unknown device")
 	expect(e.Do(t, "DELETE", "/api/devices/00008110-000A1B2C3D4E5F60", nil, admin), 200, "delete device")
 	// The console's sign-in (no identity provider here: the login link).
 	expect(e.Do(t, "GET", "/console", nil, nil), 302, "console without a session")
@@ -339,7 +343,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	}
 	for _, path := range []string{fmt.Sprintf("/console/apps/%d", appID), fmt.Sprintf("/console/apps/%d/delete", appID),
 		fmt.Sprintf("/console/apps/%d/members/1/remove", appID), fmt.Sprintf("/console/channels/%d", chID), fmt.Sprintf("/console/channels/%d/delete", chID),
-		fmt.Sprintf("/console/releases/%d/pin", relID), fmt.Sprintf("/console/releases/%d/delete", relID), "/console/devices/00008030-001A2B3C4D5E6F70/delete",
+		fmt.Sprintf("/console/releases/%d/pin", relID), fmt.Sprintf("/console/releases/%d/delete", relID), "/console/devices/00008030-001A2B3C4D5E6F70/delete", "/console/devices/00008030-001A2B3C4D5E6F70/approve",
 		"/console/users/1", fmt.Sprintf("/console/apps/%d/webhooks", appID), "/console/webhooks/1/test", "/console/webhooks/1/enabled", "/console/webhooks/1/delete", "/console/apps", fmt.Sprintf("/console/schemes/%d", scID),
 		fmt.Sprintf("/console/schemes/%d/delete", scID)} {
 		expect(e.Do(t, "POST", path, strings.NewReader("csrf=forged&confirm=1"), consoleFormHeader(session)), 403, "console form without the CSRF token: "+path)

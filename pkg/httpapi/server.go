@@ -135,6 +135,7 @@ func New(d Deps) *Server {
 	api.GET("/devices/export", token, h(s.exportDevices))
 	api.GET("/devices/:udid", token, h(s.getDevice))
 	api.DELETE("/devices/:udid", admin, h(s.deleteDevice))
+	api.POST("/devices/:udid/approve", admin, h(s.approveDevice))
 	api.PUT("/devices/:udid", token, h(s.syncDevice))
 	api.PATCH("/devices/:udid", token, h(s.syncDevice))
 	api.GET("/debug_files/exists/version", h(s.debugFileExistsVersion))

@@ -22,6 +22,7 @@ func (s *Server) listTokens(c *gin.Context) error {
 }
 
 // createToken: POST /api/tokens (name, scope) → 201 with the secret in "token", shown only now.
+// The new token belongs to the requesting token's owner and never exceeds its rights.
 func (s *Server) createToken(c *gin.Context) error {
 	ctx := reqCtx(c)
 	p, err := readParams(c)
@@ -36,7 +37,7 @@ func (s *Server) createToken(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	secret, tok, err := s.svc.Tokens.CreateToken(ctx, name, scope)
+	secret, tok, err := s.svc.Tokens.CreateTokenWithToken(ctx, tokenOf(c), name, scope)
 	if err != nil {
 		return err
 	}

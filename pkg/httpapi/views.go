@@ -224,13 +224,16 @@ type deviceView struct {
 	OSVersion string `json:"os_version"`
 	Serial    string `json:"serial"`
 	Source    string `json:"source"`
+	// Verified is false for a device registered by a profile answer whose signer does not chain
+	// to Apple's device CA, until an admin approves it (it is left out of the export until then).
+	Verified  bool   `json:"verified"`
 	CreatedAt string `json:"created_at"`
 	UpdatedAt string `json:"updated_at"`
 }
 
 func (s *Server) deviceView(d *distribution.Device) deviceView {
 	return deviceView{ID: d.ID, UDID: d.UDID, Name: d.Name, Model: d.Model, Platform: d.Platform, DeviceID: d.DeviceID,
-		Status: d.Status, Product: d.Product, OSVersion: d.OSVersion, Serial: d.Serial, Source: d.Source,
+		Status: d.Status, Product: d.Product, OSVersion: d.OSVersion, Serial: d.Serial, Source: d.Source, Verified: !d.Unverified,
 		CreatedAt: s.timestamp(d.CreatedAt), UpdatedAt: s.timestamp(d.UpdatedAt)}
 }
 
@@ -239,6 +242,7 @@ type tokenView struct {
 	ID         int64   `json:"id"`
 	Name       string  `json:"name"`
 	Scope      string  `json:"scope"`
+	UserID     *int64  `json:"user_id"` // the owner (a console user), null for a token made by the command line
 	CreatedAt  string  `json:"created_at"`
 	LastUsedAt *string `json:"last_used_at"`
 	RevokedAt  *string `json:"revoked_at"`
@@ -246,8 +250,12 @@ type tokenView struct {
 }
 
 func (s *Server) tokenView(t *distribution.Token) tokenView {
-	return tokenView{ID: t.ID, Name: t.Name, Scope: t.Scope, CreatedAt: s.timestamp(t.CreatedAt),
+	v := tokenView{ID: t.ID, Name: t.Name, Scope: t.Scope, CreatedAt: s.timestamp(t.CreatedAt),
 		LastUsedAt: s.optTimestamp(t.LastUsedAt), RevokedAt: s.optTimestamp(t.RevokedAt)}
+	if t.UserID != 0 {
+		v.UserID = &t.UserID
+	}
+	return v
 }
 
 // timestampLayout is RFC 3339 with milliseconds and a numeric offset (+00:00, never Z).

@@ -81,8 +81,12 @@ func Sign(profile []byte, cert *x509.Certificate, key crypto.Signer, chain []*x5
 	return sd.Finish()
 }
 
-// Answer is what a device sends back.
+// Answer is what a device sends back: the attributes it signed, and the certificate it signed
+// them with (Signer), with the other certificates of its envelope (Certificates).
 type Answer struct {
+	Signer       *x509.Certificate   `plist:"-"`
+	Certificates []*x509.Certificate `plist:"-"`
+
 	UDID       string `plist:"UDID"`
 	Product    string `plist:"PRODUCT"`
 	Version    string `plist:"VERSION"`
@@ -100,9 +104,9 @@ var (
 )
 
 // ParseAnswer reads a device's answer: a CMS SignedData envelope, with its content and at least
-// one signer whose signature over the content verifies against the certificate it carries. It
-// does not chain that certificate to Apple's device CA (Slipway ships no Apple roots): it proves
-// the answer is intact and signed by the key of the certificate inside, not which device made it.
+// one signer whose signature over the content verifies against the certificate it carries. That
+// proves the answer is intact and signed by the key of the certificate inside, not which device
+// made it: SignedBy tells whether that certificate chains to a device CA.
 func ParseAnswer(body []byte) (*Answer, error) {
 	p7, err := pkcs7.Parse(body)
 	if err != nil || len(p7.Content) == 0 {
@@ -118,6 +122,7 @@ func ParseAnswer(body []byte) (*Answer, error) {
 	if _, err := plist.Unmarshal(p7.Content, &a); err != nil {
 		return nil, ErrMalformed
 	}
+	a.Signer, a.Certificates = p7.GetOnlySigner(), p7.Certificates
 	for _, f := range []*string{&a.UDID, &a.Product, &a.Version, &a.Serial, &a.DeviceName, &a.IMEI, &a.MEID, &a.Challenge} {
 		*f = strings.TrimSpace(*f)
 	}

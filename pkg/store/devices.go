@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -10,38 +11,95 @@ import (
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
-const deviceColumns = `id, udid, name, model, platform, device_id, status, product, os_version, serial, source, created_at, updated_at`
+const deviceColumns = `id, udid, name, model, platform, device_id, status, product, os_version, serial, source, unverified, created_at, updated_at`
 
 func deviceDest(d *distribution.Device) []any {
 	return []any{&d.ID, &d.UDID, &d.Name, &d.Model, &d.Platform, &d.DeviceID, &d.Status, &d.Product, &d.OSVersion, &d.Serial,
-		&d.Source, &d.CreatedAt, &d.UpdatedAt}
+		&d.Source, &d.Unverified, &d.CreatedAt, &d.UpdatedAt}
 }
 
 // UpsertDevice creates the device with d.UDID, or updates it: empty fields of d leave the stored
 // ones as they are, so a sync that sends only a name keeps the model a profile answer recorded.
 // One statement, so concurrent syncs of one UDID make one row.
 func (db *DB) UpsertDevice(ctx context.Context, d *distribution.Device) (*distribution.Device, bool, error) {
+	out, created, err := upsertDevice(ctx, db.Pool, d)
+	return out, created, dbErr(err)
+}
+
+// upsertDevice: see UpsertDevice. An unverified profile answer (d.Unverified) makes a new device
+// unverified and changes nothing of a device already known, unless that one is unverified too; a
+// verified answer verifies the device. Syncs and the API leave the flag as it is.
+func upsertDevice(ctx context.Context, q querier, d *distribution.Device) (*distribution.Device, bool, error) {
 	var out distribution.Device
 	var created bool
 	source := d.Source
 	if source == "" {
 		source = "api"
 	}
-	err := db.Pool.QueryRow(ctx, `INSERT INTO devices AS d (udid, name, model, platform, device_id, status, product, os_version, serial, source)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+	err := q.QueryRow(ctx, `INSERT INTO devices AS d (udid, name, model, platform, device_id, status, product, os_version, serial, source, unverified)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 		ON CONFLICT (udid) DO UPDATE SET
 			name = coalesce(nullif(EXCLUDED.name, ''), d.name), model = coalesce(nullif(EXCLUDED.model, ''), d.model),
 			platform = coalesce(nullif(EXCLUDED.platform, ''), d.platform), device_id = coalesce(nullif(EXCLUDED.device_id, ''), d.device_id),
 			status = coalesce(nullif(EXCLUDED.status, ''), d.status), product = coalesce(nullif(EXCLUDED.product, ''), d.product),
 			os_version = coalesce(nullif(EXCLUDED.os_version, ''), d.os_version), serial = coalesce(nullif(EXCLUDED.serial, ''), d.serial),
+			unverified = CASE WHEN EXCLUDED.source = 'profile' THEN d.unverified AND EXCLUDED.unverified ELSE d.unverified END,
 			updated_at = now()
+		WHERE NOT EXCLUDED.unverified OR d.unverified
 		RETURNING `+deviceColumns+`, xmax = 0`,
-		d.UDID, d.Name, d.Model, d.Platform, d.DeviceID, d.Status, d.Product, d.OSVersion, d.Serial, source).
+		d.UDID, d.Name, d.Model, d.Platform, d.DeviceID, d.Status, d.Product, d.OSVersion, d.Serial, source, d.Unverified).
 		Scan(append(deviceDest(&out), &created)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// An unverified answer about a device already verified: left as it is.
+		err = q.QueryRow(ctx, `SELECT `+deviceColumns+` FROM devices WHERE udid = $1`, d.UDID).Scan(deviceDest(&out)...)
+		return &out, false, err
+	}
 	if err != nil {
-		return nil, false, dbErr(err)
+		return nil, false, err
 	}
 	return &out, created, nil
+}
+
+// RegisterAnswer records a device from a profile-service answer, using up its challenge (by
+// hash) in the same transaction: errs.Invalid when the challenge was used already. Used
+// challenges are kept until expires, when they would be refused anyway (expired ones are removed
+// as new ones are recorded).
+func (db *DB) RegisterAnswer(ctx context.Context, challengeHash []byte, expires time.Time, d *distribution.Device) (*distribution.Device, error) {
+	var out *distribution.Device
+	err := db.Tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM udid_challenges WHERE expires_at < now()`); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO udid_challenges (challenge_hash, expires_at) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
+			challengeHash, expires)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return errs.New(errs.Invalid, "this answer's challenge was used already: download the profile again from /udid")
+		}
+		out, _, err = upsertDevice(ctx, tx, d)
+		return err
+	})
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	return out, nil
+}
+
+// ApproveDevice marks an unverified device as approved by an admin: it is exported from now on.
+// errs.NotFound for an unknown device.
+func (db *DB) ApproveDevice(ctx context.Context, udid string) (*distribution.Device, error) {
+	var d distribution.Device
+	err := db.Pool.QueryRow(ctx, `UPDATE devices SET unverified = false, updated_at = CASE WHEN unverified THEN now() ELSE updated_at END
+		WHERE udid = $1 RETURNING `+deviceColumns, udid).Scan(deviceDest(&d)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errs.New(errs.NotFound, "device %s is not registered", udid)
+	}
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	return &d, nil
 }
 
 // ListDevices returns a page of devices, newest first.
@@ -93,9 +151,9 @@ func (db *DB) DeleteDevice(ctx context.Context, udid string) error {
 	return nil
 }
 
-// AllDevices lists every device, oldest first.
-func (db *DB) AllDevices(ctx context.Context) ([]distribution.Device, error) {
-	rows, err := db.Pool.Query(ctx, `SELECT `+deviceColumns+` FROM devices ORDER BY id`)
+// ExportableDevices lists every device but those awaiting approval, oldest first.
+func (db *DB) ExportableDevices(ctx context.Context) ([]distribution.Device, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT `+deviceColumns+` FROM devices WHERE NOT unverified ORDER BY id`)
 	if err != nil {
 		return nil, dbErr(err)
 	}

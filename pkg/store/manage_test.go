@@ -228,10 +228,10 @@ func TestFindDebugFileAndRevokeByID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := db.RevokeTokenByID(ctx, tok.ID); err != nil || got.RevokedAt == nil {
+	if got, err := db.RevokeTokenByID(ctx, tok.ID, distribution.SystemActor("cli")); err != nil || got.RevokedAt == nil {
 		t.Fatalf("revoke: %+v %v", got, err)
 	}
-	if _, err := db.RevokeTokenByID(ctx, tok.ID); errs.KindOf(err) != errs.NotFound {
+	if _, err := db.RevokeTokenByID(ctx, tok.ID, distribution.SystemActor("cli")); errs.KindOf(err) != errs.NotFound {
 		t.Fatalf("revoke twice: %v", err)
 	}
 }

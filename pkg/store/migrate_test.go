@@ -84,6 +84,9 @@ var fills = map[uint]string{
 			(2, 1, 'https://oapi.dingtalk.com/robot/send?access_token=x', 'dingtalk', '{release.created}', 'whsec2', 'SEC-2');`,
 	11: `
 		INSERT INTO console_forms (id, result_url) VALUES ('f1', 'https://slipway.example/console/apps/1'), ('f2', '');`,
+	12: `
+		INSERT INTO udid_challenges (challenge_hash, expires_at) VALUES ('\x0c', now() + interval '1 hour');
+		INSERT INTO devices (udid, name, source, unverified) VALUES ('00008101-000A1B2C3D4E5F60', 'Unknown iPhone', 'profile', true);`,
 	13: `
 		INSERT INTO audit_log (user_id, action, target, actor_kind, actor_name, token_id, target_kind, target_id, app_id) VALUES
 			(NULL, 'release.delete', 'Harbor 1.0 (1)', 'token', 'ci', 3, 'release', 9, 1);
@@ -134,6 +137,12 @@ var downEffects = map[uint]func(t *testing.T, want, got tables){
 			objects.rows = append(objects.rows, got["storage_objects"].rows[i])
 		}
 		want["storage_objects"] = objects
+	},
+	// Devices awaiting approval go: the schema before would export them to Apple.
+	12: func(t *testing.T, want, got tables) {
+		tb := want["devices"]
+		tb.rows = slices.DeleteFunc(tb.rows, func(r row) bool { return r["udid"] == "00008101-000A1B2C3D4E5F60" })
+		want["devices"] = tb
 	},
 	// Tokens owned by console users are revoked: without their owner they would exceed their rights.
 	7: func(t *testing.T, want, got tables) {

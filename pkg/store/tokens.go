@@ -23,30 +23,41 @@ func HashToken(token string) []byte {
 	return h[:]
 }
 
-// CreateToken makes a random token (160 bits) with a name and scope (checked by the domain),
-// stores its hash and returns the token itself, which cannot be recovered later.
+// CreateToken makes a token with no owner (the CLI's `slipway token create` on the server),
+// audited as the context's actor. See NewToken.
 func (db *DB) CreateToken(ctx context.Context, name, scope string) (string, *distribution.Token, error) {
-	return db.createToken(ctx, name, scope, nil)
+	return db.NewToken(ctx, distribution.NewToken{Name: name, Scope: scope, By: distribution.ActorOf(ctx)})
 }
 
-// CreateUserToken makes a token owned by a console user.
-func (db *DB) CreateUserToken(ctx context.Context, name, scope string, userID int64) (string, *distribution.Token, error) {
-	return db.createToken(ctx, name, scope, &userID)
-}
-
-func (db *DB) createToken(ctx context.Context, name, scope string, owner *int64) (string, *distribution.Token, error) {
+// NewToken makes a random token (160 bits) with a name, scope and owner (checked by the domain),
+// stores its hash with an audit entry naming who made it, in one transaction, and returns the
+// token itself, which cannot be recovered later.
+func (db *DB) NewToken(ctx context.Context, in distribution.NewToken) (string, *distribution.Token, error) {
 	b := make([]byte, 20)
 	if _, err := rand.Read(b); err != nil {
 		return "", nil, err
 	}
 	secret := tokenPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
-	t := distribution.Token{Name: name, Scope: scope}
-	err := db.Pool.QueryRow(ctx, `INSERT INTO api_tokens (name, scope, token_hash, user_id) VALUES ($1, $2, $3, $4) RETURNING id, created_at`,
-		name, scope, HashToken(secret), owner).Scan(&t.ID, &t.CreatedAt)
-	if isUniqueViolation(err, "api_tokens_active_name_idx") {
-		return "", nil, errs.New(errs.Conflict, "a token named %q already exists; revoke it first or pick another name", name)
-	}
-	if err != nil {
+	t := distribution.Token{Name: in.Name, Scope: in.Scope, UserID: in.UserID}
+	err := db.Tx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `INSERT INTO api_tokens (name, scope, token_hash, user_id) VALUES ($1, $2, $3, $4) RETURNING id, created_at`,
+			in.Name, in.Scope, HashToken(secret), nullID(in.UserID)).Scan(&t.ID, &t.CreatedAt)
+		if err != nil {
+			return err
+		}
+		detail := map[string]any{"scope": t.Scope}
+		if in.UserID != 0 {
+			detail["owner_id"] = in.UserID
+		}
+		return insertAudit(ctx, tx, distribution.AuditRecord{Actor: in.By, Action: "token.create",
+			Target: distribution.AuditTarget{Kind: distribution.TargetToken, ID: t.ID, Name: in.Name}, Detail: detail})
+	})
+	switch {
+	case isUniqueViolation(err, "api_tokens_active_name_idx"):
+		return "", nil, errs.New(errs.Conflict, "a token named %q already exists; revoke it first or pick another name", in.Name)
+	case isForeignKeyViolation(err):
+		return "", nil, errs.New(errs.Unauthenticated, "the token's owner no longer exists")
+	case err != nil:
 		return "", nil, dbErr(err)
 	}
 	return secret, &t, nil
@@ -67,12 +78,12 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (*distribution.To
 		UPDATE api_tokens t SET last_used_at = now() FROM api_tokens t0 LEFT JOIN users u ON u.id = t0.user_id AND u.disabled_at IS NULL
 		WHERE t.id = t0.id AND t.token_hash = $1 AND t.revoked_at IS NULL AND (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute')
 			AND (t0.user_id IS NULL OR u.id IS NOT NULL)
-		RETURNING t.id, t.name, `+effective+`, t.created_at`, HashToken(secret)).Scan(&t.ID, &t.Name, &scope, &t.CreatedAt)
+		RETURNING t.id, t.name, `+effective+`, coalesce(t.user_id, 0), t.created_at`, HashToken(secret)).Scan(&t.ID, &t.Name, &scope, &t.UserID, &t.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		err = db.Pool.QueryRow(ctx, `SELECT t.id, t.name, `+effective+`, t.created_at FROM api_tokens t
+		err = db.Pool.QueryRow(ctx, `SELECT t.id, t.name, `+effective+`, coalesce(t.user_id, 0), t.created_at FROM api_tokens t
 			LEFT JOIN users u ON u.id = t.user_id AND u.disabled_at IS NULL
 			WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.user_id IS NULL OR u.id IS NOT NULL)`,
-			HashToken(secret)).Scan(&t.ID, &t.Name, &scope, &t.CreatedAt)
+			HashToken(secret)).Scan(&t.ID, &t.Name, &scope, &t.UserID, &t.CreatedAt)
 	}
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && scope == nil) {
 		return nil, errs.New(errs.Unauthenticated, "the API token is invalid or revoked")
@@ -86,39 +97,53 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (*distribution.To
 
 // ListTokens returns every token, active ones first, newest first.
 func (db *DB) ListTokens(ctx context.Context) ([]distribution.Token, error) {
-	rows, err := db.Pool.Query(ctx, `SELECT id, name, scope, created_at, last_used_at, revoked_at FROM api_tokens
-		ORDER BY revoked_at IS NOT NULL, created_at DESC, id DESC`)
+	rows, err := db.Pool.Query(ctx, `SELECT t.id, t.name, t.scope, coalesce(t.user_id, 0), coalesce(nullif(u.name, ''), u.email, ''),
+		t.created_at, t.last_used_at, t.revoked_at FROM api_tokens t LEFT JOIN users u ON u.id = t.user_id
+		ORDER BY t.revoked_at IS NOT NULL, t.created_at DESC, t.id DESC`)
 	if err != nil {
 		return nil, dbErr(err)
 	}
 	toks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.Token, error) {
 		var t distribution.Token
-		return t, r.Scan(&t.ID, &t.Name, &t.Scope, &t.CreatedAt, &t.LastUsedAt, &t.RevokedAt)
+		return t, r.Scan(&t.ID, &t.Name, &t.Scope, &t.UserID, &t.Owner, &t.CreatedAt, &t.LastUsedAt, &t.RevokedAt)
 	})
 	return toks, dbErr(err)
 }
 
-// RevokeToken revokes the active token with this name, or returns errs.NotFound.
+// RevokeToken revokes the active token with this name, audited as the context's actor (the
+// CLI's), or returns errs.NotFound.
 func (db *DB) RevokeToken(ctx context.Context, name string) error {
-	tag, err := db.Pool.Exec(ctx, `UPDATE api_tokens SET revoked_at = now() WHERE name = $1 AND revoked_at IS NULL`, name)
-	if err != nil {
-		return dbErr(err)
-	}
-	if tag.RowsAffected() == 0 {
+	_, err := db.revokeToken(ctx, `name = $1`, name, distribution.ActorOf(ctx))
+	if errs.KindOf(err) == errs.NotFound {
 		return errs.New(errs.NotFound, "no active token named %q", name)
 	}
-	return nil
+	return err
 }
 
-// RevokeTokenByID revokes an active token and returns it, or errs.NotFound.
-func (db *DB) RevokeTokenByID(ctx context.Context, id int64) (*distribution.Token, error) {
-	var t distribution.Token
-	err := db.Pool.QueryRow(ctx, `UPDATE api_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL
-		RETURNING id, name, scope, created_at, last_used_at, revoked_at`, id).
-		Scan(&t.ID, &t.Name, &t.Scope, &t.CreatedAt, &t.LastUsedAt, &t.RevokedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
+// RevokeTokenByID revokes an active token, audited as done by by, and returns it, or errs.NotFound.
+func (db *DB) RevokeTokenByID(ctx context.Context, id int64, by distribution.Actor) (*distribution.Token, error) {
+	t, err := db.revokeToken(ctx, `id = $1`, id, by)
+	if errs.KindOf(err) == errs.NotFound {
 		return nil, errs.New(errs.NotFound, "no active token with id %d", id)
 	}
+	return t, err
+}
+
+func (db *DB) revokeToken(ctx context.Context, where string, arg any, by distribution.Actor) (*distribution.Token, error) {
+	var t distribution.Token
+	err := db.Tx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `UPDATE api_tokens SET revoked_at = now() WHERE `+where+` AND revoked_at IS NULL
+			RETURNING id, name, scope, coalesce(user_id, 0), created_at, last_used_at, revoked_at`, arg).
+			Scan(&t.ID, &t.Name, &t.Scope, &t.UserID, &t.CreatedAt, &t.LastUsedAt, &t.RevokedAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.New(errs.NotFound, "no such active token")
+		}
+		if err != nil {
+			return err
+		}
+		return insertAudit(ctx, tx, distribution.AuditRecord{Actor: by, Action: "token.revoke",
+			Target: distribution.AuditTarget{Kind: distribution.TargetToken, ID: t.ID, Name: t.Name}})
+	})
 	if err != nil {
 		return nil, dbErr(err)
 	}

@@ -207,7 +207,8 @@ func (db *DB) UserUploadToken(ctx context.Context, userID int64) (*distribution.
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return nil, dbErr(err)
 		}
-		_, made, err := db.createToken(ctx, name, distribution.ScopeUpload, &userID)
+		_, made, err := db.NewToken(ctx, distribution.NewToken{Name: name, Scope: distribution.ScopeUpload, UserID: userID,
+			By: distribution.Actor{Kind: distribution.ActorUser, UserID: userID}})
 		if err == nil {
 			return made, nil
 		}

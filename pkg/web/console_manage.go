@@ -407,6 +407,18 @@ func (h *Handler) consoleDeleteDevice(c *gin.Context, f *formCall) (string, erro
 	return h.links.Base + "/console/devices", nil
 }
 
+// consoleApproveDevice: POST /console/devices/:udid/approve (admins) lets a device registered by
+// an unverified answer into the export.
+func (h *Handler) consoleApproveDevice(c *gin.Context, f *formCall) (string, error) {
+	ctx := reqCtx(c)
+	udid := c.Param("udid")
+	if err := h.svc.Console.ApproveDevice(ctx, f.user, udid); err != nil {
+		return "", err
+	}
+	f.ok("Device %s approved: it is in the export now.", udid)
+	return h.links.Base + "/console/devices", nil
+}
+
 type usersView struct {
 	User       *distribution.User
 	CSRF, Base string

@@ -136,6 +136,7 @@ func TestConsoleManageAuthorization(t *testing.T) {
 			{"test webhook", fmt.Sprintf("/console/webhooks/%d/test", hook.ID), v()},
 			{"pause webhook", fmt.Sprintf("/console/webhooks/%d/enabled", hook.ID), v("enabled", "false")},
 			{"delete webhook", fmt.Sprintf("/console/webhooks/%d/delete", hook.ID), v()},
+			{"approve device", "/console/devices/00008030-001A2B3C4D5E6F70/approve", v()},
 			{"delete device", "/console/devices/00008030-001A2B3C4D5E6F70/delete", v()},
 			{"disable user", fmt.Sprintf("/console/users/%d", carolID), v("role", "viewer", "disabled", "1")},
 			{"remove member", fmt.Sprintf("/console/apps/%d/members/%d/remove", appID, carolID), v()},
@@ -274,6 +275,22 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	}
 	if resp, _ := fetch(t, bob, http.MethodGet, e.URL+"/console/devices/export", nil); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("a viewer exports the devices: %d", resp.StatusCode)
+	}
+	// A device awaiting approval (issue 20, finding 8): the admin's button lets it into the export.
+	if _, err := e.DB.Pool.Exec(ctx, `UPDATE devices SET unverified = true`); err != nil {
+		t.Fatal(err)
+	}
+	if _, page := fetch(t, admin, http.MethodGet, e.URL+"/console/devices", nil); !strings.Contains(page, `id="approve-00008030-001A2B3C4D5E6F70"`) {
+		t.Error("the devices page offers no approval for an unverified device")
+	}
+	if _, file := fetch(t, carol, http.MethodGet, e.URL+"/console/devices/export", nil); strings.Contains(file, "QA iPhone") {
+		t.Errorf("an unverified device is exported: %q", file)
+	}
+	if s := post(admin, "/console/devices/00008030-001A2B3C4D5E6F70/approve", url.Values{"csrf": {acsrf}}); s != 200 {
+		t.Errorf("approve device: %d", s)
+	}
+	if _, file := fetch(t, carol, http.MethodGet, e.URL+"/console/devices/export", nil); !strings.Contains(file, "QA iPhone") {
+		t.Errorf("the approved device is not exported: %q", file)
 	}
 	if s := post(admin, "/console/devices/00008030-001A2B3C4D5E6F70/delete", url.Values{"csrf": {acsrf}, "confirm": {"1"}}); s != 200 {
 		t.Errorf("delete device: %d", s)

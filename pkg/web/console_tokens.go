@@ -14,9 +14,11 @@ import (
 type tokenRowView struct {
 	ID                   int64
 	Name, Scope, Created string
-	LastUsed             string
-	Revoked              bool
-	RevokeURL            string
+	// Owner names the console user the token belongs to (empty: made on the command line).
+	Owner     string
+	LastUsed  string
+	Revoked   bool
+	RevokeURL string
 }
 
 type tokensView struct {
@@ -62,7 +64,7 @@ func (h *Handler) renderTokens(c *gin.Context, session string, u *distribution.U
 	}
 	v := tokensView{User: u, CSRF: h.csrfToken(session), CreateURL: h.links.Base + "/console/tokens", Form: form}
 	for _, t := range toks {
-		row := tokenRowView{ID: t.ID, Name: t.Name, Scope: t.Scope, Created: h.when(t.CreatedAt), LastUsed: "never", Revoked: t.RevokedAt != nil,
+		row := tokenRowView{ID: t.ID, Name: t.Name, Scope: t.Scope, Owner: t.Owner, Created: h.when(t.CreatedAt), LastUsed: "never", Revoked: t.RevokedAt != nil,
 			RevokeURL: h.links.Base + "/console/tokens/" + strconv.FormatInt(t.ID, 10) + "/revoke"}
 		if t.LastUsedAt != nil {
 			row.LastUsed = h.when(*t.LastUsedAt)

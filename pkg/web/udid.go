@@ -38,6 +38,7 @@ type udidIndexView struct {
 
 type deviceView struct {
 	UDID, Name, Product, OSVersion, Serial, Registered string
+	Unverified                                         bool
 	Releases                                           []installableView
 }
 
@@ -106,7 +107,8 @@ func (h *Handler) devicePage(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	v := deviceView{UDID: d.UDID, Name: d.Name, Product: d.Product, OSVersion: d.OSVersion, Serial: d.Serial, Registered: h.when(d.CreatedAt)}
+	v := deviceView{UDID: d.UDID, Name: d.Name, Product: d.Product, OSVersion: d.OSVersion, Serial: d.Serial, Registered: h.when(d.CreatedAt),
+		Unverified: d.Unverified}
 	for _, rc := range rels {
 		v.Releases = append(v.Releases, installableView{AppName: rc.App.Name, Channel: rc.Scheme.Name + " · " + rc.Channel.Name,
 			Version: versionText(&rc.Release), URL: h.links.Release(rc.Channel.Slug, rc.ID), Uploaded: h.when(rc.CreatedAt),

@@ -111,6 +111,7 @@ func (h *Handler) Register(e *gin.Engine) {
 	e.GET("/console/devices", h.page(h.consoleDevices))
 	e.GET("/console/devices/export", h.page(h.consoleExportDevices))
 	e.POST("/console/devices/:udid/delete", h.form(h.consoleDeleteDevice))
+	e.POST("/console/devices/:udid/approve", h.form(h.consoleApproveDevice))
 	e.GET("/console/users", h.page(h.consoleUsers))
 	e.POST("/console/users/:id", h.form(h.consoleUpdateUser))
 	e.POST("/console/channels/:id/uploads", h.json(h.consoleStartUpload))

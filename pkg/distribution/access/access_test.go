@@ -97,9 +97,9 @@ func (s *memStore) SetUserAccess(_ context.Context, id int64, role string, _ boo
 	return &User{ID: id, Role: role}, nil
 }
 func (s *memStore) GetApp(_ context.Context, id int64) (*App, error) { return &App{ID: id}, nil }
-func (s *memStore) CreateUserToken(_ context.Context, name, _ string, _ int64) (string, *Token, error) {
-	s.tokens = append(s.tokens, name)
-	return "secret", &Token{Name: name}, nil
+func (s *memStore) NewToken(_ context.Context, in NewToken) (string, *Token, error) {
+	s.tokens = append(s.tokens, in.Name)
+	return "secret", &Token{Name: in.Name, Scope: in.Scope, UserID: in.UserID}, nil
 }
 
 // Who may sign in: a verified email of an allowed domain, membership of an allowed group; the
@@ -316,6 +316,24 @@ func TestAttemptLimit(t *testing.T) {
 		left, next := l.Left(c.n, t0, t0.Add(c.since))
 		if left != c.left || next != c.nextWant {
 			t.Errorf("%d attempts, the last %v ago: left %v next %d, want %v %d", c.n, c.since, left, next, c.left, c.nextWant)
+		}
+	}
+}
+
+// A token made with a token (issue 20, finding 4) belongs to the same owner and never has more
+// rights than the token making it has now.
+func TestTokenMadeWithATokenKeepsItsOwner(t *testing.T) {
+	ctx := context.Background()
+	st := &memStore{}
+	s := &Tokens{Store: st}
+	upload := &Token{Name: "ci", Scope: ScopeUpload, UserID: 7}
+	if _, _, err := s.CreateTokenWithToken(ctx, upload, "more", ScopeAdmin); !errs.Is(err, errs.Forbidden) || len(st.tokens) != 0 {
+		t.Fatalf("an upload token made an admin token: %v %v", err, st.tokens)
+	}
+	for _, by := range []*Token{upload, {Name: "admin", Scope: ScopeAdmin, UserID: 7}, {Name: "ops", Scope: ScopeAdmin}} {
+		_, made, err := s.CreateTokenWithToken(ctx, by, "by-"+by.Name, ScopeUpload)
+		if err != nil || made.UserID != by.UserID || made.Scope != ScopeUpload {
+			t.Errorf("made with %s: %+v %v", by.Name, made, err)
 		}
 	}
 }

@@ -12,16 +12,20 @@ import (
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
-// TokenStore keeps API tokens (only their hashes).
+// TokenStore keeps API tokens (only their hashes). Every token made or revoked is written to the
+// audit log with it, in one transaction.
 type TokenStore interface {
+	// CreateToken makes a token with no owner, audited as the context's actor (the CLI's).
 	CreateToken(ctx context.Context, name, scope string) (string, *distribution.Token, error)
-	// Authenticate returns the active token matching secret, or errs.Unauthenticated.
+	// NewToken makes a token with an owner (or none), audited as made by in.By.
+	NewToken(ctx context.Context, in distribution.NewToken) (string, *distribution.Token, error)
+	// Authenticate returns the active token matching secret, with the rights its owner has now,
+	// or errs.Unauthenticated (also for a token whose owner is disabled or deleted).
 	Authenticate(ctx context.Context, secret string) (*distribution.Token, error)
 	ListTokens(ctx context.Context) ([]distribution.Token, error)
+	// RevokeToken and RevokeTokenByID revoke a token, audited as the context's actor or by.
 	RevokeToken(ctx context.Context, name string) error
-	RevokeTokenByID(ctx context.Context, id int64) (*distribution.Token, error)
-	// CreateUserToken makes an API token owned by a user (its rights never exceed the user's).
-	CreateUserToken(ctx context.Context, name, scope string, userID int64) (string, *distribution.Token, error)
+	RevokeTokenByID(ctx context.Context, id int64, by distribution.Actor) (*distribution.Token, error)
 	// UserUploadToken returns the token a user's console uploads are recorded with (made on first
 	// use; its secret is never shown).
 	UserUploadToken(ctx context.Context, userID int64) (*distribution.Token, error)
@@ -49,14 +53,28 @@ func (t *Tokens) Authenticate(ctx context.Context, secret, scope string) (*distr
 	return tok, nil
 }
 
-// CreateToken makes a token with a name (unique among active tokens) and a scope, and returns
-// its secret, which is shown only now.
+// CreateToken makes a token for the CLI on the server (no owner), with a name (unique among
+// active tokens) and a scope, and returns its secret, which is shown only now.
 func (t *Tokens) CreateToken(ctx context.Context, name, scope string) (string, *distribution.Token, error) {
 	name, scope, err := CheckToken(name, scope)
 	if err != nil {
 		return "", nil, err
 	}
 	return t.Store.CreateToken(ctx, name, scope)
+}
+
+// CreateTokenWithToken makes a token with a token (POST /api/tokens): the new token belongs to
+// the same owner as by (so it dies with them, and its rights follow theirs), and its scope never
+// exceeds by's rights as they are now. A token owned by nobody makes tokens owned by nobody.
+func (t *Tokens) CreateTokenWithToken(ctx context.Context, by *distribution.Token, name, scope string) (string, *distribution.Token, error) {
+	name, scope, err := CheckToken(name, scope)
+	if err != nil {
+		return "", nil, err
+	}
+	if !by.Allows(scope) {
+		return "", nil, errs.New(errs.Forbidden, "a token cannot make a token with more rights than its own (%s)", by.Scope)
+	}
+	return t.Store.NewToken(ctx, distribution.NewToken{Name: name, Scope: scope, UserID: by.UserID, By: distribution.TokenActor(by)})
 }
 
 // CheckToken validates a new token's name and scope (upload when empty).
@@ -81,24 +99,25 @@ func (t *Tokens) Tokens(ctx context.Context) ([]distribution.Token, error) {
 	return t.Store.ListTokens(ctx)
 }
 
-// RevokeToken revokes the active token with this name.
+// RevokeToken revokes the active token with this name (the CLI), audited as the context's actor.
 func (t *Tokens) RevokeToken(ctx context.Context, name string) error {
 	return t.Store.RevokeToken(ctx, strings.TrimSpace(name))
 }
 
-// RevokeTokenByID revokes an active token by id. A token may revoke itself.
+// RevokeTokenByID revokes an active token by id, audited as the context's actor (the token of
+// the request, or the console's user). A token may revoke itself.
 func (t *Tokens) RevokeTokenByID(ctx context.Context, id int64) (*distribution.Token, error) {
-	return t.Store.RevokeTokenByID(ctx, id)
+	return t.Store.RevokeTokenByID(ctx, id, distribution.ActorOf(ctx))
 }
 
-// CreateUserToken makes a token owned by a user, with a name and a scope, and returns its secret,
-// which is shown only now.
+// CreateUserToken makes a token owned by a console user, with a name and a scope, audited as the
+// context's actor (the console's user), and returns its secret, which is shown only now.
 func (t *Tokens) CreateUserToken(ctx context.Context, name, scope string, userID int64) (string, *distribution.Token, error) {
 	name, scope, err := CheckToken(name, scope)
 	if err != nil {
 		return "", nil, err
 	}
-	return t.Store.CreateUserToken(ctx, name, scope, userID)
+	return t.Store.NewToken(ctx, distribution.NewToken{Name: name, Scope: scope, UserID: userID, By: distribution.ActorOf(ctx)})
 }
 
 // UserUploadToken returns the token a user's console uploads are recorded with.

@@ -57,6 +57,7 @@ type Webhooks interface {
 // Devices is devices.Devices as the console uses it.
 type Devices interface {
 	DeleteDevice(ctx context.Context, udid string) error
+	ApproveDevice(ctx context.Context, udid string) (*distribution.Device, error)
 }
 
 // Tokens is access.Tokens as the console uses it.
@@ -342,6 +343,17 @@ func (c *Console) SetWebhookEnabled(ctx context.Context, u *distribution.User, i
 	return w, nil
 }
 
+// ApproveDevice lets a device registered by an unverified profile answer into the export
+// (admins), audited (by the use case, as the user).
+func (c *Console) ApproveDevice(ctx context.Context, u *distribution.User, udid string) error {
+	ctx = asUser(ctx, u)
+	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
+		return err
+	}
+	_, err := c.Devices.ApproveDevice(ctx, udid)
+	return err
+}
+
 // DeleteDevice deletes a registered device (admins), audited.
 func (c *Console) DeleteDevice(ctx context.Context, u *distribution.User, udid string) error {
 	ctx = asUser(ctx, u)
@@ -356,12 +368,8 @@ func (c *Console) CreateToken(ctx context.Context, u *distribution.User, name, s
 	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
 		return "", nil, err
 	}
-	secret, t, err := c.Tokens.CreateUserToken(ctx, name, scope, u.ID)
-	if err != nil {
-		return "", nil, err
-	}
-	c.People.Audit(ctx, u, "token.create", t.Name, map[string]any{"scope": t.Scope, "token_id": t.ID})
-	return secret, t, nil
+	// The token is the user's: it dies with them. The store writes the audit row with it.
+	return c.Tokens.CreateUserToken(asUser(ctx, u), name, scope, u.ID)
 }
 
 // RevokeToken revokes an API token on behalf of a console user (admins only), audited.
@@ -369,10 +377,6 @@ func (c *Console) RevokeToken(ctx context.Context, u *distribution.User, id int6
 	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
 		return err
 	}
-	t, err := c.Tokens.RevokeTokenByID(ctx, id)
-	if err != nil {
-		return err
-	}
-	c.People.Audit(ctx, u, "token.revoke", t.Name, map[string]any{"token_id": t.ID})
-	return nil
+	_, err := c.Tokens.RevokeTokenByID(asUser(ctx, u), id)
+	return err
 }

@@ -127,12 +127,19 @@ func (p *parts) DeleteDevice(ctx context.Context, _ string) error {
 	p.callAs(ctx, "DeleteDevice")
 	return nil
 }
-func (p *parts) CreateUserToken(_ context.Context, name, _ string, _ int64) (string, *distribution.Token, error) {
-	p.call("CreateUserToken")
-	return "secret", &distribution.Token{Name: name}, nil
+func (p *parts) ApproveDevice(ctx context.Context, udid string) (*distribution.Device, error) {
+	p.callAs(ctx, "ApproveDevice")
+	return &distribution.Device{UDID: udid}, nil
 }
-func (p *parts) RevokeTokenByID(_ context.Context, id int64) (*distribution.Token, error) {
-	p.call("RevokeTokenByID")
+
+// Token use cases write their audit row themselves (in the store's transaction), as the
+// context's actor.
+func (p *parts) CreateUserToken(ctx context.Context, name, _ string, userID int64) (string, *distribution.Token, error) {
+	p.callAs(ctx, "CreateUserToken")
+	return "secret", &distribution.Token{Name: name, UserID: userID}, nil
+}
+func (p *parts) RevokeTokenByID(ctx context.Context, id int64) (*distribution.Token, error) {
+	p.callAs(ctx, "RevokeTokenByID")
 	return &distribution.Token{ID: id}, nil
 }
 func (p *parts) UserUploadToken(_ context.Context, userID int64) (*distribution.Token, error) {
@@ -202,13 +209,15 @@ func TestConsoleAuthorisesThenCallsTheUseCase(t *testing.T) {
 			[]*distribution.User{admin}, "DeleteWebhook", "as user"},
 		{"delete device", func(c *Console, u *distribution.User) error { return c.DeleteDevice(ctx, u, "udid") },
 			[]*distribution.User{admin}, "DeleteDevice", "as user"},
+		{"approve device", func(c *Console, u *distribution.User) error { return c.ApproveDevice(ctx, u, "udid") },
+			[]*distribution.User{admin}, "ApproveDevice", "as user"},
 		{"create token", func(c *Console, u *distribution.User) error {
 			_, _, err := c.CreateToken(ctx, u, "ci", "upload")
 			return err
 		},
-			[]*distribution.User{admin}, "CreateUserToken", "token.create"},
+			[]*distribution.User{admin}, "CreateUserToken", "as user"},
 		{"revoke token", func(c *Console, u *distribution.User) error { return c.RevokeToken(ctx, u, 8) },
-			[]*distribution.User{admin}, "RevokeTokenByID", "token.revoke"},
+			[]*distribution.User{admin}, "RevokeTokenByID", "as user"},
 	}
 	for _, a := range actions {
 		for _, u := range []*distribution.User{admin, member, other, viewer} {

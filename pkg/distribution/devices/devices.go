@@ -6,6 +6,7 @@ package devices
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
@@ -20,8 +21,13 @@ type DeviceStore interface {
 	ListDevices(ctx context.Context, p distribution.Page) ([]distribution.Device, error)
 	GetDevice(ctx context.Context, udid string) (*distribution.Device, error)
 	DeleteDevice(ctx context.Context, udid string) error
-	// AllDevices lists every device, oldest first (the export).
-	AllDevices(ctx context.Context) ([]distribution.Device, error)
+	// ExportableDevices lists every device but those awaiting approval, oldest first (the export).
+	ExportableDevices(ctx context.Context) ([]distribution.Device, error)
+	// RegisterAnswer uses up a profile answer's challenge (by hash; errs.Invalid when used
+	// already) and records its device, in one transaction.
+	RegisterAnswer(ctx context.Context, challengeHash []byte, expires time.Time, d *distribution.Device) (*distribution.Device, error)
+	// ApproveDevice lets an unverified device into the export (errs.NotFound for an unknown one).
+	ApproveDevice(ctx context.Context, udid string) (*distribution.Device, error)
 	// ReleasesForDevice returns the newest iOS releases (at most limit) whose profile lists udid
 	// or provisions all devices, with their channels.
 	ReleasesForDevice(ctx context.Context, udid string, limit int) ([]distribution.ReleaseContext, error)

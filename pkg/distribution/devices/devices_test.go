@@ -23,7 +23,7 @@ func (s *memDevices) UpsertDevice(_ context.Context, d *Device) (*Device, bool, 
 	s.savedDevice = d
 	return d, true, nil
 }
-func (s *memDevices) AllDevices(context.Context) ([]Device, error) { return s.devices, nil }
+func (s *memDevices) ExportableDevices(context.Context) ([]Device, error) { return s.devices, nil }
 func (s *memDevices) ReleaseHasDevice(context.Context, int64, string) (bool, error) {
 	return s.hasDevice, nil
 }

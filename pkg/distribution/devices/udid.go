@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto"
+	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -22,6 +26,9 @@ type UDIDConfig struct {
 	Cert  *x509.Certificate
 	Key   crypto.Signer
 	Chain []*x509.Certificate
+	// DeviceCAs are the anchors a device's answer must chain to, to be verified: Apple iPhone
+	// Device CA (profileservice.AppleDeviceCAs) when empty. Tests set their own.
+	DeviceCAs []*x509.Certificate
 }
 
 // challengeTTL is how long a downloaded profile may take to come back with its answer.
@@ -29,9 +36,32 @@ const challengeTTL = time.Hour
 
 const challengePurpose = "udid-challenge"
 
+// newChallenge returns a challenge: a random nonce and a signed token of it that expires after
+// challengeTTL. Nothing is stored: a profile costs the server nothing until its answer comes.
+func (d *Devices) newChallenge() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	nonce := hex.EncodeToString(b[:])
+	return nonce + "." + d.Signer.Token(challengePurpose, challengeTTL, nonce)
+}
+
+// checkChallenge reports whether c is a current challenge of this server, and when it expires.
+func (d *Devices) checkChallenge(c string) (time.Time, bool) {
+	nonce, tok, ok := strings.Cut(c, ".")
+	if !ok || nonce == "" || !d.Signer.CheckToken(tok, challengePurpose, nonce) {
+		return time.Time{}, false
+	}
+	exp, _, _ := strings.Cut(tok, ".")
+	n, err := strconv.ParseInt(exp, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(n, 0), true
+}
+
 // UDIDProfile returns the configuration profile that asks a device for its UDID, answering to
 // callbackURL, signed when a certificate is configured. Its challenge is a signed, expiring
-// token, so only answers to this server's profiles are taken.
+// token of a random nonce, so only answers to this server's profiles are taken, each once.
 func (d *Devices) UDIDProfile(callbackURL string) ([]byte, error) {
 	org := d.UDID.Organization
 	if org == "" {
@@ -39,7 +69,7 @@ func (d *Devices) UDIDProfile(callbackURL string) ([]byte, error) {
 	}
 	p, err := profileservice.Profile(profileservice.ProfileOptions{CallbackURL: callbackURL, Organization: org,
 		DisplayName: org + ": register this device", Identifier: "dev.slipway.udid",
-		Challenge: d.Signer.Token(challengePurpose, challengeTTL)})
+		Challenge: d.newChallenge()})
 	if err != nil || d.UDID.Cert == nil {
 		return p, err
 	}
@@ -47,22 +77,29 @@ func (d *Devices) UDIDProfile(callbackURL string) ([]byte, error) {
 }
 
 // RegisterDeviceAnswer records the device a profile-service answer describes (a CMS envelope,
-// see profileservice.ParseAnswer). Malformed, unsigned or foreign answers are refused and record
-// nothing.
+// see profileservice.ParseAnswer). Malformed, unsigned or foreign answers, and answers whose
+// challenge was used already, are refused and record nothing. An answer whose signer does not
+// chain to a device CA (Apple's) records an unverified device, left out of the portal export
+// until an admin approves it; it changes nothing of a device already verified.
 func (d *Devices) RegisterDeviceAnswer(ctx context.Context, body []byte) (*distribution.Device, error) {
 	a, err := profileservice.ParseAnswer(body)
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "the device's answer was refused: %s", err.Error())
 	}
-	if a.Challenge == "" || !d.Signer.CheckToken(a.Challenge, challengePurpose) {
+	expires, ok := d.checkChallenge(a.Challenge)
+	if !ok {
 		return nil, errs.New(errs.Invalid, "the device's answer does not carry a current challenge of this server: download the profile again from /udid")
+	}
+	anchors := d.UDID.DeviceCAs
+	if len(anchors) == 0 {
+		anchors = profileservice.AppleDeviceCAs()
 	}
 	udid, err := distribution.NormalizeUDID(a.UDID)
 	if err != nil {
 		return nil, err
 	}
 	nd := &distribution.Device{UDID: udid, Source: "profile", Product: printable(a.Product, 64), OSVersion: printable(a.Version, 64),
-		Serial: printable(a.Serial, 64), Platform: "ios"}
+		Serial: printable(a.Serial, 64), Platform: "ios", Unverified: !a.SignedBy(anchors)}
 	if strings.HasPrefix(nd.Product, "Mac") {
 		nd.Platform = "mac"
 	}
@@ -71,8 +108,23 @@ func (d *Devices) RegisterDeviceAnswer(ctx context.Context, body []byte) (*distr
 		nd.Name = nd.Product
 	}
 	nd.Model = nd.Product
-	dev, _, err := d.Store.UpsertDevice(ctx, nd)
-	return dev, err
+	sum := sha256.Sum256([]byte(a.Challenge))
+	return d.Store.RegisterAnswer(ctx, sum[:], expires, nd)
+}
+
+// ApproveDevice lets an unverified device into the portal export (admins), audited as the
+// context's actor.
+func (d *Devices) ApproveDevice(ctx context.Context, udid string) (*distribution.Device, error) {
+	udid, err := distribution.NormalizeUDID(udid)
+	if err != nil {
+		return nil, err
+	}
+	dev, err := d.Store.ApproveDevice(ctx, udid)
+	if err != nil {
+		return nil, err
+	}
+	d.Audit.Record(ctx, "device.approve", distribution.AuditTarget{Kind: distribution.TargetDevice, ID: dev.ID, Name: dev.UDID}, nil)
+	return dev, nil
 }
 
 // printable keeps at most n bytes of s's printable characters.
@@ -134,9 +186,10 @@ const appleNameLimit = 50
 
 // ExportDevices writes the devices in the Apple developer portal's "register multiple devices"
 // format: a header line, then Device ID, Device Name and Device Platform (ios or mac), separated
-// by tabs. Names lose tabs and line breaks and are cut to the portal's 50 characters.
+// by tabs. Names lose tabs and line breaks and are cut to the portal's 50 characters. Devices
+// awaiting approval are left out.
 func (d *Devices) ExportDevices(ctx context.Context) ([]byte, error) {
-	devices, err := d.Store.AllDevices(ctx)
+	devices, err := d.Store.ExportableDevices(ctx)
 	if err != nil {
 		return nil, err
 	}
