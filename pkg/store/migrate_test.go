@@ -82,17 +82,17 @@ var fills = map[uint]string{
 		UPDATE webhooks SET robot_secret = 'SEC-1' WHERE id = 1;
 		INSERT INTO webhooks (id, channel_id, url, format, events, secret, robot_secret) VALUES
 			(2, 1, 'https://oapi.dingtalk.com/robot/send?access_token=x', 'dingtalk', '{release.created}', 'whsec2', 'SEC-2');`,
-	11: `
+	9: `
 		INSERT INTO console_forms (id, result_url) VALUES ('f1', 'https://slipway.example/console/apps/1'), ('f2', '');`,
-	12: `
+	10: `
 		INSERT INTO udid_challenges (challenge_hash, expires_at) VALUES ('\x0c', now() + interval '1 hour');
 		INSERT INTO devices (udid, name, source, unverified) VALUES ('00008101-000A1B2C3D4E5F60', 'Unknown iPhone', 'profile', true);`,
-	13: `
+	11: `
 		INSERT INTO audit_log (user_id, action, target, actor_kind, actor_name, token_id, target_kind, target_id, app_id) VALUES
 			(NULL, 'release.delete', 'Harbor 1.0 (1)', 'token', 'ci', 3, 'release', 9, 1);
 		INSERT INTO release_tombstones (release_id, channel_id, app_name, release_version, build_version, actor_kind, actor_name, reason) VALUES
 			(9, 1, 'Harbor', '1.0', '1', 'system', 'retention', 'keep_builds');`,
-	15: `
+	12: `
 		UPDATE releases SET platform_facts = '{"architectures": ["arm64"], "publisher": "Acme <dev@acme.example>", "properties": {"Revision": "1"}}' WHERE id = 4;
 		UPDATE releases SET platform_facts = '{"permissions": ["android.permission.INTERNET"]}' WHERE id = 3;`,
 }
@@ -139,7 +139,7 @@ var downEffects = map[uint]func(t *testing.T, want, got tables){
 		want["storage_objects"] = objects
 	},
 	// Devices awaiting approval go: the schema before would export them to Apple.
-	12: func(t *testing.T, want, got tables) {
+	10: func(t *testing.T, want, got tables) {
 		tb := want["devices"]
 		tb.rows = slices.DeleteFunc(tb.rows, func(r row) bool { return r["udid"] == "00008101-000A1B2C3D4E5F60" })
 		want["devices"] = tb
