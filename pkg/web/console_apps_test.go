@@ -122,7 +122,7 @@ func TestConsoleAppAuthorization(t *testing.T) {
 		t.Errorf("changelog %s", changelog)
 	}
 	// The retention form shows the channel's own policy, so saving it again keeps what was set.
-	if _, page := fetch(t, carol, http.MethodGet, appURL, nil); !strings.Contains(page, fmt.Sprintf(`id="keep-builds-%d" inputmode="numeric" size="4" value="3"`, chID)) {
+	if _, page := fetch(t, carol, http.MethodGet, fmt.Sprintf("%s/console/channels/%d", e.URL, chID), nil); !strings.Contains(page, fmt.Sprintf(`id="keep-builds-%d" inputmode="numeric" size="4" value="3"`, chID)) {
 		t.Error("the retention form does not show the channel's keep_builds")
 	}
 	var pw bool
