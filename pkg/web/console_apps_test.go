@@ -134,6 +134,9 @@ func TestConsoleAppAuthorization(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(body, `id="secret">whsec_`) {
 		t.Errorf("admin adds a webhook: %d", resp.StatusCode)
 	}
+	if crumbs := between(body, `id="breadcrumbs"`, "</nav>"); !strings.Contains(crumbs, fmt.Sprintf(`/console/channels/%d"`, chID)) {
+		t.Errorf("the webhook page's breadcrumbs lack its channel: %s", crumbs)
+	}
 	if _, again := fetch(t, admin, http.MethodGet, appURL, nil); strings.Contains(again, "whsec_") {
 		t.Error("the webhook secret is shown again")
 	}

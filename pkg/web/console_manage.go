@@ -263,6 +263,11 @@ func (h *Handler) renderWebhook(c *gin.Context, session string, u *distribution.
 			crumbs = append(crumbs, crumb{Text: app.Name, URL: v.AppURL})
 		}
 	}
+	if w.ChannelID != 0 { // (a channel's webhook: its channel's page, where it was added)
+		if cc, err := h.svc.Apps.ChannelByID(ctx, w.ChannelID); err == nil {
+			crumbs = append(crumbs, crumb{Text: cc.Scheme.Name + " · " + cc.Channel.Name, URL: h.channelURL(cc.Channel.ID)})
+		}
+	}
 	crumbs = append(crumbs, crumb{Text: "Webhook"})
 	for _, d := range ds {
 		dv := deliveryView{ID: d.ID, Event: d.Event, State: d.State, Attempts: d.Attempts, Created: h.when(d.CreatedAt)}
