@@ -205,9 +205,9 @@ type buildPageView struct {
 	CanManage  bool
 	// Channel names the build's channel; ChannelConsoleURL is its console page; PublicURL the
 	// tester page, QRCodeURL its QR code; Uploader who uploaded it ("" when unknown).
-	Channel, ChannelConsoleURL, PublicURL, Uploader, Changelog, FileName, SHA256, TargetSDK string
-	Pinned                                                                                  bool
-	Form                                                                                    formState
+	Channel, ChannelConsoleURL, PublicURL, Uploader, Changelog, FileName, SHA256 string
+	Pinned                                                                       bool
+	Form                                                                         formState
 }
 
 // consoleRelease: GET /console/releases/:id, a build's console page.
@@ -237,7 +237,7 @@ func (h *Handler) renderBuild(c *gin.Context, session string, u *distribution.Us
 	v := buildPageView{releaseView: h.releaseView(rc, nil), User: u, CSRF: h.csrfToken(session), Base: h.links.Base,
 		CanManage: h.svc.People.CanManageApp(ctx, u, rc.App.ID) == nil, Channel: cc.Scheme.Name + " · " + cc.Channel.Name,
 		ChannelConsoleURL: h.channelURL(cc.Channel.ID), PublicURL: h.links.Release(cc.Channel.Slug, rc.ID),
-		Changelog: distribution.TextChangelog(rc.Changelog), FileName: rc.Filename, SHA256: rc.SHA256, TargetSDK: rc.TargetSDK,
+		Changelog: distribution.TextChangelog(rc.Changelog), FileName: rc.Filename, SHA256: rc.SHA256,
 		Pinned: rc.Pinned, Form: form}
 	if who, err := h.svc.Audit.Uploaders(ctx, []int64{rc.ID}); err == nil {
 		if a, ok := who[rc.ID]; ok {

@@ -620,6 +620,7 @@ func TestConsoleBuildPage(t *testing.T) {
 		`id="build-installs">0 installs`, "Faster sign-in", fmt.Sprintf(`id="tester-url" value="%s/channels/%s/releases/%d"`, e.URL, slug, relID),
 		`id="install-url" value="itms-services://`, fmt.Sprintf(`src="%s/channels/%s/releases/%d/qrcode?size=medium"`, e.URL, slug, relID),
 		fmt.Sprintf(`id="save-changelog-%d"`, relID), fmt.Sprintf(`id="pin-%d"`, relID), fmt.Sprintf(`id="delete-%d"`, relID), "iOS",
+		`<dt>Format</dt><dd id="fact-format">`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the build page lacks %q", want)
