@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -262,6 +263,18 @@ func TestBrowserConsoleForms(t *testing.T) {
 	e.UploadApp(t, "Lighthouse.ipa", ipa("Lighthouse", "1.2", "3"), apptest.Field("channel_key", slug),
 		apptest.Field("branch", "feature/night-mode"), apptest.Field("git_commit", "2c26b46b68ffc68ff99b453c1d30413413422d70"),
 		apptest.Field("changelog", "Night mode"))
+	// A second channel, so the app page lists more than one.
+	var schemeID int64
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT scheme_id FROM channels WHERE id = $1`, chID).Scan(&schemeID); err != nil {
+		t.Fatal(err)
+	}
+	r := e.Do(t, http.MethodPost, fmt.Sprintf("/api/schemes/%d/channels", schemeID), strings.NewReader(`{"name":"Beta","device_type":"ios"}`),
+		http.Header{"Authorization": {"Token " + e.AdminToken}, "Content-Type": {"application/json"}})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("a second channel: %d %s", r.Status, r.Body)
+	}
+	e.UploadApp(t, "Lighthouse.ipa", ipa("Lighthouse", "1.3", "4"), apptest.Field("channel_key", r.Map(t)["slug"].(string)),
+		apptest.Field("branch", "release/1.3"), apptest.Field("git_commit", "fcde2b2edba56bf408601fb721fe9b5c338d10ee"))
 	for _, view := range []struct {
 		name string
 		size chromedp.Action[chromedp.Void]
