@@ -637,6 +637,24 @@ func TestConsoleBuildPage(t *testing.T) {
 		t.Errorf("the QR code: %d", r.Status)
 	}
 
+	// A viewer reads the build's and the channel's pages, without their forms.
+	viewer, role := signedIn(t, e, "bob")
+	if role != "viewer" {
+		t.Fatalf("the second person is %s", role)
+	}
+	chURL := fmt.Sprintf("%s/console/channels/%d", e.URL, chID)
+	for _, u := range []string{buildURL, chURL} {
+		resp, vp := fetch(t, viewer, http.MethodGet, u, nil)
+		if resp.StatusCode != 200 || !strings.Contains(vp, "2.4 (31)") {
+			t.Errorf("a viewer at %s: %d", u, resp.StatusCode)
+		}
+		for _, form := range []string{`name="form_token"`, "upload-file-", "keep-builds-", "delete-"} {
+			if strings.Contains(between(vp, "<main", "</main>"), form) {
+				t.Errorf("a viewer at %s is shown %q", u, form)
+			}
+		}
+	}
+
 	// Its forms answer on its own page.
 	resp, page = fetch(t, admin, http.MethodPost, buildURL, with(formOf(t, page, fmt.Sprintf("release-form-%d", relID)), "changelog", "Faster sign-in\nNew icon"))
 	if resp.StatusCode != 200 || resp.Request.URL.String() != buildURL || !strings.Contains(page, "Release 2.4 (31) saved.") || !strings.Contains(page, "New icon") {
