@@ -144,6 +144,9 @@ type AuditFilter struct {
 	Action   string
 	BeforeID int64
 	Limit    int
+	// TargetKind and TargetIDs select rows about these targets only (a page of builds).
+	TargetKind string
+	TargetIDs  []int64
 }
 
 // AuditStore writes and reads audit rows (pkg/store).
@@ -172,6 +175,25 @@ func (l *AuditLog) RecordAs(ctx context.Context, a Actor, action string, target 
 	if err := l.Store.WriteAudit(context.WithoutCancel(ctx), AuditRecord{Actor: a, Action: action, Target: target, Detail: detail}); err != nil && l.Log != nil {
 		l.Log.WarnContext(ctx, "writing the audit log failed", "action", action, "error", err.Error())
 	}
+}
+
+// Uploaders names who uploaded each of a channel's builds (release id → actor), from their
+// "release.upload" rows; a build uploaded before the audit trail named actors is missing.
+func (l *AuditLog) Uploaders(ctx context.Context, releaseIDs []int64) (map[int64]Actor, error) {
+	out := map[int64]Actor{}
+	if l == nil || l.Store == nil || len(releaseIDs) == 0 {
+		return out, nil
+	}
+	rows, err := l.Store.AuditEntries(ctx, AuditFilter{Action: "release.upload", TargetKind: TargetRelease, TargetIDs: releaseIDs, Limit: 500})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		if _, ok := out[r.Target.ID]; !ok {
+			out[r.Target.ID] = r.Actor
+		}
+	}
+	return out, nil
 }
 
 // Tombstone is what a deleted release leaves for its public page: what it was, when and why it

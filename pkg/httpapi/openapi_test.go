@@ -337,6 +337,9 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Do(t, "GET", "/console/tokens", nil, session), 200, "console tokens")
 	expect(e.Do(t, "GET", "/console/audit", nil, session), 200, "console audit")
 	expect(e.Do(t, "GET", fmt.Sprintf("/console/apps/%d", appID), nil, session), 200, "console app")
+	expect(e.Do(t, "GET", fmt.Sprintf("/console/channels/%d", chID), nil, session), 200, "console channel")
+	expect(e.Do(t, "GET", fmt.Sprintf("/console/releases/%d", relID), nil, session), 200, "console build")
+	expect(e.Do(t, "GET", "/console/releases/999999", nil, session), 404, "console build unknown")
 	for _, path := range []string{fmt.Sprintf("/console/apps/%d/channels", appID), fmt.Sprintf("/console/apps/%d/members", appID),
 		fmt.Sprintf("/console/channels/%d/retention", chID), fmt.Sprintf("/console/channels/%d/webhooks", chID), fmt.Sprintf("/console/releases/%d", relID)} {
 		expect(e.Do(t, "POST", path, strings.NewReader("csrf=forged"), consoleFormHeader(session)), 403, "console form without the CSRF token: "+path)

@@ -61,6 +61,12 @@ func (db *DB) AuditEntries(ctx context.Context, f distribution.AuditFilter) ([]d
 			where = append(where, "a.action = "+arg(s))
 		}
 	}
+	if f.TargetKind != "" {
+		where = append(where, "a.target_kind = "+arg(f.TargetKind))
+	}
+	if len(f.TargetIDs) > 0 {
+		where = append(where, "a.target_id = ANY("+arg(f.TargetIDs)+")")
+	}
 	if f.BeforeID > 0 {
 		where = append(where, "a.id < "+arg(f.BeforeID))
 	}

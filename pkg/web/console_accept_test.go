@@ -35,7 +35,15 @@ func TestConsoleDropZoneAccepts(t *testing.T) {
 		}
 		ids[dt] = ch.ID
 	}
-	_, page := fetch(t, admin, http.MethodGet, fmt.Sprintf("%s/console/apps/%d", e.URL, appID), nil)
+	// Each channel's upload box is on the channel's own console page.
+	page := ""
+	for _, id := range ids {
+		_, p := fetch(t, admin, http.MethodGet, fmt.Sprintf("%s/console/channels/%d", e.URL, id), nil)
+		page += p
+	}
+	if resp, _ := fetch(t, admin, http.MethodGet, fmt.Sprintf("%s/console/apps/%d", e.URL, appID), nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("the app page: %d", resp.StatusCode)
+	}
 	for dt, want := range map[string]string{"ios": `accept=".ipa"`, "android": `accept=".apk,.aab"`, "macos": `accept=".zip,.dmg,.pkg"`,
 		"harmonyos": `accept=".hap,.app"`, "windows": "", "linux": ""} {
 		input := regexp.MustCompile(fmt.Sprintf(`<input type="file" name="file" id="upload-file-%d"[^>]*>`, ids[dt])).FindString(page)
@@ -49,7 +57,7 @@ func TestConsoleDropZoneAccepts(t *testing.T) {
 	}
 	for _, w := range []string{"HarmonyOS .hap or .app", ".deb, .rpm, .AppImage or any other file", ".msi, .msix, .appx"} {
 		if !bytes.Contains([]byte(page), []byte(w)) {
-			t.Errorf("the console page does not say %q", w)
+			t.Errorf("no channel page says %q", w)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,27 +20,28 @@ import (
 // result, or with its own page again (422) when its input is refused (forms.go).
 
 type consoleChannelView struct {
-	ID, SchemeID int64
-	// FirstOfScheme marks the scheme's first channel, where the scheme's own forms go.
-	FirstOfScheme                      bool
+	ID, SchemeID                       int64
 	Name, Scheme, Key, DeviceType, URL string
-	HasPassword                        bool
-	Releases                           []consoleReleaseView
-	Retention                          distribution.RetentionRules
+	// ConsoleURL is the channel's console page.
+	ConsoleURL  string
+	HasPassword bool
+	Retention   distribution.RetentionRules
 	// Own is the channel's own policy, as its form shows it ("" inherits).
 	Own struct{ KeepBuilds, MaxAgeDays, MaxBytes, ExpiredProfileDays string }
 	// OlderURL and NewerURL page through the channel's builds.
 	OlderURL, NewerURL string
-	// Doomed is what retention deletes at its next run, with the reason ("retention plan").
-	Doomed   []string
-	Webhooks []distribution.Webhook
+	Webhooks           []distribution.Webhook
+	// Newest is the newest build (nil: none yet) and Total the number of builds, for the app
+	// page's compact list.
+	Newest *buildRow
+	Total  int
 }
 
-type consoleReleaseView struct {
-	ID                                 int64
-	Version, Uploaded, Changelog, Edit string
-	Downloads                          int64
-	Pinned                             bool
+// appSchemeView is a scheme on the app page, with its channels (none: made with the API).
+type appSchemeView struct {
+	ID       int64
+	Name     string
+	Channels []consoleChannelView
 }
 
 type consoleAppView struct {
@@ -50,18 +50,13 @@ type consoleAppView struct {
 	CSRF      string
 	Base      string
 	CanManage bool
-	Channels  []consoleChannelView
+	Schemes   []appSchemeView
 	Members   []distribution.User
 	// AppWebhooks are the app's own webhooks (every channel); Events those one may choose.
 	AppWebhooks []distribution.Webhook
 	Events      []string
-	// EmptySchemes are schemes without channels (made with the API), shown so they can be
-	// renamed or deleted.
-	EmptySchemes []distribution.Scheme
-	// Form is the failed form's state (the zero value when none failed); Preview the retention
-	// preview of the form it names.
+	// Form is the failed form's state (the zero value when none failed).
 	Form        formState
-	Preview     string
 	DeviceTypes []string
 }
 
@@ -142,58 +137,25 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 	}
 	v := consoleAppView{App: app, User: u, CSRF: h.csrfToken(session), Base: h.links.Base, CanManage: h.svc.People.CanManageApp(ctx, u, appID) == nil,
 		Form: form, DeviceTypes: deviceTypes}
-	if form.ID != "" && form.Field == "" && strings.HasPrefix(form.ID, "retention-") && status == http.StatusOK {
-		v.Preview, v.Form.Message = form.Message, ""
-	}
 	for _, sc := range app.Schemes {
-		if len(sc.Channels) == 0 {
-			v.EmptySchemes = append(v.EmptySchemes, sc)
-		}
+		sv := appSchemeView{ID: sc.ID, Name: sc.Name}
 		for _, ch := range sc.Channels {
-			cv := consoleChannelView{ID: ch.ID, SchemeID: sc.ID, FirstOfScheme: len(v.Channels) == 0 || v.Channels[len(v.Channels)-1].SchemeID != sc.ID, Name: ch.Name, Scheme: sc.Name, Key: ch.Slug, DeviceType: ch.DeviceType,
-				URL: h.links.Channel(ch.Slug), HasPassword: ch.HasPassword()}
-			// Ten builds a channel; the channel named by ?channel= shows its page ?page=.
-			pg := 1
-			if c.Query("channel") == strconv.FormatInt(ch.ID, 10) {
-				if n, err := strconv.Atoi(c.Query("page")); err == nil && n > 1 && n <= 100_000 {
-					pg = n
+			cv := consoleChannelView{ID: ch.ID, SchemeID: sc.ID, Name: ch.Name, Scheme: sc.Name, Key: ch.Slug, DeviceType: ch.DeviceType,
+				URL: h.links.Channel(ch.Slug), ConsoleURL: h.channelURL(ch.ID), HasPassword: ch.HasPassword()}
+			// The newest build and the count, from the read cache the public pages use.
+			if view, err := h.svc.Reads.View(ctx, ch.Slug); err == nil {
+				cv.Total = view.Total
+				if len(view.Releases) > 0 {
+					rows, err := h.buildRows(c, view.Releases[:1])
+					if err != nil {
+						return err
+					}
+					cv.Newest = &rows[0]
 				}
 			}
-			rels, err := h.svc.Releases.ChannelReleases(ctx, ch.ID, distribution.Page{Page: pg, PerPage: buildsPerPage})
-			if err != nil {
-				return err
-			}
-			if len(rels) == buildsPerPage { // (a full page: there may be older builds)
-				cv.OlderURL = fmt.Sprintf("%s/console/apps/%d?channel=%d&page=%d#channel-%d", h.links.Base, appID, ch.ID, pg+1, ch.ID)
-			}
-			if pg > 1 {
-				cv.NewerURL = fmt.Sprintf("%s/console/apps/%d?channel=%d&page=%d#channel-%d", h.links.Base, appID, ch.ID, pg-1, ch.ID)
-			}
-			for _, r := range rels {
-				cv.Releases = append(cv.Releases, consoleReleaseView{ID: r.ID, Version: versionText(&r), Uploaded: h.when(r.CreatedAt),
-					Changelog: distribution.TextChangelog(r.Changelog), Edit: h.links.Base + "/console/releases/" + strconv.FormatInt(r.ID, 10),
-					Downloads: r.Downloads, Pinned: r.Pinned})
-			}
-			// One read of the channel's retention state gives its policy, rules and plan.
-			if plan, err := h.svc.Retention.PlanChannelRetention(ctx, ch.ID, nil); err == nil {
-				own := plan.Policy
-				cv.Retention = plan.Rules
-				cv.Own.KeepBuilds, cv.Own.MaxAgeDays = optNumber(own.KeepBuilds), optNumber(own.MaxAgeDays)
-				cv.Own.ExpiredProfileDays = optNumber(own.ExpiredProfileDays)
-				if own.MaxBytes != nil {
-					cv.Own.MaxBytes = formSize(*own.MaxBytes)
-				}
-				for _, v := range plan.Victims {
-					cv.Doomed = append(cv.Doomed, fmt.Sprintf("build %d (%s, %s, uploaded %s): %s", v.ID, v.Platform, humanSize(v.Size), h.when(v.CreatedAt), strings.ReplaceAll(v.Reason, "_", " ")))
-				}
-			}
-			if v.CanManage && u.Role == distribution.RoleAdmin {
-				if cv.Webhooks, err = h.svc.Webhooks.ListWebhooks(ctx, 0, ch.ID); err != nil {
-					return err
-				}
-			}
-			v.Channels = append(v.Channels, cv)
+			sv.Channels = append(sv.Channels, cv)
 		}
+		v.Schemes = append(v.Schemes, sv)
 	}
 	v.Events = webhook.Events
 	if v.CanManage && u.Role == distribution.RoleAdmin {
@@ -281,7 +243,7 @@ func (h *Handler) consoleCreateChannel(c *gin.Context, f *formCall) (string, err
 		return "", err
 	}
 	f.ok("Channel %s made; its key is %s.", made.Name, made.Slug)
-	return fmt.Sprintf("%s#channel-%d", h.appURL(appID), made.ID), nil
+	return h.channelURL(made.ID), nil
 }
 
 // channelNameFree refuses a second channel of the same name in a scheme of the app (the console's
@@ -356,7 +318,7 @@ func (h *Handler) consoleSetRetention(c *gin.Context, f *formCall) (string, erro
 		return "", err
 	}
 	formID := "retention-" + strconv.FormatInt(chID, 10)
-	h.onApp(c, f, appID, formID, retentionLabels)
+	h.onChannel(c, f, chID, formID, retentionLabels)
 	var p distribution.RetentionPolicy
 	for _, field := range []string{"keep_builds", "max_age_days", "expired_profile_days"} {
 		dst := map[string]**int{"keep_builds": &p.KeepBuilds, "max_age_days": &p.MaxAgeDays, "expired_profile_days": &p.ExpiredProfileDays}[field]
@@ -381,22 +343,14 @@ func (h *Handler) consoleSetRetention(c *gin.Context, f *formCall) (string, erro
 		if err != nil {
 			return "", err
 		}
-		notice := "With this policy, the next run would delete nothing. Nothing was saved."
-		if n := len(plan.Victims); n > 0 {
-			ids := make([]string, n)
-			for i, v := range plan.Victims {
-				ids[i] = strconv.FormatInt(v.ID, 10)
-			}
-			notice = fmt.Sprintf("With this policy, the next run would delete %s (ids %s). Nothing was saved.", plural(n, "build"), strings.Join(ids, ", "))
-		}
 		f.answered = true // (nothing was done: the form stays usable, to save what was previewed)
-		return "", h.renderApp(c, f.session, f.user, appID, formState{ID: formID, Message: notice, Values: formValues(c)}, http.StatusOK)
+		return "", h.renderChannel(c, f.session, f.user, chID, formState{ID: formID, Values: formValues(c)}, http.StatusOK, h.planView(c, plan.Victims, true))
 	}
 	if err := h.svc.Retention.SetChannelRetention(ctx, chID, &p); err != nil {
 		return "", err
 	}
 	f.ok("Retention saved. It applies at the next enforcement run.")
-	return fmt.Sprintf("%s#channel-%d", h.appURL(appID), chID), nil
+	return h.channelURL(chID) + "#retention", nil
 }
 
 // webhookLabels name the webhook forms' fields.
@@ -433,7 +387,11 @@ func (h *Handler) createWebhook(c *gin.Context, f *formCall, appID, hookApp, hoo
 	if err := distribution.RequireRole(f.user, distribution.RoleAdmin); err != nil {
 		return "", err
 	}
-	h.onApp(c, f, appID, formID, webhookLabels)
+	if hookChannel != 0 {
+		h.onChannel(c, f, hookChannel, formID, webhookLabels)
+	} else {
+		h.onApp(c, f, appID, formID, webhookLabels)
+	}
 	in := events.WebhookInput{URL: optionalForm(c, "url"), Format: optionalForm(c, "format")}
 	if evs := c.PostFormArray("events"); len(evs) > 0 {
 		in.Events = evs
@@ -456,16 +414,13 @@ func (h *Handler) consoleUpdateRelease(c *gin.Context, f *formCall) (string, err
 	if err != nil {
 		return "", err
 	}
-	rc, err := h.svc.Releases.Release(ctx, id)
-	if err == nil {
-		h.onApp(c, f, rc.App.ID, "release-form-"+strconv.FormatInt(id, 10), map[string]fieldLabel{"changelog": {"changelog", "Changelog"}})
-	}
-	rc, err = h.svc.Console.UpdateRelease(ctx, f.user, id, catalog.ReleaseChanges{Changelog: optionalForm(c, "changelog")})
+	h.onBuild(c, f, id, "release-form-"+strconv.FormatInt(id, 10), map[string]fieldLabel{"changelog": {"changelog", "Changelog"}})
+	rc, err := h.svc.Console.UpdateRelease(ctx, f.user, id, catalog.ReleaseChanges{Changelog: optionalForm(c, "changelog")})
 	if err != nil {
 		return "", err
 	}
 	f.ok("Release %s saved.", versionText(&rc.Release))
-	return fmt.Sprintf("%s#release-%d", h.appURL(rc.App.ID), id), nil
+	return h.buildURL(id), nil
 }
 
 // consoleAddMember: POST /console/apps/:id/members (admins) makes someone a developer of the app.

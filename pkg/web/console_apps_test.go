@@ -122,7 +122,7 @@ func TestConsoleAppAuthorization(t *testing.T) {
 		t.Errorf("changelog %s", changelog)
 	}
 	// The retention form shows the channel's own policy, so saving it again keeps what was set.
-	if _, page := fetch(t, carol, http.MethodGet, appURL, nil); !strings.Contains(page, fmt.Sprintf(`id="keep-builds-%d" inputmode="numeric" size="4" value="3"`, chID)) {
+	if _, page := fetch(t, carol, http.MethodGet, fmt.Sprintf("%s/console/channels/%d", e.URL, chID), nil); !strings.Contains(page, fmt.Sprintf(`id="keep-builds-%d" inputmode="numeric" size="4" value="3"`, chID)) {
 		t.Error("the retention form does not show the channel's keep_builds")
 	}
 	var pw bool
@@ -133,6 +133,9 @@ func TestConsoleAppAuthorization(t *testing.T) {
 	resp, body := fetch(t, admin, http.MethodPost, fmt.Sprintf("%s/console/channels/%d/webhooks", e.URL, chID), url.Values{"url": {"http://127.0.0.1:9/hook"}, "format": {"slack"}, "csrf": {acsrf}})
 	if resp.StatusCode != 200 || !strings.Contains(body, `id="secret">whsec_`) {
 		t.Errorf("admin adds a webhook: %d", resp.StatusCode)
+	}
+	if crumbs := between(body, `id="breadcrumbs"`, "</nav>"); !strings.Contains(crumbs, fmt.Sprintf(`/console/channels/%d"`, chID)) {
+		t.Errorf("the webhook page's breadcrumbs lack its channel: %s", crumbs)
 	}
 	if _, again := fetch(t, admin, http.MethodGet, appURL, nil); strings.Contains(again, "whsec_") {
 		t.Error("the webhook secret is shown again")

@@ -60,15 +60,16 @@ func TestBrowserConsoleSignIn(t *testing.T) {
 	appURL := fmt.Sprintf("%s/console/apps/%d", e.URL, appID)
 	// Each form is filled on a freshly loaded page: right after a form's answer replaces the page,
 	// chromedp's node queries may still resolve against the old document.
+	chURL := fmt.Sprintf("%s/console/channels/%d", e.URL, chID)
 	open := func() {
-		navigate(t, ctx, "app page", chromedp.Navigate(appURL), chromedp.WaitVisible(chromedp.ID("create-channel")))
+		navigate(t, ctx, "channel page", chromedp.Navigate(chURL), chromedp.WaitVisible(chromedp.ID(fmt.Sprintf("keep-builds-%d", chID))))
 	}
 	navigate(t, ctx, "app page", desktop, chromedp.Navigate(appURL), chromedp.WaitVisible(chromedp.ID("create-channel")))
 	steps(t, ctx, "create a channel",
 		chromedp.SendKeys(chromedp.ID("channel-name"), "QA"),
 		chromedp.SendKeys(chromedp.ID("channel-password"), "tester-pw"),
 		chromedp.Click(chromedp.ID("create-channel-submit")), waitNotice("Channel QA made"))
-	open()
+	navigate(t, ctx, "build page", chromedp.Navigate(fmt.Sprintf("%s/console/releases/%d", e.URL, relID)), chromedp.WaitVisible(chromedp.ID(fmt.Sprintf("changelog-%d", relID))))
 	steps(t, ctx, "edit the changelog",
 		chromedp.SetValue(chromedp.ID(fmt.Sprintf("changelog-%d", relID)), "Fixed the login screen"),
 		chromedp.Click(chromedp.ID(fmt.Sprintf("save-changelog-%d", relID))), waitNotice("saved"))
@@ -160,7 +161,7 @@ func TestBrowserConsoleSignIn(t *testing.T) {
 	if fi, _ := os.Stat(path); !strings.Contains(upChangelog, "Uploaded from the browser") || source != "console" || size != fi.Size() || !strings.HasPrefix(uploader, "console uploads of user") {
 		t.Errorf("the uploaded release: changelog %s, source %q, size %d (file %d), uploaded by %q", upChangelog, source, size, fi.Size(), uploader)
 	}
-	b.screenshot("console-app-desktop")
+	b.screenshot("console-channel-desktop")
 	// (Navigate, not Reload: reloading the answer to the webhook form would post it again.)
 	navigate(t, ctx, "app page at phone size", phone, chromedp.Navigate(appURL), chromedp.WaitVisible(chromedp.ID("create-channel")))
 	if w := run(t, ctx, "page width", chromedp.Evaluate[float64](`document.documentElement.scrollWidth - document.documentElement.clientWidth`)); w > 0 {

@@ -2,7 +2,9 @@ package web_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -84,7 +86,15 @@ func TestBrowserConsoleForms(t *testing.T) {
 
 	// The upload box: only the channel's package type offered, two dropped files refused with a
 	// message, and an upload in flight cancelled (the session stays, to resume).
-	navigate(t, ctx, "app page", chromedp.Navigate(loc), chromedp.WaitVisible(chromedp.ID(fmt.Sprintf("upload-file-%d", chID))))
+	// The channel's own page holds its upload box, builds, retention and settings.
+	chURL := fmt.Sprintf("%s/console/channels/%d", e.URL, chID)
+	if at := run(t, ctx, "url", chromedp.Location()); at != chURL {
+		t.Errorf("after making a channel: at %s, want its page %s", at, chURL)
+	}
+	if crumbs := text(`document.getElementById("breadcrumbs").innerText`); !strings.Contains(crumbs, "Lighthouse") || !strings.Contains(crumbs, "QA") {
+		t.Errorf("channel breadcrumbs %q", crumbs)
+	}
+	navigate(t, ctx, "channel page", chromedp.Navigate(chURL), chromedp.WaitVisible(chromedp.ID(fmt.Sprintf("upload-file-%d", chID))))
 	if a := run(t, ctx, "accept", chromedp.AttributeValue(chromedp.ID(fmt.Sprintf("upload-file-%d", chID)), "accept")); a.Value != ".ipa" {
 		t.Errorf("the file picker accepts %q", a.Value)
 	}
@@ -149,6 +159,133 @@ func TestBrowserConsoleForms(t *testing.T) {
 		t.Errorf("the corrected retention was not saved as 5 builds and 200 MB (%d rows)", n)
 	}
 
+	// Upload through the drop zone (on a page whose network works) and land on the build's page.
+	navigate(t, ctx, "channel page again", chromedp.Navigate(chURL), chromedp.WaitVisible(chromedp.ID(fmt.Sprintf("upload-file-%d", chID))))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "drop the build", chromedp.Evaluate[bool](fmt.Sprintf(`(() => {
+		const bytes = Uint8Array.from(atob(%q), c => c.charCodeAt(0));
+		const dt = new DataTransfer();
+		dt.items.add(new File([bytes], "Lighthouse.ipa"));
+		document.querySelector("#upload-%d .dropzone").dispatchEvent(new DragEvent("drop", {dataTransfer: dt, bubbles: true, cancelable: true}));
+		return true; })()`, base64.StdEncoding.EncodeToString(data), chID)))
+	steps(t, ctx, "upload the dropped build",
+		chromedp.SendKeys(chromedp.ID(fmt.Sprintf("upload-changelog-%d", chID)), "First light"),
+		chromedp.Click(chromedp.ID(fmt.Sprintf("upload-submit-%d", chID))), chromedp.WaitVisible(chromedp.ID("upload-done")))
+	if st := status(); !strings.Contains(st, "Uploaded 1.0 (1)") {
+		t.Errorf("after the drop: status %q", st)
+	}
+	relID := db(`SELECT id::int FROM releases WHERE channel_id = $1`, chID)
+	steps(t, ctx, "show it", chromedp.Click(chromedp.ID("upload-done")), waitTrue(`!!document.getElementById("build-version")`))
+	if at := run(t, ctx, "url", chromedp.Location()); at != fmt.Sprintf("%s/console/releases/%d", e.URL, relID) {
+		t.Errorf("Show it went to %s", at)
+	}
+	if v := text(`document.getElementById("build-version").innerText`); v != "Lighthouse 1.0 (1)" {
+		t.Errorf("the build page's heading: %q", v)
+	}
+	facts := text(`document.querySelector("main").innerText`)
+	if cl := text(fmt.Sprintf(`document.getElementById("changelog-%d").value`, relID)); !strings.Contains(cl, "First light") {
+		t.Errorf("the build page's changelog: %q", cl)
+	}
+	for _, want := range []string{"com.example.lighthouse", "Administrator", "Open the tester page", "Share with testers", "0 installs"} {
+		if !strings.Contains(facts, want) {
+			t.Errorf("the build page lacks %q: %s", want, facts)
+		}
+	}
+	if crumbs := text(`document.getElementById("breadcrumbs").innerText`); !strings.Contains(crumbs, "Lighthouse") || !strings.Contains(crumbs, "QA") || !strings.Contains(crumbs, "1.0 (1)") {
+		t.Errorf("build breadcrumbs %q", crumbs)
+	}
+	if n := db(`SELECT count(*) FROM releases WHERE channel_id = $1`, chID); n != 1 {
+		t.Errorf("%d releases after one upload", n)
+	}
+	if n := db(`SELECT count(*) FROM upload_sessions WHERE state = 'open'`); n > 1 {
+		t.Errorf("%d upload sessions open after the upload completed (at most the cancelled one)", n)
+	}
+
+	// A second build, from CI; then preview a policy that keeps one: the plan names the older
+	// build as the tester pages do, beside the form, which keeps what was typed.
+	slug := ""
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT slug FROM channels WHERE id = $1`, chID).Scan(&slug); err != nil {
+		t.Fatal(err)
+	}
+	e.UploadApp(t, "Lighthouse.ipa", ipa("Lighthouse", "1.1", "2"), apptest.Field("channel_key", slug),
+		apptest.Field("branch", "main"), apptest.Field("git_commit", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b"))
+	navigate(t, ctx, "channel page with two builds", chromedp.Navigate(chURL), chromedp.WaitVisible(chromedp.ID(keep)))
+	if rows := text(`document.getElementById("build-list").innerText`); !strings.Contains(rows, "9f86d081") || !strings.Contains(rows, "main") || !strings.Contains(rows, "Administrator") {
+		t.Errorf("the build list does not tell the builds apart: %q", rows)
+	}
+	steps(t, ctx, "preview keeping one build",
+		chromedp.SetValue(chromedp.ID(keep), "1"))
+	run(t, ctx, "clear max size", chromedp.Evaluate[bool](fmt.Sprintf(`(() => { document.getElementById(%q).value = ""; return true; })()`, maxSize)))
+	steps(t, ctx, "preview",
+		chromedp.Click(chromedp.ID(fmt.Sprintf("preview-retention-%d", chID))),
+		waitTrue(fmt.Sprintf(`!!document.getElementById("retention-preview-%d")`, chID)))
+	preview := text(fmt.Sprintf(`document.getElementById("retention-preview-%d").innerText`, chID))
+	if !strings.Contains(preview, "would delete 1 build") || !strings.Contains(preview, "1.0 (1) · uploaded ") || !strings.Contains(preview, " KB") || strings.Contains(preview, "ids") {
+		t.Errorf("the preview does not name the build as testers see it: %q", preview)
+	}
+	if v := run(t, ctx, "kept", chromedp.Value(chromedp.ID(keep))); v != "1" {
+		t.Errorf("keep builds shows %q after the preview", v)
+	}
+	if n := db(`SELECT count(*) FROM retention_policies WHERE channel_id = $1 AND keep_builds = 5`, chID); n != 1 {
+		t.Error("the preview changed the saved policy")
+	}
+	// (Clicked by script: the preview's answer replaced the document chromedp's node ids point into.)
+	run(t, ctx, "save what was previewed", chromedp.Evaluate[bool](fmt.Sprintf(`(() => { document.getElementById("save-retention-%d").click(); return true; })()`, chID)))
+	steps(t, ctx, "saved", waitNotice("Retention saved"))
+	if n := db(`SELECT count(*) FROM retention_policies WHERE channel_id = $1 AND keep_builds = 1 AND max_bytes IS NULL`, chID); n != 1 {
+		t.Error("saving after the preview did not save the policy typed")
+	}
+	if n := db(`SELECT count(*) FROM releases WHERE channel_id = $1`, chID); n != 2 {
+		t.Errorf("%d releases after saving retention (it applies at the next run)", n)
+	}
+
+	// At a phone's size no console page scrolls sideways; the build list becomes cards.
+	buildURL := fmt.Sprintf("%s/console/releases/%d", e.URL, relID)
+	for _, p := range []struct{ name, url, id string }{
+		{"app", loc, "create-channel"}, {"channel", chURL, keep}, {"build", buildURL, "build-version"}, {"home", e.URL + "/console", "create-app"},
+		{"audit", e.URL + "/console/audit", "nav-apps"}, {"devices", e.URL + "/console/devices", "nav-apps"}, {"people", e.URL + "/console/users", "nav-apps"},
+	} {
+		navigate(t, ctx, p.name+" at phone size", phone, chromedp.Navigate(p.url), chromedp.WaitVisible(chromedp.ID(p.id)))
+		if w := run(t, ctx, "page width", chromedp.Evaluate[float64](`document.documentElement.scrollWidth - document.documentElement.clientWidth`)); w > 0 {
+			t.Errorf("the %s page is %v px wider than a phone's screen", p.name, w)
+		}
+	}
+	navigate(t, ctx, "channel at phone size", phone, chromedp.Navigate(chURL), chromedp.WaitVisible(chromedp.ID("build-list")))
+	if d := text(`getComputedStyle(document.querySelector("#build-list tr")).display`); d != "block" {
+		t.Errorf("the build list is not cards on a phone (rows display %q)", d)
+	}
+
+	// The README's pictures: the app, channel and build pages on a phone and a desktop
+	// (docs/images/console-*.png with SLIPWAY_UPDATE_SCREENSHOT=1; test/artifacts/ always).
+	e.UploadApp(t, "Lighthouse.ipa", ipa("Lighthouse", "1.2", "3"), apptest.Field("channel_key", slug),
+		apptest.Field("branch", "feature/night-mode"), apptest.Field("git_commit", "2c26b46b68ffc68ff99b453c1d30413413422d70"),
+		apptest.Field("changelog", "Night mode"))
+	// A second channel, so the app page lists more than one.
+	var schemeID int64
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT scheme_id FROM channels WHERE id = $1`, chID).Scan(&schemeID); err != nil {
+		t.Fatal(err)
+	}
+	r := e.Do(t, http.MethodPost, fmt.Sprintf("/api/schemes/%d/channels", schemeID), strings.NewReader(`{"name":"Beta","device_type":"ios"}`),
+		http.Header{"Authorization": {"Token " + e.AdminToken}, "Content-Type": {"application/json"}})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("a second channel: %d %s", r.Status, r.Body)
+	}
+	e.UploadApp(t, "Lighthouse.ipa", ipa("Lighthouse", "1.3", "4"), apptest.Field("channel_key", r.Map(t)["slug"].(string)),
+		apptest.Field("branch", "release/1.3"), apptest.Field("git_commit", "fcde2b2edba56bf408601fb721fe9b5c338d10ee"))
+	for _, view := range []struct {
+		name string
+		size chromedp.Action[chromedp.Void]
+	}{{"phone", phone}, {"desktop", desktop}} {
+		for _, p := range []struct{ name, url, id string }{{"app", loc, "create-channel"}, {"channel", chURL, keep}, {"build", buildURL, "build-version"}} {
+			navigate(t, ctx, p.name+" page", view.size, chromedp.Navigate(p.url), chromedp.WaitVisible(chromedp.ID(p.id)))
+			readmeShot(t, ctx, "console-"+p.name+"-"+view.name)
+		}
+	}
+	navigate(t, ctx, "back to desktop", desktop, chromedp.Navigate(chURL), chromedp.WaitVisible(chromedp.ID(keep)))
+
 	// Tokens and the audit log have the header; revoking asks first.
 	for _, p := range []string{"/console/tokens", "/console/audit", "/console/users"} {
 		navigate(t, ctx, p, chromedp.Navigate(e.URL+p), chromedp.WaitVisible(chromedp.ID("nav-apps")))
@@ -171,6 +308,26 @@ func TestBrowserConsoleForms(t *testing.T) {
 	navigate(t, ctx, "tokens at phone size", phone, chromedp.Navigate(e.URL+"/console/tokens"), chromedp.WaitVisible(chromedp.ID("create-token")))
 	if w := run(t, ctx, "page width", chromedp.Evaluate[float64](`document.documentElement.scrollWidth - document.documentElement.clientWidth`)); w > 0 {
 		t.Errorf("the tokens page is %v px wider than a phone's screen", w)
+	}
+}
+
+// readmeShot saves the viewport as name.png in test/artifacts/ and, with
+// SLIPWAY_UPDATE_SCREENSHOT=1, in docs/images/ (the README's pictures of the console).
+func readmeShot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	steps(t, ctx, "images loaded", waitTrue(`Array.from(document.images).every(i => i.complete)`))
+	img := run(t, ctx, "screenshot", chromedp.CaptureScreenshot())
+	dirs := []string{artifactsDir}
+	if os.Getenv("SLIPWAY_UPDATE_SCREENSHOT") == "1" {
+		dirs = append(dirs, "../../docs/images")
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, name+".png"), img, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

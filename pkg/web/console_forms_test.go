@@ -166,7 +166,7 @@ func TestConsoleFormTokenOnce(t *testing.T) {
 		t.Fatalf("create channel: %d", resp.StatusCode)
 	}
 	resp, body := fetch(t, admin, http.MethodPost, appURL+"/channels", form)
-	if resp.StatusCode != 200 || !strings.Contains(body, "That was already done") || resp.Request.URL.Path != fmt.Sprintf("/console/apps/%d", appID) {
+	if resp.StatusCode != 200 || !strings.Contains(body, "That was already done") || !strings.HasPrefix(resp.Request.URL.Path, "/console/channels/") {
 		t.Errorf("the same form again: %d at %s: %.400s", resp.StatusCode, resp.Request.URL, body)
 	}
 	if n := channels("Beta"); n != 1 {
@@ -240,6 +240,8 @@ func TestConsoleFormErrorsInPlace(t *testing.T) {
 	schemeID := int64(rel["scheme"].(map[string]any)["id"].(float64))
 	relID := int64(rel["id"].(float64))
 	appURL := fmt.Sprintf("%s/console/apps/%d", e.URL, appID)
+	chURL := fmt.Sprintf("%s/console/channels/%d", e.URL, chID)
+	buildURL := fmt.Sprintf("%s/console/releases/%d", e.URL, relID)
 	// A second channel in the scheme, whose name and key the first one's form then tries.
 	_, page := fetch(t, admin, http.MethodGet, appURL, nil)
 	var scheme string
@@ -277,19 +279,19 @@ func TestConsoleFormErrorsInPlace(t *testing.T) {
 			[]string{"scheme", scheme, "name", "qa", "device_type", "ios"}, "Name is already the name of a channel of the scheme", `value="qa"`},
 		{"create channel, an unknown device type", appURL, "create-channel", fmt.Sprintf("/console/apps/%d/channels", appID),
 			[]string{"scheme", "Nightly", "name", "Web", "device_type", "symbian"}, "Device type ", `value="Web"`},
-		{"channel settings, another channel's key", appURL, fmt.Sprintf("channel-settings-%d", chID), fmt.Sprintf("/console/channels/%d", chID),
+		{"channel settings, another channel's key", chURL, fmt.Sprintf("channel-settings-%d", chID), fmt.Sprintf("/console/channels/%d", chID),
 			[]string{"name", "Main", "key", qaKey}, "Key is already the key of another channel.", `value="Main"`},
-		{"channel settings, a bad key", appURL, fmt.Sprintf("channel-settings-%d", chID), fmt.Sprintf("/console/channels/%d", chID),
+		{"channel settings, a bad key", chURL, fmt.Sprintf("channel-settings-%d", chID), fmt.Sprintf("/console/channels/%d", chID),
 			[]string{"name", "Main", "key", "no spaces here"}, "Key ", `value="no spaces here"`},
-		{"channel settings, a duplicate name", appURL, fmt.Sprintf("channel-settings-%d", chID), fmt.Sprintf("/console/channels/%d", chID),
+		{"channel settings, a duplicate name", chURL, fmt.Sprintf("channel-settings-%d", chID), fmt.Sprintf("/console/channels/%d", chID),
 			[]string{"name", "QA"}, "Name is already the name of a channel", `value="QA"`},
-		{"retention, a word", appURL, fmt.Sprintf("retention-%d", chID), fmt.Sprintf("/console/channels/%d/retention", chID),
+		{"retention, a word", chURL, fmt.Sprintf("retention-%d", chID), fmt.Sprintf("/console/channels/%d/retention", chID),
 			[]string{"keep_builds", "lots", "max_age_days", "30"}, "Keep builds must be a whole number, or empty to inherit.", `value="lots"`},
-		{"retention, out of range", appURL, fmt.Sprintf("retention-%d", chID), fmt.Sprintf("/console/channels/%d/retention", chID),
+		{"retention, out of range", chURL, fmt.Sprintf("retention-%d", chID), fmt.Sprintf("/console/channels/%d/retention", chID),
 			[]string{"keep_builds", "-5", "max_age_days", "30"}, "Keep builds must be a whole number from 0 (off) to 1,000,000, or empty to inherit.", `value="30"`},
-		{"retention, a size that is not one", appURL, fmt.Sprintf("retention-%d", chID), fmt.Sprintf("/console/channels/%d/retention", chID),
+		{"retention, a size that is not one", chURL, fmt.Sprintf("retention-%d", chID), fmt.Sprintf("/console/channels/%d/retention", chID),
 			[]string{"max_bytes", "200 parsecs"}, "Max size must be a size such as 500 MB", `value="200 parsecs"`},
-		{"channel webhook, not a URL", appURL, fmt.Sprintf("webhook-%d", chID), fmt.Sprintf("/console/channels/%d/webhooks", chID),
+		{"channel webhook, not a URL", chURL, fmt.Sprintf("webhook-%d", chID), fmt.Sprintf("/console/channels/%d/webhooks", chID),
 			[]string{"url", "not a url", "format", "slack", "events", "release.deleted"}, "Webhook URL ", `value="not a url"`},
 		{"app webhook, no URL", appURL, "app-webhook", fmt.Sprintf("/console/apps/%d/webhooks", appID),
 			[]string{"url", "", "format", "teams", "events", "release.created"}, "Webhook URL must be", `value="release.created" checked`},
@@ -297,11 +299,11 @@ func TestConsoleFormErrorsInPlace(t *testing.T) {
 			[]string{"email", "nobody@example.com"}, "Email is not the email of anyone who has signed in", `value="nobody@example.com"`},
 		{"rename scheme, blank", appURL, fmt.Sprintf("scheme-settings-%d", schemeID), fmt.Sprintf("/console/schemes/%d", schemeID),
 			[]string{"name", ""}, "Scheme name ", ""},
-		{"delete channel, not confirmed", appURL, fmt.Sprintf("delete-channel-%d", chID), fmt.Sprintf("/console/channels/%d/delete", chID),
+		{"delete channel, not confirmed", chURL, fmt.Sprintf("delete-channel-%d", chID), fmt.Sprintf("/console/channels/%d/delete", chID),
 			nil, "Confirm must be ticked", ""},
 		{"delete scheme, not confirmed", appURL, fmt.Sprintf("delete-scheme-%d", schemeID), fmt.Sprintf("/console/schemes/%d/delete", schemeID),
 			nil, "Confirm must be ticked", ""},
-		{"delete build, not confirmed", appURL, fmt.Sprintf("delete-release-%d", relID), fmt.Sprintf("/console/releases/%d/delete", relID),
+		{"delete build, not confirmed", buildURL, fmt.Sprintf("delete-release-%d", relID), fmt.Sprintf("/console/releases/%d/delete", relID),
 			nil, "Confirm must be ticked", ""},
 		{"delete app, not confirmed", appURL, "delete-app", fmt.Sprintf("/console/apps/%d/delete", appID), nil, "Confirm must be ticked", ""},
 		{"create token, blank name", "/console/tokens", "create-token", "/console/tokens", []string{"name", "", "scope", "admin"},

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -48,7 +47,7 @@ func (h *Handler) consoleUpdateChannel(c *gin.Context, f *formCall) (string, err
 	if err != nil {
 		return "", err
 	}
-	h.onApp(c, f, cc.App.ID, "channel-settings-"+strconv.FormatInt(id, 10), channelLabels)
+	h.onChannel(c, f, id, "channel-settings-"+strconv.FormatInt(id, 10), channelLabels)
 	ch := catalog.ChannelChanges{Name: optionalForm(c, "name")}
 	if ch.Name != nil {
 		name := strings.TrimSpace(*ch.Name)
@@ -70,7 +69,7 @@ func (h *Handler) consoleUpdateChannel(c *gin.Context, f *formCall) (string, err
 		return "", err
 	}
 	f.ok("Channel %s saved.", out.Name)
-	return fmt.Sprintf("%s#channel-%d", h.appURL(cc.App.ID), id), nil
+	return h.channelURL(id), nil
 }
 
 // consoleDeleteChannel: POST /console/channels/:id/delete (with "confirm") deletes a channel and
@@ -85,7 +84,7 @@ func (h *Handler) consoleDeleteChannel(c *gin.Context, f *formCall) (string, err
 	if err != nil {
 		return "", err
 	}
-	h.onApp(c, f, cc.App.ID, "delete-channel-"+strconv.FormatInt(id, 10), nil)
+	h.onChannel(c, f, id, "delete-channel-"+strconv.FormatInt(id, 10), nil)
 	if err := confirmed(c); err != nil {
 		return "", err
 	}
@@ -114,7 +113,7 @@ func (h *Handler) consolePinRelease(c *gin.Context, f *formCall) (string, error)
 		word = "pinned: retention keeps it"
 	}
 	f.ok("Release %s %s.", versionText(&rc.Release), word)
-	return fmt.Sprintf("%s#release-%d", h.appURL(rc.App.ID), id), nil
+	return h.buildURL(id), nil
 }
 
 // consoleDeleteRelease: POST /console/releases/:id/delete (with "confirm").
@@ -124,9 +123,7 @@ func (h *Handler) consoleDeleteRelease(c *gin.Context, f *formCall) (string, err
 	if err != nil {
 		return "", err
 	}
-	if rc, err := h.svc.Releases.Release(ctx, id); err == nil {
-		h.onApp(c, f, rc.App.ID, "delete-release-"+strconv.FormatInt(id, 10), nil)
-	}
+	h.onBuild(c, f, id, "delete-release-"+strconv.FormatInt(id, 10), nil)
 	if err := confirmed(c); err != nil {
 		return "", err
 	}
@@ -135,7 +132,7 @@ func (h *Handler) consoleDeleteRelease(c *gin.Context, f *formCall) (string, err
 		return "", err
 	}
 	f.ok("Release %s deleted.", versionText(&rc.Release))
-	return fmt.Sprintf("%s#channel-%d", h.appURL(rc.App.ID), rc.Channel.ID), nil
+	return h.channelURL(rc.Channel.ID) + "#builds", nil
 }
 
 // consoleRenameApp: POST /console/apps/:id (name).
@@ -264,6 +261,11 @@ func (h *Handler) renderWebhook(c *gin.Context, session string, u *distribution.
 		v.AppURL = h.appURL(appID)
 		if app, err := h.svc.Apps.App(ctx, appID); err == nil {
 			crumbs = append(crumbs, crumb{Text: app.Name, URL: v.AppURL})
+		}
+	}
+	if w.ChannelID != 0 { // (a channel's webhook: its channel's page, where it was added)
+		if cc, err := h.svc.Apps.ChannelByID(ctx, w.ChannelID); err == nil {
+			crumbs = append(crumbs, crumb{Text: cc.Scheme.Name + " · " + cc.Channel.Name, URL: h.channelURL(cc.Channel.ID)})
 		}
 	}
 	crumbs = append(crumbs, crumb{Text: "Webhook"})

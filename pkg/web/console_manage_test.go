@@ -183,8 +183,9 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	// A retention preview says what would go and saves nothing.
 	before = manageState(t, e)
 	if resp, page := fetch(t, carol, http.MethodPost, fmt.Sprintf("%s/console/channels/%d/retention", e.URL, chID), url.Values{"csrf": {ccsrf}, "keep_builds": {"1"}, "preview": {"1"}}); resp.StatusCode != 200 ||
-		!strings.Contains(page, fmt.Sprintf("would delete 1 build (ids %d)", relID)) {
-		t.Errorf("retention preview: %d", resp.StatusCode)
+		!strings.Contains(page, "would delete 1 build:") || !strings.Contains(page, "1.0 (1) · uploaded ") || strings.Contains(page, "ids ") ||
+		!strings.Contains(page, `name="keep_builds" id="keep-builds-`) || !strings.Contains(page, `size="4" value="1"`) {
+		t.Errorf("retention preview: %d (want the build named as testers see it, and the typed policy kept): %.3000s", resp.StatusCode, page)
 	}
 	if after := manageState(t, e); after != before {
 		t.Errorf("a retention preview changed something")
@@ -304,8 +305,14 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	if !pinned || pw || devices != 0 {
 		t.Errorf("after the admin's forms: pinned %v, password %v, %d devices", pinned, pw, devices)
 	}
-	if _, page := fetch(t, admin, http.MethodGet, appURL, nil); !strings.Contains(page, fmt.Sprintf(`id="pinned-%d"`, relID)) || !strings.Contains(page, "carol@example.com") {
-		t.Error("the app page shows no pin, or not its member")
+	if _, page := fetch(t, admin, http.MethodGet, fmt.Sprintf("%s/console/releases/%d", e.URL, relID), nil); !strings.Contains(page, `id="build-pinned"`) {
+		t.Error("the build page shows no pin")
+	}
+	if _, page := fetch(t, admin, http.MethodGet, fmt.Sprintf("%s/console/channels/%d", e.URL, chID), nil); !strings.Contains(page, fmt.Sprintf(`id="pinned-%d"`, relID)) {
+		t.Error("the channel page shows no pin")
+	}
+	if _, page := fetch(t, admin, http.MethodGet, appURL, nil); !strings.Contains(page, "carol@example.com") {
+		t.Error("the app page shows not its member")
 	}
 	if s := post(admin, fmt.Sprintf("/console/apps/%d/members/%d/remove", appID, carolID), url.Values{"csrf": {acsrf}}); s != 200 {
 		t.Errorf("remove member: %d", s)
@@ -551,14 +558,125 @@ func TestConsoleBuildPages(t *testing.T) {
 		appID = int64(rel["app"].(map[string]any)["id"].(float64))
 		chID = int64(rel["channel"].(map[string]any)["id"].(float64))
 	}
-	_, first := fetch(t, admin, http.MethodGet, fmt.Sprintf("%s/console/apps/%d", e.URL, appID), nil)
-	older := fmt.Sprintf("/console/apps/%d?channel=%d&amp;page=2#channel-%d", appID, chID, chID)
+	// The app page lists the channel compactly, with its newest build, and links to its page.
+	chURL := fmt.Sprintf("%s/console/channels/%d", e.URL, chID)
+	_, app := fetch(t, admin, http.MethodGet, fmt.Sprintf("%s/console/apps/%d", e.URL, appID), nil)
+	if !strings.Contains(app, `href="`+chURL+`"`) || !strings.Contains(app, "12 builds") || !strings.Contains(app, "1.11 (12)") || strings.Contains(app, "1.10 (11)") {
+		t.Errorf("the app page does not show the channel compactly: %.3000s", app)
+	}
+	_, first := fetch(t, admin, http.MethodGet, chURL, nil)
+	older := fmt.Sprintf("/console/channels/%d?page=2#builds", chID)
 	if !strings.Contains(first, "1.11 (12)") || strings.Contains(first, "<strong>1.1 (2)</strong>") || !strings.Contains(first, older) {
 		t.Errorf("the first page: newest build, not the oldest, and a link to older ones")
 	}
-	_, second := fetch(t, admin, http.MethodGet, fmt.Sprintf("%s/console/apps/%d?channel=%d&page=2", e.URL, appID, chID), nil)
+	// Each row tells the builds apart: its size and who uploaded it, and links to its page.
+	if !strings.Contains(first, `data-label="Size">`) || !strings.Contains(first, `data-label="By">token `) || !strings.Contains(first, fmt.Sprintf(`href="%s/console/releases/`, e.URL)) {
+		t.Errorf("the build rows lack their facts: %.3000s", first)
+	}
+	if crumbs := between(first, `id="breadcrumbs"`, "</nav>"); !strings.Contains(crumbs, "Harbor") || !strings.Contains(crumbs, "Apps") {
+		t.Errorf("the channel page's breadcrumbs: %s", crumbs)
+	}
+	_, second := fetch(t, admin, http.MethodGet, chURL+"?page=2", nil)
 	if !strings.Contains(second, "<strong>1.1 (2)</strong>") || !strings.Contains(second, "<strong>1.0 (1)</strong>") || strings.Contains(second, "<strong>1.11 (12)</strong>") ||
 		!strings.Contains(second, "Newer builds") || strings.Contains(second, "Older builds") {
 		t.Errorf("the second page: the two oldest builds, a link to newer ones and none to older ones")
+	}
+}
+
+// between is the part of s after the first from, up to the next to ("" when from is absent).
+func between(s, from, to string) string {
+	i := strings.Index(s, from)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(from):]
+	if j := strings.Index(s, to); j >= 0 {
+		return s[:j]
+	}
+	return s
+}
+
+// TestConsoleBuildPage: a build's console page (issue 21, point 4) shows what tells it apart
+// (version and build, size, bundle id, platform, branch, commit and CI link, uploader, installs),
+// its tester page, install link and QR code, and its changelog, pin and delete forms, which
+// answer on the build's page (or, for a delete, the channel's).
+func TestConsoleBuildPage(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	admin, _ := signedIn(t, e, "alice")
+	rel := e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.4", Build: "31"}),
+		apptest.Field("branch", "feature/login"), apptest.Field("git_commit", "0123456789abcdef0123456789abcdef01234567"),
+		apptest.Field("ci_url", "https://ci.example.com/jobs/31"), apptest.Field("changelog", "Faster sign-in"))
+	relID := int64(rel["id"].(float64))
+	chID := int64(rel["channel"].(map[string]any)["id"].(float64))
+	slug := rel["channel"].(map[string]any)["slug"].(string)
+	buildURL := fmt.Sprintf("%s/console/releases/%d", e.URL, relID)
+	resp, page := fetch(t, admin, http.MethodGet, buildURL, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("the build page: %d", resp.StatusCode)
+	}
+	for _, want := range []string{
+		`Harbor 2.4 <span class="muted">(31)</span>`, `id="build-bundle-id">com.example.harbor`, `id="build-branch">feature/login`,
+		`title="0123456789abcdef0123456789abcdef01234567">01234567`, `href="https://ci.example.com/jobs/31"`, `id="build-uploader">token `,
+		`id="build-installs">0 installs`, "Faster sign-in", fmt.Sprintf(`id="tester-url" value="%s/channels/%s/releases/%d"`, e.URL, slug, relID),
+		`id="install-url" value="itms-services://`, fmt.Sprintf(`src="%s/channels/%s/releases/%d/qrcode?size=medium"`, e.URL, slug, relID),
+		fmt.Sprintf(`id="save-changelog-%d"`, relID), fmt.Sprintf(`id="pin-%d"`, relID), fmt.Sprintf(`id="delete-%d"`, relID), "iOS",
+		`<dt>Format</dt><dd id="fact-format">`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the build page lacks %q", want)
+		}
+	}
+	crumbs := between(page, `id="breadcrumbs"`, "</nav>")
+	for _, want := range []string{"Apps", "Harbor", fmt.Sprintf(`href="%s/console/channels/%d"`, e.URL, chID), "2.4 (31)"} {
+		if !strings.Contains(crumbs, want) {
+			t.Errorf("the breadcrumbs lack %q: %s", want, crumbs)
+		}
+	}
+	// The QR code the page shows is the tester page's.
+	if r := e.Get(t, fmt.Sprintf("/channels/%s/releases/%d/qrcode?size=medium", slug, relID)); r.Status != 200 {
+		t.Errorf("the QR code: %d", r.Status)
+	}
+
+	// A viewer reads the build's and the channel's pages, without their forms.
+	viewer, role := signedIn(t, e, "bob")
+	if role != "viewer" {
+		t.Fatalf("the second person is %s", role)
+	}
+	chURL := fmt.Sprintf("%s/console/channels/%d", e.URL, chID)
+	for _, u := range []string{buildURL, chURL} {
+		resp, vp := fetch(t, viewer, http.MethodGet, u, nil)
+		if resp.StatusCode != 200 || !strings.Contains(vp, "2.4 (31)") {
+			t.Errorf("a viewer at %s: %d", u, resp.StatusCode)
+		}
+		for _, form := range []string{`name="form_token"`, "upload-file-", "keep-builds-", "delete-"} {
+			if strings.Contains(between(vp, "<main", "</main>"), form) {
+				t.Errorf("a viewer at %s is shown %q", u, form)
+			}
+		}
+	}
+
+	// Its forms answer on its own page.
+	resp, page = fetch(t, admin, http.MethodPost, buildURL, with(formOf(t, page, fmt.Sprintf("release-form-%d", relID)), "changelog", "Faster sign-in\nNew icon"))
+	if resp.StatusCode != 200 || resp.Request.URL.String() != buildURL || !strings.Contains(page, "Release 2.4 (31) saved.") || !strings.Contains(page, "New icon") {
+		t.Errorf("saving the changelog: %d at %s", resp.StatusCode, resp.Request.URL)
+	}
+	resp, page = fetch(t, admin, http.MethodPost, buildURL+"/pin", with(formOf(t, page, "pin-form"), "pinned", "true"))
+	if resp.StatusCode != 200 || resp.Request.URL.String() != buildURL || !strings.Contains(page, `id="build-pinned"`) {
+		t.Errorf("pinning: %d at %s", resp.StatusCode, resp.Request.URL)
+	}
+	resp, page = fetch(t, admin, http.MethodPost, buildURL+"/delete", formOf(t, page, fmt.Sprintf("delete-release-%d", relID)))
+	if resp.StatusCode != 422 || !strings.Contains(page, "Confirm must be ticked") || !strings.Contains(page, `id="build-bundle-id"`) {
+		t.Errorf("deleting unconfirmed: %d, want 422 on the build's page", resp.StatusCode)
+	}
+	resp, page = fetch(t, admin, http.MethodPost, buildURL+"/delete", with(formOf(t, page, fmt.Sprintf("delete-release-%d", relID)), "confirm", "1"))
+	if resp.StatusCode != 200 || resp.Request.URL.Path != fmt.Sprintf("/console/channels/%d", chID) || !strings.Contains(page, "Release 2.4 (31) deleted.") {
+		t.Errorf("deleting: %d at %s", resp.StatusCode, resp.Request.URL)
+	}
+	if n := count(t, e, `SELECT count(*) FROM releases WHERE id = $1`, relID); n != 0 {
+		t.Errorf("the build is still there (%d)", n)
+	}
+	// Its page is gone, with a way back.
+	if resp, page := fetch(t, admin, http.MethodGet, buildURL, nil); resp.StatusCode != 404 || !strings.Contains(page, "Back to the console") {
+		t.Errorf("a deleted build's console page: %d", resp.StatusCode)
 	}
 }

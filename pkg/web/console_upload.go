@@ -117,8 +117,10 @@ func (h *Handler) consoleCompleteUpload(c *gin.Context) error {
 	c.JSON(http.StatusCreated, gin.H{
 		"release_id": rc.ID,
 		"version":    versionText(&rc.Release),
-		"app_url":    h.links.Base + "/console/apps/" + strconv.FormatInt(rc.App.ID, 10) + "#release-" + strconv.FormatInt(rc.ID, 10),
-		"url":        h.links.Release(rc.Channel.Slug, rc.ID),
+		"app_url":    h.appURL(rc.App.ID),
+		// console_url is the build's console page, where the upload box's "Show it" goes.
+		"console_url": h.buildURL(rc.ID),
+		"url":         h.links.Release(rc.Channel.Slug, rc.ID),
 	})
 	return nil
 }

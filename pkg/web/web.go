@@ -52,7 +52,7 @@ var templateFS embed.FS
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
 var pageNames = []string{"release", "channel", "password", "error", "udid", "device", "signin", "console", "tokens", "audit", "app",
-	"webhook", "devices", "users", "gone"}
+	"webhook", "devices", "users", "gone", "console-channel", "console-release"}
 
 // New returns the pages' handler. The templates are parsed once here; a broken template is a
 // programming error caught by every test, so it panics.
@@ -88,6 +88,8 @@ func (h *Handler) Register(e *gin.Engine) {
 	e.POST("/console/tokens/:id/revoke", h.form(h.consoleRevokeToken))
 	e.GET("/console/audit", h.page(h.consoleAudit))
 	e.GET("/console/apps/:id", h.page(h.consoleApp))
+	e.GET("/console/channels/:id", h.page(h.consoleChannel))
+	e.GET("/console/releases/:id", h.page(h.consoleRelease))
 	e.POST("/console/apps/:id/channels", h.form(h.consoleCreateChannel))
 	e.POST("/console/apps/:id/members", h.form(h.consoleAddMember))
 	e.POST("/console/channels/:id/retention", h.form(h.consoleSetRetention))

@@ -138,11 +138,11 @@
         show(null);
         status.dataset.releaseId = result.release_id;
         const link = document.createElement('a');
-        link.href = result.app_url;
+        // "Show it" opens the new build's page (its facts, tester link, QR code).
+        link.href = result.console_url;
         link.textContent = ' Show it';
         link.id = 'upload-done';
         status.appendChild(link);
-        link.addEventListener('click', function () { window.location.reload(); });
       } catch (err) {
         if (ctl.cancelled) {
           setStatus('Upload cancelled. Choosing the same file again resumes it where it stopped.', 'error');

@@ -35,6 +35,16 @@
       }, 0);
     });
   });
+  // A "Copy" button beside a read-only field (a build's tester and install links) copies it;
+  // without script the field can still be selected and copied by hand.
+  document.querySelectorAll('button[data-copy]').forEach(function (b) {
+    const field = document.getElementById(b.dataset.copy);
+    if (!field || !navigator.clipboard) { return; }
+    b.hidden = false;
+    b.addEventListener('click', function () {
+      navigator.clipboard.writeText(field.value).then(function () { b.textContent = 'Copied'; }, function () { field.select(); });
+    });
+  });
   // Coming back to a page with the back button (bfcache) shows its buttons usable again.
   window.addEventListener('pageshow', function () {
     document.querySelectorAll('form[data-sent]').forEach(function (form) {
