@@ -95,7 +95,7 @@ var fills = map[uint]string{
 	12: `
 		UPDATE releases SET platform_facts = '{"architectures": ["arm64"], "publisher": "Acme <dev@acme.example>", "properties": {"Revision": "1"}}' WHERE id = 4;
 		UPDATE releases SET platform_facts = '{"permissions": ["android.permission.INTERNET"]}' WHERE id = 3;`,
-	16: ``, // an index on audit_log's targets: no table or column
+	13: ``, // an index on audit_log's targets: no table or column
 }
 
 // downEffects are the changes to surviving rows that a down migration makes on purpose: they turn
