@@ -309,6 +309,29 @@ func TestBrowserConsoleForms(t *testing.T) {
 	if w := run(t, ctx, "page width", chromedp.Evaluate[float64](`document.documentElement.scrollWidth - document.documentElement.clientWidth`)); w > 0 {
 		t.Errorf("the tokens page is %v px wider than a phone's screen", w)
 	}
+
+	// Delete the first build from its page, then open its old tester link, as a tester with the
+	// link would: the page says it was removed and leads to the channel's newest build.
+	newest := db(`SELECT max(id)::int FROM releases WHERE channel_id = $1`, chID)
+	before := db(`SELECT count(*) FROM releases WHERE channel_id = $1`, chID)
+	navigate(t, ctx, "the first build's page", desktop, chromedp.Navigate(fmt.Sprintf("%s/console/releases/%d", e.URL, relID)), chromedp.WaitVisible(chromedp.ID("tester-link")))
+	testerURL := text(`document.getElementById("tester-link").href`)
+	run(t, ctx, "accept the question", chromedp.Evaluate[bool](`window.confirm = () => true; true`))
+	// (With script the ticked box gives way to the browser's question, answered yes above.)
+	steps(t, ctx, "delete the build", chromedp.Click(chromedp.ID(fmt.Sprintf("delete-%d", relID))), waitNotice("deleted"))
+	if n := db(`SELECT count(*) FROM releases WHERE id = $1`, relID); n != 0 {
+		t.Fatalf("the build is still there after Delete (%d)", n)
+	}
+	navigate(t, ctx, "the old tester link", chromedp.Navigate(testerURL), chromedp.WaitVisible(chromedp.ID("gone")))
+	if what := text(`document.getElementById("gone-what").innerText`); !strings.Contains(what, "1.0 (1)") || !strings.Contains(what, "by a team member") {
+		t.Errorf("the removal page says %q", what)
+	}
+	if href := text(`document.getElementById("newest-build").href`); !strings.HasSuffix(href, fmt.Sprintf("/releases/%d", newest)) {
+		t.Errorf("the removal page leads to %q, not the newest build %d", href, newest)
+	}
+	if n := db(`SELECT count(*) FROM releases WHERE channel_id = $1`, chID); n != before-1 {
+		t.Errorf("%d releases left after deleting one of %d", n, before)
+	}
 }
 
 // readmeShot saves the viewport as name.png in test/artifacts/ and, with
