@@ -400,7 +400,7 @@ func (a *attack) rawRequest(ctx context.Context, head string, chunk []byte, gap 
 			}
 		}
 	}()
-	_ = conn.SetReadDeadline(time.Now().Add(2 * time.Minute)) // a bound, not an assertion
+	_ = conn.SetReadDeadline(time.Now().Add(time.Minute)) // a bound, not an assertion
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		return "error: " + err.Error()
