@@ -41,8 +41,10 @@ const (
 	// quietSamples is the number of sequential `latest` requests of each quiet sample.
 	quietSamples = 200
 	// latencyFloor is the least headroom the `latest` bound allows over the quiet p99: on a
-	// loopback the quiet p99 is a few milliseconds, and twice that is within a scheduler's
-	// time slice on a shared two-core machine.
+	// loopback the quiet p99 is a millisecond or two, and twice that is within one scheduler time
+	// slice on a shared two-core machine where the attackers (under -race, several times slower),
+	// MinIO and other test packages run too. A stall of the replica (a parse, a lock, the garbage
+	// collector, a /metrics render) shows as hundreds of milliseconds or seconds.
 	latencyFloor = 50 * time.Millisecond
 	// rssMargin is added to the replica's configured memory limit for the executable's own pages,
 	// which no Go limit covers (the same bound as test/reliability's TestUploadBurst).
@@ -63,6 +65,9 @@ const idle = 4 * time.Second
 // TestHostileClients runs issue 20's attacks at once against one replica, with honest clients
 // beside them.
 func TestHostileClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs attacks against a replica for 20 s")
+	}
 	// Built without -race even under -race: the race detector multiplies memory and CPU, and the
 	// bounds are those of a real replica.
 	h := e2e.New(t, e2e.Options{Storage: e2e.S3, NoRace: true})
@@ -72,6 +77,16 @@ func TestHostileClients(t *testing.T) {
 	flood := h.CreateToken(t, "flood", "upload")
 	admin := h.CreateToken(t, "admin", "admin")
 	a := &attack{t: t, s: s, h: h}
+
+	// The control: an identical replica, with a database and storage of its own, that nobody
+	// attacks. Its `latest` is asked in alternation with the attacked one's, so both see the same
+	// machine (other jobs, the test's own clients) at the same moments, and only the attack differs.
+	hc := e2e.New(t, e2e.Options{NoRace: true})
+	sc := hc.Start(t, env...)
+	ac := &attack{t: t, s: sc, h: hc}
+	ctl := ac.decode(ac.upload(hc.CreateToken(t, "ci", "upload"), "Control.apk", writeAPK("com.example.public", 1, 0)))
+	controlURL := sc.URL + "/api/apps/latest?" + url.Values{"channel_key": {ctl.Channel.Slug},
+		"release_version": {"1.0"}, "build_version": {"1"}}.Encode()
 
 	// Honest state: a public build (its page and `latest`), and a build in a password channel.
 	public := a.decode(a.upload(ci, "Public.apk", writeAPK("com.example.public", 1, 0)))
@@ -102,10 +117,11 @@ func TestHostileClients(t *testing.T) {
 			t.Logf("%s: done after %v", name, time.Since(start).Round(100*time.Millisecond))
 		}()
 	}
-	var underAttack []time.Duration
+	var underAttack, control []time.Duration
 	run("latest sampler", func(ctx context.Context) {
 		for ctx.Err() == nil {
 			underAttack = append(underAttack, a.timeLatest(latestURL))
+			control = append(control, ac.timeLatest(controlURL))
 		}
 	})
 	var pages atomic.Int64
@@ -145,15 +161,18 @@ func TestHostileClients(t *testing.T) {
 	// Honest clients were served.
 	if honest == nil || honest.Status != http.StatusCreated {
 		t.Errorf("the honest 64 MiB upload during the attack: %v", honest)
-	} else if rel := a.decode(honest); rel.Size != 0 && rel.Size < 64<<20 {
+	} else if rel := a.decode(honest); rel.Size < 64<<20 {
 		t.Errorf("the honest upload's release is %d bytes", rel.Size)
 	}
-	quietP99, attackP99 := p99(quiet), p99(underAttack)
-	bound := max(2*quietP99, quietP99+latencyFloor)
-	t.Logf("latest: quiet p99 %v (%d requests), under attack p99 %v (%d requests), bound %v; %d release pages served",
-		quietP99, len(quiet), attackP99, len(underAttack), bound, pages.Load())
+	// The quiet reference is the larger of the attacked replica's own quiet p99 (before and after)
+	// and the control's p99 during the attack, asked in alternation with the attacked replica.
+	quietP99, controlP99, attackP99 := p99(quiet), p99(control), p99(underAttack)
+	ref := max(quietP99, controlP99)
+	bound := max(2*ref, ref+latencyFloor)
+	t.Logf("latest: quiet p99 %v (%d requests), control p99 during the attack %v, under attack p99 %v (%d requests), bound %v; %d release pages served",
+		quietP99, len(quiet), controlP99, attackP99, len(underAttack), bound, pages.Load())
 	if attackP99 > bound {
-		t.Errorf("latest's p99 under attack is %v, over %v (quiet p99 %v)", attackP99, bound, quietP99)
+		t.Errorf("latest's p99 under attack is %v, over %v (quiet p99 %v, control %v)", attackP99, bound, quietP99, controlP99)
 	}
 
 	// Every attack was refused (each attack's own checks ran in its goroutine), and what it
@@ -383,12 +402,13 @@ func (a *attack) rawRequest(ctx context.Context, head string, chunk []byte, gap 
 		return ""
 	}
 	defer conn.Close()
-	if _, err := io.WriteString(conn, head); err != nil {
-		return ""
-	}
 	stop := make(chan struct{})
 	defer close(stop)
+	// Written beside the read: the server may answer (and stop reading) before the head is sent.
 	go func() {
+		if _, err := io.WriteString(conn, head); err != nil {
+			return
+		}
 		for {
 			select {
 			case <-stop:
@@ -499,12 +519,12 @@ func (a *attack) passwordGuesses(ctx context.Context, releaseID int64) guessResu
 }
 
 // Finding 5: a zip whose end record declares n mod 65536 entries and whose central directory
-// holds a million (47 MB), uploaded as an .ipa two at a time, three times each: 422 every time.
+// holds a million (47 MB), uploaded as an .ipa two at a time, twice each: 422 every time.
 func (a *attack) zipBombs(ctx context.Context, token string) {
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
-			for range 3 {
+			for range 2 {
 				if ctx.Err() != nil {
 					return
 				}
