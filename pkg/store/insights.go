@@ -63,3 +63,22 @@ func (db *DB) ReleasesWithoutInsights(ctx context.Context, afterID int64, limit 
 	})
 	return out, total, dbErr(err)
 }
+
+// ReleaseInsightsOf returns the recorded snapshots of the releases ids names that have one.
+func (db *DB) ReleaseInsightsOf(ctx context.Context, ids []int64) (map[int64][]byte, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT release_id, snapshot FROM release_insights WHERE release_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	defer rows.Close()
+	out := map[int64][]byte{}
+	for rows.Next() {
+		var id int64
+		var snapshot []byte
+		if err := rows.Scan(&id, &snapshot); err != nil {
+			return nil, dbErr(err)
+		}
+		out[id] = snapshot
+	}
+	return out, dbErr(rows.Err())
+}

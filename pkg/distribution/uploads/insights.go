@@ -26,6 +26,8 @@ type InsightsStore interface {
 	// ReleasesWithoutInsights returns up to limit releases above afterID without a snapshot, in id
 	// order, and how many there are in all.
 	ReleasesWithoutInsights(ctx context.Context, afterID int64, limit int) ([]distribution.ReleaseContext, int, error)
+	// ReleaseInsightsOf returns the recorded snapshots of the releases ids names (those that have one).
+	ReleaseInsightsOf(ctx context.Context, ids []int64) (map[int64][]byte, error)
 }
 
 // Insights answers "what changed in this build?" (issue 24): each release's snapshot (recorded
@@ -99,6 +101,31 @@ func (s *Insights) Diff(ctx context.Context, id, against int64) (*ReleaseDiff, e
 	}
 	d := insights.Compare(oldSnap, newSnap)
 	return &ReleaseDiff{Release: rc, Against: old, Diff: d, Summary: insights.Summary(d)}, nil
+}
+
+// Changes says in one short line what changed in release id since release prev, for the tester
+// page: the size change and the permissions added ("+3.2 MB (+4.1%), new permission:
+// android.permission.CAMERA"). It reads only recorded snapshots, in one query, and never the
+// packages (a public page does not set off storage reads): "" when either snapshot is missing or
+// neither size nor permissions changed.
+func (s *Insights) Changes(ctx context.Context, id, prev int64) (string, error) {
+	raw, err := s.Store.ReleaseInsightsOf(ctx, []int64{id, prev})
+	if err != nil || raw[id] == nil || raw[prev] == nil {
+		return "", err
+	}
+	var old, new insights.Snapshot
+	if json.Unmarshal(raw[prev], &old) != nil || json.Unmarshal(raw[id], &new) != nil {
+		return "", nil
+	}
+	d := insights.Compare(&old, &new)
+	var parts []string
+	if d.Size != nil && d.Size.Download.Change != 0 {
+		parts = append(parts, insights.Summary(&insights.Diff{Size: &insights.SizeDiff{Download: d.Size.Download}})...)
+	}
+	if p := d.Permissions; p != nil && len(p.Added) > 0 {
+		parts = append(parts, insights.Summary(&insights.Diff{Permissions: &insights.SetChange{Added: p.Added}})...)
+	}
+	return strings.Join(parts, ", "), nil
 }
 
 // snapshot returns a release's recorded snapshot, or computes and records it.
