@@ -302,3 +302,42 @@ func describeOwner(o distribution.ObjectOwner) string {
 	}
 	return o.Kind
 }
+
+// insightsCmd: slipway insights backfill [--concurrency N] records the insights snapshot of every
+// release that has none (uploaded before Slipway kept them), reading each package's zip directory
+// and manifests by ranged reads, N at a time. A line of progress every 10 releases and at the end;
+// run it again after a failure or an interruption: what is done stays done.
+func insightsCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "backfill" {
+		return usageError("want: slipway insights backfill [--concurrency N]")
+	}
+	fs := newFlagSet("insights backfill", stderr)
+	concurrency := fs.Int("concurrency", 4, "releases read at once (1 to 64)")
+	if err := parseFlags(fs, args[1:], stdout); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageError(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+	}
+	if *concurrency < 1 || *concurrency > 64 {
+		return usageError("--concurrency must be 1 to 64")
+	}
+	a, err := openApp(ctx, getenv, stderr, false)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	p, err := a.svc.Insights.Backfill(ctx, *concurrency, func(p uploads.BackfillProgress) {
+		if n := p.Done + p.Failed; n%10 == 0 {
+			fmt.Fprintf(stdout, "%d of %d releases (%d failed)\n", n, p.Total, p.Failed)
+		}
+	})
+	for _, e := range p.Errors {
+		fmt.Fprintln(stderr, e)
+	}
+	fmt.Fprintf(stdout, "done: %d releases given their insights, %d failed, of %d without\n", p.Done, p.Failed, p.Total)
+	if err == nil && p.Failed > 0 {
+		err = fmt.Errorf("%d releases failed; run the command again to retry them", p.Failed)
+	}
+	return err
+}

@@ -37,6 +37,8 @@ Commands:
   gc [--grace DURATION]               delete orphaned objects once
   gc --reconcile [--dry-run] [--min-age DURATION]
                                       list the bucket; delete the objects no row names (after a restore), report missing ones
+  insights backfill [--concurrency N] record the insights (size breakdown, permissions...) of every release
+                                      uploaded before they were kept; resumable, prints progress
   admin login-link                    print a one-time link that signs in to the console as the administrator
   retention plan [--channel ID] [--url URL --token TOKEN]
                                       show what retention policies delete now (deletes nothing)
@@ -75,6 +77,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = tokenCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "gc":
 		err = gcCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "insights":
+		err = insightsCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "admin":
 		err = adminCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "retention":
@@ -137,6 +141,8 @@ func parsesOwnFlags(args []string) bool {
 		return sub == "create" || sub == "list" || sub == "revoke"
 	case "retention":
 		return sub == "plan"
+	case "insights":
+		return sub == "backfill"
 	case "debug-file":
 		return sub == "upload"
 	}

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/slipwayhq/slipway/pkg/buildinfo"
+	"github.com/slipwayhq/slipway/pkg/insights"
 	"github.com/slipwayhq/slipway/pkg/uploader"
 )
 
@@ -26,7 +28,10 @@ const uploadUsage = `Usage: slipway upload FILE --url URL --token TOKEN [flags]
 
 Uploads an app package (.ipa, .apk, .aab, zipped .app, .pkg, .dmg) to a Slipway or Zealot server,
 streaming it from disk. On success the release page URL is the last line on stdout (with --json, the
-server's whole answer instead). On failure the exit status is 1 and stderr has the server's message.
+server's whole answer instead). On failure the exit status is 1 and stderr has the server's message. With --report markdown, stdout
+has instead a Markdown report of what changed since the channel's previous build (size, components,
+permissions, entitlements, minimum OS, architectures, signing; the size budgets crossed) ending with
+the release page's link, ready to post as a pull-request comment.
 
 Files of 64 MiB or more go through a resumable upload session (--session): their parts go straight
 to the server's object storage, three at a time, and if the upload is cut (a network failure, a
@@ -176,6 +181,7 @@ func uploadCmd(ctx context.Context, args []string, getenv func(string) string, s
 	fs.StringVar(&form.ReleaseVersion, "release-version", "", "release version, for packages without readable metadata (.dmg)")
 	fs.StringVar(&form.BuildVersion, "build-version", "", "build version, for packages without readable metadata (.dmg)")
 	fs.StringVar(&form.BundleID, "bundle-id", "", "bundle id, for packages without readable metadata (.dmg)")
+	report := fs.String("report", "", "after the upload, print a report of what changed on stdout instead of the URL: markdown")
 	if wantsHelp(args) {
 		return showUsage(fs, stdout)
 	}
@@ -185,6 +191,12 @@ func uploadCmd(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	if len(pos) != 1 {
 		return usageError("want exactly one FILE to upload (see slipway upload -h)")
+	}
+	switch {
+	case *report != "" && *report != "markdown":
+		return usageError("--report must be markdown")
+	case *report != "" && common.json:
+		return usageError("give --json or --report, not both")
 	}
 	if *changelogFile != "" {
 		if form.Changelog != "" {
@@ -199,7 +211,9 @@ func uploadCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	var rel *uploader.Release
+	var client *uploader.Client
 	err = common.send(getenv, stderr, pos[0], func(c *uploader.Client, progress uploader.ProgressFunc) (err error) {
+		client = c
 		if session {
 			if rel, err = c.UploadAppSession(ctx, pos[0], form, progress); !errors.Is(err, uploader.ErrNoSessions) {
 				return err
@@ -219,8 +233,59 @@ func uploadCmd(ctx context.Context, args []string, getenv func(string) string, s
 	if common.json {
 		return printJSON(stdout, rel.Raw)
 	}
+	if *report == "markdown" {
+		_, err = fmt.Fprint(stdout, markdownReport(ctx, client, rel, stderr))
+		return err
+	}
 	_, err = fmt.Fprintln(stdout, rel.ReleaseURL)
 	return err
+}
+
+// markdownReport is what changed in an uploaded release since the release before it in its
+// channel (the server's diff report; for the channel's first build a heading saying so), the size
+// budgets it crosses, and the link to its release page. The upload has succeeded whatever happens
+// here: a diff the server cannot give is said in the report and on stderr, not as a failure.
+func markdownReport(ctx context.Context, c *uploader.Client, rel *uploader.Release, stderr io.Writer) string {
+	var b strings.Builder
+	d, err := c.ReleaseDiff(ctx, rel.ID)
+	var apiErr *uploader.APIError
+	switch {
+	case err == nil:
+		b.WriteString(d.Markdown)
+	case errors.As(err, &apiErr) && apiErr.Status == http.StatusUnprocessableEntity:
+		b.WriteString(insights.Markdown(&insights.Diff{New: insights.Ref{BundleID: rel.BundleID, ReleaseVersion: rel.ReleaseVersion,
+			BuildVersion: rel.BuildVersion}}))
+	default:
+		fmt.Fprintf(stderr, "slipway upload: the release is uploaded, but what changed could not be read: %v\n", err)
+		fmt.Fprintf(&b, "### %s uploaded\n\nWhat changed could not be read from the server.\n", markdownText(rel.ReleaseVersion+" ("+rel.BuildVersion+")"))
+	}
+	if in := rel.Insights; in != nil && len(in.BudgetWarnings) > 0 {
+		b.WriteString("\n")
+		for _, w := range in.BudgetWarnings {
+			fmt.Fprintf(&b, "> **Size budget:** %s\n", markdownText(w))
+		}
+	}
+	if rel.ReleaseURL != "" {
+		fmt.Fprintf(&b, "\n[Release page](%s)\n", rel.ReleaseURL)
+	}
+	return b.String()
+}
+
+// markdownText escapes Markdown's syntax in a line from the server (versions come from packages).
+func markdownText(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\r':
+			b.WriteRune(' ')
+		case strings.ContainsRune("\\`*_{}[]()<>#+!|~", r):
+			b.WriteRune('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // debugFileCmd: slipway debug-file upload FILE [flags].

@@ -43,9 +43,27 @@ type Channel struct {
 	PasswordHash *string
 	// DownloadFilenameType names downloaded files (see DownloadFilenameTypes).
 	DownloadFilenameType string
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
+	// Budget is the channel's size budget (issue 24); its zero value sets none.
+	Budget    SizeBudget
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
+
+// SizeBudget bounds the builds of a channel: a maximum download size and a maximum growth over
+// the channel's previous build, each optional. Crossing one is a warning (the upload's answer, the
+// release.created event), or refuses the upload when Enforce is set.
+type SizeBudget struct {
+	// MaxBytes is the largest package size allowed (nil: none).
+	MaxBytes *int64
+	// MaxGrowthPercent is the largest growth of the package size over the previous build's, in
+	// percent (nil: none).
+	MaxGrowthPercent *float64
+	// Enforce refuses an upload that crosses the budget instead of warning.
+	Enforce bool
+}
+
+// Set reports whether the budget bounds anything.
+func (b SizeBudget) Set() bool { return b.MaxBytes != nil || b.MaxGrowthPercent != nil }
 
 // HasPassword reports whether downloads from the channel need a password.
 func (c *Channel) HasPassword() bool { return c.PasswordHash != nil && *c.PasswordHash != "" }
@@ -149,6 +167,21 @@ type ReleaseContext struct {
 	Channel Channel
 	Scheme  Scheme
 	App     App // without schemes
+	// News is what the upload that recorded the release learned (issue 24); set only on the
+	// release an upload returns and hands its release.created event, never read from the store.
+	News *UploadNews
+}
+
+// UploadNews is what an upload learned comparing its build with its channel's newest release
+// before it: the summary of what changed, and the size budget it crossed.
+type UploadNews struct {
+	// Against is the id of the release compared with (0: none: the channel's first build, or
+	// one whose insights were not recorded yet).
+	Against int64
+	// Summary says what changed in short lines (insights.Summary); empty when nothing did.
+	Summary []string
+	// BudgetWarnings say which of the channel's size budgets the build crosses.
+	BudgetWarnings []string
 }
 
 // ChannelContext returns the release's channel with its app and scheme.

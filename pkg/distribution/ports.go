@@ -62,6 +62,14 @@ type NewRelease struct {
 	// IdempotencyKey makes a retried upload by the same token (Release.UploadedBy) return the
 	// first release.
 	IdempotencyKey string
+	// Insights is the package's insights snapshot as JSON (insights.Snapshot), recorded with the
+	// release; nil records none.
+	Insights []byte
+	// Against (nil: none) is called in the transaction, once the channel is known and before the
+	// release is recorded, with the channel and its newest release so far (prev nil when it has
+	// none; prevInsights nil when that release has no snapshot recorded). An error refuses the
+	// upload: nothing is recorded.
+	Against func(c *Channel, prev *Release, prevInsights []byte) error
 }
 
 // ErrIdempotentReplay is returned (with the first release's id) when an upload's idempotency key

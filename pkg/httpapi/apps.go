@@ -100,7 +100,14 @@ func channelChanges(c *gin.Context) (ch catalog.ChannelChanges, err error) {
 			return ch, err
 		}
 	}
-	return ch, nil
+	if ch.MaxSizeBytes, err = p.optNumText("max_size_bytes"); err != nil {
+		return ch, err
+	}
+	if ch.MaxGrowthPercent, err = p.optNumText("max_growth_percent"); err != nil {
+		return ch, err
+	}
+	ch.EnforceBudget, err = p.optBool("enforce_budget")
+	return ch, err
 }
 
 // createChannel: POST /api/schemes/:id/channels → 201 Channel.

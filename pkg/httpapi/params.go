@@ -256,3 +256,23 @@ func (p *params) optInt(name string) (*int, error) {
 	}
 	return &n, nil
 }
+
+// optNumText returns a number parameter as text when it was sent (nil when absent): a JSON number
+// or a form value; a JSON null or "" is "" (clear the setting). The use case parses it.
+func (p *params) optNumText(name string) (*string, error) {
+	v, ok := p.values[name]
+	if !ok {
+		return nil, nil
+	}
+	var raw string
+	switch v := v.(type) {
+	case nil:
+	case json.Number:
+		raw = v.String()
+	case string:
+		raw = strings.TrimSpace(v)
+	default:
+		return nil, errs.Field(name, "must be a number")
+	}
+	return &raw, nil
+}

@@ -128,6 +128,8 @@ func New(d Deps) *Server {
 	api.PATCH("/channels/:id", admin, h(s.updateChannel))
 	api.DELETE("/channels/:id", admin, h(s.deleteChannel))
 	api.GET("/releases/:id", token, h(s.getRelease))
+	api.GET("/releases/:id/insights", token, h(s.releaseInsights))
+	api.GET("/releases/:id/diff", token, h(s.releaseDiff))
 	api.PUT("/releases/:id", token, h(s.updateRelease))
 	api.PATCH("/releases/:id", token, h(s.updateRelease))
 	api.DELETE("/releases/:id", admin, h(s.deleteRelease))

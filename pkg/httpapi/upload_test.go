@@ -225,6 +225,8 @@ const (
 	tArray     = "array"
 	tObject    = "object"
 	tStringNil = "string or null"
+	// tOptObject is an object that may be left out.
+	tOptObject = "object, optional"
 )
 
 var shortReleaseFields = map[string]string{
@@ -239,7 +241,9 @@ var fullReleaseFields = func() map[string]string {
 		// Slipway's own: retention's pin and the install count (decisions.md).
 		"pinned": tBool, "download_count": tInt,
 		// Slipway's own: what the package says (issue 22).
-		"package": tObject}
+		"package": tObject,
+		// Slipway's own: what changed since the channel's previous build (only in an upload's answer).
+		"insights": tOptObject}
 	for k, v := range shortReleaseFields {
 		m[k] = v
 	}
@@ -248,7 +252,9 @@ var fullReleaseFields = func() map[string]string {
 
 // channelFields are api.md's Channel plus the id and download_filename_type Zealot 6 renders.
 var channelFields = map[string]string{"id": tInt, "slug": tString, "name": tString, "device_type": tString, "bundle_id": tString,
-	"git_url": tStringNil, "has_password": tBool, "download_filename_type": tString}
+	"git_url": tStringNil, "has_password": tBool, "download_filename_type": tString,
+	// Slipway's own: the size budget (issue 24), null when not set.
+	"max_size_bytes": "", "max_growth_percent": "", "enforce_budget": tBool}
 
 var refFields = map[string]string{"id": tInt, "name": tString}
 
@@ -268,6 +274,9 @@ func checkShape(t *testing.T, where string, m map[string]any, spec map[string]st
 	}
 	for k, typ := range spec {
 		v, ok := m[k]
+		if !ok && typ == tOptObject {
+			continue
+		}
 		if !ok {
 			t.Errorf("%s: field %q missing", where, k)
 			continue
@@ -283,7 +292,7 @@ func checkShape(t *testing.T, where string, m map[string]any, spec map[string]st
 			_, good = v.(bool)
 		case tArray:
 			_, good = v.([]any)
-		case tObject:
+		case tObject, tOptObject:
 			_, good = v.(map[string]any)
 		case tStringNil:
 			_, isStr := v.(string)

@@ -41,6 +41,10 @@ type channelView struct {
 	GitURL               *string `json:"git_url"`
 	HasPassword          bool    `json:"has_password"`
 	DownloadFilenameType string  `json:"download_filename_type"`
+	// The size budget (issue 24): null when not set.
+	MaxSizeBytes     *int64   `json:"max_size_bytes"`
+	MaxGrowthPercent *float64 `json:"max_growth_percent"`
+	EnforceBudget    bool     `json:"enforce_budget"`
 }
 
 func newAppView(a *distribution.App) appView {
@@ -62,7 +66,8 @@ func newSchemeView(s *distribution.Scheme) schemeView {
 
 func newChannelView(c *distribution.Channel) channelView {
 	return channelView{ID: c.ID, Slug: c.Slug, Name: c.Name, DeviceType: c.DeviceType, BundleID: c.BundleID, GitURL: c.GitURL,
-		HasPassword: c.HasPassword(), DownloadFilenameType: c.DownloadFilenameType}
+		HasPassword: c.HasPassword(), DownloadFilenameType: c.DownloadFilenameType,
+		MaxSizeBytes: c.Budget.MaxBytes, MaxGrowthPercent: c.Budget.MaxGrowthPercent, EnforceBudget: c.Budget.Enforce}
 }
 
 // shortReleaseView is the short Release form (versions, latest, version_exist).
@@ -112,6 +117,9 @@ type releaseView struct {
 	DownloadCount int64 `json:"download_count"`
 	// Package is what the package itself says (issue 22).
 	Package packageView `json:"package"`
+	// Insights is what changed since the channel's previous build and the size budgets crossed:
+	// only in an upload's answer (issue 24).
+	Insights *uploadInsightsView `json:"insights,omitempty"`
 }
 
 // packageView is a release's package facts: its platform and format, and what the platform's
@@ -201,6 +209,7 @@ func (s *Server) fullRelease(rc *distribution.ReleaseContext) releaseView {
 		TextChangelog: distribution.TextChangelog(rc.Changelog), CustomFields: custom,
 		App: refView{ID: rc.App.ID, Name: rc.App.Name}, Scheme: refView{ID: rc.Scheme.ID, Name: rc.Scheme.Name},
 		Channel: newChannelView(&rc.Channel), Pinned: rc.Pinned, DownloadCount: rc.Downloads, Package: s.packageView(rc),
+		Insights: newUploadInsightsView(rc.News),
 	}
 }
 

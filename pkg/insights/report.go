@@ -373,3 +373,6 @@ func md(s string) string {
 	}
 	return b.String()
 }
+
+// Bytes says a byte count in decimal units, as Summary does: "512 B", "3.2 MB".
+func Bytes(n int64) string { return bytesText(n) }

@@ -96,6 +96,9 @@ var fills = map[uint]string{
 		UPDATE releases SET platform_facts = '{"architectures": ["arm64"], "publisher": "Acme <dev@acme.example>", "properties": {"Revision": "1"}}' WHERE id = 4;
 		UPDATE releases SET platform_facts = '{"permissions": ["android.permission.INTERNET"]}' WHERE id = 3;`,
 	13: ``, // an index on audit_log's targets: no table or column
+	14: `
+		INSERT INTO release_insights (release_id, snapshot) VALUES (1, '{"schema": 1, "platform": "ios", "format": "ipa", "sizes": {"download": 100}}');
+		UPDATE channels SET max_size_bytes = 50000000, max_growth_percent = 5.5, enforce_budget = true WHERE id = 1;`,
 }
 
 // downEffects are the changes to surviving rows that a down migration makes on purpose: they turn

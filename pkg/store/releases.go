@@ -251,6 +251,15 @@ func (db *DB) CreateRelease(ctx context.Context, nr *distribution.NewRelease, ob
 				return err
 			}
 		}
+		if nr.Against != nil {
+			prev, prevInsights, err := newestRelease(ctx, tx, ch.ID)
+			if err != nil {
+				return err
+			}
+			if err := nr.Against(ch, prev, prevInsights); err != nil {
+				return err
+			}
+		}
 		var version int
 		if err := tx.QueryRow(ctx, `UPDATE channels SET last_version = last_version + 1 WHERE id = $1 RETURNING last_version`, ch.ID).Scan(&version); err != nil {
 			return err
@@ -282,6 +291,11 @@ func (db *DB) CreateRelease(ctx context.Context, nr *distribution.NewRelease, ob
 				return &distribution.ErrIdempotentReplay{ReleaseID: prev}
 			}
 		}
+		if nr.Insights != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO release_insights (release_id, snapshot) VALUES ($1, $2)`, id, nr.Insights); err != nil {
+				return err
+			}
+		}
 		if err := claim(ctx, tx, objectKeys...); err != nil {
 			return err
 		}
@@ -295,6 +309,22 @@ func (db *DB) CreateRelease(ctx context.Context, nr *distribution.NewRelease, ob
 		return nil, err
 	}
 	return rc, nil
+}
+
+// newestRelease returns a channel's newest release and its insights snapshot (nil, nil when the
+// channel has no release; a nil snapshot when the release has none recorded).
+func newestRelease(ctx context.Context, q querier, channelID int64) (*distribution.Release, []byte, error) {
+	var r distribution.Release
+	var snapshot []byte
+	err := scanRelease(q.QueryRow(ctx, `SELECT `+releaseColumns+`, i.snapshot FROM releases r
+		LEFT JOIN release_insights i ON i.release_id = r.id WHERE r.channel_id = $1 ORDER BY r.version DESC LIMIT 1`, channelID), &r, &snapshot)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return &r, snapshot, nil
 }
 
 // resolveChannel returns the upload's channel, locking its app row FOR KEY SHARE.

@@ -124,3 +124,20 @@ func (c *Client) RetentionPlans(ctx context.Context, channelID int64) ([]Retenti
 	var plans []RetentionPlan
 	return plans, c.doJSON(ctx, http.MethodGet, "/api/retention/plan", nil, &plans)
 }
+
+// ReleaseDiff is GET /api/releases/:id/diff: what changed since the release before it in its
+// channel, as summary lines and as a Markdown report.
+type ReleaseDiff struct {
+	Against struct {
+		ID int64 `json:"id"`
+	} `json:"against"`
+	Summary  []string `json:"summary"`
+	Markdown string   `json:"markdown"`
+}
+
+// ReleaseDiff asks what changed in release id since the release before it in its channel. A
+// channel's first release is an *APIError with status 422.
+func (c *Client) ReleaseDiff(ctx context.Context, id int64) (*ReleaseDiff, error) {
+	var d ReleaseDiff
+	return &d, c.doJSON(ctx, http.MethodGet, "/api/releases/"+strconv.FormatInt(id, 10)+"/diff", nil, &d)
+}

@@ -158,7 +158,16 @@ type Release struct {
 		Slug string `json:"slug"`
 		Name string `json:"name"`
 	} `json:"channel"`
-	Raw json.RawMessage `json:"-"`
+	// Insights is what changed since the channel's previous build (Slipway 24+; nil from Zealot).
+	Insights *UploadInsights `json:"insights"`
+	Raw      json.RawMessage `json:"-"`
+}
+
+// UploadInsights is the insights field of an upload's answer.
+type UploadInsights struct {
+	AgainstReleaseID *int64   `json:"against_release_id"`
+	Summary          []string `json:"summary"`
+	BudgetWarnings   []string `json:"budget_warnings"`
 }
 
 // DebugFile is the part of the server's Debug file answer the CLI prints; Raw is the whole body.

@@ -46,9 +46,12 @@ type releaseView struct {
 	Facts []fact
 	// HarmonyInstallURL is the store://enterprise link of a HarmonyOS .hap ("" otherwise).
 	HarmonyInstallURL template.URL
-	Changelog         []distribution.ChangelogEntry
-	CustomFields      []distribution.CustomField
-	Others            []summaryView
+	// Changes says what changed since the channel's previous build (size, new permissions);
+	// Since names that build.
+	Changes, Since string
+	Changelog      []distribution.ChangelogEntry
+	CustomFields   []distribution.CustomField
+	Others         []summaryView
 }
 
 // fact is a name and a value in the release page's details.
@@ -110,6 +113,12 @@ func (h *Handler) releasePage(c *gin.Context) error {
 		return nil
 	}
 	v := h.releaseView(rc, view.Releases[:min(len(view.Releases), otherReleases+1)])
+	if prev := previousIn(view.Releases, rc.ID); prev != nil {
+		// Best effort: a page without the line is still the page.
+		if changes, err := h.svc.Insights.Changes(ctx, rc.ID, prev.ID); err == nil && changes != "" {
+			v.Changes, v.Since = changes, versionText(prev)
+		}
+	}
 	if v.Profile != nil && v.Profile.Limited {
 		v.DeviceCheck, v.RegisterURL = h.checkDevice(c, &rc.Release), h.links.Base+"/udid"
 	}
@@ -123,6 +132,17 @@ func (h *Handler) releasePage(c *gin.Context) error {
 	h.render(c, http.StatusOK, "release", page{
 		Title: og.Title + " · Slipway", OG: og, Crumb: h.channelCrumb(cc), Body: v,
 	}, rc.Channel.HasPassword())
+	return nil
+}
+
+// previousIn returns the release after id in releases (a channel's, newest first): the build before
+// it; nil when id is last or absent.
+func previousIn(releases []distribution.Release, id int64) *distribution.Release {
+	for i := range releases {
+		if releases[i].ID == id && i+1 < len(releases) {
+			return &releases[i+1]
+		}
+	}
 	return nil
 }
 

@@ -584,3 +584,34 @@ func TestDecodeQRGridReadsServedCodes(t *testing.T) {
 }
 
 func pngDecode(b []byte) (image.Image, error) { return png.Decode(bytes.NewReader(b)) }
+
+// TestReleasePageSaysWhatChanged (issue 24): the tester page says in one line what changed since
+// the channel's previous build, the size change and the permissions added, escaped like every
+// value from a package; the channel's first build, and a build whose previous one has no
+// insights recorded, show no line.
+func TestReleasePageSaysWhatChanged(t *testing.T) {
+	t.Parallel()
+	e := apptest.New(t, apptest.Options{})
+	build := func(code int, perms ...string) []byte {
+		return androidtest.BuildAPK(androidtest.APKOptions{AndroidManifest: androidtest.AndroidManifest{
+			Package: "com.example.changes", VersionCode: code, VersionName: fmt.Sprintf("1.%d", code), Label: "Changes", Permissions: perms}})
+	}
+	first := upload(t, e, "a.apk", build(1, "android.permission.INTERNET"))
+	second := upload(t, e, "b.apk", build(2, "android.permission.INTERNET", "android.permission.CAMERA", `<script>alert(1)</script>`),
+		apptest.Field("channel_key", first.Channel.Slug))
+	if body := string(get(t, e, strings.TrimPrefix(first.ReleaseURL, e.URL)).Body); strings.Contains(body, `id="changes"`) {
+		t.Errorf("the first build's page says what changed")
+	}
+	body := string(get(t, e, strings.TrimPrefix(second.ReleaseURL, e.URL)).Body)
+	line := regexp.MustCompile(`<p class="note" id="changes">Since 1.1 \(1\): &#43;[0-9.]+ [kM]?B \(&#43;[0-9.]+%\), new permission: &lt;script&gt;alert\(1\)&lt;/script&gt;, new permission: android.permission.CAMERA</p>`)
+	if !line.MatchString(body) {
+		i := strings.Index(body, `id="changes"`)
+		t.Errorf("no line saying what changed: %q", body[max(i-30, 0):min(max(i, 0)+300, len(body))])
+	}
+	if _, err := e.DB.Pool.Exec(context.Background(), `DELETE FROM release_insights WHERE release_id = $1`, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	if body := string(get(t, e, strings.TrimPrefix(second.ReleaseURL, e.URL)).Body); strings.Contains(body, `id="changes"`) {
+		t.Errorf("a line without the previous build's insights")
+	}
+}

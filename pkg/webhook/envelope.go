@@ -94,6 +94,20 @@ type ReleaseInfo struct {
 	Size           int64    `json:"size"`
 	ReleaseURL     string   `json:"release_url,omitempty"`
 	InstallURL     string   `json:"install_url,omitempty"`
+	// Insights is what changed since the channel's previous build (release.created only).
+	Insights *InsightsInfo `json:"insights,omitempty"`
+}
+
+// InsightsInfo is what a release.created event says changed: the summary of the diff against the
+// channel's previous build (GET /api/releases/{id}/diff has it all) and the size budgets crossed.
+type InsightsInfo struct {
+	// AgainstReleaseID is the release compared with (0, left out: none).
+	AgainstReleaseID int64 `json:"against_release_id,omitempty"`
+	// Summary is the diff in short lines, the most alarming first ("+3.2 MB (+4.1%)", "new
+	// permission: android.permission.CAMERA").
+	Summary []string `json:"summary,omitempty"`
+	// BudgetWarnings say which of the channel's size budgets the build crosses.
+	BudgetWarnings []string `json:"budget_warnings,omitempty"`
 }
 
 // DebugFileInfo is a debug file in an event.
@@ -191,6 +205,14 @@ func summary(env *Envelope, esc escaper) (title, text, link string) {
 			if r.Branch != "" {
 				text += " from " + esc(r.Branch)
 			}
+			if in := r.Insights; in != nil {
+				if line := insightsLine(in.Summary); line != "" {
+					text += "\n" + esc(line)
+				}
+				for _, w := range in.BudgetWarnings {
+					text += "\n⚠ Size budget: " + esc(w)
+				}
+			}
 			for _, line := range r.Changelog {
 				text += "\n• " + esc(line)
 			}
@@ -214,6 +236,22 @@ func summary(env *Envelope, esc escaper) (title, text, link string) {
 		title, text = "Slipway event "+esc(env.Event), ""
 	}
 	return title, text, link
+}
+
+// maxInsightsItems and maxInsightsLine bound the line of a chat message that says what changed.
+const (
+	maxInsightsItems = 4
+	maxInsightsLine  = 300
+)
+
+// insightsLine says a diff's summary in one line of a chat message: "+3.2 MB (+4.1%), new
+// permission: android.permission.CAMERA", its first items only.
+func insightsLine(summary []string) string {
+	items := summary
+	if len(items) > maxInsightsItems {
+		items = append(slices.Clip(items[:maxInsightsItems]), fmt.Sprintf("and %d more", len(summary)-maxInsightsItems))
+	}
+	return truncateRunes(strings.Join(items, ", "), maxInsightsLine)
 }
 
 func platformName(t string) string {

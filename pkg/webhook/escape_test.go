@@ -24,6 +24,9 @@ func hostileEnvelope() *Envelope {
 		"[Release page][x]\n[x]: https://evil.example/c",
 		"a & b",
 	}
+	// What changed comes from the package too (permission names, component paths, versions).
+	env.Release.Insights = &InsightsInfo{Summary: []string{"new permission: <!channel> @everyone",
+		"new framework: [Release page](https://evil.example/f) (+1 MB)"}, BudgetWarnings: []string{"<https://evil.example/b|budget> <@U024BE7LH>"}}
 	return env
 }
 
@@ -114,5 +117,48 @@ func TestChatMessagesEscapeUserText(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestChatMessagesSayWhatChanged: a release.created message says what changed since the previous
+// build in one short line ("+3.2 MB (+4.1%), new permission: android.permission.CAMERA"), its first
+// items only, and each size budget crossed, in every chat format; the canonical format carries the
+// lines as sent.
+func TestChatMessagesSayWhatChanged(t *testing.T) {
+	env := sampleEnvelope(EventReleaseCreated)
+	env.Release.Insights = &InsightsInfo{AgainstReleaseID: 2, Summary: []string{"+3.2 MB (+4.1%)", "new permission: android.permission.CAMERA"},
+		BudgetWarnings: []string{"the build grew 4.1% (78.0 MB → 81.2 MB) since 1.1 (2), over the channel's maximum growth of 2%"}}
+	long := sampleEnvelope(EventReleaseCreated)
+	long.Release.Insights = &InsightsInfo{Summary: []string{"+1 MB", "a", "b", "c", "d", "e"}}
+	for _, format := range Formats {
+		if format == FormatSlipway {
+			body, err := Render(format, env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got Envelope
+			if err := json.Unmarshal(body, &got); err != nil || got.Release.Insights == nil || got.Release.Insights.AgainstReleaseID != 2 ||
+				len(got.Release.Insights.Summary) != 2 || len(got.Release.Insights.BudgetWarnings) != 1 {
+				t.Errorf("slipway format: %s", body)
+			}
+			continue
+		}
+		body, err := Render(format, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := chatMessage(t, format, body)
+		for _, want := range []string{"+3.2 MB (+4.1%), new permission: android.permission.CAMERA", "Size budget: the build grew 4.1%"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: the message lacks %q:\n%s", format, want, msg)
+			}
+		}
+		body, err = Render(format, long)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg, _ := chatMessage(t, format, body); !strings.Contains(msg, "+1 MB, a, b, c, and 2 more") || strings.Contains(msg, "Size budget") {
+			t.Errorf("%s: long summary:\n%s", format, msg)
+		}
 	}
 }

@@ -37,6 +37,8 @@ const (
 	loadLatestSDK    = "latest (sdk)"
 	loadVersions     = "versions (25 per page)"
 	loadVersionExist = "version_exist"
+	loadInsights     = "release insights"
+	loadDiff         = "release diff"
 )
 
 // Markers of the hand-written notes kept when the report is regenerated.

@@ -319,7 +319,7 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 	}
 
 	// Scenario 3: the read API next to /healthz, on a channel with some releases.
-	slug, err := e.uploadSmallReleases(ctx, client4)
+	slug, newest, err := e.uploadSmallReleases(ctx, client4)
 	if err != nil {
 		return nil, err
 	}
@@ -335,6 +335,10 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 		{loadLatestSDK, "/api/apps/latest?" + sdk.Encode()},
 		{loadVersions, "/api/apps/versions?" + q.Encode() + "&per_page=25"},
 		{loadVersionExist, "/api/apps/version_exist?" + exist.Encode()},
+		// Issue 24: the newest release's insights and its diff against the one before (the
+		// snapshots recorded at upload; nothing cached).
+		{loadInsights, fmt.Sprintf("/api/releases/%d/insights?", newest) + url.Values{"token": {client4.token}}.Encode()},
+		{loadDiff, fmt.Sprintf("/api/releases/%d/diff?", newest) + url.Values{"token": {client4.token}}.Encode()},
 	} {
 		log.Printf("load test %s: %d connections for %s", ep.name, e.opts.conns, e.opts.duration)
 		lr := loadTest(ctx, ep.name, srv4.url, ep.path, e.opts.conns, e.opts.duration)
@@ -347,10 +351,11 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 	return r, ctx.Err()
 }
 
-// uploadSmallReleases uploads opts.releases small .ipa builds to one channel and returns its key.
-func (e *env) uploadSmallReleases(ctx context.Context, c *uploadClient) (string, error) {
+// uploadSmallReleases uploads opts.releases small .ipa builds to one channel and returns its key
+// and the newest release's id.
+func (e *env) uploadSmallReleases(ctx context.Context, c *uploadClient) (string, int64, error) {
 	log.Printf("uploading %d small releases to one channel", e.opts.releases)
-	slug := ""
+	slug, newest := "", int64(0)
 	for i := range max(e.opts.releases, 1) {
 		ipa := appletest.BuildIPA(appletest.IPAOptions{
 			AppName: "Reader", BundleID: "com.example.reader", Version: fmt.Sprintf("1.%d.0", i), Build: strconv.Itoa(i + 1),
@@ -364,11 +369,11 @@ func (e *env) uploadSmallReleases(ctx context.Context, c *uploadClient) (string,
 		}
 		_, rel, err := c.upload(ctx, openBytes(ipa), fields)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
-		slug = rel.Channel.Slug
+		slug, newest = rel.Channel.Slug, rel.ID
 	}
-	return slug, nil
+	return slug, newest, nil
 }
 
 // wantProfile says whether to record the server with perf during one more upload.

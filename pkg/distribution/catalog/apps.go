@@ -7,6 +7,7 @@ import (
 	"context"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -254,11 +255,50 @@ type ChannelChanges struct {
 	Password             *string
 	GitURL               *string
 	DownloadFilenameType *string
+	// MaxSizeBytes and MaxGrowthPercent set the size budget ("" clears one); EnforceBudget says
+	// whether crossing it refuses an upload.
+	MaxSizeBytes     *string
+	MaxGrowthPercent *string
+	EnforceBudget    *bool
+}
+
+// maxBudgetPercent bounds a channel's maximum growth.
+const maxBudgetPercent = 1_000_000
+
+// applyBudget validates the size budget fields of ch and writes them into b.
+func (ch ChannelChanges) applyBudget(b *distribution.SizeBudget) error {
+	if ch.MaxSizeBytes != nil {
+		b.MaxBytes = nil
+		if *ch.MaxSizeBytes != "" {
+			n, err := strconv.ParseInt(*ch.MaxSizeBytes, 10, 64)
+			if err != nil || n <= 0 {
+				return errs.Field("max_size_bytes", "must be a positive number of bytes, or empty (null) for none")
+			}
+			b.MaxBytes = &n
+		}
+	}
+	if ch.MaxGrowthPercent != nil {
+		b.MaxGrowthPercent = nil
+		if *ch.MaxGrowthPercent != "" {
+			f, err := strconv.ParseFloat(*ch.MaxGrowthPercent, 64)
+			if err != nil || !(f > 0 && f <= maxBudgetPercent) {
+				return errs.Field("max_growth_percent", "must be a percentage above 0 (at most %d), or empty (null) for none", maxBudgetPercent)
+			}
+			b.MaxGrowthPercent = &f
+		}
+	}
+	if ch.EnforceBudget != nil {
+		b.Enforce = *ch.EnforceBudget
+	}
+	return nil
 }
 
 // apply validates ch and writes it into c. hasReleases forbids changing the device type of a
 // channel whose builds are of the old one.
 func (ch ChannelChanges) apply(c *distribution.Channel, hasReleases bool) error {
+	if err := ch.applyBudget(&c.Budget); err != nil {
+		return err
+	}
 	if ch.Name != nil {
 		name, err := requiredName("name", *ch.Name)
 		if err != nil {

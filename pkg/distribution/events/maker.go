@@ -48,6 +48,9 @@ func (m *Maker) releaseInfo(rc *distribution.ReleaseContext, withLinks bool) *we
 	info := &webhook.ReleaseInfo{ID: rc.ID, Version: rc.Version, Name: rc.Name, BundleID: rc.BundleID,
 		ReleaseVersion: rc.ReleaseVersion, BuildVersion: rc.BuildVersion, ReleaseType: rc.ReleaseType, Branch: rc.Branch,
 		GitCommit: rc.GitCommit, Size: rc.Size}
+	if n := rc.News; n != nil && (n.Against != 0 || len(n.Summary) > 0 || len(n.BudgetWarnings) > 0) {
+		info.Insights = &webhook.InsightsInfo{AgainstReleaseID: n.Against, Summary: n.Summary, BudgetWarnings: n.BudgetWarnings}
+	}
 	for _, e := range rc.Changelog {
 		info.Changelog = append(info.Changelog, e.Message)
 	}

@@ -41,6 +41,7 @@ type Store interface {
 	uploads.BuildStore
 	uploads.SessionStore
 	uploads.DebugFileStore
+	uploads.InsightsStore
 	access.TokenStore
 	access.LoginStore
 	access.FormStore
@@ -67,6 +68,8 @@ type Service struct {
 	Builds     *uploads.Builds
 	Sessions   *uploads.Sessions
 	DebugFiles *uploads.DebugFiles
+	// Insights: each release's snapshot and the diff of two releases (issue 24).
+	Insights *uploads.Insights
 	// Access: API tokens, console sign-in, users and members, channel passwords.
 	Tokens    *access.Tokens
 	Logins    *access.Logins
@@ -124,6 +127,7 @@ func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, l
 	s.Apps = &catalog.Apps{Store: db, Effects: effects, Audit: audit}
 	s.Releases = &catalog.Releases{Store: db, Effects: effects, Audit: audit}
 	s.Builds = &uploads.Builds{Store: db, Channels: s.Apps, Objects: s.Objects, Effects: effects, Metrics: m, Audit: audit}
+	s.Insights = &uploads.Insights{Store: db, Objects: s.Objects, Metrics: m}
 	s.DebugFiles = &uploads.DebugFiles{Store: db, Channels: s.Apps, Objects: s.Objects, Events: s.Events, Webhooks: s.Sender, Metrics: m, Audit: audit}
 	s.Sessions = &uploads.Sessions{Store: db, Storage: st, Channels: s.Apps, Objects: s.Objects, Builds: s.Builds, Debug: s.DebugFiles,
 		Signer: signer, Log: log, Metrics: m, Config: uploads.SessionConfig{TTL: cfg.UploadSessionTTL,

@@ -2,10 +2,12 @@ package uploads
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -16,6 +18,7 @@ import (
 	_ "github.com/slipwayhq/slipway/pkg/appinfo/platforms"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/insights"
 	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/webhook"
@@ -153,6 +156,15 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 	}
 	releaseType := firstNonEmpty(f.ReleaseType, info.ReleaseType)
 
+	snap := insights.FromInfo(info)
+	if snap.Sizes == nil { // a format that lists no files: its size is still compared
+		snap.Sizes = &insights.Sizes{Download: obj.Size}
+	}
+	snapJSON, err := json.Marshal(snap)
+	if err != nil {
+		return nil, err
+	}
+	news := &distribution.UploadNews{}
 	nr := &distribution.NewRelease{
 		Release: distribution.Release{
 			Name: info.Name, BundleID: info.BundleID, ReleaseVersion: info.ReleaseVersion, BuildVersion: info.BuildVersion,
@@ -164,7 +176,15 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 		},
 		ChannelSlug: f.ChannelKey, AppName: name, SchemeName: distribution.SchemeName(releaseType),
 		Check: func(c *distribution.Channel) error { return checkChannel(c, info) }, IdempotencyKey: idemKey,
-		Events: b.Effects.ReleaseEvents(webhook.EventReleaseCreated),
+		Insights: snapJSON, Against: func(c *distribution.Channel, prev *distribution.Release, prevInsights []byte) error {
+			return against(news, snap, obj.Size, c, prev, prevInsights)
+		},
+	}
+	if events := b.Effects.ReleaseEvents(webhook.EventReleaseCreated); events != nil {
+		nr.Events = func(rc *distribution.ReleaseContext) ([]distribution.Event, error) {
+			rc.News = news
+			return events(rc)
+		}
 	}
 	if passwordHash != nil {
 		nr.PasswordHash = *passwordHash
@@ -186,6 +206,7 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 	}
 	rc, err = b.Store.CreateRelease(ctx, nr, keys)
 	if err == nil {
+		rc.News = news
 		b.Effects.Changed(distribution.Change{ChannelID: rc.Channel.ID})
 		b.Effects.Wake()
 		b.Audit.Record(ctx, "release.upload", distribution.ReleaseTarget(rc),
@@ -197,6 +218,28 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 		return b.Store.GetRelease(ctx, replay.ReleaseID)
 	}
 	return rc, err
+}
+
+// against compares an upload's build (snap, size bytes) with its channel's newest release so far
+// (prev, with its snapshot prevInsights; nil when none), into news, and checks the channel's size
+// budget: crossing it is a warning in news, or an error when the channel enforces it.
+func against(news *distribution.UploadNews, snap *insights.Snapshot, size int64, c *distribution.Channel,
+	prev *distribution.Release, prevInsights []byte) error {
+	*news = distribution.UploadNews{BudgetWarnings: budgetWarnings(c.Budget, size, prev)}
+	if c.Budget.Enforce && len(news.BudgetWarnings) > 0 {
+		return errs.Invalidf("the build crosses channel %s's size budget, which it enforces: %s. Nothing was kept",
+			strconv.Quote(c.Name), strings.Join(news.BudgetWarnings, "; "))
+	}
+	if prev == nil || prevInsights == nil {
+		return nil
+	}
+	var old insights.Snapshot
+	if err := json.Unmarshal(prevInsights, &old); err != nil {
+		return nil // an unreadable snapshot: the release's diff endpoint computes it again
+	}
+	news.Against = prev.ID
+	news.Summary = insights.Summary(insights.Compare(&old, snap))
+	return nil
 }
 
 // parse reads the package's metadata from storage through the cached, tail-seeded reader and
