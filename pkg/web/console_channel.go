@@ -208,6 +208,11 @@ type buildPageView struct {
 	Channel, ChannelConsoleURL, PublicURL, Uploader, Changelog, FileName, SHA256 string
 	Pinned                                                                       bool
 	Form                                                                         formState
+	// Changed lists what changed since the build before it in its channel (ChangedSince names
+	// that build, ChangedSinceURL its page); FirstBuild says there is none to compare with.
+	Changed                       []string
+	ChangedSince, ChangedSinceURL string
+	FirstBuild                    bool
 }
 
 // consoleRelease: GET /console/releases/:id, a build's console page.
@@ -243,6 +248,13 @@ func (h *Handler) renderBuild(c *gin.Context, session string, u *distribution.Us
 		if a, ok := who[rc.ID]; ok {
 			v.Uploader = a.Label()
 		}
+	}
+	// Best effort: the page is still the page when the comparison cannot be made.
+	if d, err := h.svc.Insights.Diff(ctx, rc.ID, 0); err == nil {
+		v.Changed, v.ChangedSince = d.Summary, versionText(&d.Against.Release)
+		v.ChangedSinceURL = h.links.Base + "/console/releases/" + strconv.FormatInt(d.Against.ID, 10)
+	} else if errs.KindOf(err) == errs.Invalid {
+		v.FirstBuild = true
 	}
 	name := versionText(&rc.Release)
 	p := page{Title: rc.App.Name + " " + name + " · Console · Slipway", Body: v,

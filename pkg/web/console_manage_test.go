@@ -637,6 +637,23 @@ func TestConsoleBuildPage(t *testing.T) {
 		t.Errorf("the QR code: %d", r.Status)
 	}
 
+	// What changed: nothing to compare the channel's first build with; the next build names it
+	// and says what grew (issue 24).
+	if !strings.Contains(page, `id="changes-first"`) {
+		t.Error("the first build's page does not say there is nothing to compare it with")
+	}
+	next := e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.5", Build: "32",
+		Extra: []appletest.Entry{{Name: "Payload/Harbor.app/Frameworks/Maps.framework/Maps", Data: bytes.Repeat([]byte("maps"), 64<<10), Store: true}}}),
+		apptest.Field("channel_key", slug))
+	_, nextPage := fetch(t, admin, http.MethodGet, fmt.Sprintf("%s/console/releases/%d", e.URL, int64(next["id"].(float64))), nil)
+	if since := between(nextPage, `id="changes-since"`, "</a>"); !strings.Contains(since, "2.4 (31)") ||
+		!strings.Contains(nextPage, fmt.Sprintf(`href="%s/console/releases/%d" id="changes-since"`, e.URL, relID)) {
+		t.Errorf("the next build's page does not compare it with 2.4 (31): %q", since)
+	}
+	if list := between(nextPage, `id="changes-list"`, "</ul>"); !strings.Contains(list, "new framework: Frameworks/Maps.framework") {
+		t.Errorf("the next build's page does not say what grew: %q", list)
+	}
+
 	// A viewer reads the build's and the channel's pages, without their forms.
 	viewer, role := signedIn(t, e, "bob")
 	if role != "viewer" {
