@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/webhook"
 )
@@ -213,6 +214,8 @@ type buildPageView struct {
 	Changed                       []string
 	ChangedSince, ChangedSinceURL string
 	FirstBuild                    bool
+	// OverBudget lists the channel's size budgets this build crosses.
+	OverBudget []string
 }
 
 // consoleRelease: GET /console/releases/:id, a build's console page.
@@ -250,12 +253,14 @@ func (h *Handler) renderBuild(c *gin.Context, session string, u *distribution.Us
 		}
 	}
 	// Best effort: the page is still the page when the comparison cannot be made.
+	var prev *distribution.Release
 	if d, err := h.svc.Insights.Diff(ctx, rc.ID, 0); err == nil {
-		v.Changed, v.ChangedSince = d.Summary, versionText(&d.Against.Release)
+		v.Changed, v.ChangedSince, prev = d.Summary, versionText(&d.Against.Release), &d.Against.Release
 		v.ChangedSinceURL = h.links.Base + "/console/releases/" + strconv.FormatInt(d.Against.ID, 10)
 	} else if errs.KindOf(err) == errs.Invalid {
 		v.FirstBuild = true
 	}
+	v.OverBudget = uploads.BudgetWarnings(rc.Channel.Budget, rc.Size, prev)
 	name := versionText(&rc.Release)
 	p := page{Title: rc.App.Name + " " + name + " · Console · Slipway", Body: v,
 		Crumbs: []crumb{{Text: "Apps", URL: h.links.Base + "/console"}, {Text: rc.App.Name, URL: h.appURL(rc.App.ID)},

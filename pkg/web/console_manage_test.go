@@ -650,6 +650,16 @@ func TestConsoleBuildPage(t *testing.T) {
 		!strings.Contains(nextPage, fmt.Sprintf(`href="%s/console/releases/%d" id="changes-since"`, e.URL, relID)) {
 		t.Errorf("the next build's page does not compare it with 2.4 (31): %q", since)
 	}
+	if strings.Contains(nextPage, `id="over-budget"`) {
+		t.Error("a channel without a size budget shows a build over it")
+	}
+	if _, err := e.DB.Pool.Exec(context.Background(), `UPDATE channels SET max_growth_percent = 10 WHERE id = $1`, chID); err != nil {
+		t.Fatal(err)
+	}
+	_, nextPage = fetch(t, admin, http.MethodGet, fmt.Sprintf("%s/console/releases/%d", e.URL, int64(next["id"].(float64))), nil)
+	if warn := between(nextPage, `id="over-budget"`, "</p>"); !strings.Contains(warn, "over the channel&#39;s maximum growth of 10%") {
+		t.Errorf("the build page does not say the build grew past the channel's budget: %q", warn)
+	}
 	if list := between(nextPage, `id="changes-list"`, "</ul>"); !strings.Contains(list, "new framework: Frameworks/Maps.framework") {
 		t.Errorf("the next build's page does not say what grew: %q", list)
 	}

@@ -225,7 +225,7 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 // budget: crossing it is a warning in news, or an error when the channel enforces it.
 func against(news *distribution.UploadNews, snap *insights.Snapshot, size int64, c *distribution.Channel,
 	prev *distribution.Release, prevInsights []byte) error {
-	*news = distribution.UploadNews{BudgetWarnings: budgetWarnings(c.Budget, size, prev)}
+	*news = distribution.UploadNews{BudgetWarnings: BudgetWarnings(c.Budget, size, prev)}
 	if c.Budget.Enforce && len(news.BudgetWarnings) > 0 {
 		return errs.Invalidf("the build crosses channel %s's size budget, which it enforces: %s. Nothing was kept",
 			strconv.Quote(c.Name), strings.Join(news.BudgetWarnings, "; "))

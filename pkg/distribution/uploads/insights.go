@@ -244,9 +244,9 @@ func (s *Insights) Backfill(ctx context.Context, concurrency int, progress func(
 	return p, ctx.Err()
 }
 
-// budgetWarnings says which of a channel's size budgets a build of size bytes crosses; prev is
+// BudgetWarnings says which of a channel's size budgets a build of size bytes crosses; prev is
 // the channel's newest release before it (nil: none, so no growth is measured).
-func budgetWarnings(b distribution.SizeBudget, size int64, prev *distribution.Release) []string {
+func BudgetWarnings(b distribution.SizeBudget, size int64, prev *distribution.Release) []string {
 	var out []string
 	if b.MaxBytes != nil && size > *b.MaxBytes {
 		out = append(out, fmt.Sprintf("the build is %s, over the channel's maximum of %s", insights.Bytes(size), insights.Bytes(*b.MaxBytes)))
