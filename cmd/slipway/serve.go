@@ -135,7 +135,9 @@ func startBackground(ctx context.Context, a *app) *background.Group {
 	return background.Start(ctx, a.log,
 		// 1. Producers of deletions: a run in progress ends with the channel or object it is on
 		//    (its transaction commits, and its objects are deleted, or it rolls back).
-		background.Stage{{Name: "retention", Component: d.Retention}, {Name: "collector", Component: d.Collector}},
+		//    The checksum verifier abandons the object it is reading (the release stays unverified).
+		background.Stage{{Name: "retention", Component: d.Retention}, {Name: "collector", Component: d.Collector},
+			{Name: "checksum verifier", Component: d.Verifier}},
 		// 2. Download counts: the last requests' counts are written, with their events.
 		background.Stage{{Name: "download counts", Component: d.Downloads}},
 		// 3. Webhook delivery: the attempts in flight end and are recorded; what else is due stays

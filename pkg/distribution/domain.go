@@ -44,9 +44,11 @@ type Channel struct {
 	// DownloadFilenameType names downloaded files (see DownloadFilenameTypes).
 	DownloadFilenameType string
 	// Budget is the channel's size budget (issue 24); its zero value sets none.
-	Budget    SizeBudget
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Budget SizeBudget
+	// FeedTokenHash is the SHA-256 (hex) of the channel's feed token ("" when none was made).
+	FeedTokenHash string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // SizeBudget bounds the builds of a channel: a maximum download size and a maximum growth over
@@ -98,13 +100,31 @@ type Release struct {
 	TargetSDK      string
 	Profile        *ProfileSummary
 	// Facts are what the package says beyond the fields every platform shares (issue 22).
-	Facts     PlatformFacts
-	Size      int64
-	SHA256    string
-	ObjectKey string
-	Filename  string
-	IconKey   *string
-	IconType  *string
+	Facts  PlatformFacts
+	Size   int64
+	SHA256 string
+	// SHA512 and SHA1 (hex) are computed by Slipway from the stored bytes, as SHA256 is once
+	// ChecksumState is ChecksumVerified; the update feeds carry them.
+	SHA512 string
+	SHA1   string
+	// ChecksumState says whether the checksums were computed from the stored bytes (verified),
+	// are still to be (unverified: a resumable upload's SHA-256 is the client's word until the
+	// verifier reads the object) or did not match what the client declared (mismatch, with
+	// ChecksumError): such a release is out of the feeds and its downloads are refused.
+	ChecksumState string
+	ChecksumError string
+	// EdSignature is the package's Sparkle EdDSA (Ed25519) signature, base64 ("" when none).
+	EdSignature string
+	// TauriSignature is the Tauri updater's signature of the package (the .sig file's content).
+	TauriSignature string
+	// RolloutPercent is the share of installs a staged rollout offers the update to (100: all);
+	// Critical marks a mandatory update. The feeds say both in their own terms.
+	RolloutPercent int
+	Critical       bool
+	ObjectKey      string
+	Filename       string
+	IconKey        *string
+	IconType       *string
 	// UploadedBy is the id of the token that uploaded the build (0: unknown or since revoked and
 	// deleted); an upload token may edit its own uploads.
 	UploadedBy int64
@@ -133,6 +153,28 @@ type PlatformFacts struct {
 	Debuggable bool
 	// Properties are the format's own facts by name ("ProductCode", "UpgradeCode", "FileVersion").
 	Properties map[string]string
+}
+
+// Checksum states of a release (Release.ChecksumState).
+const (
+	ChecksumVerified = "verified"
+	// ChecksumPending: the SHA-256 was computed as the upload streamed in; SHA-512 and SHA-1
+	// (a desktop build's feeds need them) are still to be computed by the Verifier.
+	ChecksumPending    = "pending"
+	ChecksumUnverified = "unverified"
+	ChecksumMismatch   = "mismatch"
+)
+
+// DesktopPlatform reports whether a platform's builds update themselves through the desktop
+// update feeds (macOS, Windows, Linux), whose checksums (SHA-512, SHA-1) the Verifier computes.
+func DesktopPlatform(platform string) bool {
+	return platform == "macos" || platform == "windows" || platform == "linux"
+}
+
+// InFeeds reports whether the update feeds may offer the release: its checksums were computed
+// from the stored bytes and it is rolled out to someone.
+func (r *Release) InFeeds() bool {
+	return r.ChecksumState == ChecksumVerified && r.SHA512 != "" && r.RolloutPercent > 0
 }
 
 // ChangelogEntry is one changelog line; the JSON form may carry author, email and date.

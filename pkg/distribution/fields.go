@@ -2,7 +2,10 @@ package distribution
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
@@ -118,4 +121,59 @@ func SchemeName(releaseType string) string {
 	}
 	rt := strings.ToLower(releaseType)
 	return strings.ToUpper(rt[:1]) + rt[1:]
+}
+
+// EdSignature checks a Sparkle EdDSA signature field: "" or the base64 of a 64-byte Ed25519
+// signature (the standard alphabet, padded, as Sparkle's sign_update prints it).
+func EdSignature(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", nil
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(s)
+	if err != nil {
+		return "", errs.Field("ed_signature", "must be base64 (the EdDSA signature Sparkle's sign_update prints)")
+	}
+	if len(b) != ed25519.SignatureSize {
+		return "", errs.Field("ed_signature", "must be an Ed25519 signature: 64 bytes, not %d", len(b))
+	}
+	return s, nil
+}
+
+// RolloutPercent reads a staged-rollout percentage: "" is 100 (everyone), else an integer 0-100.
+func RolloutPercent(s string) (int, error) {
+	s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "%"))
+	if s == "" {
+		return 100, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > 100 {
+		return 0, errs.Field("rollout", "must be a percentage from 0 to 100")
+	}
+	return n, nil
+}
+
+// FlagField reads a boolean form field: "", "0", "false" or "no" is false; "1", "true" or "yes" true.
+func FlagField(name, s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "0", "false", "no":
+		return false, nil
+	case "1", "true", "yes":
+		return true, nil
+	}
+	return false, errs.Field(name, "must be true or false")
+}
+
+// TauriSignature checks a Tauri updater signature field: "" or the content of the .sig file the
+// Tauri signer writes (base64 of a minisign signature, whose text starts "untrusted comment:").
+func TauriSignature(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", nil
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil || !bytes.HasPrefix(b, []byte("untrusted comment:")) || bytes.Count(b, []byte("\n")) < 2 || len(s) > 4096 {
+		return "", errs.Field("tauri_signature", "must be the content of the .sig file the Tauri signer wrote (base64 of a minisign signature)")
+	}
+	return s, nil
 }

@@ -1,6 +1,11 @@
 package distribution
 
 import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
 	"net/url"
 	"regexp"
 	"strings"
@@ -150,4 +155,27 @@ func WithArticle(word string) string {
 		return "an " + word
 	}
 	return "a " + word
+}
+
+// NewFeedToken returns a new channel feed token (32 random bytes, base64url) and the SHA-256 hex
+// the channel keeps of it.
+func NewFeedToken() (token, hash string) {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	token = "sft_" + base64.RawURLEncoding.EncodeToString(b)
+	return token, FeedTokenHash(token)
+}
+
+// FeedTokenHash is the SHA-256 (hex) a channel keeps of its feed token.
+func FeedTokenHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// CheckFeedToken reports whether token is the channel's feed token (in constant time).
+func (c *Channel) CheckFeedToken(token string) bool {
+	if c.FeedTokenHash == "" || token == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(FeedTokenHash(token)), []byte(c.FeedTokenHash)) == 1
 }

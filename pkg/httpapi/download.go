@@ -30,7 +30,8 @@ var contentTypes = map[string]string{
 // the password cookie, an "access" token, or a "password" parameter.
 func (s *Server) authorize(c *gin.Context, ch *distribution.Channel, releaseID int64) error {
 	ctx := reqCtx(c)
-	req := access.AccessRequest{Token: c.Query("access"), Password: c.Query("password"), Client: c.ClientIP(), ReleaseID: releaseID}
+	req := access.AccessRequest{Token: c.Query("access"), Password: c.Query("password"), Client: c.ClientIP(), ReleaseID: releaseID,
+		FeedToken: c.Query("feed_token")}
 	if ck, err := c.Cookie(access.PasswordCookieName(ch.Slug)); err == nil {
 		req.Cookie = ck
 	}
@@ -86,6 +87,9 @@ func (s *Server) downloadRelease(c *gin.Context) error {
 			return nil
 		}
 	}
+	if err == nil {
+		err = installable(rc)
+	}
 	if err != nil {
 		return err
 	}
@@ -137,10 +141,21 @@ func (s *Server) releaseForDownload(c *gin.Context) (*distribution.ReleaseContex
 	return rc, s.authorize(c, &rc.Channel, rc.ID)
 }
 
+// installable refuses a release whose stored bytes are not what its uploader declared (409).
+func installable(rc *distribution.ReleaseContext) error {
+	if rc.ChecksumState == distribution.ChecksumMismatch {
+		return errs.New(errs.Conflict, "release %d cannot be installed: %s", rc.ID, rc.ChecksumError)
+	}
+	return nil
+}
+
 // installManifest: GET /channels/:slug/releases/:id/install, the plist iOS reads through an
 // itms-services link: the package URL, bundle identifier, version and title.
 func (s *Server) installManifest(c *gin.Context) error {
 	rc, err := s.releaseForDownload(c)
+	if err == nil {
+		err = installable(rc)
+	}
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"sigs.k8s.io/yaml"
@@ -205,6 +206,29 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Upload(t, "/api/apps/upload", e.UploadToken, apptest.Field("channel_key", "nope"), apptest.File("demo.ipa", ipa)), 404, "upload to unknown channel")
 	expect(e.Upload(t, "/api/apps/upload", e.UploadToken, apptest.File("big.ipa", make([]byte, 2<<20))), 413, "upload over the limit")
 	expect(e.Upload(t, "/api/apps/upload", "", apptest.File("demo.ipa", ipa)), 401, "upload without token")
+
+	// Desktop update feeds (issue 23): a macOS build, once its checksums are verified.
+	mac := e.UploadApp(t, "Desk.zip", appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk", Version: "1.0", Build: "1"}))
+	macSlug := mac["channel"].(map[string]any)["slug"].(string)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if expect(e.Do(t, "GET", fmt.Sprintf("/api/releases/%d", int64(mac["id"].(float64))), nil, admin), 200, "get").Map(t)["checksum_state"] == "verified" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the macOS build's checksums were never verified")
+		}
+	}
+	for _, p := range []string{"/appcast.xml", "/electron/latest-mac.yml", "/tauri.json", "/tauri/darwin/x86_64/0.9"} {
+		get("/channels/"+macSlug+p, 200)
+		expect(e.Do(t, "HEAD", "/channels/"+macSlug+p, nil, nil), 200, "HEAD "+p)
+	}
+	get("/channels/"+macSlug+"/tauri/darwin/x86_64/1.0", 204)
+	get("/channels/"+macSlug+"/tauri/darwin/sparc/1.0", 422)
+	get("/channels/"+macSlug+"/electron/latest.yml", 404)
+	get("/channels/"+slug+"/appcast.xml", 404)
+	get(fmt.Sprintf("/download/releases/%d/Desk.zip", int64(mac["id"].(float64))), 302)
+	get("/channels/"+apkSlug+"/tauri.json", 401)
+	expect(e.Do(t, "POST", fmt.Sprintf("/api/channels/%d/feed_token", int64(arel["channel"].(map[string]any)["id"].(float64))), nil, admin), 201, "feed token")
 
 	get("/api/apps", 200)
 	get(fmt.Sprintf("/api/apps/%d", appID), 200)

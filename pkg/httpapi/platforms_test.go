@@ -426,6 +426,8 @@ func TestUploadSessionPlatforms(t *testing.T) {
 		return s.want(s.call("POST", "/api/uploads/"+sess.ID+"/complete", s.e.UploadToken, ""), 201, "complete "+name)
 	}
 	rel := send("session.hap", hap, nil)
+	// A session's SHA-256 is the client's word: shown once the verifier has read the object (issue 23).
+	rel = s.waitRelease(id(rel), func(r map[string]any) bool { return r["checksum_state"] == "verified" })
 	pkg := rel["package"].(map[string]any)
 	if pkg["sha256"] != sha(hap) || pkg["format"] != "hap" || pkg["platform"] != "harmonyos" {
 		t.Fatalf("package facts: %v", pkg)

@@ -167,6 +167,18 @@ func (s *Server) updateRelease(c *gin.Context) error {
 	if ch.Pinned, err = p.optBool("pinned"); err != nil {
 		return err
 	}
+	if ch.EdSignature, err = p.optStr("ed_signature"); err != nil {
+		return err
+	}
+	if ch.TauriSignature, err = p.optStr("tauri_signature"); err != nil {
+		return err
+	}
+	if ch.RolloutPercent, err = p.optInt("rollout"); err != nil {
+		return err
+	}
+	if ch.Critical, err = p.optBool("critical"); err != nil {
+		return err
+	}
 	rc, err := s.svc.Releases.UpdateRelease(ctx, tokenOf(c), id, ch)
 	if err != nil {
 		return err

@@ -106,6 +106,13 @@ func New(d Deps) *Server {
 		api.GET(path, h(handler))
 		api.HEAD(path, h(handler))
 	}
+	// The desktop update feeds (feeds.go): from the read cache, with ETags, HEAD answered too.
+	for path, handler := range map[string]func(*gin.Context) error{"/channels/:slug/appcast.xml": s.appcast,
+		"/channels/:slug/electron/:file": s.electron, "/channels/:slug/tauri.json": s.tauriStatic,
+		"/channels/:slug/tauri/:target/:arch/:current_version": s.tauri} {
+		r.GET(path, h(handler))
+		r.HEAD(path, h(handler))
+	}
 	api.POST("/debug_files/upload", s.upload("debug_file", s.uploadDebugFile))
 	api.GET("/debug_files", h(s.listDebugFiles))
 	api.GET("/debug_files/download", h(s.downloadDebugFileByVersion))
@@ -127,6 +134,7 @@ func New(d Deps) *Server {
 	api.PUT("/channels/:id", admin, h(s.updateChannel))
 	api.PATCH("/channels/:id", admin, h(s.updateChannel))
 	api.DELETE("/channels/:id", admin, h(s.deleteChannel))
+	api.POST("/channels/:id/feed_token", admin, h(s.rotateFeedToken))
 	api.GET("/releases/:id", token, h(s.getRelease))
 	api.GET("/releases/:id/insights", token, h(s.releaseInsights))
 	api.GET("/releases/:id/diff", token, h(s.releaseDiff))
@@ -191,6 +199,8 @@ func New(d Deps) *Server {
 	api.DELETE("/uploads/:session", token, h(s.abortSession))
 
 	r.GET("/download/releases/:id", h(s.downloadRelease))
+	// The same download with the file name in its path, as update feeds link it.
+	r.GET("/download/releases/:id/:filename", h(s.downloadRelease))
 	r.GET("/download/debug_files/:id", h(s.downloadDebugFile))
 	r.GET("/releases/:id/icon", h(s.releaseIcon))
 	r.GET("/channels/:slug/releases/:id/install", h(s.installManifest))

@@ -243,7 +243,10 @@ var fullReleaseFields = func() map[string]string {
 		// Slipway's own: what the package says (issue 22).
 		"package": tObject,
 		// Slipway's own: what changed since the channel's previous build (only in an upload's answer).
-		"insights": tOptObject}
+		"insights": tOptObject,
+		// Slipway's own: the checksums it computed and the update feeds' fields (issue 23).
+		"checksum_state": tString, "checksum_error": tString, "sha256": tString, "sha512": tString, "sha1": tString,
+		"ed_signature": tString, "tauri_signature": tString, "rollout_percent": tInt, "critical": tBool}
 	for k, v := range shortReleaseFields {
 		m[k] = v
 	}

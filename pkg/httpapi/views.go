@@ -115,6 +115,16 @@ type releaseView struct {
 	// Slipway's extra fields: retention's pin, and downloads and iOS installs counted so far.
 	Pinned        bool  `json:"pinned"`
 	DownloadCount int64 `json:"download_count"`
+	// The checksums Slipway computed ("" until verified), and the update feeds' fields.
+	ChecksumState  string `json:"checksum_state"`
+	ChecksumError  string `json:"checksum_error"`
+	SHA256         string `json:"sha256"`
+	SHA512         string `json:"sha512"`
+	SHA1           string `json:"sha1"`
+	EdSignature    string `json:"ed_signature"`
+	TauriSignature string `json:"tauri_signature"`
+	RolloutPercent int    `json:"rollout_percent"`
+	Critical       bool   `json:"critical"`
 	// Package is what the package itself says (issue 22).
 	Package packageView `json:"package"`
 	// Insights is what changed since the channel's previous build and the size budgets crossed:
@@ -145,7 +155,10 @@ func (s *Server) packageView(rc *distribution.ReleaseContext) packageView {
 	f := &rc.Facts
 	v := packageView{Platform: rc.Platform, Format: rc.Format, Device: rc.Device, MinOS: rc.MinOS, TargetSDK: rc.TargetSDK,
 		Architectures: orEmpty(f.Architectures), Publisher: f.Publisher, Description: f.Description,
-		Permissions: orEmpty(f.Permissions), Debuggable: f.Debuggable, Properties: f.Properties, SHA256: rc.SHA256}
+		Permissions: orEmpty(f.Permissions), Debuggable: f.Debuggable, Properties: f.Properties}
+	if rc.ChecksumState == distribution.ChecksumVerified || rc.ChecksumState == distribution.ChecksumPending {
+		v.SHA256 = rc.SHA256 // never the uploader's word: only what Slipway computed (issue 23)
+	}
 	if v.Properties == nil {
 		v.Properties = map[string]string{}
 	}
@@ -203,14 +216,23 @@ func (s *Server) fullRelease(rc *distribution.ReleaseContext) releaseView {
 	for i, f := range rc.CustomFields {
 		custom[i] = customFieldView(f)
 	}
-	return releaseView{
+	v := releaseView{
 		ID: rc.ID, shortReleaseView: s.shortRelease(&rc.Release, rc.ChannelContext()), ReleaseURL: s.links.Release(rc.Channel.Slug, rc.ID),
 		QRCodeURL:     s.links.QRCode(rc.Channel.Slug, rc.ID, "thumb"),
 		TextChangelog: distribution.TextChangelog(rc.Changelog), CustomFields: custom,
 		App: refView{ID: rc.App.ID, Name: rc.App.Name}, Scheme: refView{ID: rc.Scheme.ID, Name: rc.Scheme.Name},
 		Channel: newChannelView(&rc.Channel), Pinned: rc.Pinned, DownloadCount: rc.Downloads, Package: s.packageView(rc),
-		Insights: newUploadInsightsView(rc.News),
+		Insights:      newUploadInsightsView(rc.News),
+		ChecksumState: rc.ChecksumState, ChecksumError: rc.ChecksumError, EdSignature: rc.EdSignature, TauriSignature: rc.TauriSignature,
+		RolloutPercent: rc.RolloutPercent, Critical: rc.Critical,
 	}
+	switch rc.ChecksumState {
+	case distribution.ChecksumVerified:
+		v.SHA256, v.SHA512, v.SHA1 = rc.SHA256, rc.SHA512, rc.SHA1
+	case distribution.ChecksumPending:
+		v.SHA256 = rc.SHA256 // computed as the upload streamed in
+	}
+	return v
 }
 
 func (s *Server) listing(cc *distribution.ChannelContext, releases any) channelListingView {

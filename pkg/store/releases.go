@@ -112,7 +112,8 @@ func decodeReleaseJSON(r *distribution.Release, changelog, custom, profile []byt
 const releaseColumns = `r.id, r.channel_id, r.version, r.name, r.bundle_id, r.release_version, r.build_version, r.release_type,
 	r.source, r.branch, r.git_commit, r.ci_url, r.changelog, r.custom_fields, r.platform, r.format, r.device, r.min_os,
 	r.target_sdk, r.profile, r.size, r.sha256, r.object_key, r.filename, r.icon_key, r.icon_type, coalesce(r.uploaded_by, 0),
-	r.created_at, r.updated_at, r.pinned, coalesce((SELECT d.downloads FROM release_downloads d WHERE d.release_id = r.id), 0),
+	r.created_at, r.updated_at, r.pinned, r.sha512, r.sha1, r.checksum_state, r.checksum_error, r.ed_signature, r.tauri_signature,
+	r.rollout_percent, r.critical, coalesce((SELECT d.downloads FROM release_downloads d WHERE d.release_id = r.id), 0),
 	r.platform_facts`
 
 const releaseContextColumns = releaseColumns + `, ` + channelContextColumns
@@ -124,7 +125,8 @@ func scanRelease(row pgx.Row, r *distribution.Release, extra ...any) error {
 	dest := []any{&r.ID, &r.ChannelID, &r.Version, &r.Name, &r.BundleID, &r.ReleaseVersion, &r.BuildVersion, &r.ReleaseType,
 		&r.Source, &r.Branch, &r.GitCommit, &r.CIURL, &changelog, &custom, &r.Platform, &r.Format, &r.Device, &r.MinOS,
 		&r.TargetSDK, &profile, &r.Size, &r.SHA256, &r.ObjectKey, &r.Filename, &r.IconKey, &r.IconType, &r.UploadedBy,
-		&r.CreatedAt, &r.UpdatedAt, &r.Pinned, &r.Downloads, &facts}
+		&r.CreatedAt, &r.UpdatedAt, &r.Pinned, &r.SHA512, &r.SHA1, &r.ChecksumState, &r.ChecksumError, &r.EdSignature, &r.TauriSignature,
+		&r.RolloutPercent, &r.Critical, &r.Downloads, &facts}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return err
 	}
@@ -267,11 +269,14 @@ func (db *DB) CreateRelease(ctx context.Context, nr *distribution.NewRelease, ob
 		changelog, custom, profile := encodeReleaseJSON(r)
 		err = tx.QueryRow(ctx, `INSERT INTO releases (channel_id, version, name, bundle_id, release_version, build_version, release_type,
 			source, branch, git_commit, ci_url, changelog, custom_fields, platform, format, device, min_os, target_sdk, profile,
-			size, sha256, object_key, filename, icon_key, icon_type, uploaded_by, profile_devices, platform_facts)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28) RETURNING id`,
+			size, sha256, object_key, filename, icon_key, icon_type, uploaded_by, profile_devices, platform_facts,
+			sha512, sha1, checksum_state, ed_signature, rollout_percent, critical, tauri_signature)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,
+			$29,$30,$31,$32,$33,$34,$35) RETURNING id`,
 			ch.ID, version, r.Name, r.BundleID, r.ReleaseVersion, r.BuildVersion, r.ReleaseType, r.Source, r.Branch, r.GitCommit,
 			r.CIURL, changelog, custom, r.Platform, r.Format, r.Device, r.MinOS, r.TargetSDK, profile, r.Size, r.SHA256,
-			r.ObjectKey, r.Filename, r.IconKey, r.IconType, uploadedBy, profileDevices(nr.ProfileDevices), encodeFacts(&r.Facts)).Scan(&id)
+			r.ObjectKey, r.Filename, r.IconKey, r.IconType, uploadedBy, profileDevices(nr.ProfileDevices), encodeFacts(&r.Facts),
+			r.SHA512, r.SHA1, checksumStateOrUnverified(r.ChecksumState), r.EdSignature, r.RolloutPercent, r.Critical, r.TauriSignature).Scan(&id)
 		if err != nil {
 			return err
 		}
@@ -382,9 +387,11 @@ func resolveChannel(ctx context.Context, tx pgx.Tx, nr *distribution.NewRelease)
 func (db *DB) UpdateRelease(ctx context.Context, r *distribution.Release) (*distribution.ReleaseContext, error) {
 	changelog, custom, _ := encodeReleaseJSON(r)
 	tag, err := db.Pool.Exec(ctx, `UPDATE releases SET release_version = $2, build_version = $3, release_type = $4, source = $5,
-		branch = $6, git_commit = $7, ci_url = $8, changelog = $9, custom_fields = $10, pinned = $12, updated_at = clock_timestamp()
+		branch = $6, git_commit = $7, ci_url = $8, changelog = $9, custom_fields = $10, pinned = $12,
+		ed_signature = $13, rollout_percent = $14, critical = $15, tauri_signature = $16, updated_at = clock_timestamp()
 		WHERE id = $1 AND updated_at = $11`,
-		r.ID, r.ReleaseVersion, r.BuildVersion, r.ReleaseType, r.Source, r.Branch, r.GitCommit, r.CIURL, changelog, custom, r.UpdatedAt, r.Pinned)
+		r.ID, r.ReleaseVersion, r.BuildVersion, r.ReleaseType, r.Source, r.Branch, r.GitCommit, r.CIURL, changelog, custom, r.UpdatedAt, r.Pinned,
+		r.EdSignature, r.RolloutPercent, r.Critical, r.TauriSignature)
 	if err != nil {
 		return nil, dbErr(err)
 	}
@@ -447,4 +454,13 @@ func deleteRelease(ctx context.Context, tx pgx.Tx, id int64, by distribution.Act
 		}
 	}
 	return keys, markDeleted(ctx, tx, keys)
+}
+
+// checksumStateOrUnverified is the state a new release is recorded in: the one given, else
+// unverified (the store never takes checksums for verified unless told so).
+func checksumStateOrUnverified(state string) string {
+	if state == "" {
+		return distribution.ChecksumUnverified
+	}
+	return state
 }

@@ -127,7 +127,8 @@ func New(t testing.TB, opts Options) *Env {
 	e.Service = svc
 	// The background components serve runs (cmd/slipway/serve.go), stopped in the same order.
 	bg := background.Start(ctx, log,
-		background.Stage{{Name: "retention", Component: svc.Retention}, {Name: "collector", Component: svc.Collector}},
+		background.Stage{{Name: "retention", Component: svc.Retention}, {Name: "collector", Component: svc.Collector},
+			{Name: "checksum verifier", Component: svc.Verifier}},
 		background.Stage{{Name: "download counts", Component: svc.Downloads}},
 		background.Stage{{Name: "webhook delivery", Component: svc.Sender}},
 		background.Stage{{Name: "read-cache invalidation", Component: svc.Watcher}})

@@ -39,6 +39,8 @@ const (
 	loadVersionExist = "version_exist"
 	loadInsights     = "release insights"
 	loadDiff         = "release diff"
+	loadAppcast      = "Sparkle appcast"
+	loadElectron     = "electron latest-mac.yml"
 )
 
 // Markers of the hand-written notes kept when the report is regenerated.
@@ -292,7 +294,8 @@ func (rep *report) targets() []targetRow {
 		for _, t := range []struct {
 			name   string
 			target float64
-		}{{loadLatest, targetLatestShare}, {loadLatestSDK, targetLatestShare}, {loadVersions, targetVersionsShare}} {
+		}{{loadLatest, targetLatestShare}, {loadLatestSDK, targetLatestShare}, {loadVersions, targetVersionsShare},
+			{loadAppcast, targetLatestShare}, {loadElectron, targetLatestShare}} {
 			v := share(t.name)
 			rows = append(rows, targetRow{fmt.Sprintf("`%s` req/s ≥ %.1f of `/healthz`", t.name, t.target), fmt.Sprintf("%.2f", v),
 				verdict(v, t.target, true, func(v float64) string { return fmt.Sprintf("%.2f", v) })})

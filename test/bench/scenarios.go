@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
+	"io"
 	"log"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -329,6 +333,11 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 	sdk := url.Values{"channel_key": {slug}, "release_version": {fmt.Sprintf("1.%d.0", max(e.opts.releases-5, 0))},
 		"build_version": {strconv.Itoa(max(e.opts.releases-4, 1))}, "bundle_id": {"com.example.reader"}, "sdk": {"ios-0.2.1"}}
 	exist := url.Values{"channel_key": {slug}, "bundle_id": {"com.example.reader"}, "release_version": {"1.0.0"}, "build_version": {"1"}}
+	// The desktop update feeds (issue 23) of a macOS channel with some releases.
+	macSlug, err := e.uploadMacReleases(ctx, client4, srv4.url)
+	if err != nil {
+		return nil, err
+	}
 	for _, ep := range []struct{ name, path string }{
 		{"/healthz", "/healthz"},
 		{loadLatest, "/api/apps/latest?" + latest.Encode()},
@@ -339,6 +348,8 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 		// snapshots recorded at upload; nothing cached).
 		{loadInsights, fmt.Sprintf("/api/releases/%d/insights?", newest) + url.Values{"token": {client4.token}}.Encode()},
 		{loadDiff, fmt.Sprintf("/api/releases/%d/diff?", newest) + url.Values{"token": {client4.token}}.Encode()},
+		{loadAppcast, "/channels/" + macSlug + "/appcast.xml"},
+		{loadElectron, "/channels/" + macSlug + "/electron/latest-mac.yml"},
 	} {
 		log.Printf("load test %s: %d connections for %s", ep.name, e.opts.conns, e.opts.duration)
 		lr := loadTest(ctx, ep.name, srv4.url, ep.path, e.opts.conns, e.opts.duration)
@@ -374,6 +385,44 @@ func (e *env) uploadSmallReleases(ctx context.Context, c *uploadClient) (string,
 		slug, newest = rel.Channel.Slug, rel.ID
 	}
 	return slug, newest, nil
+}
+
+// macFeedReleases is how many macOS builds the feeds' load test channel holds.
+const macFeedReleases = 20
+
+// uploadMacReleases uploads small macOS .zip builds to one channel, waits until the checksum
+// verifier has verified them all (the appcast lists every one), and returns the channel's key.
+func (e *env) uploadMacReleases(ctx context.Context, c *uploadClient, base string) (string, error) {
+	log.Printf("uploading %d small macOS releases to one channel", macFeedReleases)
+	slug := ""
+	for i := range macFeedReleases {
+		zip := appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk",
+			Version: fmt.Sprintf("1.%d.0", i), Build: strconv.Itoa(i + 1)})
+		fields := map[string]string{"changelog": fmt.Sprintf("- change %d\n- fix %d", i, i),
+			"ed_signature": base64.StdEncoding.EncodeToString(make([]byte, 64))}
+		if slug != "" {
+			fields["channel_key"] = slug
+		}
+		_, rel, err := c.upload(ctx, openBytes(zip), fields)
+		if err != nil {
+			return "", err
+		}
+		slug = rel.Channel.Slug
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		resp, err := http.Get(base + "/channels/" + slug + "/appcast.xml")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && bytes.Count(b, []byte("<item>")) == macFeedReleases {
+				return slug, nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return "", fmt.Errorf("the macOS releases were not all verified in time")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // wantProfile says whether to record the server with perf during one more upload.

@@ -88,6 +88,7 @@ type AccessRequest struct {
 	Cookie    string // value of the channel's password cookie
 	Token     string // an install/download token (the "access" query parameter)
 	Password  string // the "password" parameter, for API clients
+	FeedToken string // the channel's feed token (the "feed_token" parameter of a feed's links)
 	Client    string // client IP address, for slowing down guessing
 	ReleaseID int64  // the release asked for, which a token must name
 }
@@ -106,6 +107,9 @@ func (p *Passwords) Authorize(ctx context.Context, c *distribution.Channel, req 
 		return nil
 	}
 	if req.Cookie != "" && p.Signer.CheckToken(req.Cookie, "channel-cookie", c.Slug, *c.PasswordHash) {
+		return nil
+	}
+	if req.FeedToken != "" && c.CheckFeedToken(req.FeedToken) {
 		return nil
 	}
 	if req.Token != "" && req.ReleaseID > 0 && p.Signer.CheckToken(req.Token, "release-access", c.Slug, *c.PasswordHash, fmt.Sprint(req.ReleaseID)) {

@@ -46,6 +46,8 @@ type AppStore interface {
 	DeleteChannel(ctx context.Context, id int64, emit distribution.EventFunc) ([]string, error)
 	// CountReleases counts a channel's releases (a channel with builds keeps its device type).
 	CountReleases(ctx context.Context, channelID int64) (int, error)
+	// SetFeedToken records the SHA-256 (hex) of the channel's feed token.
+	SetFeedToken(ctx context.Context, channelID int64, hash string) error
 }
 
 // Apps runs the use cases of apps, schemes and channels.
@@ -463,4 +465,17 @@ func (a *Apps) DeleteChannel(ctx context.Context, id int64) error {
 	}
 	a.Audit.Record(ctx, "channel.delete", distribution.ChannelTarget(cc), nil)
 	return nil
+}
+
+// RotateFeedToken makes a new feed token for a channel and returns it (shown once: only its hash
+// is kept). The update feeds of a password-protected channel answer only to it (updaters send no
+// cookies); the old token stops working at once, on every replica.
+func (a *Apps) RotateFeedToken(ctx context.Context, id int64) (string, error) {
+	token, hash := distribution.NewFeedToken()
+	if err := a.Store.SetFeedToken(ctx, id, hash); err != nil {
+		return "", err
+	}
+	a.Effects.Changed(distribution.Change{ChannelID: id})
+	a.auditChannel(ctx, "channel.feed_token", id, map[string]any{"channel_id": id})
+	return token, nil
 }

@@ -181,6 +181,12 @@ type ReleaseChanges struct {
 	Changelog, CustomFields                           *string
 	// Pinned keeps the release from retention; only an admin token may change it.
 	Pinned *bool
+	// EdSignature (Sparkle's EdDSA signature, base64), RolloutPercent (0-100) and Critical are
+	// what the update feeds announce.
+	EdSignature    *string
+	TauriSignature *string
+	RolloutPercent *int
+	Critical       *bool
 }
 
 func (ch ReleaseChanges) apply(r *distribution.Release) (err error) {
@@ -236,6 +242,25 @@ func (ch ReleaseChanges) apply(r *distribution.Release) (err error) {
 	if ch.Pinned != nil {
 		r.Pinned = *ch.Pinned
 	}
+	if ch.EdSignature != nil {
+		if r.EdSignature, err = distribution.EdSignature(*ch.EdSignature); err != nil {
+			return err
+		}
+	}
+	if ch.TauriSignature != nil {
+		if r.TauriSignature, err = distribution.TauriSignature(*ch.TauriSignature); err != nil {
+			return err
+		}
+	}
+	if ch.RolloutPercent != nil {
+		if *ch.RolloutPercent < 0 || *ch.RolloutPercent > 100 {
+			return errs.Field("rollout", "must be a percentage from 0 to 100")
+		}
+		r.RolloutPercent = *ch.RolloutPercent
+	}
+	if ch.Critical != nil {
+		r.Critical = *ch.Critical
+	}
 	return nil
 }
 
@@ -277,7 +302,8 @@ func (rs *Releases) auditUpdate(ctx context.Context, before, after *distribution
 	var fields []string
 	for name, set := range map[string]bool{"release_version": ch.ReleaseVersion != nil, "build_version": ch.BuildVersion != nil,
 		"release_type": ch.ReleaseType != nil, "source": ch.Source != nil, "branch": ch.Branch != nil, "git_commit": ch.GitCommit != nil,
-		"ci_url": ch.CIURL != nil, "changelog": ch.Changelog != nil, "custom_fields": ch.CustomFields != nil} {
+		"ci_url": ch.CIURL != nil, "changelog": ch.Changelog != nil, "custom_fields": ch.CustomFields != nil,
+		"ed_signature": ch.EdSignature != nil, "tauri_signature": ch.TauriSignature != nil, "rollout": ch.RolloutPercent != nil, "critical": ch.Critical != nil} {
 		if set {
 			fields = append(fields, name)
 		}

@@ -83,6 +83,9 @@ type Encoded struct {
 	Body []byte
 	// ETag is a strong validator of Body.
 	ETag string
+	// Version is the version an answer offers, where a handler compares it per request (the
+	// Tauri feed answers 204 to an app already at it).
+	Version string
 }
 
 // Memo returns the answer stored under key, building and storing it on first use. The key must

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
@@ -42,6 +43,7 @@ type Store interface {
 	uploads.SessionStore
 	uploads.DebugFileStore
 	uploads.InsightsStore
+	uploads.ChecksumStore
 	access.TokenStore
 	access.LoginStore
 	access.FormStore
@@ -70,6 +72,8 @@ type Service struct {
 	DebugFiles *uploads.DebugFiles
 	// Insights: each release's snapshot and the diff of two releases (issue 24).
 	Insights *uploads.Insights
+	// Verifier computes the checksums of releases recorded unverified (resumable sessions).
+	Verifier *uploads.Verifier
 	// Access: API tokens, console sign-in, users and members, channel passwords.
 	Tokens    *access.Tokens
 	Logins    *access.Logins
@@ -126,8 +130,9 @@ func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, l
 
 	s.Apps = &catalog.Apps{Store: db, Effects: effects, Audit: audit}
 	s.Releases = &catalog.Releases{Store: db, Effects: effects, Audit: audit}
-	s.Builds = &uploads.Builds{Store: db, Channels: s.Apps, Objects: s.Objects, Effects: effects, Metrics: m, Audit: audit}
 	s.Insights = &uploads.Insights{Store: db, Objects: s.Objects, Metrics: m}
+	s.Verifier = uploads.NewVerifier(db, st, effects, time.Minute, log)
+	s.Builds = &uploads.Builds{Store: db, Channels: s.Apps, Objects: s.Objects, Effects: effects, Metrics: m, Audit: audit, Verifier: s.Verifier}
 	s.DebugFiles = &uploads.DebugFiles{Store: db, Channels: s.Apps, Objects: s.Objects, Events: s.Events, Webhooks: s.Sender, Metrics: m, Audit: audit}
 	s.Sessions = &uploads.Sessions{Store: db, Storage: st, Channels: s.Apps, Objects: s.Objects, Builds: s.Builds, Debug: s.DebugFiles,
 		Signer: signer, Log: log, Metrics: m, Config: uploads.SessionConfig{TTL: cfg.UploadSessionTTL,

@@ -41,6 +41,17 @@ type ReleaseForm struct {
 	ReleaseVersion string
 	BuildVersion   string
 	BundleID       string
+	// EdSignature is the CI's Sparkle EdDSA signature of the package (base64 of 64 bytes);
+	// TauriSignature the Tauri signer's .sig content.
+	EdSignature    string
+	TauriSignature string
+	// Rollout is the staged-rollout percentage (0-100, "" for 100) and Critical marks a
+	// mandatory update ("true"/"1").
+	Rollout  string
+	Critical string
+
+	rollout  int
+	critical bool
 }
 
 // validate checks the fields that do not depend on the package and normalises them.
@@ -58,6 +69,18 @@ func (f *ReleaseForm) validate() (err error) {
 		f.Source = "api"
 	}
 	f.Branch = distribution.CleanBranch(f.Branch)
+	if f.EdSignature, err = distribution.EdSignature(f.EdSignature); err != nil {
+		return err
+	}
+	if f.TauriSignature, err = distribution.TauriSignature(f.TauriSignature); err != nil {
+		return err
+	}
+	if f.rollout, err = distribution.RolloutPercent(f.Rollout); err != nil {
+		return err
+	}
+	if f.critical, err = distribution.FlagField("critical", f.Critical); err != nil {
+		return err
+	}
 	f.CIURL, err = distribution.WebURL("ci_url", f.CIURL)
 	return err
 }
@@ -102,6 +125,8 @@ type Builds struct {
 	Metrics *metrics.Metrics
 	// Audit records each new release as the context's actor (the token, the console user).
 	Audit *distribution.AuditLog
+	// Verifier computes the checksums of releases recorded unverified (woken for each).
+	Verifier *Verifier
 }
 
 // CreateRelease parses the stored package and records it as a release: in the channel named by
@@ -171,7 +196,8 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 			ReleaseType: releaseType, Source: f.Source, Branch: f.Branch, GitCommit: f.GitCommit, CIURL: f.CIURL,
 			Changelog: changelog, CustomFields: custom, Platform: string(info.Platform), Format: string(info.Format),
 			Device: info.Device, MinOS: info.MinOS, TargetSDK: info.TargetSDK, Profile: profileSummary(info.Profile),
-			Facts: platformFacts(info), Size: obj.Size, SHA256: obj.SHA256, ObjectKey: obj.Key, Filename: downloadName(obj.Filename, name, info),
+			Facts: platformFacts(info), Size: obj.Size, SHA256: obj.SHA256, ChecksumState: distribution.ChecksumVerified,
+			EdSignature: f.EdSignature, TauriSignature: f.TauriSignature, RolloutPercent: f.rollout, Critical: f.critical, ObjectKey: obj.Key, Filename: downloadName(obj.Filename, name, info),
 			UploadedBy: tokenID,
 		},
 		ChannelSlug: f.ChannelKey, AppName: name, SchemeName: distribution.SchemeName(releaseType),
@@ -185,6 +211,15 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 			rc.News = news
 			return events(rc)
 		}
+	}
+	// A session's SHA-256 is the client's word; a desktop build's feeds need SHA-512 and SHA-1,
+	// which are not computed while the bytes stream in (they would double the upload's CPU
+	// time): the Verifier computes them all by one read of the stored object.
+	switch {
+	case obj.Unverified:
+		nr.ChecksumState = distribution.ChecksumUnverified
+	case distribution.DesktopPlatform(nr.Platform):
+		nr.ChecksumState = distribution.ChecksumPending
 	}
 	if passwordHash != nil {
 		nr.PasswordHash = *passwordHash
@@ -209,6 +244,9 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 		rc.News = news
 		b.Effects.Changed(distribution.Change{ChannelID: rc.Channel.ID})
 		b.Effects.Wake()
+		if rc.ChecksumState == distribution.ChecksumUnverified || rc.ChecksumState == distribution.ChecksumPending {
+			b.Verifier.Wake()
+		}
 		b.Audit.Record(ctx, "release.upload", distribution.ReleaseTarget(rc),
 			map[string]any{"channel_id": rc.Channel.ID, "channel": rc.Channel.Name, "size": rc.Size, "source": rc.Source})
 	}

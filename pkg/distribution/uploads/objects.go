@@ -99,6 +99,9 @@ type StoredObject struct {
 	SHA256 string
 	// MD5 is computed for debug files only, which Zealot's clients look up by MD5.
 	MD5 string
+	// Unverified marks an object whose SHA256 is the client's word (a resumable session's): the
+	// Verifier computes its checksums from the stored bytes later.
+	Unverified bool
 	// Filename is the client's file name, kept for Content-Disposition; never part of the key.
 	Filename string
 	tail     []byte

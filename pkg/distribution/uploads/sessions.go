@@ -119,7 +119,8 @@ func releaseFormOf(f map[string]string) ReleaseForm {
 	return ReleaseForm{ChannelKey: f["channel_key"], Name: f["name"], ReleaseType: f["release_type"], Source: f["source"],
 		Changelog: f["changelog"], Branch: f["branch"], GitCommit: f["git_commit"], CIURL: f["ci_url"],
 		CustomFields: f["custom_fields"], Password: f["password"],
-		ReleaseVersion: f["release_version"], BuildVersion: f["build_version"], BundleID: f["bundle_id"]}
+		ReleaseVersion: f["release_version"], BuildVersion: f["build_version"], BundleID: f["bundle_id"],
+		EdSignature: f["ed_signature"], TauriSignature: f["tauri_signature"], Rollout: f["rollout"], Critical: f["critical"]}
 }
 
 func debugFormOf(f map[string]string) DebugFileForm {
@@ -465,7 +466,9 @@ func (ss *Sessions) CompleteSession(ctx context.Context, tok *distribution.Token
 		_, _ = ss.Store.SwitchSession(context.WithoutCancel(ctx), id, distribution.SessionCompleting, distribution.SessionOpen, 0, "")
 		return nil, err
 	}
-	obj := &StoredObject{Key: sess.ObjectKey, Size: sess.Size, SHA256: sha256, Filename: sess.Filename}
+	// The client's SHA-256 is its word: the release is recorded unverified, and the Verifier
+	// computes its checksums from the stored object (Builds.Verifier is woken).
+	obj := &StoredObject{Key: sess.ObjectKey, Size: sess.Size, SHA256: sha256, Filename: sess.Filename, Unverified: true}
 	res := &SessionResult{}
 	var resultID int64
 	if sess.Kind == distribution.SessionDebugFile {

@@ -1,0 +1,338 @@
+package httpapi_test
+
+import (
+	"crypto/ed25519"
+	"crypto/sha1"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/linux/linuxtest"
+	"github.com/slipwayhq/slipway/test/apptest"
+)
+
+// appcastDoc is an independent reading of a Sparkle appcast (encoding/xml, namespaces by URI).
+type appcastDoc struct {
+	XMLName xml.Name `xml:"rss"`
+	Version string   `xml:"version,attr"`
+	Items   []struct {
+		Title         string    `xml:"title"`
+		PubDate       string    `xml:"pubDate"`
+		Version       string    `xml:"http://www.andymatuschak.org/xml-namespaces/sparkle version"`
+		ShortVersion  string    `xml:"http://www.andymatuschak.org/xml-namespaces/sparkle shortVersionString"`
+		MinSystem     string    `xml:"http://www.andymatuschak.org/xml-namespaces/sparkle minimumSystemVersion"`
+		Channel       string    `xml:"http://www.andymatuschak.org/xml-namespaces/sparkle channel"`
+		Critical      *struct{} `xml:"http://www.andymatuschak.org/xml-namespaces/sparkle criticalUpdate"`
+		PhaseInterval string    `xml:"http://www.andymatuschak.org/xml-namespaces/sparkle phasedRolloutInterval"`
+		Description   string    `xml:"description"`
+		Enclosure     struct {
+			URL       string `xml:"url,attr"`
+			Length    int64  `xml:"length,attr"`
+			Type      string `xml:"type,attr"`
+			Signature string `xml:"http://www.andymatuschak.org/xml-namespaces/sparkle edSignature,attr"`
+		} `xml:"enclosure"`
+	} `xml:"channel>item"`
+}
+
+type feedEnv struct {
+	*mgmt
+	key ed25519.PrivateKey
+}
+
+// macBuild uploads a signed macOS .zip to the channel and waits until its checksums are verified.
+func (f feedEnv) macBuild(channel, version, build string, fields ...apptest.Part) (map[string]any, []byte) {
+	f.t.Helper()
+	zip := appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk", Version: version, Build: build, MinOS: "12.0"})
+	sig := base64.StdEncoding.EncodeToString(ed25519.Sign(f.key, zip))
+	fields = append([]apptest.Part{apptest.Field("ed_signature", sig), apptest.Field("changelog", "Faster <sync>\nFixed & tested")}, fields...)
+	if channel != "" {
+		fields = append(fields, apptest.Field("channel_key", channel))
+	}
+	rel := f.e.UploadApp(f.t, fmt.Sprintf("Desk-%s.zip", version), zip, fields...)
+	return f.waitRelease(id(rel), func(r map[string]any) bool { return r["checksum_state"] == "verified" }), zip
+}
+
+func (f feedEnv) get(path string, header ...string) *apptest.Response {
+	f.t.Helper()
+	h := http.Header{}
+	for i := 0; i+1 < len(header); i += 2 {
+		h.Set(header[i], header[i+1])
+	}
+	return f.e.Do(f.t, http.MethodGet, path, nil, h)
+}
+
+func (f feedEnv) appcast(path string) appcastDoc {
+	f.t.Helper()
+	r := f.get(path)
+	if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/rss+xml") {
+		f.t.Fatalf("appcast: %d %s: %s", r.Status, r.Header.Get("Content-Type"), r.Body)
+	}
+	var doc appcastDoc
+	if err := xml.Unmarshal(r.Body, &doc); err != nil {
+		f.t.Fatalf("appcast does not parse: %v\n%s", err, r.Body)
+	}
+	return doc
+}
+
+// Issue 23: the Sparkle appcast of a macOS channel, read with encoding/xml, carries every field
+// of each release; the enclosure downloads the very bytes, which the EdDSA signature verifies
+// with the public key; releases out of the feeds (rollout 0, a checksum mismatch) are left out;
+// ETag, 304 and HEAD; a non-macOS channel is 404.
+func TestSparkleAppcast(t *testing.T) {
+	pub, key, _ := ed25519.GenerateKey(nil)
+	f := feedEnv{newMgmt(t, apptest.Options{}), key}
+	first, _ := f.macBuild("", "1.0", "100")
+	slug := first["channel"].(map[string]any)["slug"].(string)
+	second, zip2 := f.macBuild(slug, "1.1", "110", apptest.Field("release_type", "beta"), apptest.Field("critical", "true"), apptest.Field("rollout", "50"))
+	f.macBuild(slug, "1.2", "120", apptest.Field("rollout", "0")) // rolled out to nobody: left out
+
+	doc := f.appcast("/channels/" + slug + "/appcast.xml")
+	if doc.Version != "2.0" || len(doc.Items) != 2 {
+		t.Fatalf("appcast: version %q, %d items", doc.Version, len(doc.Items))
+	}
+	it := doc.Items[0]
+	if it.Version != "110" || it.ShortVersion != "1.1" || it.MinSystem != "12.0" || it.Channel != "beta" || it.Critical == nil ||
+		it.PhaseInterval == "" || it.Enclosure.Length != int64(len(zip2)) || it.Enclosure.Type != "application/octet-stream" ||
+		it.Enclosure.Signature != second["ed_signature"] {
+		t.Fatalf("newest item: %+v", it)
+	}
+	if !strings.Contains(it.Description, "<li>Faster &lt;sync&gt;</li>") || !strings.Contains(it.Description, "Fixed &amp; tested") {
+		t.Fatalf("release notes: %q", it.Description)
+	}
+	created, _ := time.Parse(time.RFC3339, second["created_at"].(string))
+	if pd, err := time.Parse(time.RFC1123Z, it.PubDate); err != nil || (!created.IsZero() && !pd.Equal(created.Truncate(time.Second))) {
+		t.Fatalf("pubDate %q (%v), created %v", it.PubDate, err, second["created_at"])
+	}
+	if old := doc.Items[1]; old.Version != "100" || old.Channel != "" || old.Critical != nil || old.PhaseInterval != "" {
+		t.Fatalf("older item: %+v", old)
+	}
+	// The enclosure is an absolute URL of the service; its bytes are the package's, and the
+	// signature verifies over them.
+	if !strings.HasPrefix(it.Enclosure.URL, f.e.URL+"/") {
+		t.Fatalf("enclosure url %q is not absolute on %s", it.Enclosure.URL, f.e.URL)
+	}
+	got := f.e.Follow(t, it.Enclosure.URL)
+	sig, err := base64.StdEncoding.DecodeString(it.Enclosure.Signature)
+	if got.Status != 200 || err != nil || !ed25519.Verify(pub, got.Body, sig) {
+		t.Fatalf("enclosure: status %d, %d bytes, signature verifies: %v (%v)", got.Status, len(got.Body), ed25519.Verify(pub, got.Body, sig), err)
+	}
+
+	// ETag, 304 and HEAD.
+	r := f.get("/channels/" + slug + "/appcast.xml")
+	etag := r.Header.Get("ETag")
+	if etag == "" || strings.HasPrefix(etag, "W/") {
+		t.Fatalf("etag %q", etag)
+	}
+	if r := f.get("/channels/"+slug+"/appcast.xml", "If-None-Match", etag); r.Status != 304 || len(r.Body) != 0 {
+		t.Fatalf("If-None-Match: %d", r.Status)
+	}
+	if h := f.e.Do(t, http.MethodHead, "/channels/"+slug+"/appcast.xml", nil, nil); h.Status != 200 || h.Header.Get("ETag") != etag || len(h.Body) != 0 {
+		t.Fatalf("HEAD: %d %q", h.Status, h.Header.Get("ETag"))
+	}
+
+	// Deleting the newest build rolls the feed back to the previous one at once.
+	f.want(f.call("DELETE", fmt.Sprintf("/api/releases/%d", id(second)), f.e.AdminToken, ""), 200, "delete")
+	if doc := f.appcast("/channels/" + slug + "/appcast.xml"); len(doc.Items) != 1 || doc.Items[0].Version != "100" {
+		t.Fatalf("after the delete: %+v", doc.Items)
+	}
+
+	// A channel of another platform has no appcast; an unknown channel is 404 too.
+	ipa := f.e.UploadApp(t, "P.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Phone", BundleID: "com.example.phone", Version: "1.0", Build: "1"}))
+	r = f.get("/channels/" + ipa["channel"].(map[string]any)["slug"].(string) + "/appcast.xml")
+	if r.Status != 404 || !strings.Contains(r.Error(t), "macos") {
+		t.Fatalf("appcast of an iOS channel: %d %s", r.Status, r.Body)
+	}
+	if r := f.get("/channels/nope/appcast.xml"); r.Status != 404 {
+		t.Fatalf("unknown channel: %d", r.Status)
+	}
+}
+
+// Issue 23: electron-updater's latest-mac.yml (read as YAML) names the newest .zip with the
+// base64 SHA-512 and size of the downloaded bytes; the Tauri endpoint answers 204 when up to
+// date and the update otherwise; bad parameters are 4xx.
+func TestElectronAndTauriFeeds(t *testing.T) {
+	_, key, _ := ed25519.GenerateKey(nil)
+	f := feedEnv{newMgmt(t, apptest.Options{}), key}
+	first, _ := f.macBuild("", "1.0.0", "1")
+	slug := first["channel"].(map[string]any)["slug"].(string)
+	tauriSig := base64.StdEncoding.EncodeToString([]byte("untrusted comment: signature from tauri secret key\nRUQf\ntrusted comment: x\nabc\n"))
+	second, zip2 := f.macBuild(slug, "1.1.0", "2", apptest.Field("rollout", "25"), apptest.Field("tauri_signature", tauriSig))
+
+	r := f.get("/channels/" + slug + "/electron/latest-mac.yml")
+	if r.Status != 200 {
+		t.Fatalf("latest-mac.yml: %d %s", r.Status, r.Body)
+	}
+	var info struct {
+		Version string `json:"version"`
+		Files   []struct {
+			URL    string `json:"url"`
+			SHA512 string `json:"sha512"`
+			Size   int64  `json:"size"`
+		} `json:"files"`
+		Path              string `json:"path"`
+		SHA512            string `json:"sha512"`
+		ReleaseDate       string `json:"releaseDate"`
+		ReleaseNotes      string `json:"releaseNotes"`
+		StagingPercentage int    `json:"stagingPercentage"`
+	}
+	if err := yaml.UnmarshalStrict(r.Body, &info, yaml.DisallowUnknownFields); err != nil {
+		// releaseName and critical are extra keys electron-updater ignores; read leniently.
+		if err := yaml.Unmarshal(r.Body, &info); err != nil {
+			t.Fatalf("latest-mac.yml does not parse: %v\n%s", err, r.Body)
+		}
+	}
+	if info.Version != "1.1.0" || len(info.Files) != 1 || info.Path != info.Files[0].URL || info.SHA512 != info.Files[0].SHA512 ||
+		info.Files[0].Size != int64(len(zip2)) || info.StagingPercentage != 25 || info.ReleaseNotes != "Faster <sync>\nFixed & tested" ||
+		!strings.HasSuffix(info.Files[0].URL, "/Desk-1.1.0.zip") {
+		t.Fatalf("latest-mac.yml: %+v\n%s", info, r.Body)
+	}
+	if _, err := time.Parse(time.RFC3339, info.ReleaseDate); err != nil {
+		t.Fatalf("releaseDate %q: %v", info.ReleaseDate, err)
+	}
+	got := f.e.Follow(t, info.Files[0].URL)
+	sum := sha512.Sum512(got.Body)
+	if got.Status != 200 || base64.StdEncoding.EncodeToString(sum[:]) != info.SHA512 {
+		t.Fatalf("download: %d; sha512 of the bytes %s, feed %s", got.Status, base64.StdEncoding.EncodeToString(sum[:]), info.SHA512)
+	}
+	s1 := sha1.Sum(got.Body)
+	if second["sha1"] != hex.EncodeToString(s1[:]) {
+		t.Fatalf("sha1: release %v, bytes %x", second["sha1"], s1)
+	}
+	for path, want := range map[string]int{"/electron/latest.yml": 404, "/electron/latest-linux.yml": 404, "/electron/other.yml": 404} {
+		if r := f.get("/channels/" + slug + path); r.Status != want || r.Error(t) == "" {
+			t.Errorf("%s: %d %s", path, r.Status, r.Body)
+		}
+	}
+
+	// Tauri: up to date (or ahead) is 204; behind gets the update.
+	for _, cur := range []string{"1.1.0", "1.2.0"} {
+		if r := f.get("/channels/" + slug + "/tauri/darwin/aarch64/" + cur); r.Status != 204 || len(r.Body) != 0 {
+			t.Fatalf("tauri at %s: %d %s", cur, r.Status, r.Body)
+		}
+	}
+	r = f.get("/channels/" + slug + "/tauri/darwin/x86_64/1.0.0")
+	var upd struct {
+		Version, Notes, PubDate, URL, Signature string
+	}
+	var raw map[string]any
+	if r.Status != 200 || json.Unmarshal(r.Body, &raw) != nil {
+		t.Fatalf("tauri update: %d %s", r.Status, r.Body)
+	}
+	upd.Version, _ = raw["version"].(string)
+	upd.URL, _ = raw["url"].(string)
+	upd.Signature, _ = raw["signature"].(string)
+	upd.PubDate, _ = raw["pub_date"].(string)
+	if upd.Version != "1.1.0" || upd.Signature != tauriSig || upd.URL != info.Files[0].URL {
+		t.Fatalf("tauri update: %s", r.Body)
+	}
+	if _, err := time.Parse(time.RFC3339, upd.PubDate); err != nil {
+		t.Fatalf("pub_date %q", upd.PubDate)
+	}
+	r = f.get("/channels/" + slug + "/tauri.json")
+	var static struct {
+		Version   string                       `json:"version"`
+		Platforms map[string]map[string]string `json:"platforms"`
+	}
+	if r.Status != 200 || json.Unmarshal(r.Body, &static) != nil || static.Version != "1.1.0" ||
+		static.Platforms["darwin-aarch64"]["url"] != upd.URL || static.Platforms["darwin-x86_64"]["signature"] != tauriSig {
+		t.Fatalf("tauri static: %d %s", r.Status, r.Body)
+	}
+	for path, want := range map[string]int{"/tauri/windows/x86_64/1.0.0": 404, "/tauri/darwin/sparc/1.0.0": 422, "/tauri/beos/x86_64/1.0.0": 422} {
+		if r := f.get("/channels/" + slug + path); r.Status != want || r.Error(t) == "" {
+			t.Errorf("%s: %d %s", path, r.Status, r.Body)
+		}
+	}
+	// A tauri_signature that is not a .sig file's content is refused.
+	bad := f.e.Upload(t, "/api/apps/upload", "", apptest.Field("token", f.e.UploadToken), apptest.Field("tauri_signature", "c2lnbmF0dXJl"),
+		apptest.File("D.zip", appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk"})))
+	if bad.Status != 422 || !strings.Contains(string(bad.Body), "tauri_signature") {
+		t.Fatalf("bad tauri_signature: %d %s", bad.Status, bad.Body)
+	}
+}
+
+// Issue 23: a password-protected channel's feeds answer only to its feed token (query or bearer),
+// whose links carry it so the download works without cookies; rotating the token revokes the old.
+func TestFeedTokenOfProtectedChannel(t *testing.T) {
+	_, key, _ := ed25519.GenerateKey(nil)
+	f := feedEnv{newMgmt(t, apptest.Options{}), key}
+	rel, zip := f.macBuild("", "2.0", "200", apptest.Field("password", "sesame"))
+	ch := rel["channel"].(map[string]any)
+	slug, chID := ch["slug"].(string), int64(ch["id"].(float64))
+	path := "/channels/" + slug + "/appcast.xml"
+	if r := f.get(path); r.Status != 401 || !strings.Contains(r.Error(t), "feed_token") {
+		t.Fatalf("without a token: %d %s", r.Status, r.Body)
+	}
+	f.want(f.call("POST", fmt.Sprintf("/api/channels/%d/feed_token", chID), f.e.UploadToken, ""), 403, "rotate with an upload token")
+	tok := f.want(f.call("POST", fmt.Sprintf("/api/channels/%d/feed_token", chID), f.e.AdminToken, ""), 201, "make a feed token")["feed_token"].(string)
+	if r := f.get(path + "?token=wrong"); r.Status != 401 {
+		t.Fatalf("wrong token: %d", r.Status)
+	}
+	doc := f.appcast(path + "?token=" + tok)
+	if len(doc.Items) != 1 || !strings.Contains(doc.Items[0].Enclosure.URL, "feed_token=") {
+		t.Fatalf("protected appcast: %+v", doc.Items)
+	}
+	if got := f.e.Follow(t, doc.Items[0].Enclosure.URL); got.Status != 200 || len(got.Body) != len(zip) {
+		t.Fatalf("download through the feed's link: %d", got.Status)
+	}
+	if r := f.get("/channels/"+slug+"/electron/latest-mac.yml", "Authorization", "Bearer "+tok); r.Status != 200 {
+		t.Fatalf("bearer token: %d %s", r.Status, r.Body)
+	}
+	// A token never leaks into the logs.
+	if strings.Contains(f.e.LogText(), tok) {
+		t.Fatal("the feed token was logged")
+	}
+	f.want(f.call("POST", fmt.Sprintf("/api/channels/%d/feed_token", chID), f.e.AdminToken, ""), 201, "rotate")
+	if r := f.get(path + "?token=" + tok); r.Status != 401 {
+		t.Fatalf("old token after rotation: %d", r.Status)
+	}
+	if got := f.e.Follow(t, doc.Items[0].Enclosure.URL); got.Status != 401 {
+		t.Fatalf("old token's download link after rotation: %d", got.Status)
+	}
+}
+
+// Issue 23: on a Linux channel, latest-linux.yml names the newest x86_64 AppImage and
+// latest-linux-arm64.yml the newest aarch64 one, each with the SHA-512 of its downloaded bytes;
+// the macOS and Windows files are 404 there.
+func TestElectronLinuxFeeds(t *testing.T) {
+	m := newMgmt(t, apptest.Options{})
+	x64 := linuxtest.BuildAppImage(linuxtest.AppImageOptions{Name: "Tool", Version: "2.0.0"})
+	arm := linuxtest.BuildAppImage(linuxtest.AppImageOptions{Name: "Tool", Version: "2.0.1", Runtime: linuxtest.RuntimeOptions{Machine: linuxtest.MachineAArch64}})
+	first := m.e.UploadApp(t, "Tool-2.0.0-x86_64.AppImage", x64)
+	slug := first["channel"].(map[string]any)["slug"].(string)
+	second := m.e.UploadApp(t, "Tool-2.0.1-aarch64.AppImage", arm, apptest.Field("channel_key", slug))
+	for _, rel := range []map[string]any{first, second} {
+		m.waitRelease(id(rel), func(r map[string]any) bool { return r["checksum_state"] == "verified" })
+	}
+	for file, want := range map[string][]byte{"latest-linux.yml": x64, "latest-linux-arm64.yml": arm} {
+		r := m.e.Get(t, "/channels/"+slug+"/electron/"+file)
+		var info struct {
+			Version string `json:"version"`
+			Path    string `json:"path"`
+			SHA512  string `json:"sha512"`
+		}
+		if r.Status != 200 || yaml.Unmarshal(r.Body, &info) != nil {
+			t.Fatalf("%s: %d %s", file, r.Status, r.Body)
+		}
+		got := m.e.Follow(t, info.Path)
+		sum := sha512.Sum512(got.Body)
+		if got.Status != 200 || string(got.Body) != string(want) || base64.StdEncoding.EncodeToString(sum[:]) != info.SHA512 ||
+			!strings.HasSuffix(info.Path, ".AppImage") {
+			t.Fatalf("%s: %+v, download %d (%d bytes)", file, info, got.Status, len(got.Body))
+		}
+	}
+	for _, file := range []string{"latest-mac.yml", "latest.yml"} {
+		if r := m.e.Get(t, "/channels/"+slug+"/electron/"+file); r.Status != 404 || !strings.Contains(r.Error(t), "linux") {
+			t.Errorf("%s on a Linux channel: %d %s", file, r.Status, r.Body)
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+// LeaseUnverified takes the oldest release whose checksums are still to be computed from its
+// stored object and leases it for lease (another replica's verifier skips it meanwhile); nil when
+// there is none. A lease that ran out (its verifier died) is taken again.
+func (db *DB) LeaseUnverified(ctx context.Context, lease time.Duration) (*distribution.Release, error) {
+	var r distribution.Release
+	err := scanRelease(db.Pool.QueryRow(ctx, `UPDATE releases r SET checksum_lease = clock_timestamp() + $1::interval
+		WHERE r.id = (SELECT id FROM releases WHERE checksum_state IN ('pending', 'unverified')
+			AND (checksum_lease IS NULL OR checksum_lease < clock_timestamp()) ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+		RETURNING `+releaseColumns, lease.String()), &r)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	return &r, nil
+}
+
+// RecordChecksums records what the verifier computed from a release's object: its checksums and
+// state (verified or mismatch, with the reason). It reports false when the release is gone.
+func (db *DB) RecordChecksums(ctx context.Context, id int64, sha256, sha512, sha1, state, reason string) (bool, error) {
+	tag, err := db.Pool.Exec(ctx, `UPDATE releases SET sha256 = $2, sha512 = $3, sha1 = $4, checksum_state = $5,
+		checksum_error = $6, checksum_lease = NULL WHERE id = $1`, id, sha256, sha512, sha1, state, reason)
+	if err != nil {
+		return false, dbErr(err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// SetFeedToken records the hash of a channel's new feed token, or errs.NotFound.
+func (db *DB) SetFeedToken(ctx context.Context, channelID int64, hash string) error {
+	tag, err := db.Pool.Exec(ctx, `UPDATE channels SET feed_token_hash = $2, updated_at = now() WHERE id = $1`, channelID, hash)
+	if err != nil {
+		return dbErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return errs.New(errs.NotFound, "channel %d not found", channelID)
+	}
+	return nil
+}
