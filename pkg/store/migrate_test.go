@@ -99,7 +99,7 @@ var fills = map[uint]string{
 	14: `
 		INSERT INTO release_insights (release_id, snapshot) VALUES (1, '{"schema": 1, "platform": "ios", "format": "ipa", "sizes": {"download": 100}}');
 		UPDATE channels SET max_size_bytes = 50000000, max_growth_percent = 5.5, enforce_budget = true WHERE id = 1;`,
-	18: `
+	15: `
 		UPDATE releases SET sha512 = repeat('c', 128), sha1 = repeat('d', 40), checksum_state = 'verified',
 			ed_signature = 'c2ln', tauri_signature = 'dGF1cmk=', rollout_percent = 40, critical = true WHERE id = 1;
 		UPDATE releases SET checksum_state = 'mismatch', checksum_error = 'declared another', checksum_lease = now() WHERE id = 2;
