@@ -324,6 +324,40 @@ func (s *Server) tauriStatic(c *gin.Context) error {
 	return nil
 }
 
+// squirrel: GET /channels/:slug/squirrel/RELEASES, Squirrel.Windows' release list for a Windows
+// channel (Update.exe --update=<base>/channels/:slug/squirrel): "SHA1 URL size" for every .nupkg
+// the channel offers (full and delta packages, oldest first), with absolute download URLs, which
+// Squirrel accepts in place of file names. A .nupkg is kept as a plain file of a Windows channel
+// (or read as a zip holding an .exe); either way the file name says what it is.
+func (s *Server) squirrel(c *gin.Context) error {
+	ctx := reqCtx(c)
+	v, token, err := s.feedView(c)
+	if err != nil {
+		return err
+	}
+	if err := needPlatform(v, "Squirrel's RELEASES", "windows"); err != nil {
+		return err
+	}
+	e, err := v.Memo("feed\x00squirrel\x00"+token, func() (*readcache.Encoded, error) {
+		items, err := s.feedItems(ctx, v, token, 0, func(r *distribution.Release) bool {
+			return strings.HasSuffix(strings.ToLower(r.Filename), ".nupkg") && r.SHA1 != ""
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(items) == 0 {
+			return nil, errs.New(errs.NotFound, "channel %s offers no .nupkg yet (upload Squirrel's packages to it with their "+
+				"file names; they are offered once Slipway has verified their checksums)", v.Channel.Slug)
+		}
+		return encodeBytes(feeds.SquirrelReleases(items)), nil
+	})
+	if err != nil {
+		return err
+	}
+	writeFeed(c, e, "text/plain; charset=utf-8")
+	return nil
+}
+
 // rotateFeedToken: POST /api/channels/:id/feed_token makes the channel's feed token anew and
 // returns it, once; the old one stops working.
 func (s *Server) rotateFeedToken(c *gin.Context) error {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/appinfo/linux/linuxtest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/windows/windowstest"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
 
@@ -335,4 +336,60 @@ func TestElectronLinuxFeeds(t *testing.T) {
 			t.Errorf("%s on a Linux channel: %d %s", file, r.Status, r.Body)
 		}
 	}
+}
+
+// Issue 23: Squirrel.Windows' RELEASES on a Windows channel lists every .nupkg the channel offers,
+// oldest first, as "SHA1 URL size", the SHA-1 and size of the bytes the URL downloads; the
+// channel's other builds (an .exe) are not in it, and other channels answer 404.
+func TestSquirrelReleases(t *testing.T) {
+	m := newMgmt(t, apptest.Options{})
+	exe := m.e.UploadApp(t, "Desk-1.0.0.exe", windowstest.BuildPE(windowstest.PEOptions{}))
+	slug := exe["channel"].(map[string]any)["slug"].(string)
+	if r := m.e.Get(t, "/channels/"+slug+"/squirrel/RELEASES"); r.Status != 404 || !strings.Contains(r.Error(t), ".nupkg") {
+		t.Errorf("RELEASES without a .nupkg: %d %s", r.Status, r.Body)
+	}
+	nupkg := func(version string) []byte {
+		return windowstest.BuildZip(windowstest.Entry{Name: "Desk.nuspec", Data: []byte(`<?xml version="1.0"?><package><metadata><id>Desk</id><version>` + version + `</version></metadata></package>`)},
+			windowstest.Entry{Name: "lib/net45/readme.txt", Data: []byte("Desk " + version)})
+	}
+	files := []string{"Desk-1.0.0-full.nupkg", "Desk-1.1.0-full.nupkg", "Desk-1.1.0-delta.nupkg"}
+	bodies := map[string][]byte{}
+	for _, name := range files {
+		bodies[name] = nupkg(name)
+		rel := m.e.UploadApp(t, name, bodies[name], apptest.Field("channel_key", slug))
+		m.waitRelease(id(rel), func(r map[string]any) bool { return r["checksum_state"] == "verified" })
+	}
+	m.waitRelease(id(exe), func(r map[string]any) bool { return r["checksum_state"] == "verified" })
+	r := m.e.Get(t, "/channels/"+slug+"/squirrel/RELEASES")
+	if r.Status != 200 {
+		t.Fatalf("RELEASES: %d %s", r.Status, r.Body)
+	}
+	lines := strings.Split(strings.TrimSpace(string(r.Body)), "\n")
+	if len(lines) != len(files) {
+		t.Fatalf("RELEASES has %d lines, not %d:\n%s", len(lines), len(files), r.Body)
+	}
+	for i, line := range lines {
+		f := strings.Fields(line)
+		if len(f) != 3 || !strings.HasSuffix(f[1], "/"+files[i]) {
+			t.Fatalf("line %d is not %s as \"SHA1 URL size\": %q", i, files[i], line)
+		}
+		got := m.e.Follow(t, f[1])
+		sum := sha1.Sum(got.Body)
+		if got.Status != 200 || string(got.Body) != string(bodies[files[i]]) || f[0] != strings.ToUpper(hex.EncodeToString(sum[:])) ||
+			f[2] != fmt.Sprint(len(got.Body)) {
+			t.Errorf("line %q: download %d, %d bytes, SHA-1 %X", line, got.Status, len(got.Body), sum)
+		}
+	}
+	mac, _ := feedEnv{m, nil}.macBuildUnsigned()
+	if r := m.e.Get(t, "/channels/"+mac+"/squirrel/RELEASES"); r.Status != 404 || !strings.Contains(r.Error(t), "windows") {
+		t.Errorf("RELEASES of a macOS channel: %d %s", r.Status, r.Body)
+	}
+}
+
+// macBuildUnsigned uploads a macOS .zip without a signature and returns its channel's key.
+func (f feedEnv) macBuildUnsigned() (string, map[string]any) {
+	f.t.Helper()
+	zip := appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk", Version: "1.0.0", Build: "1", MinOS: "12.0"})
+	rel := f.e.UploadApp(f.t, "Desk-1.0.0.zip", zip)
+	return rel["channel"].(map[string]any)["slug"].(string), rel
 }

@@ -226,6 +226,8 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	get("/channels/"+macSlug+"/tauri/darwin/sparc/1.0", 422)
 	get("/channels/"+macSlug+"/electron/latest.yml", 404)
 	get("/channels/"+slug+"/appcast.xml", 404)
+	get("/channels/"+macSlug+"/squirrel/RELEASES", 404) // a macOS channel; TestSquirrelReleases has the 200
+	expect(e.Do(t, "HEAD", "/channels/"+macSlug+"/squirrel/RELEASES", nil, nil), 404, "HEAD RELEASES")
 	get(fmt.Sprintf("/download/releases/%d/Desk.zip", int64(mac["id"].(float64))), 302)
 	get("/channels/"+apkSlug+"/tauri.json", 401)
 	expect(e.Do(t, "POST", fmt.Sprintf("/api/channels/%d/feed_token", int64(arel["channel"].(map[string]any)["id"].(float64))), nil, admin), 201, "feed token")
