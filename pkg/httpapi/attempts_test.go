@@ -101,7 +101,9 @@ func TestPasswordGuessesAtOnce(t *testing.T) {
 		}
 		clients = append(clients, c)
 	}
-	if len(clients) != 1 || clients[0] != "127.0.0.1" {
+	// (None at all when the right password was compared after the wrong ones: it clears the
+	// address's count. Seen in a soak run, map[302:1 403:6 429:93] with no row left.)
+	if len(clients) > 1 || len(clients) == 1 && clients[0] != "127.0.0.1" {
 		t.Errorf("password_failures clients %v, want only 127.0.0.1", clients)
 	}
 }
