@@ -3,6 +3,7 @@ module github.com/slipwayhq/slipway
 go 1.26.8
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/VictoriaMetrics/metricsql v0.87.3
 	github.com/aws/aws-sdk-go-v2 v1.47.6
 	github.com/aws/aws-sdk-go-v2/config v1.33.14

@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/slipwayhq/slipway/pkg/edsign"
 )
 
 // Config is the whole configuration of a Slipway process.
@@ -119,6 +121,9 @@ type Config struct {
 	// UDIDSigningCert and UDIDSigningKey are the PEM files that sign the UDID profile
 	// (SLIPWAY_UDID_SIGNING_CERT, SLIPWAY_UDID_SIGNING_KEY; UDIDSigner reads them).
 	UDIDSigningCert, UDIDSigningKey string
+	// SparkleKey, when set, is the operator's Ed25519 key with which Slipway signs the macOS
+	// packages that arrive without a Sparkle signature (SLIPWAY_SPARKLE_KEY_FILE, read at start).
+	SparkleKey *edsign.Key
 	// OIDC is the console's identity provider (SLIPWAY_OIDC_*); Issuer "" turns it off.
 	OIDC OIDCConfig
 }
@@ -189,6 +194,7 @@ var Vars = []Var{
 	{"SLIPWAY_OIDC_ALLOWED_GROUPS", "", "comma-separated groups of which a user must be in one; empty: any"},
 	{"SLIPWAY_OIDC_ADMIN_GROUPS", "", "comma-separated groups whose members are console admins (the first user to sign in is one too)"},
 	{"SLIPWAY_OIDC_GROUPS_CLAIM", "groups", "the ID token claim that lists a user's groups"},
+	{"SLIPWAY_SPARKLE_KEY_FILE", "", "file of the Ed25519 private key with which Slipway signs macOS packages uploaded without a Sparkle signature (generate_keys -x export, base64 or PEM); empty: Slipway signs nothing"},
 	{"SLIPWAY_TRUSTED_PROXIES", "", "comma-separated CIDRs of the reverse proxies (the ingress) whose X-Forwarded-For and X-Real-IP are believed; empty: none, the peer is the client"},
 }
 
@@ -341,6 +347,15 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.UDIDSigningCert, c.UDIDSigningKey = get("SLIPWAY_UDID_SIGNING_CERT"), get("SLIPWAY_UDID_SIGNING_KEY")
 	if (c.UDIDSigningCert == "") != (c.UDIDSigningKey == "") {
 		return nil, fmt.Errorf("SLIPWAY_UDID_SIGNING_CERT and SLIPWAY_UDID_SIGNING_KEY go together: set both or neither")
+	}
+	if path := get("SLIPWAY_SPARKLE_KEY_FILE"); path != "" {
+		text, rerr := os.ReadFile(path)
+		if rerr != nil {
+			return nil, fmt.Errorf("SLIPWAY_SPARKLE_KEY_FILE: cannot read the file")
+		}
+		if c.SparkleKey, err = edsign.ParseKey(text); err != nil {
+			return nil, fmt.Errorf("SLIPWAY_SPARKLE_KEY_FILE: %v", err)
+		}
 	}
 	for _, cidr := range strings.Split(get("SLIPWAY_TRUSTED_PROXIES"), ",") {
 		if cidr = strings.TrimSpace(cidr); cidr == "" {

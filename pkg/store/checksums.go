@@ -13,13 +13,16 @@ import (
 
 // LeaseUnverified takes the oldest release whose checksums are still to be computed from its
 // stored object and leases it for lease (another replica's verifier skips it meanwhile); nil when
-// there is none. A lease that ran out (its verifier died) is taken again.
-func (db *DB) LeaseUnverified(ctx context.Context, lease time.Duration) (*distribution.Release, error) {
+// there is none. With unsigned, a verified macOS release without a Sparkle signature is taken too
+// (Slipway has a Sparkle key: releases verified before it had one get signed). A lease that ran
+// out (its verifier died) is taken again.
+func (db *DB) LeaseUnverified(ctx context.Context, lease time.Duration, unsigned bool) (*distribution.Release, error) {
 	var r distribution.Release
 	err := scanRelease(db.Pool.QueryRow(ctx, `UPDATE releases r SET checksum_lease = clock_timestamp() + $1::interval
-		WHERE r.id = (SELECT id FROM releases WHERE checksum_state IN ('pending', 'unverified')
+		WHERE r.id = (SELECT id FROM releases WHERE (checksum_state IN ('pending', 'unverified')
+				OR ($2 AND platform = 'macos' AND checksum_state = 'verified' AND ed_signature = ''))
 			AND (checksum_lease IS NULL OR checksum_lease < clock_timestamp()) ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
-		RETURNING `+releaseColumns, lease.String()), &r)
+		RETURNING `+releaseColumns, lease.String(), unsigned), &r)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -30,10 +33,13 @@ func (db *DB) LeaseUnverified(ctx context.Context, lease time.Duration) (*distri
 }
 
 // RecordChecksums records what the verifier computed from a release's object: its checksums and
-// state (verified or mismatch, with the reason). It reports false when the release is gone.
-func (db *DB) RecordChecksums(ctx context.Context, id int64, sha256, sha512, sha1, state, reason string) (bool, error) {
+// state (verified or mismatch, with the reason), and the Sparkle signature Slipway made unless it
+// is "" (a signature the release has, the uploader's, is never replaced). It reports false when
+// the release is gone.
+func (db *DB) RecordChecksums(ctx context.Context, id int64, sha256, sha512, sha1, state, reason, edSignature string) (bool, error) {
 	tag, err := db.Pool.Exec(ctx, `UPDATE releases SET sha256 = $2, sha512 = $3, sha1 = $4, checksum_state = $5,
-		checksum_error = $6, checksum_lease = NULL WHERE id = $1`, id, sha256, sha512, sha1, state, reason)
+		checksum_error = $6, checksum_lease = NULL, ed_signature = CASE WHEN ed_signature = '' THEN $7 ELSE ed_signature END
+		WHERE id = $1`, id, sha256, sha512, sha1, state, reason, edSignature)
 	if err != nil {
 		return false, dbErr(err)
 	}

@@ -5,7 +5,11 @@
 package deploy
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
 	"fmt"
+	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -444,6 +448,9 @@ func checkConfigLoads(t *testing.T, r *rendered, s server) *config.Config {
 			env[e.Name] = e.Value
 		}
 	}
+	if file := env["SLIPWAY_SPARKLE_KEY_FILE"]; file != "" {
+		env["SLIPWAY_SPARKLE_KEY_FILE"] = mountedSecretFile(t, s, file)
+	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("the rendered environment is refused by config.Load: %v", err)
@@ -733,4 +740,33 @@ func TestChartSecretValues(t *testing.T) {
 	if len(main.Data) != len(want) {
 		t.Errorf("Secret keys %v", sortedKeys(main.Data))
 	}
+}
+
+// mountedSecretFile checks that file is a key of a Secret the pod mounts read-only (the Sparkle
+// key), and returns a local file with a valid key in its place, for config.Load to read.
+func mountedSecretFile(t *testing.T, s server, file string) string {
+	t.Helper()
+	dir, name := path.Split(file)
+	found := false
+	for _, m := range s.container.VolumeMounts {
+		if path.Clean(m.MountPath) != path.Clean(dir) {
+			continue
+		}
+		for _, v := range s.deploy.Spec.Template.Spec.Volumes {
+			if v.Name == m.Name && v.Secret != nil && m.ReadOnly {
+				for _, it := range v.Secret.Items {
+					found = found || it.Path == name
+				}
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("%s is not a file of a Secret mounted read-only", file)
+	}
+	_, priv, _ := ed25519.GenerateKey(nil)
+	local := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(local, []byte(base64.StdEncoding.EncodeToString(priv.Seed())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return local
 }

@@ -221,6 +221,9 @@ SLIPWAY_OIDC_ALLOWED_DOMAINS: {{ .Values.config.oidc.allowedDomains | quote }}
 SLIPWAY_OIDC_ALLOWED_GROUPS: {{ .Values.config.oidc.allowedGroups | quote }}
 SLIPWAY_OIDC_ADMIN_GROUPS: {{ .Values.config.oidc.adminGroups | quote }}
 SLIPWAY_OIDC_GROUPS_CLAIM: {{ .Values.config.oidc.groupsClaim | quote }}
+{{- if .Values.config.sparkle.keySecret }}
+SLIPWAY_SPARKLE_KEY_FILE: "/etc/slipway/sparkle/sparkle.key"
+{{- end }}
 {{- if .Values.config.udid.signingSecret }}
 SLIPWAY_UDID_SIGNING_CERT: "/etc/slipway/udid/tls.crt"
 SLIPWAY_UDID_SIGNING_KEY: "/etc/slipway/udid/tls.key"

@@ -132,6 +132,7 @@ func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, l
 	s.Releases = &catalog.Releases{Store: db, Effects: effects, Audit: audit}
 	s.Insights = &uploads.Insights{Store: db, Objects: s.Objects, Metrics: m}
 	s.Verifier = uploads.NewVerifier(db, st, effects, time.Minute, log)
+	s.Verifier.SparkleKey = cfg.SparkleKey
 	s.Builds = &uploads.Builds{Store: db, Channels: s.Apps, Objects: s.Objects, Effects: effects, Metrics: m, Audit: audit, Verifier: s.Verifier}
 	s.DebugFiles = &uploads.DebugFiles{Store: db, Channels: s.Apps, Objects: s.Objects, Events: s.Events, Webhooks: s.Sender, Metrics: m, Audit: audit}
 	s.Sessions = &uploads.Sessions{Store: db, Storage: st, Channels: s.Apps, Objects: s.Objects, Builds: s.Builds, Debug: s.DebugFiles,

@@ -5,22 +5,28 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
+	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"hash"
 	"io"
 	"log/slog"
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/edsign"
 	"github.com/slipwayhq/slipway/pkg/storage"
 )
 
 // ChecksumStore is what the verifier asks of the database.
 type ChecksumStore interface {
-	// LeaseUnverified takes the oldest unverified release for lease; nil when there is none.
-	LeaseUnverified(ctx context.Context, lease time.Duration) (*distribution.Release, error)
-	// RecordChecksums records a release's checksums and state; false when the release is gone.
-	RecordChecksums(ctx context.Context, id int64, sha256, sha512, sha1, state, reason string) (bool, error)
+	// LeaseUnverified takes the oldest unverified release for lease, and with unsigned the oldest
+	// verified macOS release that has no Sparkle signature too; nil when there is none.
+	LeaseUnverified(ctx context.Context, lease time.Duration, unsigned bool) (*distribution.Release, error)
+	// RecordChecksums records a release's checksums and state, and the Sparkle signature Slipway
+	// made when edSignature is not "" (a signature the release already has is kept); false when
+	// the release is gone.
+	RecordChecksums(ctx context.Context, id int64, sha256, sha512, sha1, state, reason, edSignature string) (bool, error)
 }
 
 // Checksums hashes what passes through it: SHA-256, SHA-512 and SHA-1, the checksums releases
@@ -50,10 +56,14 @@ func (c *Checksums) Sums() (sha256Hex, sha512Hex, sha1Hex string) {
 // Verifier computes the checksums of releases recorded as unverified (a resumable session's
 // package, whose SHA-256 was the client's word; releases recorded before the checksums were kept)
 // by one read of the stored object, and records them: verified, or mismatch when the SHA-256 the
-// client declared is not the bytes'. It is a background component: Run works until ctx ends.
+// client declared is not the bytes'. With a Sparkle key it also signs the macOS packages that came
+// without a Sparkle signature, which takes a second read (pure Ed25519 hashes the message twice;
+// see package edsign). It is a background component: Run works until ctx ends.
 type Verifier struct {
 	Store   ChecksumStore
 	Storage storage.Backend
+	// SparkleKey, when set, signs macOS packages uploaded without a Sparkle signature.
+	SparkleKey *edsign.Key
 	// Effects: a verified release changes its channel's feeds (the read cache drops the views).
 	Effects distribution.Effects
 	// Poll is how often it looks for unverified releases besides being woken (Wake).
@@ -110,19 +120,18 @@ func (v *Verifier) Run(ctx context.Context) error {
 
 // VerifyNext verifies the oldest unverified release, and reports whether there was one.
 func (v *Verifier) VerifyNext(ctx context.Context) (bool, error) {
-	r, err := v.Store.LeaseUnverified(ctx, verifyLease)
+	r, err := v.Store.LeaseUnverified(ctx, verifyLease, v.SparkleKey != nil)
 	if err != nil || r == nil {
 		return false, err
 	}
-	rc, err := v.Storage.GetRange(ctx, r.ObjectKey, 0, -1)
-	if err != nil {
-		return true, storageErr(nil, "get", err)
+	var sig *edsign.Signature
+	if v.SparkleKey != nil && r.Platform == "macos" && r.EdSignature == "" {
+		sig = v.SparkleKey.Sign()
 	}
 	sums := NewChecksums()
-	n, err := io.Copy(sums, rc)
-	rc.Close()
+	n, err := v.read(ctx, r.ObjectKey, sums, sig)
 	if err != nil {
-		return true, storageErr(nil, "get", err)
+		return true, err
 	}
 	sha256Hex, sha512Hex, sha1Hex := sums.Sums()
 	state, reason := distribution.ChecksumVerified, ""
@@ -133,15 +142,50 @@ func (v *Verifier) VerifyNext(ctx context.Context) (bool, error) {
 		state, reason = distribution.ChecksumMismatch, "the stored file's SHA-256 is not the "+r.SHA256+
 			" the uploader declared: the upload is corrupt; upload the build again"
 	}
-	ok, err := v.Store.RecordChecksums(context.WithoutCancel(ctx), r.ID, sha256Hex, sha512Hex, sha1Hex, state, reason)
+	edSignature := ""
+	if sig != nil && state == distribution.ChecksumVerified {
+		// The second read; its SHA-256 proves it read the bytes the first one did, so the nonce
+		// (from the first) and the signature (over the second) are of one message.
+		sig.Reread()
+		again := sha256.New()
+		if _, err := v.read(ctx, r.ObjectKey, again, sig); err != nil {
+			return true, err
+		}
+		if hex.EncodeToString(again.Sum(nil)) != sha256Hex {
+			return true, errors.New("the stored object changed between the two reads of its signature; it stays unsigned")
+		}
+		edSignature = base64.StdEncoding.EncodeToString(sig.Sum())
+	}
+	ok, err := v.Store.RecordChecksums(context.WithoutCancel(ctx), r.ID, sha256Hex, sha512Hex, sha1Hex, state, reason, edSignature)
 	if err != nil {
 		return true, err
 	}
 	if ok {
 		v.Effects.Changed(distribution.Change{ChannelID: r.ChannelID})
+		if edSignature != "" {
+			v.Log.InfoContext(ctx, "signed a macOS package for Sparkle", slog.Int64("release_id", r.ID), slog.Any("key", v.SparkleKey))
+		}
 		if state == distribution.ChecksumMismatch {
 			v.Log.WarnContext(ctx, "a release's stored bytes do not match its declared checksum", slog.Int64("release_id", r.ID))
 		}
 	}
 	return true, nil
+}
+
+// read copies the object at key into w and, when sig is not nil, into the signature's pass too; it
+// returns the bytes read.
+func (v *Verifier) read(ctx context.Context, key string, w io.Writer, sig *edsign.Signature) (int64, error) {
+	rc, err := v.Storage.GetRange(ctx, key, 0, -1)
+	if err != nil {
+		return 0, storageErr(nil, "get", err)
+	}
+	defer rc.Close()
+	if sig != nil {
+		w = io.MultiWriter(w, sig)
+	}
+	n, err := io.Copy(w, rc)
+	if err != nil {
+		return n, storageErr(nil, "get", err)
+	}
+	return n, nil
 }
