@@ -231,11 +231,41 @@ var tauriTargets = map[string]string{"darwin": "macos", "macos": "macos", "windo
 // tauriArchs are the {{arch}} values the Tauri updater sends.
 var tauriArchs = map[string]bool{"x86_64": true, "aarch64": true, "i686": true, "armv7": true}
 
-// tauriNewest returns the newest release of the channel the Tauri feeds offer, encoded as the
-// dynamic endpoint's JSON.
-func (s *Server) tauriNewest(ctx context.Context, v *readcache.ChannelView, token string) (*readcache.Encoded, error) {
-	return v.Memo("feed\x00tauri\x00"+token, func() (*readcache.Encoded, error) {
-		items, err := s.feedItems(ctx, v, token, 1)
+// tauriArchWords maps the architectures packages name (pkg/appinfo: Apple's, Windows', Debian's
+// and RPM's words) to the Tauri updater's {{arch}}; "*" is a package for every architecture.
+var tauriArchWords = map[string]string{
+	"x86_64": "x86_64", "amd64": "x86_64", "x64": "x86_64",
+	"arm64": "aarch64", "arm64e": "aarch64", "aarch64": "aarch64",
+	"x86": "i686", "i386": "i686", "i686": "i686",
+	"arm": "armv7", "armhf": "armv7", "armv7": "armv7", "armv7hl": "armv7", "armv7l": "armv7",
+	"all": "*", "noarch": "*", "neutral": "*",
+}
+
+// tauriDefaultArchs are what a build whose package names no architecture Tauri knows is taken
+// to run on: a Mac build is universal, a Windows or Linux one x86_64 (the bundlers' default).
+var tauriDefaultArchs = map[string][]string{"macos": {"x86_64", "aarch64"}, "windows": {"x86_64"}, "linux": {"x86_64"}}
+
+// tauriServes reports whether release r runs on the Tauri arch (its package's architectures).
+func tauriServes(platform string, r *distribution.Release, arch string) bool {
+	known := false
+	for _, word := range r.Facts.Architectures {
+		switch a := tauriArchWords[strings.ToLower(word)]; a {
+		case "":
+		case "*", arch:
+			return true
+		default:
+			known = true
+		}
+	}
+	return !known && slices.Contains(tauriDefaultArchs[platform], arch)
+}
+
+// tauriNewest returns the newest release of the channel the Tauri feeds offer for an arch,
+// encoded as the dynamic endpoint's JSON.
+func (s *Server) tauriNewest(ctx context.Context, v *readcache.ChannelView, token, arch string) (*readcache.Encoded, error) {
+	platform := v.Channel.DeviceType
+	return v.Memo("feed\x00tauri\x00"+arch+"\x00"+token, func() (*readcache.Encoded, error) {
+		items, err := s.feedItems(ctx, v, token, 1, func(r *distribution.Release) bool { return tauriServes(platform, r, arch) })
 		if err != nil {
 			return nil, err
 		}
@@ -272,7 +302,7 @@ func (s *Server) tauri(c *gin.Context) error {
 	if err := needPlatform(v, "the Tauri feed for "+target, platform); err != nil {
 		return err
 	}
-	e, err := s.tauriNewest(ctx, v, token)
+	e, err := s.tauriNewest(ctx, v, token, arch)
 	if err != nil {
 		return err
 	}
@@ -285,35 +315,49 @@ func (s *Server) tauri(c *gin.Context) error {
 	return nil
 }
 
-// tauriPlatformKeys are the static form's platform keys of each channel platform. Slipway does
-// not tell a package's architectures apart yet: a macOS build is taken as universal.
-var tauriPlatformKeys = map[string][]string{"macos": {"darwin-x86_64", "darwin-aarch64"}, "windows": {"windows-x86_64"},
-	"linux": {"linux-x86_64"}}
+// tauriPlatformArchs are the architectures of each channel platform the static form can list.
+var tauriPlatformArchs = map[string][]string{"macos": {"x86_64", "aarch64"}, "windows": {"x86_64", "aarch64", "i686"},
+	"linux": {"x86_64", "aarch64", "i686", "armv7"}}
 
-// tauriStatic: GET /channels/:slug/tauri.json, the static form of the Tauri updater's document
-// (the newest release, keyed by platform).
+// tauriPlatformNames are Tauri's names of the channel platforms in the static form's keys.
+var tauriPlatformNames = map[string]string{"macos": "darwin", "windows": "windows", "linux": "linux"}
+
+// tauriStatic: GET /channels/:slug/tauri.json, the static form of the Tauri updater's document:
+// the newest version the channel offers, with a "<os>-<arch>" entry for each architecture a build
+// of that version runs on (builds of each architecture uploaded separately, or one universal
+// build). An architecture without a build of that version has no entry: Tauri then reports no
+// update for it, where the dynamic endpoint would offer it its own newest build.
 func (s *Server) tauriStatic(c *gin.Context) error {
 	ctx := reqCtx(c)
 	v, token, err := s.feedView(c)
 	if err != nil {
 		return err
 	}
-	keys := tauriPlatformKeys[v.Channel.DeviceType]
-	if keys == nil {
+	platform := v.Channel.DeviceType
+	archs := tauriPlatformArchs[platform]
+	if archs == nil {
 		return needPlatform(v, "the Tauri feed", "macos", "windows", "linux")
 	}
 	e, err := v.Memo("feed\x00tauri-static\x00"+token, func() (*readcache.Encoded, error) {
-		items, err := s.feedItems(ctx, v, token, 1)
+		newest, err := s.feedItems(ctx, v, token, 1)
 		if err != nil {
 			return nil, err
 		}
-		if len(items) == 0 {
+		if len(newest) == 0 {
 			return nil, errs.New(errs.NotFound, "channel %s offers no build yet (builds are offered once Slipway has verified their checksums)", v.Channel.Slug)
 		}
-		u := feeds.Tauri(items[0])
+		u := feeds.Tauri(newest[0])
 		doc := feeds.TauriStatic{Version: u.Version, Notes: u.Notes, PubDate: u.PubDate, Platforms: map[string]feeds.TauriPlatform{}}
-		for _, k := range keys {
-			doc.Platforms[k] = feeds.TauriPlatform{Signature: u.Signature, URL: u.URL}
+		for _, arch := range archs {
+			items, err := s.feedItems(ctx, v, token, 1, func(r *distribution.Release) bool {
+				return r.ReleaseVersion == newest[0].ReleaseVersion && tauriServes(platform, r, arch)
+			})
+			if err != nil {
+				return nil, err
+			}
+			if len(items) == 1 {
+				doc.Platforms[tauriPlatformNames[platform]+"-"+arch] = feeds.TauriPlatform{Signature: items[0].TauriSignature, URL: items[0].URL}
+			}
 		}
 		return encode(doc)
 	})

@@ -221,7 +221,11 @@ func TestElectronAndTauriFeeds(t *testing.T) {
 			t.Fatalf("tauri at %s: %d %s", cur, r.Status, r.Body)
 		}
 	}
-	r = f.get("/channels/" + slug + "/tauri/darwin/x86_64/1.0.0")
+	// The synthetic Mac builds are arm64 (their Mach-O header): an Intel Mac is offered nothing.
+	if r := f.get("/channels/" + slug + "/tauri/darwin/x86_64/1.0.0"); r.Status != 204 {
+		t.Fatalf("tauri for an Intel Mac, with arm64 builds only: %d %s", r.Status, r.Body)
+	}
+	r = f.get("/channels/" + slug + "/tauri/darwin/aarch64/1.0.0")
 	var upd struct {
 		Version, Notes, PubDate, URL, Signature string
 	}
@@ -245,7 +249,7 @@ func TestElectronAndTauriFeeds(t *testing.T) {
 		Platforms map[string]map[string]string `json:"platforms"`
 	}
 	if r.Status != 200 || json.Unmarshal(r.Body, &static) != nil || static.Version != "1.1.0" ||
-		static.Platforms["darwin-aarch64"]["url"] != upd.URL || static.Platforms["darwin-x86_64"]["signature"] != tauriSig {
+		static.Platforms["darwin-aarch64"]["url"] != upd.URL || static.Platforms["darwin-aarch64"]["signature"] != tauriSig || len(static.Platforms) != 1 {
 		t.Fatalf("tauri static: %d %s", r.Status, r.Body)
 	}
 	for path, want := range map[string]int{"/tauri/windows/x86_64/1.0.0": 404, "/tauri/darwin/sparc/1.0.0": 422, "/tauri/beos/x86_64/1.0.0": 422} {
@@ -392,4 +396,87 @@ func (f feedEnv) macBuildUnsigned() (string, map[string]any) {
 	zip := appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk", Version: "1.0.0", Build: "1", MinOS: "12.0"})
 	rel := f.e.UploadApp(f.t, "Desk-1.0.0.zip", zip)
 	return rel["channel"].(map[string]any)["slug"].(string), rel
+}
+
+// Issue 23: the Tauri feeds tell a package's architectures apart (from the package: here the
+// AppImage runtime's ELF machine). The dynamic endpoint offers each {{arch}} the newest build that
+// runs on it, and 204 when there is none; the static form lists, under the newest version, every
+// architecture a build of that version runs on, each with that build's URL.
+func TestTauriArchitectures(t *testing.T) {
+	m := newMgmt(t, apptest.Options{})
+	appImage := func(version string, machine uint16) []byte {
+		return linuxtest.BuildAppImage(linuxtest.AppImageOptions{Name: "Tool", Version: version, Runtime: linuxtest.RuntimeOptions{Machine: machine}})
+	}
+	x64v1, armv1, x64v2, armv2 := appImage("2.0.0", 0), appImage("2.0.0", linuxtest.MachineAArch64), appImage("2.0.1", 0), appImage("2.0.1", linuxtest.MachineAArch64)
+	first := m.e.UploadApp(t, "Tool-2.0.0-x86_64.AppImage", x64v1)
+	slug := first["channel"].(map[string]any)["slug"].(string)
+	upload := func(name string, data []byte) {
+		rel := m.e.UploadApp(t, name, data, apptest.Field("channel_key", slug))
+		m.waitRelease(id(rel), func(r map[string]any) bool { return r["checksum_state"] == "verified" })
+	}
+	m.waitRelease(id(first), func(r map[string]any) bool { return r["checksum_state"] == "verified" })
+	upload("Tool-2.0.0-aarch64.AppImage", armv1)
+	upload("Tool-2.0.1-x86_64.AppImage", x64v2)
+
+	// dynamic asks the endpoint for arch at current and returns the version offered and its bytes.
+	dynamic := func(arch, current string) (int, string, []byte) {
+		r := m.e.Get(t, "/channels/"+slug+"/tauri/linux/"+arch+"/"+current)
+		if r.Status != 200 {
+			return r.Status, "", nil
+		}
+		var upd struct{ Version, URL string }
+		if err := json.Unmarshal(r.Body, &upd); err != nil {
+			t.Fatalf("%s: %v %s", arch, err, r.Body)
+		}
+		return 200, upd.Version, m.e.Follow(t, upd.URL).Body
+	}
+	for _, c := range []struct {
+		arch, current string
+		status        int
+		version       string
+		bytes         []byte
+	}{
+		{"x86_64", "1.0.0", 200, "2.0.1", x64v2},
+		{"aarch64", "1.0.0", 200, "2.0.0", armv1}, // no arm64 build of 2.0.1 yet: its own newest
+		{"aarch64", "2.0.0", 204, "", nil},
+		{"i686", "1.0.0", 204, "", nil},
+	} {
+		status, version, body := dynamic(c.arch, c.current)
+		if status != c.status || version != c.version || string(body) != string(c.bytes) {
+			t.Errorf("%s from %s: %d %q (%d bytes), want %d %q", c.arch, c.current, status, version, len(body), c.status, c.version)
+		}
+	}
+	static := func() (string, map[string][]byte) {
+		r := m.e.Get(t, "/channels/"+slug+"/tauri.json")
+		var doc struct {
+			Version   string
+			Platforms map[string]struct{ URL string }
+		}
+		if r.Status != 200 || json.Unmarshal(r.Body, &doc) != nil {
+			t.Fatalf("tauri.json: %d %s", r.Status, r.Body)
+		}
+		got := map[string][]byte{}
+		for k, p := range doc.Platforms {
+			got[k] = m.e.Follow(t, p.URL).Body
+		}
+		return doc.Version, got
+	}
+	if version, got := static(); version != "2.0.1" || len(got) != 1 || string(got["linux-x86_64"]) != string(x64v2) {
+		t.Errorf("static before the arm64 build of 2.0.1: %s %v", version, keys(got))
+	}
+	upload("Tool-2.0.1-aarch64.AppImage", armv2)
+	if version, got := static(); version != "2.0.1" || len(got) != 2 || string(got["linux-x86_64"]) != string(x64v2) || string(got["linux-aarch64"]) != string(armv2) {
+		t.Errorf("static with both builds of 2.0.1: %s %v", version, keys(got))
+	}
+	if status, version, body := dynamic("aarch64", "2.0.0"); status != 200 || version != "2.0.1" || string(body) != string(armv2) {
+		t.Errorf("aarch64 from 2.0.0 after its build: %d %q", status, version)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

@@ -174,3 +174,29 @@ func WebURL(s string) string {
 	}
 	return u.String()
 }
+
+// Feed is one update feed of a channel: the framework that reads it and the URL to give it.
+type Feed struct {
+	Framework, URL string
+}
+
+// Feeds are the update feeds a channel of a desktop platform serves (docs/feeds.md), as an app
+// is configured with them: electron-updater takes the folder of its latest*.yml (generic
+// provider), Squirrel the folder of RELEASES, Tauri the endpoint with its placeholders. None for
+// other platforms.
+func (l Links) Feeds(slug, platform string) []Feed {
+	base := l.Channel(slug)
+	tauri := []Feed{{"Tauri updater (endpoint)", base + "/tauri/{{target}}/{{arch}}/{{current_version}}"},
+		{"Tauri updater (static JSON)", base + "/tauri.json"}}
+	switch platform {
+	case "macos":
+		return append([]Feed{{"Sparkle (SUFeedURL)", base + "/appcast.xml"},
+			{"electron-updater (generic provider url; reads latest-mac.yml)", base + "/electron"}}, tauri...)
+	case "windows":
+		return append([]Feed{{"electron-updater (generic provider url; reads latest.yml)", base + "/electron"},
+			{"Squirrel.Windows (UpdateManager url; reads RELEASES)", base + "/squirrel"}}, tauri...)
+	case "linux":
+		return append([]Feed{{"electron-updater (generic provider url; reads latest-linux.yml, latest-linux-arm64.yml)", base + "/electron"}}, tauri...)
+	}
+	return nil
+}

@@ -91,6 +91,8 @@ type channelPageView struct {
 	Plan, Preview *retentionPlanView
 	Events        []string
 	Form          formState
+	// Feeds are the channel's update feeds (nil: not a desktop platform).
+	Feeds *feedsView
 }
 
 // WebhookForm gives the channel's webhook form its fields' data.
@@ -161,6 +163,7 @@ func (h *Handler) renderChannel(c *gin.Context, session string, u *distribution.
 		}
 	}
 	v.Ch = cv
+	v.Feeds = h.channelFeeds(&ch)
 	p := page{Title: cc.Scheme.Name + " · " + ch.Name + " · " + app.Name + " · Console · Slipway", Body: v,
 		Crumbs: []crumb{{Text: "Apps", URL: h.links.Base + "/console"}, {Text: app.Name, URL: h.appURL(app.ID)}, {Text: cc.Scheme.Name + " · " + ch.Name}}}
 	if v.CanManage {
@@ -216,6 +219,8 @@ type buildPageView struct {
 	FirstBuild                    bool
 	// OverBudget lists the channel's size budgets this build crosses.
 	OverBudget []string
+	// Updates is what the update feeds say of a desktop build (nil: not a desktop platform).
+	Updates *updatesView
 }
 
 // consoleRelease: GET /console/releases/:id, a build's console page.
@@ -246,7 +251,7 @@ func (h *Handler) renderBuild(c *gin.Context, session string, u *distribution.Us
 		CanManage: h.svc.People.CanManageApp(ctx, u, rc.App.ID) == nil, Channel: cc.Scheme.Name + " · " + cc.Channel.Name,
 		ChannelConsoleURL: h.channelURL(cc.Channel.ID), PublicURL: h.links.Release(cc.Channel.Slug, rc.ID),
 		Changelog: distribution.TextChangelog(rc.Changelog), FileName: rc.Filename, SHA256: rc.SHA256,
-		Pinned: rc.Pinned, Form: form}
+		Pinned: rc.Pinned, Form: form, Updates: releaseUpdates(&rc.Release)}
 	if who, err := h.svc.Audit.Uploaders(ctx, []int64{rc.ID}); err == nil {
 		if a, ok := who[rc.ID]; ok {
 			v.Uploader = a.Label()

@@ -93,6 +93,8 @@ func (h *Handler) Register(e *gin.Engine) {
 	e.POST("/console/apps/:id/channels", h.form(h.consoleCreateChannel))
 	e.POST("/console/apps/:id/members", h.form(h.consoleAddMember))
 	e.POST("/console/channels/:id/retention", h.form(h.consoleSetRetention))
+	e.POST("/console/channels/:id/feed_token", h.form(h.consoleRotateFeedToken))
+	e.POST("/console/releases/:id/updates", h.form(h.consoleSetUpdates))
 	e.POST("/console/channels/:id/webhooks", h.form(h.consoleCreateWebhook))
 	e.POST("/console/apps/:id/webhooks", h.form(h.consoleCreateAppWebhook))
 	e.POST("/console/releases/:id", h.form(h.consoleUpdateRelease))

@@ -29,6 +29,7 @@ type Apps interface {
 	ChannelByID(ctx context.Context, id int64) (*distribution.ChannelContext, error)
 	UpdateChannel(ctx context.Context, id int64, ch catalog.ChannelChanges) (*distribution.Channel, error)
 	DeleteChannel(ctx context.Context, id int64) error
+	RotateFeedToken(ctx context.Context, id int64) (string, error)
 }
 
 // Releases is catalog.Releases as the console uses it.
@@ -173,6 +174,19 @@ func (c *Console) UpdateChannel(ctx context.Context, u *distribution.User, chann
 		return nil, err
 	}
 	return out, nil
+}
+
+// RotateFeedToken makes a channel's update-feed token anew (admins, as the API's) and returns it,
+// to be shown once.
+func (c *Console) RotateFeedToken(ctx context.Context, u *distribution.User, channelID int64) (string, error) {
+	ctx = asUser(ctx, u)
+	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
+		return "", err
+	}
+	if _, err := c.Channel(ctx, u, channelID); err != nil {
+		return "", err
+	}
+	return c.Apps.RotateFeedToken(ctx, channelID)
 }
 
 // DeleteChannel deletes a channel with its releases.

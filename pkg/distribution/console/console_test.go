@@ -82,6 +82,10 @@ func (p *parts) DeleteChannel(ctx context.Context, _ int64) error {
 	p.callAs(ctx, "DeleteChannel")
 	return nil
 }
+func (p *parts) RotateFeedToken(ctx context.Context, _ int64) (string, error) {
+	p.callAs(ctx, "RotateFeedToken")
+	return "token", nil
+}
 func (p *parts) Release(_ context.Context, id int64) (*distribution.ReleaseContext, error) {
 	return &distribution.ReleaseContext{Release: distribution.Release{ID: id}, App: distribution.App{ID: 1}}, nil
 }
@@ -185,6 +189,8 @@ func TestConsoleAuthorisesThenCallsTheUseCase(t *testing.T) {
 		}, []*distribution.User{admin, member}, "UpdateChannel", "as user"},
 		{"delete channel", func(c *Console, u *distribution.User) error { return c.DeleteChannel(ctx, u, 5) },
 			[]*distribution.User{admin, member}, "DeleteChannel", "as user"},
+		{"rotate feed token", func(c *Console, u *distribution.User) error { _, err := c.RotateFeedToken(ctx, u, 5); return err },
+			[]*distribution.User{admin}, "RotateFeedToken", "as user"},
 		{"edit release", func(c *Console, u *distribution.User) error {
 			_, err := c.UpdateRelease(ctx, u, 7, catalog.ReleaseChanges{})
 			return err

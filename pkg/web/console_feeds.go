@@ -1,0 +1,126 @@
+package web
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/catalog"
+	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/links"
+)
+
+// feedsView is a desktop channel's update feeds as its console page shows them (issue 23).
+type feedsView struct {
+	Feeds []links.Feed
+	// Protected: the channel has a password, so the feeds answer only to its feed token;
+	// TokenMade says one has been made (the console cannot show it again: only its hash is kept).
+	Protected, TokenMade bool
+}
+
+// channelFeeds is the channel's feeds view, nil for a platform without update feeds.
+func (h *Handler) channelFeeds(ch *distribution.Channel) *feedsView {
+	if !distribution.DesktopPlatform(ch.DeviceType) {
+		return nil
+	}
+	return &feedsView{Feeds: h.links.Feeds(ch.Slug, ch.DeviceType), Protected: ch.HasPassword(), TokenMade: ch.FeedTokenHash != ""}
+}
+
+// consoleRotateFeedToken: POST /console/channels/:id/feed_token (admins) makes the channel's feed
+// token anew and shows it once. Replacing a token asks for "confirm": installed apps holding the
+// old one stop finding updates at once.
+func (h *Handler) consoleRotateFeedToken(c *gin.Context, f *formCall) (string, error) {
+	ctx := reqCtx(c)
+	id, err := idParam(c, "id", "channel")
+	if err != nil {
+		return "", err
+	}
+	h.onChannel(c, f, id, "feed-token-"+strconv.FormatInt(id, 10), nil)
+	cc, err := h.svc.Apps.ChannelByID(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if cc.Channel.FeedTokenHash != "" {
+		if err := confirmed(c); err != nil {
+			return "", errs.Field("confirm", "must be ticked: apps configured with the old token stop finding updates")
+		}
+	}
+	token, err := h.svc.Console.RotateFeedToken(ctx, f.user, id)
+	if err != nil {
+		return "", err
+	}
+	f.flash = flash{Kind: "ok", Message: "A new feed token was made for " + cc.Channel.Name +
+		". Copy it now: it is shown only this once. Updaters send it as ?token=… on the feed URLs.", Secret: token, SecretID: "new-feed-token"}
+	return h.channelURL(id) + "#feeds", nil
+}
+
+// consoleSetUpdates: POST /console/releases/:id/updates sets what the update feeds announce of a
+// desktop build: its staged-rollout percentage (0 takes it out of the feeds) and whether it is
+// a critical update.
+func (h *Handler) consoleSetUpdates(c *gin.Context, f *formCall) (string, error) {
+	ctx := reqCtx(c)
+	id, err := idParam(c, "id", "release")
+	if err != nil {
+		return "", err
+	}
+	h.onBuild(c, f, id, "updates-form-"+strconv.FormatInt(id, 10), map[string]fieldLabel{"rollout": {"rollout", "Rollout"}})
+	rollout, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(c.PostForm("rollout")), "%")))
+	if err != nil {
+		return "", errs.Field("rollout", "must be a whole number from 0 to 100")
+	}
+	critical := c.PostForm("critical") != ""
+	rc, err := h.svc.Console.UpdateRelease(ctx, f.user, id, catalog.ReleaseChanges{RolloutPercent: &rollout, Critical: &critical})
+	if err != nil {
+		return "", err
+	}
+	what := "offered to every install"
+	switch {
+	case rc.RolloutPercent == 0:
+		what = "out of the update feeds (rollout 0%)"
+	case rc.RolloutPercent < 100:
+		what = "rolled out to " + strconv.Itoa(rc.RolloutPercent) + "% of installs"
+	}
+	if rc.Critical {
+		what += ", as a critical update"
+	}
+	f.ok("Release %s is %s.", versionText(&rc.Release), what)
+	return h.buildURL(id) + "#updates", nil
+}
+
+// updatesView is what the update feeds say of a desktop build, for its console page.
+type updatesView struct {
+	// State is the checksum state in words; Offered whether the feeds offer the build.
+	State   string
+	Offered bool
+	// Sparkle says whether the build has a Sparkle signature ("" for other platforms).
+	Sparkle  string
+	SHA512   string
+	SHA1     string
+	Rollout  string
+	Critical bool
+}
+
+// releaseUpdates is the build's updates view, nil for a platform without update feeds.
+func releaseUpdates(r *distribution.Release) *updatesView {
+	if !distribution.DesktopPlatform(r.Platform) {
+		return nil
+	}
+	v := &updatesView{Offered: r.InFeeds(), SHA512: r.SHA512, SHA1: r.SHA1, Rollout: strconv.Itoa(r.RolloutPercent), Critical: r.Critical}
+	switch r.ChecksumState {
+	case distribution.ChecksumVerified:
+		v.State = "verified: Slipway computed its checksums from the stored bytes"
+	case distribution.ChecksumMismatch:
+		v.State = "mismatch: " + r.ChecksumError
+	default:
+		v.State = "being verified: the feeds leave it out until Slipway has read the stored bytes (seconds)"
+	}
+	if r.Platform == "macos" {
+		v.Sparkle = "none: Sparkle refuses an update without one (upload with ed_signature, or configure SLIPWAY_SPARKLE_KEY_FILE)"
+		if r.EdSignature != "" {
+			v.Sparkle = "signed (EdDSA)"
+		}
+	}
+	return v
+}
