@@ -156,6 +156,17 @@ type Info struct {
 	Sizes *Breakdown
 }
 
+// SetProperty sets one of the format's own facts (Properties) when its value is not empty.
+func (info *Info) SetProperty(key, val string) {
+	if val == "" {
+		return
+	}
+	if info.Properties == nil {
+		info.Properties = map[string]string{}
+	}
+	info.Properties[key] = val
+}
+
 // Profile is an Apple provisioning profile (embedded.mobileprovision or embedded.provisionprofile).
 type Profile struct {
 	UUID       string

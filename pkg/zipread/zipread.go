@@ -249,3 +249,24 @@ func (a *Archive) Describe(maxNames int) string {
 	}
 	return "a zip archive holding " + strings.Join(names, ", ")
 }
+
+// Prefetch hints r that [off, off+n) is about to be read, when r is a Prefetcher (a reader over
+// remote storage); other readers ignore it. Every parser of a non-zip format uses it too.
+func Prefetch(r io.ReaderAt, off, n int64) {
+	if p, ok := r.(Prefetcher); ok && n > 0 {
+		p.Prefetch(off, n)
+	}
+}
+
+// ReadFullAt reads exactly n bytes at off, with io.ErrUnexpectedEOF for a short read.
+func ReadFullAt(r io.ReaderAt, off int64, n int) ([]byte, error) {
+	b := make([]byte, n)
+	k, err := r.ReadAt(b, off)
+	if k == n {
+		return b, nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return nil, err
+}

@@ -239,7 +239,7 @@ func readXarTOC(r io.ReaderAt, size int64, budget *xmlBudget) (*xarTOC, int64, e
 	case tocLen == 0 || tocLen > uint64(size-hlen):
 		return nil, 0, errs.Invalidf("the .pkg is truncated (its table of contents runs past the end)")
 	}
-	xarPrefetch(r, hlen, int64(tocLen))
+	zipread.Prefetch(r, hlen, int64(tocLen))
 	zr, err := zlib.NewReader(io.NewSectionReader(r, hlen, int64(tocLen)))
 	if err != nil {
 		return nil, 0, errs.Wrap(errs.Invalid, err, "the .pkg's table of contents is not zlib-compressed")
@@ -422,7 +422,7 @@ func readXarFile(r io.ReaderAt, size, heap int64, f *xarFile) ([]byte, error) {
 	case d.Offset < 0 || d.Size < 0 || d.Length < 0 || d.Offset > size-heap || d.Size > size-heap-d.Offset:
 		return nil, errs.Invalidf("the .pkg's %s file lies outside the archive (truncated?)", f.Name)
 	}
-	xarPrefetch(r, heap+d.Offset, d.Size)
+	zipread.Prefetch(r, heap+d.Offset, d.Size)
 	var src io.Reader = io.NewSectionReader(r, heap+d.Offset, d.Size)
 	switch style := d.Style; style {
 	case "", "application/octet-stream":
@@ -445,11 +445,4 @@ func readXarFile(r io.ReaderAt, size, heap int64, f *xarFile) ([]byte, error) {
 		return nil, errs.Invalidf("the .pkg's %s file inflates to more than %d bytes", f.Name, maxXarFileBytes)
 	}
 	return data, nil
-}
-
-// xarPrefetch hints a remote reader that [off, off+n) is about to be read.
-func xarPrefetch(r io.ReaderAt, off, n int64) {
-	if p, ok := r.(zipread.Prefetcher); ok && n > 0 {
-		p.Prefetch(off, n)
-	}
 }

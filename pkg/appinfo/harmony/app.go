@@ -60,8 +60,8 @@ func ParseApp(a *zipread.Archive) (*appinfo.Info, error) {
 			return nil, err
 		}
 	}
-	setProp(info, "BundleType", clean(pa.BundleType))
-	setProp(info, "EntryHAP", clean(f.Name))
+	info.SetProperty("BundleType", clean(pa.BundleType))
+	info.SetProperty("EntryHAP", clean(f.Name))
 	var modules []string
 	for _, m := range pack.Summary.Modules {
 		if len(modules) == maxListItems {
@@ -71,7 +71,7 @@ func ParseApp(a *zipread.Archive) (*appinfo.Info, error) {
 			modules = append(modules, s)
 		}
 	}
-	setProp(info, "Modules", strings.Join(modules, ","))
+	info.SetProperty("Modules", strings.Join(modules, ","))
 	info.Sizes = appinfo.ZipBreakdown(a, appCut)
 	info.Sizes.Expand(f.Name, appinfo.ZipBreakdown(inner, hapCut))
 	return info, nil

@@ -220,12 +220,12 @@ func (h *hap) info(format appinfo.Format) (*appinfo.Info, error) {
 	if info.Icon, err = h.icon(); err != nil {
 		return nil, err
 	}
-	setProp(info, "BundleType", clean(app.BundleType))
-	setProp(info, "APIReleaseType", clean(app.APIReleaseType))
-	setProp(info, "CompileSdkVersion", clean(app.CompileSdkVersion))
-	setProp(info, "CompileSdkType", clean(app.CompileSdkType))
-	setProp(info, "Module", clean(mod.Name))
-	setProp(info, "ModuleType", clean(mod.Type))
+	info.SetProperty("BundleType", clean(app.BundleType))
+	info.SetProperty("APIReleaseType", clean(app.APIReleaseType))
+	info.SetProperty("CompileSdkVersion", clean(app.CompileSdkVersion))
+	info.SetProperty("CompileSdkType", clean(app.CompileSdkType))
+	info.SetProperty("Module", clean(mod.Name))
+	info.SetProperty("ModuleType", clean(mod.Type))
 	return info, nil
 }
 

@@ -230,14 +230,3 @@ func joinList(list []string, sep string) string {
 	}
 	return strings.Join(out, sep)
 }
-
-// setProp sets a property when its value is not empty, creating the map.
-func setProp(info *appinfo.Info, key, val string) {
-	if val == "" {
-		return
-	}
-	if info.Properties == nil {
-		info.Properties = map[string]string{}
-	}
-	info.Properties[key] = val
-}

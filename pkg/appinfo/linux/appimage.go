@@ -10,6 +10,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/zipread"
 )
 
 const (
@@ -46,7 +47,7 @@ func ParseAppImage(r io.ReaderAt, size int64) (*appinfo.Info, error) {
 	if size < elfHeadRead {
 		return nil, errs.Invalidf("the AppImage is truncated (%d bytes)", size)
 	}
-	eh, err := readFull(r, 0, elfHeadRead)
+	eh, err := zipread.ReadFullAt(r, 0, elfHeadRead)
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "the AppImage's ELF header is unreadable")
 	}
@@ -115,7 +116,7 @@ func ParseAppImage(r io.ReaderAt, size int64) (*appinfo.Info, error) {
 	info.ReleaseVersion = clean(d["X-AppImage-Version"])
 	info.BuildVersion = info.ReleaseVersion
 	info.Description = clean(d["Comment"])
-	setProp(info, "Categories", clean(strings.TrimSuffix(strings.TrimSpace(d["Categories"]), ";")))
+	info.SetProperty("Categories", clean(strings.TrimSuffix(strings.TrimSpace(d["Categories"]), ";")))
 	info.Icon = appImageIcon(fs, strings.TrimSpace(d["Icon"]))
 	return info, nil
 }
@@ -152,7 +153,7 @@ func appImageOffset(r io.ReaderAt, size int64, eh []byte) (int64, []byte, error)
 	if shtEnd > uint64(size-sqSuperLen) {
 		return 0, nil, errs.Invalidf("the AppImage is truncated: its runtime's section headers end at byte %d, leaving no room for the squashfs image", shtEnd)
 	}
-	b, err := readFull(r, int64(shtEnd-shentsize), int(shentsize+sqSuperLen))
+	b, err := zipread.ReadFullAt(r, int64(shtEnd-shentsize), int(shentsize+sqSuperLen))
 	if err != nil {
 		return 0, nil, errs.Wrap(errs.Invalid, err, "the AppImage's section headers are unreadable")
 	}
@@ -170,7 +171,7 @@ func appImageOffset(r io.ReaderAt, size int64, eh []byte) (int64, []byte, error)
 	for _, c := range candidates {
 		sb := b[shentsize:]
 		if c != shtEnd {
-			if sb, err = readFull(r, int64(c), sqSuperLen); err != nil {
+			if sb, err = zipread.ReadFullAt(r, int64(c), sqSuperLen); err != nil {
 				continue
 			}
 		}

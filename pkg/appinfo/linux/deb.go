@@ -14,6 +14,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/zipread"
 )
 
 const (
@@ -53,7 +54,7 @@ func ParseDeb(r io.ReaderAt, size int64) (*appinfo.Info, error) {
 	if size < int64(len(arMagic))+arHeaderLen {
 		return nil, errs.Invalidf("the .deb is truncated (%d bytes)", size)
 	}
-	head, err := readFull(r, 0, int(min(size, debHeadRead)))
+	head, err := zipread.ReadFullAt(r, 0, int(min(size, debHeadRead)))
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "the .deb's first bytes are unreadable")
 	}
@@ -65,8 +66,8 @@ func ParseDeb(r io.ReaderAt, size int64) (*appinfo.Info, error) {
 		if off+n <= int64(len(head)) {
 			return head[off : off+n], nil
 		}
-		prefetch(r, off, n)
-		return readFull(r, off, int(n))
+		zipread.Prefetch(r, off, n)
+		return zipread.ReadFullAt(r, off, int(n))
 	}
 	member := func(pos int64) (arMember, error) {
 		if pos > size-arHeaderLen {
@@ -282,10 +283,10 @@ func debInfo(f map[string]string) (*appinfo.Info, error) {
 	if arch := clean(f["architecture"]); arch != "" {
 		info.Architectures = strings.Fields(arch)
 	}
-	setProp(info, "Revision", revision)
-	setProp(info, "Epoch", epoch)
+	info.SetProperty("Revision", revision)
+	info.SetProperty("Epoch", epoch)
 	for _, k := range []string{"Depends", "Section", "Homepage"} {
-		setProp(info, k, clean(f[strings.ToLower(k)]))
+		info.SetProperty(k, clean(f[strings.ToLower(k)]))
 	}
 	return info, nil
 }

@@ -110,7 +110,6 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/zipread"
 )
 
 // Caps on what one parse reads or keeps. Over a cap, the parse fails with errs.Invalid.
@@ -186,35 +185,4 @@ func clean(s string) string {
 		}
 	}
 	return strings.TrimSpace(s)
-}
-
-// setProp sets a property when its value is not empty, creating the map.
-func setProp(info *appinfo.Info, key, val string) {
-	if val == "" {
-		return
-	}
-	if info.Properties == nil {
-		info.Properties = map[string]string{}
-	}
-	info.Properties[key] = val
-}
-
-// prefetch hints a remote reader that [off, off+n) is about to be read.
-func prefetch(r io.ReaderAt, off, n int64) {
-	if p, ok := r.(zipread.Prefetcher); ok && n > 0 {
-		p.Prefetch(off, n)
-	}
-}
-
-// readFull reads exactly n bytes at off, with io.ErrUnexpectedEOF for a short read.
-func readFull(r io.ReaderAt, off int64, n int) ([]byte, error) {
-	b := make([]byte, n)
-	k, err := r.ReadAt(b, off)
-	if k == n {
-		return b, nil
-	}
-	if err == nil || err == io.EOF {
-		err = io.ErrUnexpectedEOF
-	}
-	return nil, err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/zipread"
 )
 
 // An RPM package: a 96-byte lead (magic ED AB EE DB), the signature header padded to 8 bytes,
@@ -82,7 +83,7 @@ func ParseRPM(r io.ReaderAt, size int64) (*appinfo.Info, error) {
 	if size < rpmLeadLen+rpmIntroLen {
 		return nil, errs.Invalidf("the .rpm is truncated (%d bytes)", size)
 	}
-	lead, err := readFull(r, 0, rpmLeadLen+rpmIntroLen)
+	lead, err := zipread.ReadFullAt(r, 0, rpmLeadLen+rpmIntroLen)
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "the .rpm's lead is unreadable")
 	}
@@ -110,7 +111,7 @@ func ParseRPM(r io.ReaderAt, size int64) (*appinfo.Info, error) {
 	var intro []byte
 	sigStart := int64(rpmLeadLen + rpmIntroLen)
 	if h+rpmIntroLen-sigStart <= maxRPMSigRead {
-		sig, err := readFull(r, sigStart, int(h+rpmIntroLen-sigStart))
+		sig, err := zipread.ReadFullAt(r, sigStart, int(h+rpmIntroLen-sigStart))
 		if err != nil {
 			return nil, errs.Wrap(errs.Invalid, err, "the .rpm's signature header is unreadable")
 		}
@@ -118,7 +119,7 @@ func ParseRPM(r io.ReaderAt, size int64) (*appinfo.Info, error) {
 			return nil, err
 		}
 		intro = sig[len(sig)-rpmIntroLen:]
-	} else if intro, err = readFull(r, h, rpmIntroLen); err != nil {
+	} else if intro, err = zipread.ReadFullAt(r, h, rpmIntroLen); err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "the .rpm's main header is unreadable")
 	}
 	if il, dl, err = rpmIntro(intro, "main", h, size); err != nil {
@@ -127,8 +128,8 @@ func ParseRPM(r io.ReaderAt, size int64) (*appinfo.Info, error) {
 	if il == 0 {
 		return nil, errs.Invalidf("the .rpm's main header is empty")
 	}
-	prefetch(r, h+rpmIntroLen, 16*il)
-	index, err := readFull(r, h+rpmIntroLen, int(16*il))
+	zipread.Prefetch(r, h+rpmIntroLen, 16*il)
+	index, err := zipread.ReadFullAt(r, h+rpmIntroLen, int(16*il))
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "the .rpm's main header index is unreadable")
 	}
@@ -221,9 +222,9 @@ func rpmParseHeader(r io.ReaderAt, index []byte, store, dl int64) (*appinfo.Info
 		if hi-lo > maxRPMSpan {
 			return nil, errs.Invalidf("the .rpm's main header spreads its name and version over %d bytes, over the %d-byte limit", hi-lo, maxRPMSpan)
 		}
-		prefetch(r, store+lo, hi-lo)
+		zipread.Prefetch(r, store+lo, hi-lo)
 		var err error
-		if data, err = readFull(r, store+lo, int(hi-lo)); err != nil {
+		if data, err = zipread.ReadFullAt(r, store+lo, int(hi-lo)); err != nil {
 			return nil, errs.Wrap(errs.Invalid, err, "the .rpm's main header data is unreadable")
 		}
 	}
@@ -273,12 +274,12 @@ func rpmParseHeader(r io.ReaderAt, index []byte, store, dl int64) (*appinfo.Info
 	if arch := vals[rpmTagArch]; arch != "" {
 		info.Architectures = []string{arch}
 	}
-	setProp(info, "Release", release)
-	setProp(info, "Epoch", vals[rpmTagEpoch])
-	setProp(info, "License", vals[rpmTagLicense])
-	setProp(info, "URL", vals[rpmTagURL])
+	info.SetProperty("Release", release)
+	info.SetProperty("Epoch", vals[rpmTagEpoch])
+	info.SetProperty("License", vals[rpmTagLicense])
+	info.SetProperty("URL", vals[rpmTagURL])
 	if source {
-		setProp(info, "SourcePackage", "true")
+		info.SetProperty("SourcePackage", "true")
 	}
 	return info, nil
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"math/bits"
 	"strings"
+
+	"github.com/slipwayhq/slipway/pkg/zipread"
 )
 
 // A minimal squashfs 4.0 reader (the format: docs.kernel.org/filesystems/squashfs.html and
@@ -90,7 +92,7 @@ func openSquashfs(r io.ReaderAt, base, size int64) (*squashFS, error) {
 	if base < 0 || base > size-sqSuperLen {
 		return nil, squashErr("no squashfs superblock (the file ends at byte %d)", size)
 	}
-	sb, err := readFull(r, base, sqSuperLen)
+	sb, err := zipread.ReadFullAt(r, base, sqSuperLen)
 	if err != nil {
 		return nil, squashErr("the squashfs superblock is unreadable")
 	}
@@ -163,7 +165,7 @@ func (s *squashFS) read(pos, n int64) ([]byte, error) {
 	if b := s.fromAhead(pos, n); b != nil {
 		return b, nil
 	}
-	b, err := readFull(s.r, s.base+pos, int(n))
+	b, err := zipread.ReadFullAt(s.r, s.base+pos, int(n))
 	if err != nil {
 		return nil, squashErr("the squashfs image is unreadable at byte %d (truncated?)", pos)
 	}

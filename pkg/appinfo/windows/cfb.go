@@ -7,6 +7,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/zipread"
 )
 
 // A compound file (CFB, "OLE2", [MS-CFB]) is a little file system: a 512-byte header, then
@@ -94,7 +95,7 @@ func openCFB(r io.ReaderAt, size int64) (*cfbFile, error) {
 	if size < 512 {
 		return nil, errs.Invalidf("the compound file is truncated (%d bytes)", size)
 	}
-	h, err := readFull(r, 0, 512)
+	h, err := zipread.ReadFullAt(r, 0, 512)
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "the compound file's header is unreadable")
 	}
@@ -185,8 +186,8 @@ func (c *cfbFile) difatSector(s uint32) ([]byte, error) {
 	if n <= 1 {
 		return c.sector(s)
 	}
-	prefetch(c.r, off, n*c.ss)
-	b, err := readFull(c.r, off, int(n*c.ss))
+	zipread.Prefetch(c.r, off, n*c.ss)
+	b, err := zipread.ReadFullAt(c.r, off, int(n*c.ss))
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "the compound file is truncated (sector %d)", s)
 	}
@@ -202,7 +203,7 @@ func (c *cfbFile) sector(s uint32) ([]byte, error) {
 	if s >= c.nsec {
 		return nil, errs.Invalidf("the compound file points at sector %d, outside the file (truncated?)", s)
 	}
-	b, err := readFull(c.r, (int64(s)+1)*c.ss, int(c.ss))
+	b, err := zipread.ReadFullAt(c.r, (int64(s)+1)*c.ss, int(c.ss))
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "the compound file is truncated (sector %d)", s)
 	}
@@ -370,8 +371,8 @@ func (c *cfbFile) readRuns(runs []cfbRun) ([]byte, error) {
 		if r.off < 0 || r.off+r.n > c.size {
 			return nil, errs.Invalidf("the compound file is truncated (a stream runs past its end)")
 		}
-		prefetch(c.r, r.off, r.n)
-		b, err := readFull(c.r, r.off, int(r.n))
+		zipread.Prefetch(c.r, r.off, r.n)
+		b, err := zipread.ReadFullAt(c.r, r.off, int(r.n))
 		if err != nil {
 			return nil, errs.Wrap(errs.Invalid, err, "the compound file is truncated")
 		}

@@ -46,7 +46,7 @@ func ParseEXEZip(a *zipread.Archive) (*appinfo.Info, error) {
 		return nil, err
 	}
 	info.Format = appinfo.FormatEXEZip
-	setProp(info, "Executable", clean(f.Name))
+	info.SetProperty("Executable", clean(f.Name))
 	info.Sizes = appinfo.ZipBreakdown(a, exeZipCut(a, f.Name))
 	return info, nil
 }

@@ -147,7 +147,7 @@ func ParseMSI(r io.ReaderAt, size int64) (*appinfo.Info, error) {
 		Name: props["ProductName"], BundleID: props["ProductName"], ReleaseVersion: props["ProductVersion"],
 		BuildVersion: props["ProductVersion"], Publisher: props["Manufacturer"]}
 	for _, k := range []string{"ProductCode", "UpgradeCode", "ProductLanguage"} {
-		setProp(info, k, props[k])
+		info.SetProperty(k, props[k])
 	}
 	var summary msiSummary
 	if e := streams["\x05SummaryInformation"]; e != nil {
@@ -159,7 +159,7 @@ func ParseMSI(r io.ReaderAt, size int64) (*appinfo.Info, error) {
 	if a := msiArch(summary.template); a != "" {
 		info.Architectures = []string{a}
 	}
-	setProp(info, "PackageCode", summary.revision)
+	info.SetProperty("PackageCode", summary.revision)
 	info.Description = first(props["ARPCOMMENTS"], summary.comments)
 	if name := props["ARPPRODUCTICON"]; name != "" {
 		if e := streams["Icon."+name]; e != nil {

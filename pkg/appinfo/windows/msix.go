@@ -139,7 +139,7 @@ func appxInfo(m *appxPackage) (*appinfo.Info, error) {
 	}
 	info.Name = first(literal(m.Properties.DisplayName), literal(visualName), id)
 	info.Description = first(literal(m.Properties.Description), literal(visualDesc))
-	setProp(info, "PublisherDisplayName", literal(m.Properties.PublisherDisplayName))
+	info.SetProperty("PublisherDisplayName", literal(m.Properties.PublisherDisplayName))
 	info.MinOS, info.Properties = appxFamilies(m.TargetDeviceFamilies, info.Properties)
 	if info.MinOS == "" {
 		info.MinOS = clean(m.OSMinVersion)
@@ -233,7 +233,7 @@ func ParseMSIXBundle(a *zipread.Archive) (*appinfo.Info, error) {
 	if f == nil {
 		return nil, errs.Invalidf("the bundle's main package %q is missing", clean(main))
 	}
-	setProp(info, "MainPackage", clean(main))
+	info.SetProperty("MainPackage", clean(main))
 	info.Sizes = appinfo.ZipBreakdown(a, msixCut)
 	r := storedReaderAt(f)
 	if r == nil {
@@ -257,7 +257,7 @@ func ParseMSIXBundle(a *zipread.Archive) (*appinfo.Info, error) {
 	info.Name, info.Description, info.Permissions = pi.Name, pi.Description, pi.Permissions
 	info.MinOS = first(pi.MinOS, info.MinOS)
 	for k, v := range pi.Properties {
-		setProp(info, k, v)
+		info.SetProperty(k, v)
 	}
 	info.Icon = appxLogo(inner, pm.Properties.Logo)
 	info.Sizes.Expand(f.Name, appinfo.ZipBreakdown(inner, msixCut))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/zipread"
 )
 
 // A PE file (.exe) starts with a DOS header ("MZ") whose field at 0x3c is the offset of the PE
@@ -81,7 +82,7 @@ func parsePEHeaders(r io.ReaderAt, size int64) (*peFile, error) {
 	if size < 64+24 {
 		return nil, errs.Invalidf("the .exe is truncated (%d bytes)", size)
 	}
-	head, err := readFull(r, 0, int(min(size, peHeadRead)))
+	head, err := zipread.ReadFullAt(r, 0, int(min(size, peHeadRead)))
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "the .exe's headers are unreadable")
 	}
@@ -94,7 +95,7 @@ func parsePEHeaders(r io.ReaderAt, size int64) (*peFile, error) {
 	}
 	coff := head[min(int(lfanew), len(head)):]
 	if len(coff) < 24 {
-		if coff, err = readFull(r, lfanew, 24); err != nil {
+		if coff, err = zipread.ReadFullAt(r, lfanew, 24); err != nil {
 			return nil, errs.Wrap(errs.Invalid, err, "the .exe's PE header is unreadable")
 		}
 	}
@@ -118,7 +119,7 @@ func parsePEHeaders(r io.ReaderAt, size int64) (*peFile, error) {
 	}
 	hdr := head[min(int(lfanew), len(head)):]
 	if int64(len(hdr)) < total {
-		if hdr, err = readFull(r, lfanew, int(total)); err != nil {
+		if hdr, err = zipread.ReadFullAt(r, lfanew, int(total)); err != nil {
 			return nil, errs.Wrap(errs.Invalid, err, "the .exe's section table is unreadable")
 		}
 	}
@@ -208,7 +209,7 @@ func (pe *peFile) readCLR(r io.ReaderAt) {
 	}
 	pe.clrRead = true
 	if off, _, ok := pe.offset(pe.clrRVA, 72); ok {
-		if b, err := readFull(r, off, 72); err == nil && binary.LittleEndian.Uint32(b) >= 72 {
+		if b, err := zipread.ReadFullAt(r, off, 72); err == nil && binary.LittleEndian.Uint32(b) >= 72 {
 			pe.clrFlags = binary.LittleEndian.Uint32(b[16:])
 		}
 	}

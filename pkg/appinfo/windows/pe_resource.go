@@ -8,6 +8,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/zipread"
 )
 
 // The resource section is a tree of three levels (type → name → language) of directories: a
@@ -52,8 +53,8 @@ func openResources(r io.ReaderAt, pe *peFile) (*peResources, error) {
 	}
 	rs := &peResources{r: r, pe: pe, base: base, limit: avail}
 	n := min(avail, rsrcFirstRead)
-	prefetch(r, base, n)
-	buf, err := readFull(r, base, int(n))
+	zipread.Prefetch(r, base, n)
+	buf, err := zipread.ReadFullAt(r, base, int(n))
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "the .exe's resource directory is unreadable")
 	}
@@ -69,7 +70,7 @@ func (rs *peResources) at(off uint32, n int) ([]byte, error) {
 	if int64(off)+int64(n) <= int64(len(rs.buf)) {
 		return rs.buf[off : int(off)+n], nil
 	}
-	b, err := readFull(rs.r, rs.base+int64(off), n)
+	b, err := zipread.ReadFullAt(rs.r, rs.base+int64(off), n)
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "the .exe's resource directory is unreadable")
 	}
@@ -164,7 +165,7 @@ func (rs *peResources) data(off uint32, max int) ([]byte, error) {
 	if d := foff - rs.base; d >= 0 && d+int64(size) <= int64(len(rs.buf)) {
 		return rs.buf[d : d+int64(size)], nil
 	}
-	b, err := readFull(rs.r, foff, int(size))
+	b, err := zipread.ReadFullAt(rs.r, foff, int(size))
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "a resource of the .exe is unreadable")
 	}
@@ -312,6 +313,6 @@ func (v *peVersion) fill(info *appinfo.Info) {
 	info.Publisher = s["CompanyName"]
 	info.Description = s["FileDescription"]
 	for _, k := range []string{"FileVersion", "InternalName", "OriginalFilename", "LegalCopyright"} {
-		setProp(info, k, s[k])
+		info.SetProperty(k, s[k])
 	}
 }
