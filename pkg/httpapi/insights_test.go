@@ -6,11 +6,9 @@ package httpapi_test
 // snapshot of a release recorded before insights existed, and the channels' size budgets.
 
 import (
-	"archive/zip"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -22,63 +20,6 @@ import (
 	"github.com/slipwayhq/slipway/test/fixtures"
 )
 
-// rezip copies a zip archive, leaving out the entries drop names, replacing those replace names
-// and adding extra entries (deflated) at the end.
-func rezip(t testing.TB, data []byte, drop func(string) bool, replace map[string][]byte, extra ...[2]any) []byte {
-	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	write := func(name string, b []byte) {
-		w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate})
-		if err == nil {
-			_, err = w.Write(b)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range zr.File {
-		switch {
-		case drop != nil && drop(f.Name):
-		case replace[f.Name] != nil:
-			write(f.Name, replace[f.Name])
-		default:
-			if err := zw.Copy(f); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for _, e := range extra {
-		write(e[0].(string), e[1].([]byte))
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// zipEntry returns one entry of a zip.
-func zipEntry(t testing.TB, data []byte, name string) []byte {
-	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := zr.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // incompressible returns n bytes that deflate cannot shrink.
 func incompressible(n int, seed uint64) []byte {
@@ -100,7 +41,7 @@ func politeAPK(t testing.TB, perms []string, abis ...string) []byte {
 	for _, abi := range abis {
 		libs = append(libs, [2]any{"lib/" + abi + "/libpolite.so", incompressible(80<<10, 4)})
 	}
-	return rezip(t, apk, nil, map[string][]byte{"AndroidManifest.xml": manifest}, libs...)
+	return fixtures.Rezip(t, apk, nil, map[string][]byte{"AndroidManifest.xml": manifest}, libs...)
 }
 
 // uploadInsights is the insights field of an upload's answer.
@@ -271,8 +212,8 @@ func TestInsightsFixturePairs(t *testing.T) {
 
 	// The .ipa pair: a framework added.
 	ipa := fixtures.Read(t, "ios/demo-universal-enterprise-1.0-1.ipa")
-	oldIPA, chIPA, _ := e.uploadNews(t, "old.ipa", rezip(t, ipa, nil, nil), "")
-	newIPA, _, news := e.uploadNews(t, "new.ipa", rezip(t, ipa, nil, nil,
+	oldIPA, chIPA, _ := e.uploadNews(t, "old.ipa", fixtures.Rezip(t, ipa, nil, nil), "")
+	newIPA, _, news := e.uploadNews(t, "new.ipa", fixtures.Rezip(t, ipa, nil, nil,
 		[2]any{"Payload/Demo.app/Frameworks/Lottie.framework/Lottie", incompressible(250<<10, 3)},
 		[2]any{"Payload/Demo.app/Frameworks/Lottie.framework/Info.plist", []byte("<plist/>")}), chIPA)
 	if !slices.ContainsFunc(news.Summary, func(s string) bool { return strings.HasPrefix(s, "new framework: Frameworks/Lottie.framework") }) ||
@@ -298,9 +239,9 @@ func TestInsightsFixturePairs(t *testing.T) {
 	// A profile from another team.
 	capable := fixtures.Read(t, "ios/very-capable-app-1.0-1.ipa")
 	const profile = "Payload/very-capable-app.app/embedded.mobileprovision"
-	real := zipEntry(t, capable, profile)
-	teamOld, chTeam, _ := e.uploadNews(t, "team.ipa", rezip(t, capable, nil, map[string][]byte{profile: real}), "")
-	teamNew, _, _ := e.uploadNews(t, "team2.ipa", rezip(t, capable, nil,
+	real := fixtures.ZipEntry(t, capable, profile)
+	teamOld, chTeam, _ := e.uploadNews(t, "team.ipa", fixtures.Rezip(t, capable, nil, map[string][]byte{profile: real}), "")
+	teamNew, _, _ := e.uploadNews(t, "team2.ipa", fixtures.Rezip(t, capable, nil,
 		map[string][]byte{profile: bytes.ReplaceAll(real, []byte("TestFixture"), []byte("OtherTeam99"))}), chTeam)
 	d = e.diff(t, teamNew, "")
 	if s := d.Diff.Signing; d.Against.ID != teamOld || s == nil || s.Team == nil || *s.Team != (struct{ Old, New string }{"TestFixture", "OtherTeam99"}) {

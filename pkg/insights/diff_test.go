@@ -1,10 +1,8 @@
 package insights_test
 
 import (
-	"archive/zip"
 	"bytes"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -295,75 +293,18 @@ func TestDiffSame(t *testing.T) {
 	}
 }
 
-// rezip copies a zip archive, leaving out the entries drop names, replacing those replace names
-// and adding extra entries (deflated) at the end.
-func rezip(t testing.TB, data []byte, drop func(string) bool, replace map[string][]byte, extra ...[2]any) []byte {
-	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	write := func(name string, b []byte) {
-		w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate})
-		if err == nil {
-			_, err = w.Write(b)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range zr.File {
-		switch {
-		case drop != nil && drop(f.Name):
-		case replace[f.Name] != nil:
-			write(f.Name, replace[f.Name])
-		default:
-			if err := zw.Copy(f); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for _, e := range extra {
-		write(e[0].(string), e[1].([]byte))
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// readEntry returns one entry of a zip.
-func readEntry(t testing.TB, data []byte, name string) []byte {
-	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := zr.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // TestDiffFixturePairs diffs pairs made from the real packages: an .ipa with a framework added,
 // an APK with a new permission and a dropped ABI, a profile from another team.
 func TestDiffFixturePairs(t *testing.T) {
 	t.Run("ipa framework added", func(t *testing.T) {
 		old := fixtures.Read(t, "ios/demo-universal-enterprise-1.0-1.ipa")
-		new := rezip(t, old, nil, nil,
+		new := fixtures.Rezip(t, old, nil, nil,
 			[2]any{"Payload/Demo.app/Frameworks/Lottie.framework/Lottie", noise(250<<10, 3)},
 			[2]any{"Payload/Demo.app/Frameworks/Lottie.framework/Info.plist", []byte("<plist/>")})
 		// Copying entries keeps them byte for byte; the copies lose nothing but what archive/zip
 		// rewrites of the records (data descriptors), which is overhead.
-		old = rezip(t, old, nil, nil)
+		old = fixtures.Rezip(t, old, nil, nil)
 		d := compareFixtures(t, old, new)
 		expect(t, d, []string{"files"},
 			[]string{"added Frameworks/Lottie.framework", "changed Archive overhead"},
@@ -377,9 +318,9 @@ func TestDiffFixturePairs(t *testing.T) {
 				Package: "com.politedroid", VersionCode: 4, VersionName: "1.3", MinSDK: 3, Label: "Polite Droid", Permissions: perms}})
 		}
 		perms := []string{"android.permission.READ_CALENDAR", "android.permission.RECEIVE_BOOT_COMPLETED"}
-		old := rezip(t, apk, nil, map[string][]byte{"AndroidManifest.xml": manifest(perms...)},
+		old := fixtures.Rezip(t, apk, nil, map[string][]byte{"AndroidManifest.xml": manifest(perms...)},
 			[2]any{"lib/armeabi-v7a/libpolite.so", lib}, [2]any{"lib/x86/libpolite.so", lib})
-		new := rezip(t, apk, nil, map[string][]byte{"AndroidManifest.xml": manifest(append(perms, "android.permission.CAMERA")...)},
+		new := fixtures.Rezip(t, apk, nil, map[string][]byte{"AndroidManifest.xml": manifest(append(perms, "android.permission.CAMERA")...)},
 			[2]any{"lib/armeabi-v7a/libpolite.so", lib})
 		d := compareFixtures(t, old, new)
 		expect(t, d, []string{"files", "permissions", "architectures"},
@@ -392,10 +333,10 @@ func TestDiffFixturePairs(t *testing.T) {
 	t.Run("profile from another team", func(t *testing.T) {
 		ipa := fixtures.Read(t, "ios/very-capable-app-1.0-1.ipa")
 		const profile = "Payload/very-capable-app.app/embedded.mobileprovision"
-		real := readEntry(t, ipa, profile)
+		real := fixtures.ZipEntry(t, ipa, profile)
 		other := bytes.ReplaceAll(real, []byte("TestFixture"), []byte("OtherTeam99"))
-		old := rezip(t, ipa, nil, map[string][]byte{profile: real})
-		new := rezip(t, ipa, nil, map[string][]byte{profile: other})
+		old := fixtures.Rezip(t, ipa, nil, map[string][]byte{profile: real})
+		new := fixtures.Rezip(t, ipa, nil, map[string][]byte{profile: other})
 		d := compareFixtures(t, old, new)
 		if got := findings(d); !slices.Equal(got, []string{"signing"}) {
 			t.Fatalf("findings %q (entitlements %+v)", got, d.Entitlements)
