@@ -20,7 +20,6 @@ import (
 	"github.com/slipwayhq/slipway/test/fixtures"
 )
 
-
 // incompressible returns n bytes that deflate cannot shrink.
 func incompressible(n int, seed uint64) []byte {
 	r := rand.New(rand.NewPCG(seed, seed))

@@ -293,7 +293,6 @@ func TestDiffSame(t *testing.T) {
 	}
 }
 
-
 // TestDiffFixturePairs diffs pairs made from the real packages: an .ipa with a framework added,
 // an APK with a new permission and a dropped ABI, a profile from another team.
 func TestDiffFixturePairs(t *testing.T) {
