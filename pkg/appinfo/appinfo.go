@@ -31,6 +31,8 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/zipread"
@@ -272,4 +274,31 @@ func isText(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// CleanText makes a text value read from a package safe to keep and show: cut at a NUL, control
+// characters and invalid UTF-8 dropped, spaces trimmed, at most max bytes (on a rune boundary).
+func CleanText(s string, max int) string {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 4*max { // (bounds the work below for a huge value)
+		s = s[:4*max]
+	}
+	if !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		s = strings.Map(func(r rune) rune {
+			if r == utf8.RuneError || unicode.IsControl(r) {
+				return -1
+			}
+			return r
+		}, strings.ToValidUTF8(s, ""))
+	}
+	s = strings.TrimSpace(s)
+	if len(s) > max {
+		s = s[:max]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+	}
+	return strings.TrimSpace(s)
 }

@@ -112,8 +112,6 @@ package harmony
 import (
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/zipread"
@@ -168,30 +166,8 @@ func Claim(a *zipread.Archive) appinfo.ZipParser {
 	return nil
 }
 
-// clean trims a text value read from a package, drops control characters and invalid UTF-8,
-// and bounds its length.
-func clean(s string) string {
-	if i := strings.IndexByte(s, 0); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 4*maxTextLen {
-		s = s[:4*maxTextLen]
-	}
-	s = strings.Map(func(r rune) rune {
-		if r == utf8.RuneError || unicode.IsControl(r) {
-			return -1
-		}
-		return r
-	}, strings.ToValidUTF8(s, ""))
-	s = strings.TrimSpace(s)
-	if len(s) > maxTextLen {
-		s = s[:maxTextLen]
-		for !utf8.ValidString(s) {
-			s = s[:len(s)-1]
-		}
-	}
-	return strings.TrimSpace(s)
-}
+// clean makes a text value read from a package safe to keep (appinfo.CleanText).
+func clean(s string) string { return appinfo.CleanText(s, maxTextLen) }
 
 // quote quotes a name for a message, cleaned.
 func quote(s string) string { return strconv.Quote(clean(s)) }

@@ -104,9 +104,6 @@ package linux
 
 import (
 	"io"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
@@ -156,33 +153,5 @@ func head(r io.ReaderAt, size int64, n int) []byte {
 	return b[:k]
 }
 
-// clean trims a text value read from a package, drops control characters and invalid UTF-8,
-// and bounds its length.
-func clean(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, 0); i >= 0 {
-		s = s[:i]
-	}
-	ok := utf8.ValidString(s)
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			ok = false
-			break
-		}
-	}
-	if !ok {
-		s = strings.Map(func(r rune) rune {
-			if r == utf8.RuneError || unicode.IsControl(r) {
-				return -1
-			}
-			return r
-		}, strings.ToValidUTF8(s, ""))
-	}
-	if len(s) > maxTextLen {
-		s = s[:maxTextLen]
-		for !utf8.ValidString(s) {
-			s = s[:len(s)-1]
-		}
-	}
-	return strings.TrimSpace(s)
-}
+// clean makes a text value read from a package safe to keep (appinfo.CleanText).
+func clean(s string) string { return appinfo.CleanText(s, maxTextLen) }

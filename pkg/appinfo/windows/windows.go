@@ -4,8 +4,6 @@ import (
 	"archive/zip"
 	"io"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/zipread"
@@ -76,36 +74,8 @@ func mainEXE(a *zipread.Archive) *zip.File {
 	return best
 }
 
-// clean trims a text value read from a package, drops control characters and invalid UTF-8,
-// and bounds its length.
-func clean(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, 0); i >= 0 {
-		s = s[:i]
-	}
-	ok := utf8.ValidString(s)
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			ok = false
-			break
-		}
-	}
-	if !ok {
-		s = strings.Map(func(r rune) rune {
-			if r == utf8.RuneError || unicode.IsControl(r) {
-				return -1
-			}
-			return r
-		}, strings.ToValidUTF8(s, ""))
-	}
-	if len(s) > maxTextLen {
-		s = s[:maxTextLen]
-		for !utf8.ValidString(s) {
-			s = s[:len(s)-1]
-		}
-	}
-	return strings.TrimSpace(s)
-}
+// clean makes a text value read from a package safe to keep (appinfo.CleanText).
+func clean(s string) string { return appinfo.CleanText(s, maxTextLen) }
 
 // first returns the first non-empty value.
 func first(vals ...string) string {
