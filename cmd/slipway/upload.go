@@ -26,9 +26,10 @@ const maxChangelogFile = 1 << 20
 
 const uploadUsage = `Usage: slipway upload FILE --url URL --token TOKEN [flags]
 
-Uploads an app package (.ipa, .apk, .aab, zipped .app, .pkg, .dmg) to a Slipway or Zealot server,
-streaming it from disk. On success the release page URL is the last line on stdout (with --json, the
-server's whole answer instead). On failure the exit status is 1 and stderr has the server's message. With --report markdown, stdout
+Uploads an app package (.ipa, .apk, .aab, .hap, zipped .app, .pkg, .dmg, .exe, .msi, .msix, .deb,
+.rpm, .AppImage, .nupkg) to a Slipway or Zealot server, streaming it from disk. On success the
+release page URL is the last line on stdout (with --json, the server's whole answer instead). On
+failure the exit status is 1 and stderr has the server's message. With --report markdown, stdout
 has instead a Markdown report of what changed since the channel's previous build (size, components,
 permissions, entitlements, minimum OS, architectures, signing; the size budgets crossed) ending with
 the release page's link, ready to post as a pull-request comment.
@@ -43,6 +44,11 @@ The token is never printed; prefer SLIPWAY_TOKEN to --token, which other users m
 Custom fields: --custom-field NAME=VALUE (split at the first "=", so the value may hold "="), or a
 JSON object for an icon: --custom-field '{"name":"QA","value":"passed","icon":"fa fa-check"}'.
 Repeat the flag for more fields.
+
+Desktop update feeds (docs/feeds.md): --ed-signature "$(sign_update -p MyApp.zip)" gives Sparkle's
+signature (without it, a server with a Sparkle key signs the build itself), --tauri-signature-file
+MyApp.app.tar.gz.sig the Tauri updater's; --rollout 25 offers the build to a quarter of installs,
+--critical marks it a critical update. Both can be changed later in the console.
 
 Flags:
 `
@@ -181,6 +187,11 @@ func uploadCmd(ctx context.Context, args []string, getenv func(string) string, s
 	fs.StringVar(&form.ReleaseVersion, "release-version", "", "release version, for packages without readable metadata (.dmg)")
 	fs.StringVar(&form.BuildVersion, "build-version", "", "build version, for packages without readable metadata (.dmg)")
 	fs.StringVar(&form.BundleID, "bundle-id", "", "bundle id, for packages without readable metadata (.dmg)")
+	fs.StringVar(&form.EdSignature, "ed-signature", "", "Sparkle EdDSA signature of the file, as sign_update prints it (macOS; docs/feeds.md)")
+	fs.StringVar(&form.TauriSignature, "tauri-signature", "", "content of the Tauri signer's .sig file for the file")
+	tauriSigFile := fs.String("tauri-signature-file", "", "read the Tauri signature from this .sig file")
+	fs.StringVar(&form.Rollout, "rollout", "", "staged rollout: the percentage of installs the update feeds offer it to, 0-100 (default 100)")
+	fs.BoolVar(&form.Critical, "critical", false, "mark the build a critical (mandatory) update in the update feeds")
 	report := fs.String("report", "", "after the upload, print a report of what changed on stdout instead of the URL: markdown")
 	if wantsHelp(args) {
 		return showUsage(fs, stdout)
@@ -205,6 +216,15 @@ func uploadCmd(ctx context.Context, args []string, getenv func(string) string, s
 		if form.Changelog, err = readSmallFile(*changelogFile, maxChangelogFile); err != nil {
 			return err
 		}
+	}
+	if *tauriSigFile != "" {
+		if form.TauriSignature != "" {
+			return usageError("give --tauri-signature or --tauri-signature-file, not both")
+		}
+		if form.TauriSignature, err = readSmallFile(*tauriSigFile, maxChangelogFile); err != nil {
+			return err
+		}
+		form.TauriSignature = strings.TrimSpace(form.TauriSignature)
 	}
 	session, err := common.useSession(pos[0])
 	if err != nil {

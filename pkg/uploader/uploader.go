@@ -132,6 +132,14 @@ type AppForm struct {
 	ReleaseVersion string
 	BuildVersion   string
 	BundleID       string
+	// EdSignature is the Sparkle EdDSA signature sign_update printed (base64), TauriSignature the
+	// content of the Tauri signer's .sig file: the update feeds carry them (docs/feeds.md).
+	EdSignature    string
+	TauriSignature string
+	// Rollout is the staged-rollout percentage ("" leaves the server's default, 100); Critical
+	// marks a critical update.
+	Rollout  string
+	Critical bool
 }
 
 // DebugFileForm holds the fields of a debug file upload (api.md, "Upload a debug file").
@@ -264,6 +272,10 @@ func appFields(form AppForm) []field {
 		{"source", form.Source}, {"changelog", form.Changelog}, {"branch", form.Branch},
 		{"git_commit", form.GitCommit}, {"ci_url", form.CIURL}, {"password", form.Password},
 		{"release_version", form.ReleaseVersion}, {"build_version", form.BuildVersion}, {"bundle_id", form.BundleID},
+		{"ed_signature", form.EdSignature}, {"tauri_signature", form.TauriSignature}, {"rollout", form.Rollout},
+	}
+	if form.Critical {
+		fields = append(fields, field{"critical", "true"})
 	}
 	if len(form.CustomFields) > 0 {
 		b, _ := json.Marshal(form.CustomFields) // strings only: cannot fail
