@@ -305,3 +305,34 @@ func TestChangesAreAnnounced(t *testing.T) {
 		t.Fatalf("after a rollback and a no-op, the next announcement is %+v, want the delete", c)
 	}
 }
+
+// Password-attempt rows older than the client window count nothing, so an attempt at the channel
+// prunes them (guesses from ever-new addresses cannot grow the table); rows still in the window,
+// the channel-wide row and other channels' rows stay.
+func TestPasswordAttemptsPruneStaleRows(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.DB(t)
+	a, b := release(t, db, "a", "1"), release(t, db, "b", "1")
+	limit := distribution.AttemptLimit{Free: 5, Window: 15 * time.Minute}
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO password_failures (channel_id, client, failures, last_at) VALUES
+		($1, '10.0.0.1', 3, now() - interval '1 hour'), ($1, '10.0.0.2', 3, now() - interval '5 minutes'),
+		($2, '10.0.0.3', 3, now() - interval '1 hour')`, a.Channel.ID, b.Channel.ID); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := db.ReservePasswordAttempt(ctx, a.Channel.ID, "10.0.0.9", limit, distribution.AttemptLimit{Free: 30, Window: limit.Window}); err != nil || left != 0 {
+		t.Fatalf("reserve: %v %v", left, err)
+	}
+	var got []string
+	rows, _ := db.Pool.Query(ctx, `SELECT channel_id || '/' || client FROM password_failures ORDER BY 1`)
+	for rows.Next() {
+		var s string
+		rows.Scan(&s)
+		got = append(got, s)
+	}
+	want := []string{fmt.Sprintf("%d/*", a.Channel.ID), fmt.Sprintf("%d/10.0.0.2", a.Channel.ID), fmt.Sprintf("%d/10.0.0.9", a.Channel.ID),
+		fmt.Sprintf("%d/10.0.0.3", b.Channel.ID)}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+}

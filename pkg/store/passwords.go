@@ -51,8 +51,15 @@ func (db *DB) ReservePasswordAttempt(ctx context.Context, channelID int64, clien
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		// Rows whose last attempt is older than the client window count nothing (Left starts
+		// them afresh), so they go: guesses from ever-new addresses cannot grow the table. Holding
+		// the channel-wide row serialises this with every other attempt at the channel.
+		if _, err := tx.Exec(ctx, `DELETE FROM password_failures WHERE channel_id = $1 AND client NOT IN ($2, $3)
+			AND last_at < $4`, channelID, client, channelWide, now.Add(-perClient.Window)); err != nil {
+			return err
+		}
 		if left > 0 {
-			return nil // nothing counted: the transaction only inserted empty rows
+			return nil // nothing counted: the transaction only inserted empty rows and pruned stale ones
 		}
 		_, err = tx.Exec(ctx, `UPDATE password_failures SET
 			failures = CASE WHEN client = $3 THEN $5::int ELSE $4::int END, last_at = $6
