@@ -13,16 +13,25 @@ import (
 
 // LeaseUnverified takes the oldest release whose checksums are still to be computed from its
 // stored object and leases it for lease (another replica's verifier skips it meanwhile); nil when
-// there is none. With unsigned, a verified macOS release without a Sparkle signature is taken too
-// (Slipway has a Sparkle key: releases verified before it had one get signed). A lease that ran
-// out (its verifier died) is taken again.
+// there is none. With unsigned, when there is none, it takes the oldest verified macOS release
+// without a Sparkle signature (Slipway has a Sparkle key: it signs them, releases verified before
+// it had one too). A lease that ran out (its verifier died) is taken again. Each look-up has its
+// own partial index (releases_unverified, releases_unsigned_macos).
 func (db *DB) LeaseUnverified(ctx context.Context, lease time.Duration, unsigned bool) (*distribution.Release, error) {
+	r, err := db.leaseChecksums(ctx, lease, `checksum_state IN ('pending', 'unverified')`)
+	if r != nil || err != nil || !unsigned {
+		return r, err
+	}
+	return db.leaseChecksums(ctx, lease, `platform = 'macos' AND checksum_state = 'verified' AND ed_signature = ''`)
+}
+
+// leaseChecksums leases the oldest release that where (a constant condition) selects.
+func (db *DB) leaseChecksums(ctx context.Context, lease time.Duration, where string) (*distribution.Release, error) {
 	var r distribution.Release
 	err := scanRelease(db.Pool.QueryRow(ctx, `UPDATE releases r SET checksum_lease = clock_timestamp() + $1::interval
-		WHERE r.id = (SELECT id FROM releases WHERE (checksum_state IN ('pending', 'unverified')
-				OR ($2 AND platform = 'macos' AND checksum_state = 'verified' AND ed_signature = ''))
+		WHERE r.id = (SELECT id FROM releases WHERE `+where+`
 			AND (checksum_lease IS NULL OR checksum_lease < clock_timestamp()) ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
-		RETURNING `+releaseColumns, lease.String(), unsigned), &r)
+		RETURNING `+releaseColumns, lease.String()), &r)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

@@ -104,6 +104,7 @@ var fills = map[uint]string{
 			ed_signature = 'c2ln', tauri_signature = 'dGF1cmk=', rollout_percent = 40, critical = true WHERE id = 1;
 		UPDATE releases SET checksum_state = 'mismatch', checksum_error = 'declared another', checksum_lease = now() WHERE id = 2;
 		UPDATE channels SET feed_token_hash = repeat('e', 64) WHERE id = 1;`,
+	16: ``, // an index of the unsigned macOS releases: no table or column
 }
 
 // downEffects are the changes to surviving rows that a down migration makes on purpose: they turn

@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS releases_unsigned_macos;
