@@ -22,7 +22,7 @@ import (
 // guesses sends the passwords at once to a protected release's download, each with its header,
 // and returns how many answers were not 429 and how long the burst took. Every 429 must carry
 // Retry-After.
-func guesses(t *testing.T, e *testEnv, releaseID int64, passwords []string, header func(i int) http.Header) (checked int, took time.Duration) {
+func guesses(t *testing.T, e *testEnv, releaseID int64, passwords []string, header func(i int) http.Header) (checked int, right bool, took time.Duration) {
 	t.Helper()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -62,7 +62,7 @@ func guesses(t *testing.T, e *testEnv, releaseID int64, passwords []string, head
 		}
 	}
 	t.Logf("%d guesses in %v: %v", len(passwords), took.Round(time.Millisecond), statuses)
-	return checked, took
+	return checked, statuses[http.StatusFound] > 0, took
 }
 
 // allowed is the most attempts a limit lets through in a burst that lasted took: its free ones,
@@ -84,9 +84,15 @@ func TestPasswordGuessesAtOnce(t *testing.T) {
 		pws[i] = fmt.Sprintf("guess-%d", i)
 	}
 	pws[57] = "the right one"
-	checked, took := guesses(t, e, rel.ID, pws, nil)
-	if limit := allowed(access.ClientPasswordLimit, took); checked > limit {
-		t.Fatalf("%d of 100 simultaneous guesses from one address were checked; at most %d may be in %v", checked, limit, took)
+	checked, right, took := guesses(t, e, rel.ID, pws, nil)
+	limit := allowed(access.ClientPasswordLimit, took)
+	if right {
+		// The right password clears its address's count: the free attempts start again after it
+		// (the same reset made test/hostile's bound fail in a soak run on 7c38415).
+		limit += access.ClientPasswordLimit.Free
+	}
+	if checked > limit {
+		t.Fatalf("%d of 100 simultaneous guesses from one address were checked (the right one among them: %v); at most %d may be in %v", checked, right, limit, took)
 	}
 	// Only the test's own address was counted.
 	var clients []string
@@ -122,7 +128,7 @@ func TestPasswordGuessesFromManyAddresses(t *testing.T) {
 	from := func(i int) http.Header {
 		return http.Header{"X-Forwarded-For": {fmt.Sprintf("198.51.100.%d", i%250+1)}}
 	}
-	checked, took := guesses(t, e, rel.ID, pws, func(i int) http.Header { return from(i) })
+	checked, _, took := guesses(t, e, rel.ID, pws, func(i int) http.Header { return from(i) })
 	if limit := allowed(access.ChannelPasswordLimit, took); checked > limit {
 		t.Fatalf("%d of 200 guesses from 200 addresses were checked; at most %d may be in %v", checked, limit, took)
 	}

@@ -177,9 +177,13 @@ func TestHostileClients(t *testing.T) {
 
 	// Every attack was refused (each attack's own checks ran in its goroutine), and what it
 	// tried to leave behind is not there.
-	if n := guessed.checked; n > allowed(access.ClientPasswordLimit, guessed.took) {
-		t.Errorf("%d password guesses from one address (each with its own X-Forwarded-For) were compared in %v; at most %d may be",
-			n, guessed.took, allowed(access.ClientPasswordLimit, guessed.took))
+	limit := allowed(access.ClientPasswordLimit, guessed.took)
+	if guessed.right {
+		limit += access.ClientPasswordLimit.Free
+	}
+	if n := guessed.checked; n > limit {
+		t.Errorf("%d password guesses from one address (each with its own X-Forwarded-For) were compared in %v (the right one among them: %v); at most %d may be",
+			n, guessed.took, guessed.right, limit)
 	}
 	var clients []string
 	rows, err := h.DB(t).Query(context.Background(), `SELECT client FROM password_failures ORDER BY client`)
@@ -473,6 +477,10 @@ func (a *attack) trickle(token string) {
 type guessResult struct {
 	checked int
 	took    time.Duration
+	// right: the right password was compared (not limited). It clears its address's count, so
+	// the free attempts start again after it (soak run 1 on 7c38415: the right one was among the
+	// first five compared, and 14 guesses were, against a bound of 10 that ignored the reset).
+	right bool
 }
 
 // allowed is how many attempts a limit lets through in d: the free ones, then one per doubling
@@ -488,6 +496,7 @@ func allowed(l distribution.AttemptLimit, d time.Duration) int {
 func (a *attack) passwordGuesses(ctx context.Context, releaseID int64) guessResult {
 	start := time.Now()
 	var checked atomic.Int64
+	var right atomic.Bool
 	guess := func(i int, pw string) {
 		r := a.get(fmt.Sprintf("%s/download/releases/%d?password=%s", a.s.URL, releaseID, url.QueryEscape(pw)),
 			"X-Forwarded-For", fmt.Sprintf("198.51.%d.%d", i/250%250, i%250+1), "X-Real-IP", fmt.Sprintf("203.0.113.%d", i%250+1))
@@ -496,7 +505,10 @@ func (a *attack) passwordGuesses(ctx context.Context, releaseID int64) guessResu
 			if r.Header.Get("Retry-After") == "" {
 				a.errorf("a limited guess without Retry-After")
 			}
-		case http.StatusForbidden, http.StatusFound:
+		case http.StatusFound:
+			right.Store(true)
+			checked.Add(1)
+		case http.StatusForbidden:
 			checked.Add(1)
 		default:
 			a.errorf("a password guess: %s", r)
@@ -515,7 +527,7 @@ func (a *attack) passwordGuesses(ctx context.Context, releaseID int64) guessResu
 		guess(i, fmt.Sprintf("guess-%d", i))
 		sleep(ctx, 100*time.Millisecond)
 	}
-	return guessResult{int(checked.Load()), time.Since(start)}
+	return guessResult{int(checked.Load()), time.Since(start), right.Load()}
 }
 
 // Finding 5: a zip whose end record declares n mod 65536 entries and whose central directory
