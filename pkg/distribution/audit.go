@@ -14,65 +14,6 @@ import (
 // edges set it (httpapi when a token is let in, the console for its signed-in user, each
 // background component for itself, the CLI), and the use cases read it (ActorOf).
 
-// Actor kinds.
-const (
-	ActorUser   = "user"
-	ActorToken  = "token"
-	ActorSystem = "system"
-)
-
-// Actor is who did something, as the audit log and tombstones record it: a console user, an API
-// token (by name and id, never its secret), or the system (Name: retention, gc, cli).
-type Actor struct {
-	Kind    string
-	UserID  int64
-	TokenID int64
-	Name    string
-}
-
-// UserActor is a console user.
-func UserActor(u *User) Actor {
-	name := u.Name
-	if name == "" {
-		name = u.Email
-	}
-	return Actor{Kind: ActorUser, UserID: u.ID, Name: name}
-}
-
-// TokenActor is an API token, with its owner (a console user, 0 for none) as the row's user.
-func TokenActor(t *Token) Actor {
-	return Actor{Kind: ActorToken, TokenID: t.ID, UserID: t.UserID, Name: t.Name}
-}
-
-// SystemActor is Slipway itself: a background component ("retention", "gc") or the CLI ("cli").
-func SystemActor(component string) Actor { return Actor{Kind: ActorSystem, Name: component} }
-
-// Label is how the actor is shown: "Ada", "token ci-upload", "system (retention)".
-func (a Actor) Label() string {
-	switch a.Kind {
-	case ActorToken:
-		return "token " + a.Name
-	case ActorSystem:
-		return "system (" + a.Name + ")"
-	}
-	return a.Name
-}
-
-type actorKey struct{}
-
-// WithActor returns ctx carrying the actor its changes are recorded as.
-func WithActor(ctx context.Context, a Actor) context.Context {
-	return context.WithValue(ctx, actorKey{}, a)
-}
-
-// ActorOf returns the actor ctx carries; a context without one is the system's ("slipway").
-func ActorOf(ctx context.Context) Actor {
-	if a, ok := ctx.Value(actorKey{}).(Actor); ok {
-		return a
-	}
-	return SystemActor("slipway")
-}
-
 // Audit target kinds: what a row's target names, for its link.
 const (
 	TargetApp     = "app"

@@ -274,7 +274,7 @@ type DebugFileVersion struct {
 }
 
 // Token scopes: upload may upload apps and debug files (and edit its own uploads, sync devices);
-// admin may do everything.
+// admin may do everything (the policy's rules, pkg/distribution/policy).
 const (
 	ScopeUpload = "upload"
 	ScopeAdmin  = "admin"
@@ -303,9 +303,6 @@ type NewToken struct {
 	UserID      int64
 	By          Actor
 }
-
-// Allows reports whether the token's scope permits an operation needing scope.
-func (t *Token) Allows(scope string) bool { return t.Scope == ScopeAdmin || t.Scope == scope }
 
 // Device is an Apple device known by its UDID: synced from the developer portal (fastlane's
 // zealot_sync_devices), registered over the API, or collected by the UDID profile service.

@@ -119,21 +119,6 @@ func TestNormalizeUDID(t *testing.T) {
 	}
 }
 
-// Roles rank viewer < developer < admin; an unknown role is below them all.
-func TestRequireRole(t *testing.T) {
-	for _, c := range []struct {
-		have, need string
-		ok         bool
-	}{
-		{RoleAdmin, RoleAdmin, true}, {RoleAdmin, RoleViewer, true}, {RoleDeveloper, RoleDeveloper, true},
-		{RoleDeveloper, RoleAdmin, false}, {RoleViewer, RoleDeveloper, false}, {"", RoleViewer, false},
-	} {
-		if err := RequireRole(&User{Role: c.have}, c.need); (err == nil) != c.ok || (err != nil && !errs.Is(err, errs.Forbidden)) {
-			t.Errorf("%q needing %q: %v", c.have, c.need, err)
-		}
-	}
-}
-
 // Effects with nothing behind them do nothing: a part built for a test needs none of them.
 func TestEffectsMayBeLeftOut(t *testing.T) {
 	var e Effects

@@ -140,15 +140,6 @@ func NormalizeUDID(udid string) (string, error) {
 // IsMacUDID reports whether a UDID has the shape of an Intel Mac's (a UUID).
 func IsMacUDID(udid string) bool { return udidMacRe.MatchString(udid) }
 
-// RequireRole refuses a user whose role is below role (viewer < developer < admin).
-func RequireRole(u *User, role string) error {
-	rank := map[string]int{RoleViewer: 1, RoleDeveloper: 2, RoleAdmin: 3}
-	if rank[u.Role] < rank[role] {
-		return errs.New(errs.Forbidden, "this needs the %s role; you are a %s", role, u.Role)
-	}
-	return nil
-}
-
 // WithArticle puts "a" or "an" before a word, by its first letter: "an android", "a macos".
 func WithArticle(word string) string {
 	if word != "" && strings.ContainsRune("aeiouAEIOU", rune(word[0])) {

@@ -22,10 +22,11 @@ func headerOrQueryToken(c *gin.Context) string {
 	return c.Query("token")
 }
 
-// requireToken authenticates the request with a token of the given scope, read from the header,
-// the query, then the form or JSON body (decisions.md). Missing or wrong: 401; scope too narrow:
-// 403. The token is kept on the context for the handler (tokenOf).
-func (s *Server) requireToken(scope string) func(c *gin.Context) error {
+// requireToken authenticates the request with a token, read from the header, the query, then the
+// form or JSON body (decisions.md): missing or wrong, 401. The request then acts as the token
+// (distribution.TokenActor): what it may do is the policy's to say, asked by the use case it
+// calls. The token is kept on the context for the handler (tokenOf).
+func (s *Server) requireToken() func(c *gin.Context) error {
 	return func(c *gin.Context) error {
 		ctx := reqCtx(c)
 		secret := headerOrQueryToken(c)
@@ -38,7 +39,7 @@ func (s *Server) requireToken(scope string) func(c *gin.Context) error {
 				return err
 			}
 		}
-		tok, err := s.svc.Tokens.Authenticate(ctx, secret, scope)
+		tok, err := s.svc.Tokens.Authenticate(ctx, secret)
 		if err != nil {
 			return err
 		}

@@ -178,7 +178,7 @@ func (s *Server) downloadDebugFile(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	df, err := s.svc.DebugFiles.DebugFile(ctx, id)
+	df, err := s.svc.DebugFiles.DebugFileToDownload(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -133,7 +133,7 @@ func (s *Server) releaseForDownload(c *gin.Context) (*distribution.ReleaseContex
 	if slug := c.Param("slug"); slug != "" {
 		rc, err = s.svc.Releases.ReleaseInChannel(ctx, slug, id)
 	} else {
-		rc, err = s.svc.Releases.Release(ctx, id)
+		rc, err = s.svc.Releases.ReleaseToDownload(ctx, id)
 	}
 	if err != nil {
 		return nil, err

@@ -179,7 +179,7 @@ func (s *Server) updateRelease(c *gin.Context) error {
 	if ch.Critical, err = p.optBool("critical"); err != nil {
 		return err
 	}
-	rc, err := s.svc.Releases.UpdateRelease(ctx, tokenOf(c), id, ch)
+	rc, err := s.svc.Releases.UpdateRelease(ctx, id, ch)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/config"
-	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/service"
 	"github.com/slipwayhq/slipway/pkg/httperr"
 	"github.com/slipwayhq/slipway/pkg/links"
@@ -72,8 +71,10 @@ func New(d Deps) *Server {
 	e.NoMethod(s.methodNotAllowed)
 
 	h := s.handle
-	// token lets in any valid token (scope upload or admin); admin only admin tokens.
-	token, admin := h(s.requireToken(distribution.ScopeUpload)), h(s.requireToken(distribution.ScopeAdmin))
+	// token lets in a request with a valid token, acting as it; what each route's use case lets
+	// it do is the policy's (pkg/distribution/policy): an upload token's writes are refused there,
+	// 403, as every other actor's.
+	token := h(s.requireToken())
 
 	// Every route but the pages refuses a NUL byte or invalid UTF-8 in its path or query with a
 	// JSON 422; the pages check the same and answer with an HTML page.
@@ -95,10 +96,10 @@ func New(d Deps) *Server {
 
 	// The specification's endpoints.
 	api.GET("/apps", h(s.listApps))
-	api.POST("/apps", admin, h(s.createApp))
+	api.POST("/apps", token, h(s.createApp))
 	api.GET("/apps/:id", h(s.getApp))
-	api.PUT("/apps/:id", admin, h(s.updateApp))
-	api.DELETE("/apps/:id", admin, h(s.destroyApp))
+	api.PUT("/apps/:id", token, h(s.updateApp))
+	api.DELETE("/apps/:id", token, h(s.destroyApp))
 	api.POST("/apps/upload", s.upload("app", s.uploadApp))
 	// The update check and its neighbours: from the read cache, with ETags, HEAD answered too.
 	for path, handler := range map[string]func(*gin.Context) error{"/apps/versions": s.versions, "/apps/latest": s.latest,
@@ -118,78 +119,78 @@ func New(d Deps) *Server {
 	api.GET("/debug_files/download", h(s.downloadDebugFileByVersion))
 	api.GET("/debug_files/:id", token, h(s.getDebugFile))
 	api.PUT("/debug_files/:id", s.upload("debug_file", s.updateDebugFile))
-	api.DELETE("/debug_files/:id", admin, h(s.deleteDebugFile))
+	api.DELETE("/debug_files/:id", token, h(s.deleteDebugFile))
 
-	// Zealot 6's management API: reads need a token, changes an admin token, except that an
-	// upload token may edit its own releases and sync devices.
+	// Zealot 6's management API: every route needs a token; changes need an admin token (the
+	// policy), except that an upload token may edit its own releases and sync devices.
 	api.GET("/apps/:id/schemes", token, h(s.listSchemes))
-	api.POST("/apps/:id/schemes", admin, h(s.createScheme))
+	api.POST("/apps/:id/schemes", token, h(s.createScheme))
 	api.GET("/schemes/:id", token, h(s.getScheme))
-	api.PUT("/schemes/:id", admin, h(s.updateScheme))
-	api.PATCH("/schemes/:id", admin, h(s.updateScheme))
-	api.DELETE("/schemes/:id", admin, h(s.deleteScheme))
+	api.PUT("/schemes/:id", token, h(s.updateScheme))
+	api.PATCH("/schemes/:id", token, h(s.updateScheme))
+	api.DELETE("/schemes/:id", token, h(s.deleteScheme))
 	api.GET("/schemes/:id/channels", token, h(s.listChannels))
-	api.POST("/schemes/:id/channels", admin, h(s.createChannel))
+	api.POST("/schemes/:id/channels", token, h(s.createChannel))
 	api.GET("/channels/:id", token, h(s.getChannel))
-	api.PUT("/channels/:id", admin, h(s.updateChannel))
-	api.PATCH("/channels/:id", admin, h(s.updateChannel))
-	api.DELETE("/channels/:id", admin, h(s.deleteChannel))
-	api.POST("/channels/:id/feed_token", admin, h(s.rotateFeedToken))
+	api.PUT("/channels/:id", token, h(s.updateChannel))
+	api.PATCH("/channels/:id", token, h(s.updateChannel))
+	api.DELETE("/channels/:id", token, h(s.deleteChannel))
+	api.POST("/channels/:id/feed_token", token, h(s.rotateFeedToken))
 	api.GET("/releases/:id", token, h(s.getRelease))
 	api.GET("/releases/:id/insights", token, h(s.releaseInsights))
 	api.GET("/releases/:id/diff", token, h(s.releaseDiff))
 	api.PUT("/releases/:id", token, h(s.updateRelease))
 	api.PATCH("/releases/:id", token, h(s.updateRelease))
-	api.DELETE("/releases/:id", admin, h(s.deleteRelease))
+	api.DELETE("/releases/:id", token, h(s.deleteRelease))
 	api.GET("/devices", token, h(s.listDevices))
 	api.GET("/devices/export", token, h(s.exportDevices))
 	api.GET("/devices/:udid", token, h(s.getDevice))
-	api.DELETE("/devices/:udid", admin, h(s.deleteDevice))
-	api.POST("/devices/:udid/approve", admin, h(s.approveDevice))
+	api.DELETE("/devices/:udid", token, h(s.deleteDevice))
+	api.POST("/devices/:udid/approve", token, h(s.approveDevice))
 	api.PUT("/devices/:udid", token, h(s.syncDevice))
 	api.PATCH("/devices/:udid", token, h(s.syncDevice))
 	api.GET("/debug_files/exists/version", h(s.debugFileExistsVersion))
 	api.GET("/debug_files/exists/binary", h(s.debugFileExistsBinary))
 	api.GET("/debug_files/exists/uuid", h(s.debugFileExistsUUID))
-	api.GET("/tokens", admin, h(s.listTokens))
-	api.POST("/tokens", admin, h(s.createToken))
-	api.DELETE("/tokens/:id", admin, h(s.revokeToken))
+	api.GET("/tokens", token, h(s.listTokens))
+	api.POST("/tokens", token, h(s.createToken))
+	api.DELETE("/tokens/:id", token, h(s.revokeToken))
 	api.GET("/users/me", token, h(s.me))
 	// Zealot's users and collaborators (people are made by signing in to the console).
-	api.GET("/users", admin, h(s.listUsers))
-	api.POST("/users", admin, h(s.createUser))
-	api.GET("/users/search", admin, h(s.searchUser))
-	api.GET("/users/:id", admin, h(s.getUser))
-	api.PUT("/users/:id", admin, h(s.updateUser))
-	api.PATCH("/users/:id", admin, h(s.updateUser))
-	api.DELETE("/users/:id", admin, h(s.deleteUser))
-	api.POST("/users/:id/lock", admin, h(s.lockUser(true)))
-	api.DELETE("/users/:id/unlock", admin, h(s.lockUser(false)))
-	api.GET("/apps/:id/collaborators/:user_id", admin, h(s.getCollaborator))
-	api.POST("/apps/:id/collaborators", admin, h(s.addCollaborator))
-	api.PUT("/apps/:id/collaborators/:user_id", admin, h(s.updateCollaborator))
-	api.PATCH("/apps/:id/collaborators/:user_id", admin, h(s.updateCollaborator))
-	api.DELETE("/apps/:id/collaborators/:user_id", admin, h(s.removeCollaborator))
+	api.GET("/users", token, h(s.listUsers))
+	api.POST("/users", token, h(s.createUser))
+	api.GET("/users/search", token, h(s.searchUser))
+	api.GET("/users/:id", token, h(s.getUser))
+	api.PUT("/users/:id", token, h(s.updateUser))
+	api.PATCH("/users/:id", token, h(s.updateUser))
+	api.DELETE("/users/:id", token, h(s.deleteUser))
+	api.POST("/users/:id/lock", token, h(s.lockUser(true)))
+	api.DELETE("/users/:id/unlock", token, h(s.lockUser(false)))
+	api.GET("/apps/:id/collaborators/:user_id", token, h(s.getCollaborator))
+	api.POST("/apps/:id/collaborators", token, h(s.addCollaborator))
+	api.PUT("/apps/:id/collaborators/:user_id", token, h(s.updateCollaborator))
+	api.PATCH("/apps/:id/collaborators/:user_id", token, h(s.updateCollaborator))
+	api.DELETE("/apps/:id/collaborators/:user_id", token, h(s.removeCollaborator))
 	// Retention (issue 13): policies of schemes and channels, and what they delete.
 	api.GET("/schemes/:id/retention", token, h(s.getSchemeRetention))
-	api.PUT("/schemes/:id/retention", admin, h(s.setSchemeRetention))
+	api.PUT("/schemes/:id/retention", token, h(s.setSchemeRetention))
 	api.GET("/channels/:id/retention", token, h(s.getChannelRetention))
-	api.PUT("/channels/:id/retention", admin, h(s.setChannelRetention))
+	api.PUT("/channels/:id/retention", token, h(s.setChannelRetention))
 	api.GET("/channels/:id/retention/plan", token, h(s.planChannelRetention))
 	api.POST("/channels/:id/retention/plan", token, h(s.planChannelRetention))
 	api.GET("/retention/plan", token, h(s.planAllRetention))
 	// Webhooks: their URLs carry chat services' access tokens, so reading them needs admin too.
-	api.GET("/apps/:id/webhooks", admin, h(s.listWebhooks("app")))
-	api.POST("/apps/:id/webhooks", admin, h(s.createWebhook("app")))
-	api.GET("/channels/:id/webhooks", admin, h(s.listWebhooks("channel")))
-	api.POST("/channels/:id/webhooks", admin, h(s.createWebhook("channel")))
-	api.GET("/webhooks", admin, h(s.listWebhooks("")))
-	api.GET("/webhooks/:id", admin, h(s.getWebhook))
-	api.PUT("/webhooks/:id", admin, h(s.updateWebhook))
-	api.PATCH("/webhooks/:id", admin, h(s.updateWebhook))
-	api.DELETE("/webhooks/:id", admin, h(s.deleteWebhook))
-	api.GET("/webhooks/:id/deliveries", admin, h(s.webhookDeliveries))
-	api.POST("/webhooks/:id/test", admin, h(s.testWebhook))
+	api.GET("/apps/:id/webhooks", token, h(s.listWebhooks("app")))
+	api.POST("/apps/:id/webhooks", token, h(s.createWebhook("app")))
+	api.GET("/channels/:id/webhooks", token, h(s.listWebhooks("channel")))
+	api.POST("/channels/:id/webhooks", token, h(s.createWebhook("channel")))
+	api.GET("/webhooks", token, h(s.listWebhooks("")))
+	api.GET("/webhooks/:id", token, h(s.getWebhook))
+	api.PUT("/webhooks/:id", token, h(s.updateWebhook))
+	api.PATCH("/webhooks/:id", token, h(s.updateWebhook))
+	api.DELETE("/webhooks/:id", token, h(s.deleteWebhook))
+	api.GET("/webhooks/:id/deliveries", token, h(s.webhookDeliveries))
+	api.POST("/webhooks/:id/test", token, h(s.testWebhook))
 
 	// Resumable upload sessions for large builds.
 	api.POST("/uploads", token, h(s.startSession))

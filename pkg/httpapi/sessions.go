@@ -90,7 +90,7 @@ func (s *Server) startSession(c *gin.Context) error {
 			in.Fields[name] = *v
 		}
 	}
-	sess, parts, err := s.svc.Sessions.StartSession(ctx, tokenOf(c), in)
+	sess, parts, err := s.svc.Sessions.StartSession(ctx, in)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (s *Server) startSession(c *gin.Context) error {
 // getSession: GET /api/uploads/:id, with the parts done and where to put the others.
 func (s *Server) getSession(c *gin.Context) error {
 	ctx := reqCtx(c)
-	sess, parts, err := s.svc.Sessions.Session(ctx, tokenOf(c), c.Param("session"))
+	sess, parts, err := s.svc.Sessions.Session(ctx, c.Param("session"))
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func (s *Server) completeSession(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.svc.Sessions.CompleteSession(ctx, tokenOf(c), c.Param("session"), sum)
+	res, err := s.svc.Sessions.CompleteSession(ctx, c.Param("session"), sum)
 	if err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func (s *Server) completeSession(c *gin.Context) error {
 // abortSession: DELETE /api/uploads/:id ends an open session and deletes what was put.
 func (s *Server) abortSession(c *gin.Context) error {
 	ctx := reqCtx(c)
-	if err := s.svc.Sessions.AbortSession(ctx, tokenOf(c), c.Param("session")); err != nil {
+	if err := s.svc.Sessions.AbortSession(ctx, c.Param("session")); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)

@@ -37,7 +37,7 @@ func (s *Server) createToken(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	secret, tok, err := s.svc.Tokens.CreateTokenWithToken(ctx, tokenOf(c), name, scope)
+	secret, tok, err := s.svc.Tokens.CreateToken(ctx, name, scope)
 	if err != nil {
 		return err
 	}

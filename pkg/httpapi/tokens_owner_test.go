@@ -61,18 +61,18 @@ func TestTokenMintedByAUserTokenDiesWithTheUser(t *testing.T) {
 	alice := signIn("alice") // the first: an admin
 	promote := func(u *distribution.User, role string, disabled bool) {
 		t.Helper()
-		if _, err := e.Service.People.SetUserAccess(ctx, alice, u.ID, role, disabled); err != nil {
+		if _, err := e.Service.People.SetUserAccess(distribution.WithActor(ctx, distribution.UserActor(alice)), u.ID, role, disabled); err != nil {
 			t.Fatal(err)
 		}
 	}
 	bob, carol := signIn("bob"), signIn("carol")
 	promote(bob, distribution.RoleAdmin, false)
 	promote(carol, distribution.RoleAdmin, false)
-	bobToken, _, err := e.Service.Console.CreateToken(ctx, mustUser(t, e, bob.ID), "bob-admin", distribution.ScopeAdmin)
+	bobToken, _, err := e.Service.Tokens.CreateToken(distribution.WithActor(ctx, distribution.UserActor(mustUser(t, e, bob.ID))), "bob-admin", distribution.ScopeAdmin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	carolToken, _, err := e.Service.Console.CreateToken(ctx, mustUser(t, e, carol.ID), "carol-admin", distribution.ScopeAdmin)
+	carolToken, _, err := e.Service.Tokens.CreateToken(distribution.WithActor(ctx, distribution.UserActor(mustUser(t, e, carol.ID))), "carol-admin", distribution.ScopeAdmin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestTokenMintedByAUserTokenDiesWithTheUser(t *testing.T) {
 	if rows := auditRows(t, e, "token.revoke", "deploy"); len(rows) != 1 || rows[0].ActorKind != "system" || rows[0].ActorName != "cli" {
 		t.Errorf("token.revoke on the command line: %+v", rows)
 	}
-	entries, err := e.Service.People.AuditEntries(ctx, alice, distribution.AuditFilter{Action: "token.create", Limit: 50})
+	entries, err := e.Service.People.AuditEntries(distribution.WithActor(ctx, distribution.UserActor(alice)), distribution.AuditFilter{Action: "token.create", Limit: 50})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,7 +126,7 @@ func (s *Server) openUpload(c *gin.Context) (*uploadForm, error) {
 	}
 	f := &uploadForm{fields: map[string]string{}}
 	if secret := headerOrQueryToken(c); secret != "" {
-		if f.token, err = s.svc.Tokens.Authenticate(ctx, secret, distribution.ScopeUpload); err != nil {
+		if f.token, err = s.svc.Tokens.Authenticate(ctx, secret); err != nil {
 			return nil, err
 		}
 	}
@@ -159,7 +159,7 @@ func (s *Server) openUpload(c *gin.Context) (*uploadForm, error) {
 				return nil, errs.New(errs.Unauthenticated, "no token in the form's first %d bytes: send it in the Authorization header or as the form's first field", preAuthBytes)
 			}
 			if name == "token" {
-				if f.token, err = s.svc.Tokens.Authenticate(ctx, f.fields["token"], distribution.ScopeUpload); err != nil {
+				if f.token, err = s.svc.Tokens.Authenticate(ctx, f.fields["token"]); err != nil {
 					return nil, err
 				}
 			}

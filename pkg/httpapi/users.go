@@ -108,7 +108,7 @@ func (s *Server) updateUser(c *gin.Context) error {
 	}
 	var u *distribution.User
 	if role != nil {
-		u, err = s.svc.People.TokenSetUserRole(ctx, tokenOf(c), id, *role)
+		u, err = s.svc.People.SetUserRole(ctx, id, *role)
 	} else {
 		u, err = s.svc.People.User(ctx, id)
 	}
@@ -128,7 +128,7 @@ func (s *Server) lockUser(locked bool) func(c *gin.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := s.svc.People.TokenLockUser(ctx, tokenOf(c), id, locked); err != nil {
+		if _, err := s.svc.People.LockUser(ctx, id, locked); err != nil {
 			return err
 		}
 		c.JSON(http.StatusAccepted, deleted)
@@ -143,7 +143,7 @@ func (s *Server) deleteUser(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.svc.People.TokenDeleteUser(ctx, tokenOf(c), id); err != nil {
+	if err := s.svc.People.DeleteUser(ctx, id); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)
@@ -204,7 +204,7 @@ func (s *Server) addCollaborator(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.svc.People.AddCollaborator(ctx, tokenOf(c), appID, userID, deref(role))
+	m, err := s.svc.People.AddCollaborator(ctx, appID, userID, deref(role))
 	if err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func (s *Server) updateCollaborator(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.svc.People.UpdateCollaborator(ctx, tokenOf(c), appID, userID, deref(role))
+	m, err := s.svc.People.UpdateCollaborator(ctx, appID, userID, deref(role))
 	if err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func (s *Server) removeCollaborator(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.svc.People.RemoveCollaborator(ctx, tokenOf(c), appID, userID); err != nil {
+	if err := s.svc.People.RemoveCollaborator(ctx, appID, userID); err != nil {
 		return err
 	}
 	c.JSON(http.StatusOK, deleted)

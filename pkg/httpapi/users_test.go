@@ -11,6 +11,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
@@ -45,7 +46,7 @@ func TestUsersAndCollaborators(t *testing.T) {
 	carolSession, carol := signIn("carol")
 	rel := e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.0", Build: "1"}))
 	appID := int64(rel["app"].(map[string]any)["id"].(float64))
-	carolToken, _, err := e.Service.Console.CreateToken(ctx, &distribution.User{ID: carol.ID, Role: distribution.RoleAdmin}, "carol-ci", distribution.ScopeUpload)
+	carolToken, _, err := e.Service.Tokens.CreateToken(distribution.WithActor(ctx, distribution.UserActor(&distribution.User{ID: carol.ID, Role: distribution.RoleAdmin})), "carol-ci", distribution.ScopeUpload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestUsersAndCollaborators(t *testing.T) {
 		t.Errorf("added: %v", added)
 	}
 	m.want(m.call("POST", collab, admin, fmt.Sprintf(`{"user_id":%d}`, carol.ID)), 409, "add again")
-	if err := e.Service.People.CanManageApp(ctx, mustUser(t, e, carol.ID), appID); err != nil {
+	if err := e.Service.Policy.Authorize(distribution.WithActor(ctx, distribution.UserActor(mustUser(t, e, carol.ID))), policy.ManageApp, policy.OnApp(appID)); err != nil {
 		t.Errorf("a developer collaborator may not manage the app: %v", err)
 	}
 	// The role, then "member" as Zealot says viewer.

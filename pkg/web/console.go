@@ -198,6 +198,7 @@ type consoleView struct {
 	Base   string
 	Recent []recentView
 	Form   formState
+	Can    grants
 }
 
 // recentView is an upload on the console's home: the newest across every app.
@@ -226,7 +227,7 @@ func (h *Handler) renderHome(c *gin.Context, session string, u *distribution.Use
 	if err != nil {
 		return err
 	}
-	v := consoleView{User: u, CSRF: h.csrfToken(session), Apps: apps, Base: h.links.Base, Form: form}
+	v := consoleView{User: u, CSRF: h.csrfToken(session), Apps: apps, Base: h.links.Base, Form: form, Can: h.grants(c, 0)}
 	for _, rc := range recent {
 		v.Recent = append(v.Recent, recentView{App: rc.App.Name, Channel: rc.Scheme.Name + " · " + rc.Channel.Name, Version: versionText(&rc.Release),
 			Uploaded: h.when(rc.CreatedAt), Downloads: rc.Downloads, URL: h.links.Release(rc.Channel.Slug, rc.ID),
@@ -236,12 +237,14 @@ func (h *Handler) renderHome(c *gin.Context, session string, u *distribution.Use
 	return nil
 }
 
-// consoleUser returns the session and its user, or sends the browser to sign in.
+// consoleUser returns the session and its user, or sends the browser to sign in. From then on
+// the request acts as the user (actingAs).
 func (h *Handler) consoleUser(c *gin.Context) (string, *distribution.User, bool) {
 	ctx := reqCtx(c)
 	session, err := c.Cookie(SessionCookie)
 	if err == nil {
 		if u, err := h.svc.Logins.SessionUser(ctx, session); err == nil {
+			actingAs(c, u)
 			return session, u, true
 		}
 	}

@@ -10,13 +10,14 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/catalog"
 	"github.com/slipwayhq/slipway/pkg/distribution/events"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/webhook"
 )
 
 // The console's app page: schemes and channels with their newest releases, and the forms that
 // change them. Every form is a POST with the CSRF token and a single-use form token, authorised
-// on the server (distribution.CanManageApp), audited, and answered 303 to the page that shows its
+// on the server (the policy, by the use case), audited, and answered 303 to the page that shows its
 // result, or with its own page again (422) when its input is refused (forms.go).
 
 type consoleChannelView struct {
@@ -45,13 +46,14 @@ type appSchemeView struct {
 }
 
 type consoleAppView struct {
-	App       *distribution.App
-	User      *distribution.User
-	CSRF      string
-	Base      string
-	CanManage bool
-	Schemes   []appSchemeView
-	Members   []distribution.User
+	App  *distribution.App
+	User *distribution.User
+	CSRF string
+	Base string
+	// Can is what the person may do on this app.
+	Can     grants
+	Schemes []appSchemeView
+	Members []distribution.User
 	// AppWebhooks are the app's own webhooks (every channel); Events those one may choose.
 	AppWebhooks []distribution.Webhook
 	Events      []string
@@ -135,7 +137,7 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 	if err != nil {
 		return err
 	}
-	v := consoleAppView{App: app, User: u, CSRF: h.csrfToken(session), Base: h.links.Base, CanManage: h.svc.People.CanManageApp(ctx, u, appID) == nil,
+	v := consoleAppView{App: app, User: u, CSRF: h.csrfToken(session), Base: h.links.Base, Can: h.grants(c, appID),
 		Form: form, DeviceTypes: deviceTypes}
 	for _, sc := range app.Schemes {
 		sv := appSchemeView{ID: sc.ID, Name: sc.Name}
@@ -158,7 +160,7 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 		v.Schemes = append(v.Schemes, sv)
 	}
 	v.Events = webhook.Events
-	if v.CanManage && u.Role == distribution.RoleAdmin {
+	if v.Can.ManageWebhooks {
 		if v.AppWebhooks, err = h.svc.Webhooks.ListWebhooks(ctx, appID, 0); err != nil {
 			return err
 		}
@@ -168,7 +170,7 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 	}
 	p := page{Title: app.Name + " · Console · Slipway", Body: v,
 		Crumbs: []crumb{{Text: "Apps", URL: h.links.Base + "/console"}, {Text: app.Name}}}
-	if v.CanManage {
+	if v.Can.ManageApp {
 		p.Script = h.links.Static("console.js")
 	}
 	h.consoleRender(c, status, "app", p, session, u)
@@ -215,7 +217,7 @@ func (h *Handler) consoleCreateChannel(c *gin.Context, f *formCall) (string, err
 	if err != nil {
 		return "", err
 	}
-	if err := h.svc.People.CanManageApp(ctx, f.user, appID); err != nil {
+	if err := h.may(c, policy.ManageApp, policy.OnApp(appID)); err != nil {
 		return "", err
 	}
 	h.onApp(c, f, appID, "create-channel", channelLabels)
@@ -314,7 +316,7 @@ func (h *Handler) consoleSetRetention(c *gin.Context, f *formCall) (string, erro
 	if err != nil {
 		return "", err
 	}
-	if err := h.svc.People.CanManageApp(ctx, f.user, appID); err != nil {
+	if err := h.may(c, policy.ManageApp, policy.OnApp(appID)); err != nil {
 		return "", err
 	}
 	formID := "retention-" + strconv.FormatInt(chID, 10)
@@ -381,10 +383,7 @@ func (h *Handler) consoleCreateAppWebhook(c *gin.Context, f *formCall) (string, 
 // the events ticked (none ticked: every event).
 func (h *Handler) createWebhook(c *gin.Context, f *formCall, appID, hookApp, hookChannel int64, formID string) (string, error) {
 	ctx := reqCtx(c)
-	if err := h.svc.People.CanManageApp(ctx, f.user, appID); err != nil {
-		return "", err
-	}
-	if err := distribution.RequireRole(f.user, distribution.RoleAdmin); err != nil {
+	if err := h.may(c, policy.ManageWebhooks, policy.OnApp(appID)); err != nil {
 		return "", err
 	}
 	if hookChannel != 0 {
@@ -415,7 +414,7 @@ func (h *Handler) consoleUpdateRelease(c *gin.Context, f *formCall) (string, err
 		return "", err
 	}
 	h.onBuild(c, f, id, "release-form-"+strconv.FormatInt(id, 10), map[string]fieldLabel{"changelog": {"changelog", "Changelog"}})
-	rc, err := h.svc.Console.UpdateRelease(ctx, f.user, id, catalog.ReleaseChanges{Changelog: optionalForm(c, "changelog")})
+	rc, err := h.svc.Releases.UpdateRelease(ctx, id, catalog.ReleaseChanges{Changelog: optionalForm(c, "changelog")})
 	if err != nil {
 		return "", err
 	}
@@ -434,10 +433,13 @@ func (h *Handler) consoleAddMember(c *gin.Context, f *formCall) (string, error) 
 	if _, err := h.svc.Apps.App(ctx, appID); err != nil {
 		return "", err
 	}
+	if err := h.may(c, policy.ManagePeople, policy.Installation); err != nil {
+		return "", err
+	}
 	h.onApp(c, f, appID, "add-member-form", map[string]fieldLabel{"email": {"email", "Email"}})
 	f.notFoundToo = true
 	email := strings.TrimSpace(c.PostForm("email"))
-	if err := h.svc.People.AddAppMember(ctx, f.user, appID, email); err != nil {
+	if err := h.svc.People.AddAppMember(ctx, appID, email); err != nil {
 		if errs.Is(err, errs.NotFound) {
 			return "", errs.Field("email", "is not the email of anyone who has signed in: ask them to sign in once, then add them")
 		}

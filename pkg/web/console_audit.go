@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -48,12 +49,12 @@ type auditView struct {
 // app (app=id), actor (actor=words of a name, or token / system) and action (action=exact, or a
 // prefix ending in "."), paged by before=id.
 func (h *Handler) consoleAudit(c *gin.Context) error {
-	ctx := reqCtx(c)
 	session, u, ok := h.consoleUser(c)
 	if !ok {
 		return nil
 	}
-	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
+	ctx := reqCtx(c)
+	if err := h.may(c, policy.ReadAudit, policy.Installation); err != nil {
 		return err
 	}
 	f := distribution.AuditFilter{Actor: strings.TrimSpace(c.Query("actor")), Action: strings.TrimSpace(c.Query("action")), Limit: auditPageSize + 1}
@@ -69,7 +70,7 @@ func (h *Handler) consoleAudit(c *gin.Context) error {
 	if len(f.Actor) > 255 || len(f.Action) > 255 {
 		return errs.Invalidf("a filter is at most 255 characters")
 	}
-	entries, err := h.svc.People.AuditEntries(ctx, u, f)
+	entries, err := h.svc.People.AuditEntries(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -145,8 +146,9 @@ func (h *Handler) auditRow(e *distribution.AuditEntry) auditRowView {
 	return r
 }
 
-// actingAs makes the request's context act as the console user: the use cases it calls write
-// their audit rows (and a deleted release's tombstone) as theirs. It returns the new context.
+// actingAs makes the request's context act as the console user: the policy decides what the use
+// cases it calls may do from their role, and those write their audit rows (and a deleted
+// release's tombstone) as theirs. It returns the new context.
 func actingAs(c *gin.Context, u *distribution.User) context.Context {
 	c.Request = c.Request.WithContext(distribution.WithActor(c.Request.Context(), distribution.UserActor(u)))
 	return c.Request.Context()

@@ -83,9 +83,10 @@ type channelPageView struct {
 	App        *distribution.App
 	User       *distribution.User
 	CSRF, Base string
-	CanManage  bool
-	Ch         consoleChannelView
-	Builds     []buildRow
+	// Can is what the person may do on this channel's app.
+	Can    grants
+	Ch     consoleChannelView
+	Builds []buildRow
 	// Plan is retention's plan under the saved policy; Preview under the policy typed (nil
 	// unless "Preview" was pressed).
 	Plan, Preview *retentionPlanView
@@ -123,14 +124,14 @@ func (h *Handler) renderChannel(c *gin.Context, session string, u *distribution.
 	}
 	app, ch := cc.App, cc.Channel
 	v := channelPageView{App: &app, User: u, CSRF: h.csrfToken(session), Base: h.links.Base,
-		CanManage: h.svc.People.CanManageApp(ctx, u, app.ID) == nil, Form: form, Preview: preview, Events: webhook.Events}
+		Can: h.grants(c, app.ID), Form: form, Preview: preview, Events: webhook.Events}
 	cv := consoleChannelView{ID: ch.ID, SchemeID: cc.Scheme.ID, Name: ch.Name, Scheme: cc.Scheme.Name, Key: ch.Slug,
 		DeviceType: ch.DeviceType, URL: h.links.Channel(ch.Slug), HasPassword: ch.HasPassword(), ConsoleURL: h.channelURL(ch.ID)}
 	pg := 1
 	if n, err := strconv.Atoi(c.Query("page")); err == nil && n > 1 && n <= 100_000 {
 		pg = n
 	}
-	rels, err := h.svc.Releases.ChannelReleases(ctx, ch.ID, distribution.Page{Page: pg, PerPage: buildsPerPage})
+	rels, err := h.svc.Releases.ChannelReleases(ctx, cc, distribution.Page{Page: pg, PerPage: buildsPerPage})
 	if err != nil {
 		return err
 	}
@@ -153,11 +154,11 @@ func (h *Handler) renderChannel(c *gin.Context, session string, u *distribution.
 		if own.MaxBytes != nil {
 			cv.Own.MaxBytes = formSize(*own.MaxBytes)
 		}
-		if v.CanManage {
+		if v.Can.ManageApp {
 			v.Plan = h.planView(c, plan.Victims, false)
 		}
 	}
-	if v.CanManage && u.Role == distribution.RoleAdmin {
+	if v.Can.ManageWebhooks {
 		if cv.Webhooks, err = h.svc.Webhooks.ListWebhooks(ctx, 0, ch.ID); err != nil {
 			return err
 		}
@@ -166,7 +167,7 @@ func (h *Handler) renderChannel(c *gin.Context, session string, u *distribution.
 	v.Feeds = h.channelFeeds(&ch)
 	p := page{Title: cc.Scheme.Name + " · " + ch.Name + " · " + app.Name + " · Console · Slipway", Body: v,
 		Crumbs: []crumb{{Text: "Apps", URL: h.links.Base + "/console"}, {Text: app.Name, URL: h.appURL(app.ID)}, {Text: cc.Scheme.Name + " · " + ch.Name}}}
-	if v.CanManage {
+	if v.Can.ManageApp {
 		p.Script = h.links.Static("console.js")
 	}
 	h.consoleRender(c, status, "console-channel", p, session, u)
@@ -206,7 +207,8 @@ type buildPageView struct {
 	releaseView
 	User       *distribution.User
 	CSRF, Base string
-	CanManage  bool
+	// Can is what the person may do on this channel's app.
+	Can grants
 	// Channel names the build's channel; ChannelConsoleURL is its console page; PublicURL the
 	// tester page, QRCodeURL its QR code; Uploader who uploaded it ("" when unknown).
 	Channel, ChannelConsoleURL, PublicURL, Uploader, Changelog, FileName, SHA256 string
@@ -248,7 +250,7 @@ func (h *Handler) renderBuild(c *gin.Context, session string, u *distribution.Us
 	}
 	cc := rc.ChannelContext()
 	v := buildPageView{releaseView: h.releaseView(rc, nil), User: u, CSRF: h.csrfToken(session), Base: h.links.Base,
-		CanManage: h.svc.People.CanManageApp(ctx, u, rc.App.ID) == nil, Channel: cc.Scheme.Name + " · " + cc.Channel.Name,
+		Can: h.grants(c, rc.App.ID), Channel: cc.Scheme.Name + " · " + cc.Channel.Name,
 		ChannelConsoleURL: h.channelURL(cc.Channel.ID), PublicURL: h.links.Release(cc.Channel.Slug, rc.ID),
 		Changelog: distribution.TextChangelog(rc.Changelog), FileName: rc.Filename, SHA256: rc.SHA256,
 		Pinned: rc.Pinned, Form: form, Updates: releaseUpdates(&rc.Release)}

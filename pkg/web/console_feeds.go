@@ -8,6 +8,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/catalog"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/links"
 )
@@ -42,12 +43,15 @@ func (h *Handler) consoleRotateFeedToken(c *gin.Context, f *formCall) (string, e
 	if err != nil {
 		return "", err
 	}
+	if err := h.may(c, policy.RotateFeedToken, policy.OnApp(cc.App.ID)); err != nil {
+		return "", err
+	}
 	if cc.Channel.FeedTokenHash != "" {
 		if err := confirmed(c); err != nil {
 			return "", errs.Field("confirm", "must be ticked: apps configured with the old token stop finding updates")
 		}
 	}
-	token, err := h.svc.Console.RotateFeedToken(ctx, f.user, id)
+	token, err := h.svc.Apps.RotateFeedToken(ctx, id)
 	if err != nil {
 		return "", err
 	}
@@ -71,7 +75,7 @@ func (h *Handler) consoleSetUpdates(c *gin.Context, f *formCall) (string, error)
 		return "", errs.Field("rollout", "must be a whole number from 0 to 100")
 	}
 	critical := c.PostForm("critical") != ""
-	rc, err := h.svc.Console.UpdateRelease(ctx, f.user, id, catalog.ReleaseChanges{RolloutPercent: &rollout, Critical: &critical})
+	rc, err := h.svc.Releases.UpdateRelease(ctx, id, catalog.ReleaseChanges{RolloutPercent: &rollout, Critical: &critical})
 	if err != nil {
 		return "", err
 	}

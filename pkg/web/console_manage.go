@@ -10,6 +10,8 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/catalog"
+	"github.com/slipwayhq/slipway/pkg/distribution/events"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -35,6 +37,24 @@ func confirmed(c *gin.Context) error {
 	return nil
 }
 
+// manageChannel reads a channel the request's actor may manage (its app's ManageApp).
+func (h *Handler) manageChannel(c *gin.Context, id int64) (*distribution.ChannelContext, error) {
+	cc, err := h.svc.Apps.ChannelByID(reqCtx(c), id)
+	if err != nil {
+		return nil, err
+	}
+	return cc, h.may(c, policy.ManageApp, policy.OnApp(cc.App.ID))
+}
+
+// manageScheme reads a scheme the request's actor may manage (its app's ManageApp).
+func (h *Handler) manageScheme(c *gin.Context, id int64) (*distribution.Scheme, error) {
+	sc, err := h.svc.Apps.Scheme(reqCtx(c), id)
+	if err != nil {
+		return nil, err
+	}
+	return sc, h.may(c, policy.ManageApp, policy.OnApp(sc.AppID))
+}
+
 // consoleUpdateChannel: POST /console/channels/:id renames a channel, changes its key, and sets
 // or clears its password (an empty password field leaves it as it is).
 func (h *Handler) consoleUpdateChannel(c *gin.Context, f *formCall) (string, error) {
@@ -43,7 +63,7 @@ func (h *Handler) consoleUpdateChannel(c *gin.Context, f *formCall) (string, err
 	if err != nil {
 		return "", err
 	}
-	cc, err := h.svc.Console.Channel(ctx, f.user, id)
+	cc, err := h.manageChannel(c, id)
 	if err != nil {
 		return "", err
 	}
@@ -64,7 +84,7 @@ func (h *Handler) consoleUpdateChannel(c *gin.Context, f *formCall) (string, err
 		empty := ""
 		ch.Password = &empty
 	}
-	out, err := h.svc.Console.UpdateChannel(ctx, f.user, id, ch)
+	out, err := h.svc.Apps.UpdateChannel(ctx, id, ch)
 	if err != nil {
 		return "", err
 	}
@@ -80,7 +100,7 @@ func (h *Handler) consoleDeleteChannel(c *gin.Context, f *formCall) (string, err
 	if err != nil {
 		return "", err
 	}
-	cc, err := h.svc.Console.Channel(ctx, f.user, id)
+	cc, err := h.manageChannel(c, id)
 	if err != nil {
 		return "", err
 	}
@@ -88,7 +108,7 @@ func (h *Handler) consoleDeleteChannel(c *gin.Context, f *formCall) (string, err
 	if err := confirmed(c); err != nil {
 		return "", err
 	}
-	if err := h.svc.Console.DeleteChannel(ctx, f.user, id); err != nil {
+	if err := h.svc.Apps.DeleteChannel(ctx, id); err != nil {
 		return "", err
 	}
 	f.ok("Channel %s deleted with its builds.", cc.Channel.Name)
@@ -104,7 +124,7 @@ func (h *Handler) consolePinRelease(c *gin.Context, f *formCall) (string, error)
 		return "", err
 	}
 	pinned := c.PostForm("pinned") == "true"
-	rc, err := h.svc.Console.UpdateRelease(ctx, f.user, id, catalog.ReleaseChanges{Pinned: &pinned})
+	rc, err := h.svc.Releases.UpdateRelease(ctx, id, catalog.ReleaseChanges{Pinned: &pinned})
 	if err != nil {
 		return "", err
 	}
@@ -127,8 +147,11 @@ func (h *Handler) consoleDeleteRelease(c *gin.Context, f *formCall) (string, err
 	if err := confirmed(c); err != nil {
 		return "", err
 	}
-	rc, err := h.svc.Console.DeleteRelease(ctx, f.user, id)
+	rc, err := h.svc.Releases.Release(ctx, id)
 	if err != nil {
+		return "", err
+	}
+	if err := h.svc.Releases.DeleteRelease(ctx, id); err != nil {
 		return "", err
 	}
 	f.ok("Release %s deleted.", versionText(&rc.Release))
@@ -142,7 +165,7 @@ func (h *Handler) consoleRenameApp(c *gin.Context, f *formCall) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	if err := h.svc.People.CanManageApp(ctx, f.user, appID); err != nil {
+	if err := h.may(c, policy.ManageApp, policy.OnApp(appID)); err != nil {
 		return "", err
 	}
 	h.onApp(c, f, appID, "rename-app", nil)
@@ -150,7 +173,7 @@ func (h *Handler) consoleRenameApp(c *gin.Context, f *formCall) (string, error) 
 	if err := h.appNameFree(c, name, appID); err != nil {
 		return "", err
 	}
-	app, err := h.svc.Console.RenameApp(ctx, f.user, appID, name)
+	app, err := h.svc.Apps.RenameApp(ctx, appID, name)
 	if err != nil {
 		return "", err
 	}
@@ -187,7 +210,7 @@ func (h *Handler) consoleDeleteApp(c *gin.Context, f *formCall) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	if err := distribution.RequireRole(f.user, distribution.RoleAdmin); err != nil {
+	if err := h.may(c, policy.DeleteApp, policy.OnApp(appID)); err != nil {
 		return "", err
 	}
 	app, err := h.svc.Apps.App(ctx, appID)
@@ -198,7 +221,7 @@ func (h *Handler) consoleDeleteApp(c *gin.Context, f *formCall) (string, error) 
 	if err := confirmed(c); err != nil {
 		return "", err
 	}
-	if err := h.svc.Console.DeleteApp(ctx, f.user, appID); err != nil {
+	if err := h.svc.Apps.DestroyApp(ctx, appID); err != nil {
 		return "", err
 	}
 	f.ok("App %s deleted with its channels and builds.", app.Name)
@@ -216,7 +239,7 @@ func (h *Handler) consoleRemoveMember(c *gin.Context, f *formCall) (string, erro
 	if err != nil {
 		return "", err
 	}
-	if err := h.svc.People.RemoveAppMember(ctx, f.user, appID, userID); err != nil {
+	if err := h.svc.People.RemoveAppMember(ctx, appID, userID); err != nil {
 		return "", err
 	}
 	f.ok("Member removed from this app.")
@@ -247,7 +270,7 @@ func (h *Handler) webhookURL(id int64) string {
 // renderWebhook renders a webhook's page: its newest deliveries and their attempts.
 func (h *Handler) renderWebhook(c *gin.Context, session string, u *distribution.User, id int64, form formState, status int) error {
 	ctx := reqCtx(c)
-	w, err := h.svc.Console.Webhook(ctx, u, id)
+	w, err := h.svc.Webhooks.Webhook(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -326,7 +349,7 @@ func (h *Handler) consoleTestWebhook(c *gin.Context, f *formCall) (string, error
 	if err != nil {
 		return "", err
 	}
-	if _, err := h.svc.Console.TestWebhook(ctx, f.user, id); err != nil {
+	if _, err := h.svc.Webhooks.TestWebhook(ctx, id); err != nil {
 		return "", err
 	}
 	f.ok("Test event queued; reload to see how it went.")
@@ -341,7 +364,7 @@ func (h *Handler) consoleDeleteWebhook(c *gin.Context, f *formCall) (string, err
 	if err != nil {
 		return "", err
 	}
-	w, err := h.svc.Console.Webhook(ctx, f.user, id)
+	w, err := h.svc.Webhooks.Webhook(ctx, id)
 	if err != nil {
 		return "", err
 	}
@@ -350,7 +373,7 @@ func (h *Handler) consoleDeleteWebhook(c *gin.Context, f *formCall) (string, err
 		return "", err
 	}
 	appID := h.webhookApp(c, w)
-	if _, err := h.svc.Console.DeleteWebhook(ctx, f.user, id); err != nil {
+	if err := h.svc.Webhooks.DeleteWebhook(ctx, id); err != nil {
 		return "", err
 	}
 	f.ok("Webhook deleted.")
@@ -366,20 +389,18 @@ type devicesView struct {
 	Devices    []distribution.Device
 	When       func(t time.Time) string
 	Form       formState
+	Can        grants
 }
 
 // renderDevices renders the registered devices (developers and admins; admins may delete).
 func (h *Handler) renderDevices(c *gin.Context, session string, u *distribution.User, form formState, status int) error {
 	ctx := reqCtx(c)
-	if err := distribution.RequireRole(u, distribution.RoleDeveloper); err != nil {
-		return err
-	}
 	ds, err := h.svc.Devices.Devices(ctx, distribution.Page{Page: 1, PerPage: 500})
 	if err != nil {
 		return err
 	}
 	h.consoleRender(c, status, "devices", page{Title: "Devices · Console · Slipway",
-		Body: devicesView{User: u, CSRF: h.csrfToken(session), Base: h.links.Base, Devices: ds, When: h.when, Form: form}}, session, u)
+		Body: devicesView{User: u, CSRF: h.csrfToken(session), Base: h.links.Base, Devices: ds, When: h.when, Form: form, Can: h.grants(c, 0)}}, session, u)
 	return nil
 }
 
@@ -396,13 +417,16 @@ func (h *Handler) consoleDevices(c *gin.Context) error {
 func (h *Handler) consoleDeleteDevice(c *gin.Context, f *formCall) (string, error) {
 	ctx := reqCtx(c)
 	udid := c.Param("udid")
+	if err := h.may(c, policy.ManageDevices, policy.Installation); err != nil {
+		return "", err
+	}
 	f.inPlace("delete-device-"+udid, nil, func(s formState) error {
 		return h.renderDevices(c, f.session, f.user, s, http.StatusUnprocessableEntity)
 	})
 	if err := confirmed(c); err != nil {
 		return "", err
 	}
-	if err := h.svc.Console.DeleteDevice(ctx, f.user, udid); err != nil {
+	if err := h.svc.Devices.DeleteDevice(ctx, udid); err != nil {
 		return "", err
 	}
 	f.ok("Device %s deleted.", udid)
@@ -414,7 +438,7 @@ func (h *Handler) consoleDeleteDevice(c *gin.Context, f *formCall) (string, erro
 func (h *Handler) consoleApproveDevice(c *gin.Context, f *formCall) (string, error) {
 	ctx := reqCtx(c)
 	udid := c.Param("udid")
-	if err := h.svc.Console.ApproveDevice(ctx, f.user, udid); err != nil {
+	if _, err := h.svc.Devices.ApproveDevice(ctx, udid); err != nil {
 		return "", err
 	}
 	f.ok("Device %s approved: it is in the export now.", udid)
@@ -432,7 +456,7 @@ type usersView struct {
 
 func (h *Handler) renderUsers(c *gin.Context, session string, u *distribution.User, form formState, status int) error {
 	ctx := reqCtx(c)
-	users, err := h.svc.People.Users(ctx, u)
+	users, err := h.svc.People.ListUsers(ctx)
 	if err != nil {
 		return err
 	}
@@ -459,10 +483,13 @@ func (h *Handler) consoleUpdateUser(c *gin.Context, f *formCall) (string, error)
 	if err != nil {
 		return "", err
 	}
+	if err := h.may(c, policy.ManagePeople, policy.Installation); err != nil {
+		return "", err
+	}
 	f.inPlace("user-form-"+strconv.FormatInt(id, 10), map[string]fieldLabel{"role": {"role", "Role"}}, func(s formState) error {
 		return h.renderUsers(c, f.session, f.user, s, http.StatusUnprocessableEntity)
 	})
-	out, err := h.svc.People.SetUserAccess(ctx, f.user, id, c.PostForm("role"), c.PostForm("disabled") != "")
+	out, err := h.svc.People.SetUserAccess(ctx, id, c.PostForm("role"), c.PostForm("disabled") != "")
 	if err != nil {
 		return "", err
 	}
@@ -477,7 +504,7 @@ func (h *Handler) consoleUpdateUser(c *gin.Context, f *formCall) (string, error)
 // consoleCreateApp: POST /console/apps (name; admins) makes an empty app and shows its page.
 func (h *Handler) consoleCreateApp(c *gin.Context, f *formCall) (string, error) {
 	ctx := reqCtx(c)
-	if err := distribution.RequireRole(f.user, distribution.RoleAdmin); err != nil {
+	if err := h.may(c, policy.CreateApp, policy.Installation); err != nil {
 		return "", err
 	}
 	f.inPlace("create-app", map[string]fieldLabel{"name": {"name", "New app"}}, func(s formState) error {
@@ -487,7 +514,7 @@ func (h *Handler) consoleCreateApp(c *gin.Context, f *formCall) (string, error) 
 	if err := h.appNameFree(c, name, 0); err != nil {
 		return "", err
 	}
-	app, err := h.svc.Console.CreateApp(ctx, f.user, name)
+	app, err := h.svc.Apps.CreateApp(ctx, name)
 	if err != nil {
 		return "", err
 	}
@@ -502,12 +529,13 @@ func (h *Handler) consoleRenameScheme(c *gin.Context, f *formCall) (string, erro
 	if err != nil {
 		return "", err
 	}
-	sc, err := h.svc.Console.Scheme(ctx, f.user, id)
+	sc, err := h.manageScheme(c, id)
 	if err != nil {
 		return "", err
 	}
 	h.onApp(c, f, sc.AppID, "scheme-settings-"+strconv.FormatInt(id, 10), map[string]fieldLabel{"name": {"name", "Scheme name"}})
-	sc, err = h.svc.Console.RenameScheme(ctx, f.user, id, c.PostForm("name"))
+	name := c.PostForm("name")
+	sc, err = h.svc.Apps.UpdateScheme(ctx, id, catalog.SchemeChanges{Name: &name})
 	if err != nil {
 		return "", err
 	}
@@ -523,7 +551,7 @@ func (h *Handler) consoleDeleteScheme(c *gin.Context, f *formCall) (string, erro
 	if err != nil {
 		return "", err
 	}
-	sc, err := h.svc.Console.Scheme(ctx, f.user, id)
+	sc, err := h.manageScheme(c, id)
 	if err != nil {
 		return "", err
 	}
@@ -531,8 +559,7 @@ func (h *Handler) consoleDeleteScheme(c *gin.Context, f *formCall) (string, erro
 	if err := confirmed(c); err != nil {
 		return "", err
 	}
-	sc, err = h.svc.Console.DeleteScheme(ctx, f.user, id)
-	if err != nil {
+	if err := h.svc.Apps.DeleteScheme(ctx, id); err != nil {
 		return "", err
 	}
 	f.ok("Scheme %s deleted with its channels and builds.", sc.Name)
@@ -546,7 +573,8 @@ func (h *Handler) consoleEnableWebhook(c *gin.Context, f *formCall) (string, err
 	if err != nil {
 		return "", err
 	}
-	w, err := h.svc.Console.SetWebhookEnabled(ctx, f.user, id, c.PostForm("enabled") == "true")
+	enabled := c.PostForm("enabled") == "true"
+	w, err := h.svc.Webhooks.UpdateWebhook(ctx, id, events.WebhookInput{Enabled: &enabled})
 	if err != nil {
 		return "", err
 	}
@@ -560,15 +588,10 @@ func (h *Handler) consoleEnableWebhook(c *gin.Context, f *formCall) (string, err
 // consoleExportDevices: GET /console/devices/export, the devices in the Apple developer portal's
 // "register multiple devices" file (developers and admins).
 func (h *Handler) consoleExportDevices(c *gin.Context) error {
-	ctx := reqCtx(c)
-	_, u, ok := h.consoleUser(c)
-	if !ok {
+	if _, _, ok := h.consoleUser(c); !ok {
 		return nil
 	}
-	if err := distribution.RequireRole(u, distribution.RoleDeveloper); err != nil {
-		return err
-	}
-	body, err := h.svc.Devices.ExportDevices(ctx)
+	body, err := h.svc.Devices.ExportDevices(reqCtx(c))
 	if err != nil {
 		return err
 	}

@@ -386,7 +386,7 @@ func TestConsoleUsers(t *testing.T) {
 	if s, _ := post(admin, fmt.Sprintf("/console/users/%d", carolID), url.Values{"csrf": {acsrf}, "role": {"owner"}}); s != http.StatusUnprocessableEntity {
 		t.Errorf("an unknown role: %d", s)
 	}
-	secret, _, err := e.Service.Console.CreateToken(context.Background(), &distribution.User{ID: carolID, Role: distribution.RoleAdmin}, "carol-ci", distribution.ScopeUpload)
+	secret, _, err := e.Service.Tokens.CreateToken(distribution.WithActor(context.Background(), distribution.UserActor(&distribution.User{ID: carolID, Role: distribution.RoleAdmin})), "carol-ci", distribution.ScopeUpload)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -49,16 +50,13 @@ func (h *Handler) consoleForm(c *gin.Context) (string, *distribution.User, error
 	if !h.csrfValid(session, csrf) {
 		return "", nil, errs.New(errs.Forbidden, "the form's CSRF token is missing or wrong; reload the page and try again")
 	}
+	actingAs(c, u)
 	return session, u, nil
 }
 
 // renderTokens renders the tokens page for an admin, with a failed form's state (or none).
 func (h *Handler) renderTokens(c *gin.Context, session string, u *distribution.User, form formState, status int) error {
-	ctx := reqCtx(c)
-	if err := distribution.RequireRole(u, distribution.RoleAdmin); err != nil {
-		return err
-	}
-	toks, err := h.svc.Tokens.Tokens(ctx)
+	toks, err := h.svc.Tokens.Tokens(reqCtx(c))
 	if err != nil {
 		return err
 	}
@@ -88,13 +86,13 @@ func (h *Handler) consoleTokens(c *gin.Context) error {
 // tokens page the form redirects to (carried by the sealed flash cookie, never in a URL).
 func (h *Handler) consoleCreateToken(c *gin.Context, f *formCall) (string, error) {
 	ctx := reqCtx(c)
-	if err := distribution.RequireRole(f.user, distribution.RoleAdmin); err != nil {
+	if err := h.may(c, policy.ManageTokens, policy.Installation); err != nil {
 		return "", err
 	}
 	f.inPlace("create-token", map[string]fieldLabel{"name": {"name", "Name"}, "scope": {"scope", "Scope"}}, func(s formState) error {
 		return h.renderTokens(c, f.session, f.user, s, http.StatusUnprocessableEntity)
 	})
-	secret, t, err := h.svc.Console.CreateToken(ctx, f.user, strings.TrimSpace(c.PostForm("name")), c.PostForm("scope"))
+	secret, t, err := h.svc.Tokens.CreateToken(ctx, strings.TrimSpace(c.PostForm("name")), c.PostForm("scope"))
 	if err != nil {
 		return "", err
 	}
@@ -112,13 +110,13 @@ func (h *Handler) consoleRevokeToken(c *gin.Context, f *formCall) (string, error
 	f.inPlace("revoke-token-"+strconv.FormatInt(id, 10), nil, func(s formState) error {
 		return h.renderTokens(c, f.session, f.user, s, http.StatusUnprocessableEntity)
 	})
-	if err := distribution.RequireRole(f.user, distribution.RoleAdmin); err != nil {
+	if err := h.may(c, policy.ManageTokens, policy.Installation); err != nil {
 		return "", err
 	}
 	if err := confirmed(c); err != nil {
 		return "", err
 	}
-	if err := h.svc.Console.RevokeToken(ctx, f.user, id); err != nil {
+	if _, err := h.svc.Tokens.RevokeTokenByID(ctx, id); err != nil {
 		return "", err
 	}
 	f.ok("Token revoked: it works no more.")

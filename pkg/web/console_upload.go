@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -57,14 +58,33 @@ func (h *Handler) consoleScriptUser(c *gin.Context) (*distribution.User, error) 
 	if !h.csrfValid(session, c.GetHeader(csrfHeader)) {
 		return nil, errs.New(errs.Forbidden, "the CSRF token is missing or wrong; reload the page and try again")
 	}
+	actingAs(c, u)
 	return u, nil
 }
+
+// consoleUploader checks a script's call (consoleScriptUser) and makes the request act as the
+// user uploading with their console upload token: the session and the release it makes are that
+// token's, so only the user can see or complete it; what they may upload into is their role's.
+func (h *Handler) consoleUploader(c *gin.Context) (context.Context, error) {
+	u, err := h.consoleScriptUser(c)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := h.svc.Tokens.UserUploadToken(reqCtx(c), u.ID)
+	if err != nil {
+		return nil, err
+	}
+	c.Request = c.Request.WithContext(distribution.WithActor(c.Request.Context(), distribution.UserActor(u).ConsoleUploader(tok)))
+	return reqCtx(c), nil
+}
+
+// consoleUploadFields are the form fields a console upload passes on to its session.
+var consoleUploadFields = []string{"changelog", "release_type", "branch", "git_commit", "ci_url"}
 
 // consoleStartUpload: POST /console/channels/:id/uploads (filename, size, changelog) → 201 with
 // the session and where to put its parts.
 func (h *Handler) consoleStartUpload(c *gin.Context) error {
-	ctx := reqCtx(c)
-	u, err := h.consoleScriptUser(c)
+	ctx, err := h.consoleUploader(c)
 	if err != nil {
 		return err
 	}
@@ -76,8 +96,18 @@ func (h *Handler) consoleStartUpload(c *gin.Context) error {
 	if err != nil {
 		return errs.Field("size", "must be the file's size in bytes")
 	}
-	sess, parts, err := h.svc.Console.StartUpload(ctx, u, chID, c.PostForm("filename"), size,
-		map[string]string{"changelog": c.PostForm("changelog")})
+	cc, err := h.svc.Apps.ChannelByID(ctx, chID)
+	if err != nil {
+		return err
+	}
+	in := uploads.NewSession{Kind: distribution.SessionApp, Filename: c.PostForm("filename"), Size: size,
+		Fields: map[string]string{"channel_key": cc.Channel.Slug, "source": "console"}}
+	for _, k := range consoleUploadFields {
+		if v := strings.TrimSpace(c.PostForm(k)); v != "" {
+			in.Fields[k] = v
+		}
+	}
+	sess, parts, err := h.svc.Sessions.StartSession(ctx, in)
 	if err != nil {
 		return err
 	}
@@ -88,12 +118,11 @@ func (h *Handler) consoleStartUpload(c *gin.Context) error {
 
 // consoleUploadSession: GET /console/uploads/:session, the parts done and fresh URLs for the rest.
 func (h *Handler) consoleUploadSession(c *gin.Context) error {
-	ctx := reqCtx(c)
-	u, err := h.consoleScriptUser(c)
+	ctx, err := h.consoleUploader(c)
 	if err != nil {
 		return err
 	}
-	sess, parts, err := h.svc.Console.UploadSession(ctx, u, c.Param("session"))
+	sess, parts, err := h.svc.Sessions.Session(ctx, c.Param("session"))
 	if err != nil {
 		return err
 	}
@@ -104,14 +133,17 @@ func (h *Handler) consoleUploadSession(c *gin.Context) error {
 
 // consoleCompleteUpload: POST /console/uploads/:session/complete → 201 with the release recorded.
 func (h *Handler) consoleCompleteUpload(c *gin.Context) error {
-	ctx := reqCtx(c)
-	u, err := h.consoleScriptUser(c)
+	ctx, err := h.consoleUploader(c)
 	if err != nil {
 		return err
 	}
-	rc, err := h.svc.Console.CompleteUpload(ctx, u, c.Param("session"))
+	res, err := h.svc.Sessions.CompleteSession(ctx, c.Param("session"), "")
 	if err != nil {
 		return err
+	}
+	rc := res.Release
+	if rc == nil {
+		return errs.New(errs.Invalid, "this upload session is not a build's")
 	}
 	c.Header("Cache-Control", "no-store")
 	c.JSON(http.StatusCreated, gin.H{

@@ -225,7 +225,7 @@ func (h *Handler) form(fn func(c *gin.Context, f *formCall) (string, error)) gin
 		if err != nil {
 			return err
 		}
-		ctx = actingAs(c, u) // (the use cases audit what this user does)
+		ctx = reqCtx(c) // (consoleForm made the request act as the user)
 		f := &formCall{session: session, user: u}
 		if tok := c.PostForm("form_token"); tok != "" {
 			nonce, ok := h.formNonce(c.PostForm("csrf"), tok)
@@ -332,6 +332,8 @@ func consoleWords(msg string) string {
 type consoleNav struct {
 	User       *distribution.User
 	CSRF, Base string
+	// Can is what the person may do anywhere (the header links only to what they may use).
+	Can grants
 }
 
 // Who is how the header names the signed-in person: their name, else their email.
@@ -353,14 +355,14 @@ func (n consoleNav) Email() string {
 	return ""
 }
 
-func (h *Handler) nav(session string, u *distribution.User) *consoleNav {
-	return &consoleNav{User: u, CSRF: h.csrfToken(session), Base: h.links.Base}
+func (h *Handler) nav(c *gin.Context, session string, u *distribution.User) *consoleNav {
+	return &consoleNav{User: u, CSRF: h.csrfToken(session), Base: h.links.Base, Can: h.grants(c, 0)}
 }
 
 // consoleRender writes a signed-in console page: the header, the breadcrumbs, and the flash the
 // last form left (taken once).
 func (h *Handler) consoleRender(c *gin.Context, status int, name string, p page, session string, u *distribution.User) {
-	p.Nav = h.nav(session, u)
+	p.Nav = h.nav(c, session, u)
 	p.Flash = h.takeFlash(c, session)
 	h.render(c, status, name, p, true)
 }

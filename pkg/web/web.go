@@ -311,7 +311,8 @@ func (h *Handler) failPage(c *gin.Context, err error, back string) {
 	if strings.HasPrefix(c.Request.URL.Path, "/console/") && c.Request.URL.Path != "/console/login" && c.Request.URL.Path != "/console/callback" {
 		if session, err := c.Cookie(SessionCookie); err == nil {
 			if u, err := h.svc.Logins.SessionUser(reqCtx(c), session); err == nil {
-				pg.Nav = h.nav(session, u)
+				actingAs(c, u)
+				pg.Nav = h.nav(c, session, u)
 			}
 		}
 		v.BackURL, v.BackText = h.links.Base+"/console", "Back to the console"

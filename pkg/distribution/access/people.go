@@ -6,10 +6,11 @@ import (
 	"strings"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
-// Zealot's users and collaborators API, for admin tokens (the HTTP layer checks the scope). People
+// Zealot's users and collaborators API, for admin tokens, and the console's users page. People
 // are made on their first sign-in to the console, not by the API; the console and this API change
 // them through the same functions (SetUserAccess, the store's membership calls), audited.
 //
@@ -49,6 +50,8 @@ type People struct {
 	Log   *slog.Logger
 	// AuditLog writes the rows (distribution.AuditLog.Record, the one writer).
 	AuditLog *distribution.AuditLog
+	// Policy decides who may read and change people and the audit log.
+	Policy *policy.Policy
 }
 
 // Collaborator is a member of an app.
@@ -65,11 +68,6 @@ func (c *Collaborator) CollaboratorRole() string {
 	return c.Role
 }
 
-// tokenActor stands for an admin token in the audit log and in checks meant for people.
-func tokenActor(t *distribution.Token) *distribution.User {
-	return &distribution.User{Role: distribution.RoleAdmin, Name: "token " + t.Name}
-}
-
 // userRole reads a role in either vocabulary.
 func userRole(role string) (string, error) {
 	switch r := strings.ToLower(strings.TrimSpace(role)); r {
@@ -81,26 +79,43 @@ func userRole(role string) (string, error) {
 	return "", errs.Field("role", "must be admin, developer or member (viewer)")
 }
 
+// may checks the context's actor may manage people.
+func (p *People) may(ctx context.Context) error {
+	return p.Policy.Authorize(ctx, policy.ManagePeople, policy.Installation)
+}
+
 // ListUsers returns every user.
 func (p *People) ListUsers(ctx context.Context) ([]distribution.User, error) {
+	if err := p.may(ctx); err != nil {
+		return nil, err
+	}
 	return p.Store.ListUsers(ctx)
 }
 
 // User returns a user by id.
 func (p *People) User(ctx context.Context, id int64) (*distribution.User, error) {
+	if err := p.may(ctx); err != nil {
+		return nil, err
+	}
 	return p.Store.GetUser(ctx, id)
 }
 
 // UserByEmail finds a user by email (errs.NotFound for a blank or unknown one, as Zealot).
 func (p *People) UserByEmail(ctx context.Context, email string) (*distribution.User, error) {
+	if err := p.may(ctx); err != nil {
+		return nil, err
+	}
 	if strings.TrimSpace(email) == "" {
 		return nil, errs.New(errs.NotFound, "give the email of the user to find")
 	}
 	return p.Store.UserByEmail(ctx, strings.TrimSpace(email))
 }
 
-// TokenSetUserRole changes a user's role for an admin token.
-func (p *People) TokenSetUserRole(ctx context.Context, t *distribution.Token, id int64, role string) (*distribution.User, error) {
+// SetUserRole changes a user's role (in either vocabulary), leaving them enabled or disabled.
+func (p *People) SetUserRole(ctx context.Context, id int64, role string) (*distribution.User, error) {
+	if err := p.may(ctx); err != nil {
+		return nil, err
+	}
 	u, err := p.Store.GetUser(ctx, id)
 	if err != nil {
 		return nil, err
@@ -109,20 +124,26 @@ func (p *People) TokenSetUserRole(ctx context.Context, t *distribution.Token, id
 	if err != nil {
 		return nil, err
 	}
-	return p.SetUserAccess(ctx, tokenActor(t), id, r, u.DisabledAt != nil)
+	return p.SetUserAccess(ctx, id, r, u.DisabledAt != nil)
 }
 
-// TokenLockUser disables (locked) or enables a user for an admin token: Zealot's lock and unlock.
-func (p *People) TokenLockUser(ctx context.Context, t *distribution.Token, id int64, locked bool) (*distribution.User, error) {
+// LockUser disables (locked) or enables a user: Zealot's lock and unlock.
+func (p *People) LockUser(ctx context.Context, id int64, locked bool) (*distribution.User, error) {
+	if err := p.may(ctx); err != nil {
+		return nil, err
+	}
 	u, err := p.Store.GetUser(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return p.SetUserAccess(ctx, tokenActor(t), id, u.Role, locked)
+	return p.SetUserAccess(ctx, id, u.Role, locked)
 }
 
-// TokenDeleteUser deletes a user with their sessions, memberships and tokens, audited.
-func (p *People) TokenDeleteUser(ctx context.Context, t *distribution.Token, id int64) error {
+// DeleteUser deletes a user with their sessions, memberships and tokens, audited.
+func (p *People) DeleteUser(ctx context.Context, id int64) error {
+	if err := p.may(ctx); err != nil {
+		return err
+	}
 	u, err := p.Store.GetUser(ctx, id)
 	if err != nil {
 		return err
@@ -130,12 +151,15 @@ func (p *People) TokenDeleteUser(ctx context.Context, t *distribution.Token, id 
 	if err := p.Store.DeleteUser(ctx, id); err != nil {
 		return err
 	}
-	p.Audit(ctx, tokenActor(t), "user.delete", u.Email, map[string]any{"user_id": id, "token": t.Name})
+	p.audit(ctx, "user.delete", u.Email, map[string]any{"user_id": id})
 	return nil
 }
 
 // Collaborator returns a member of an app (errs.NotFound for an unknown app, user or member).
 func (p *People) Collaborator(ctx context.Context, appID, userID int64) (*Collaborator, error) {
+	if err := p.may(ctx); err != nil {
+		return nil, err
+	}
 	if _, err := p.Store.GetApp(ctx, appID); err != nil {
 		return nil, err
 	}
@@ -161,9 +185,12 @@ func collaboratorRole(role string) (string, error) {
 	return userRole(role)
 }
 
-// AddCollaborator makes a user a member of an app for an admin token (errs.Conflict when they
-// are one already), audited.
-func (p *People) AddCollaborator(ctx context.Context, t *distribution.Token, appID, userID int64, role string) (*Collaborator, error) {
+// AddCollaborator makes a user a member of an app (errs.Conflict when they are one already),
+// audited.
+func (p *People) AddCollaborator(ctx context.Context, appID, userID int64, role string) (*Collaborator, error) {
+	if err := p.may(ctx); err != nil {
+		return nil, err
+	}
 	r, err := collaboratorRole(role)
 	if err != nil {
 		return nil, err
@@ -174,13 +201,13 @@ func (p *People) AddCollaborator(ctx context.Context, t *distribution.Token, app
 	if err := p.Store.AddAppMemberByID(ctx, appID, userID, r != distribution.RoleViewer); err != nil {
 		return nil, err
 	}
-	p.Audit(ctx, tokenActor(t), "member.add", "", map[string]any{"app_id": appID, "user_id": userID, "token": t.Name})
+	p.audit(ctx, "member.add", "", map[string]any{"app_id": appID, "user_id": userID})
 	return p.Collaborator(ctx, appID, userID)
 }
 
 // UpdateCollaborator gives a member the developer (or admin) role of an app: a viewer becomes a
 // developer; member leaves the user's role as it is.
-func (p *People) UpdateCollaborator(ctx context.Context, t *distribution.Token, appID, userID int64, role string) (*Collaborator, error) {
+func (p *People) UpdateCollaborator(ctx context.Context, appID, userID int64, role string) (*Collaborator, error) {
 	r, err := collaboratorRole(role)
 	if err != nil {
 		return nil, err
@@ -192,32 +219,24 @@ func (p *People) UpdateCollaborator(ctx context.Context, t *distribution.Token, 
 		if err := p.Store.PromoteUser(ctx, userID); err != nil {
 			return nil, err
 		}
-		p.Audit(ctx, tokenActor(t), "member.update", "", map[string]any{"app_id": appID, "user_id": userID, "role": r, "token": t.Name})
+		p.audit(ctx, "member.update", "", map[string]any{"app_id": appID, "user_id": userID, "role": r})
 	}
 	return p.Collaborator(ctx, appID, userID)
 }
 
-// RemoveCollaborator removes a member from an app for an admin token.
-func (p *People) RemoveCollaborator(ctx context.Context, t *distribution.Token, appID, userID int64) error {
+// RemoveCollaborator removes a member from an app.
+func (p *People) RemoveCollaborator(ctx context.Context, appID, userID int64) error {
 	if _, err := p.Collaborator(ctx, appID, userID); err != nil {
 		return err
 	}
-	return p.RemoveAppMember(ctx, tokenActor(t), appID, userID)
+	return p.RemoveAppMember(ctx, appID, userID)
 }
 
-// Users lists every console user (admins).
-func (p *People) Users(ctx context.Context, by *distribution.User) ([]distribution.User, error) {
-	if err := distribution.RequireRole(by, distribution.RoleAdmin); err != nil {
-		return nil, err
-	}
-	return p.Store.ListUsers(ctx)
-}
-
-// SetUserAccess changes a user's role and disables or enables them (admins). Disabling ends the
-// user's sessions on every replica and stops their API tokens at once. An admin cannot change
-// their own access, so an installation is never left without one.
-func (p *People) SetUserAccess(ctx context.Context, by *distribution.User, id int64, role string, disabled bool) (*distribution.User, error) {
-	if err := distribution.RequireRole(by, distribution.RoleAdmin); err != nil {
+// SetUserAccess changes a user's role and disables or enables them. Disabling ends the user's
+// sessions on every replica and stops their API tokens at once. Nobody changes their own access
+// (a person, or a token acting for them), so an installation is never left without an admin.
+func (p *People) SetUserAccess(ctx context.Context, id int64, role string, disabled bool) (*distribution.User, error) {
+	if err := p.may(ctx); err != nil {
 		return nil, err
 	}
 	switch role {
@@ -225,57 +244,41 @@ func (p *People) SetUserAccess(ctx context.Context, by *distribution.User, id in
 	default:
 		return nil, errs.Field("role", "must be admin, developer or viewer")
 	}
-	if id == by.ID {
+	if a := distribution.ActorOf(ctx); a.UserID != 0 && id == a.UserID {
 		return nil, errs.New(errs.Forbidden, "you cannot change your own role or disable yourself; ask another admin")
 	}
 	u, err := p.Store.SetUserAccess(ctx, id, role, disabled)
 	if err != nil {
 		return nil, err
 	}
-	p.Audit(ctx, by, "user.update", u.Email, map[string]any{"user_id": id, "role": role, "disabled": disabled})
+	p.audit(ctx, "user.update", u.Email, map[string]any{"user_id": id, "role": role, "disabled": disabled})
 	return u, nil
 }
 
-// AppMembers lists an app's members (anyone signed in may see who manages an app).
+// AppMembers lists an app's members (whoever may read the app may see who manages it).
 func (p *People) AppMembers(ctx context.Context, appID int64) ([]distribution.User, error) {
+	if err := p.Policy.Authorize(ctx, policy.ReadCatalog, policy.OnApp(appID)); err != nil {
+		return nil, err
+	}
 	return p.Store.AppMembers(ctx, appID)
 }
 
-// RemoveAppMember removes a user from an app (admins), audited. Their role is left as it is.
-func (p *People) RemoveAppMember(ctx context.Context, by *distribution.User, appID, userID int64) error {
-	if err := distribution.RequireRole(by, distribution.RoleAdmin); err != nil {
+// RemoveAppMember removes a user from an app, audited. Their role is left as it is.
+func (p *People) RemoveAppMember(ctx context.Context, appID, userID int64) error {
+	if err := p.may(ctx); err != nil {
 		return err
 	}
 	if err := p.Store.RemoveAppMember(ctx, appID, userID); err != nil {
 		return err
 	}
-	p.Audit(ctx, by, "member.remove", "", map[string]any{"app_id": appID, "user_id": userID})
+	p.audit(ctx, "member.remove", "", map[string]any{"app_id": appID, "user_id": userID})
 	return nil
 }
 
-// CanManageApp refuses a user who may not change an app: admins manage every app, developers the
-// apps they are members of, viewers none.
-func (p *People) CanManageApp(ctx context.Context, u *distribution.User, appID int64) error {
-	switch u.Role {
-	case distribution.RoleAdmin:
-		return nil
-	case distribution.RoleDeveloper:
-		ok, err := p.Store.IsAppMember(ctx, appID, u.ID)
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		return errs.New(errs.Forbidden, "you are not a member of this app; an admin can add you")
-	}
-	return errs.New(errs.Forbidden, "viewers cannot change anything; an admin can make you a developer")
-}
-
-// AddAppMember makes a user (by email) a member of an app and, if a viewer, a developer (admins
-// only), audited.
-func (p *People) AddAppMember(ctx context.Context, by *distribution.User, appID int64, email string) error {
-	if err := distribution.RequireRole(by, distribution.RoleAdmin); err != nil {
+// AddAppMember makes a user (by email) a member of an app and, if a viewer, a developer,
+// audited.
+func (p *People) AddAppMember(ctx context.Context, appID int64, email string) error {
+	if err := p.may(ctx); err != nil {
 		return err
 	}
 	if _, err := p.Store.GetApp(ctx, appID); err != nil {
@@ -288,30 +291,24 @@ func (p *People) AddAppMember(ctx context.Context, by *distribution.User, appID 
 	if err := p.Store.AddAppMember(ctx, appID, email); err != nil {
 		return err
 	}
-	p.Audit(ctx, by, "member.add", email, map[string]any{"app_id": appID})
+	p.audit(ctx, "member.add", email, map[string]any{"app_id": appID})
 	return nil
 }
 
-// AuditEntries returns audit rows, newest first, as the filter selects them (admins read them
-// in the console).
-func (p *People) AuditEntries(ctx context.Context, by *distribution.User, f distribution.AuditFilter) ([]distribution.AuditEntry, error) {
-	if err := distribution.RequireRole(by, distribution.RoleAdmin); err != nil {
+// AuditEntries returns audit rows, newest first, as the filter selects them.
+func (p *People) AuditEntries(ctx context.Context, f distribution.AuditFilter) ([]distribution.AuditEntry, error) {
+	if err := p.Policy.Authorize(ctx, policy.ReadAudit, policy.Installation); err != nil {
 		return nil, err
 	}
 	return p.Store.AuditEntries(ctx, f)
 }
 
-// Audit records a change made by a console user, or by a token (tokenActor: the context's actor,
-// which httpapi sets to the token). target is the name of what changed; detail's app_id, when
-// there is one, files the row under that app. New callers use distribution.AuditLog.Record.
-func (p *People) Audit(ctx context.Context, u *distribution.User, action, target string, detail map[string]any) {
-	a := distribution.UserActor(u)
-	if u.ID == 0 {
-		a = distribution.ActorOf(ctx)
-	}
+// audit records a change to people as the context's actor. target is the name of what changed;
+// detail's app_id, when there is one, files the row under that app.
+func (p *People) audit(ctx context.Context, action, target string, detail map[string]any) {
 	t := distribution.AuditTarget{Name: target}
 	if id, ok := detail["app_id"].(int64); ok {
 		t.AppID = id
 	}
-	p.AuditLog.RecordAs(ctx, a, action, t, detail)
+	p.AuditLog.Record(ctx, action, t, detail)
 }

@@ -9,14 +9,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
 // TokenStore keeps API tokens (only their hashes). Every token made or revoked is written to the
 // audit log with it, in one transaction.
 type TokenStore interface {
-	// CreateToken makes a token with no owner, audited as the context's actor (the CLI's).
-	CreateToken(ctx context.Context, name, scope string) (string, *distribution.Token, error)
 	// NewToken makes a token with an owner (or none), audited as made by in.By.
 	NewToken(ctx context.Context, in distribution.NewToken) (string, *distribution.Token, error)
 	// Authenticate returns the active token matching secret, with the rights its owner has now,
@@ -34,47 +33,34 @@ type TokenStore interface {
 // Tokens runs the use cases of API tokens.
 type Tokens struct {
 	Store TokenStore
+	// Policy decides who may list, make and revoke tokens.
+	Policy *policy.Policy
 }
 
-// Authenticate returns the active token matching secret if its scope allows an operation that
-// needs scope: errs.Unauthenticated for a missing, wrong or revoked token, errs.Forbidden for a
-// scope too narrow.
-func (t *Tokens) Authenticate(ctx context.Context, secret, scope string) (*distribution.Token, error) {
+// Authenticate returns the active token matching secret, with the scope its owner's rights allow
+// now: errs.Unauthenticated for a missing, wrong or revoked token. What the token may do is the
+// policy's to say, once the request carries it (distribution.TokenActor).
+func (t *Tokens) Authenticate(ctx context.Context, secret string) (*distribution.Token, error) {
 	if secret == "" {
 		return nil, errs.New(errs.Unauthenticated, "an API token is required: send it as \"Authorization: Token <token>\" or a token parameter")
 	}
-	tok, err := t.Store.Authenticate(ctx, secret)
-	if err != nil {
-		return nil, err
-	}
-	if !tok.Allows(scope) {
-		return nil, errs.New(errs.Forbidden, "this token's scope (%s) does not allow this operation; it needs %s", tok.Scope, scope)
-	}
-	return tok, nil
+	return t.Store.Authenticate(ctx, secret)
 }
 
-// CreateToken makes a token for the CLI on the server (no owner), with a name (unique among
-// active tokens) and a scope, and returns its secret, which is shown only now.
+// CreateToken makes a token with a name (unique among active tokens) and a scope, and returns
+// its secret, which is shown only now. The token belongs to the context actor's owner: a console
+// user's is theirs, a token's belongs to that token's owner (so it dies with them, and its rights
+// follow theirs), the command line's to nobody.
 func (t *Tokens) CreateToken(ctx context.Context, name, scope string) (string, *distribution.Token, error) {
+	if err := t.Policy.Authorize(ctx, policy.ManageTokens, policy.Installation); err != nil {
+		return "", nil, err
+	}
 	name, scope, err := CheckToken(name, scope)
 	if err != nil {
 		return "", nil, err
 	}
-	return t.Store.CreateToken(ctx, name, scope)
-}
-
-// CreateTokenWithToken makes a token with a token (POST /api/tokens): the new token belongs to
-// the same owner as by (so it dies with them, and its rights follow theirs), and its scope never
-// exceeds by's rights as they are now. A token owned by nobody makes tokens owned by nobody.
-func (t *Tokens) CreateTokenWithToken(ctx context.Context, by *distribution.Token, name, scope string) (string, *distribution.Token, error) {
-	name, scope, err := CheckToken(name, scope)
-	if err != nil {
-		return "", nil, err
-	}
-	if !by.Allows(scope) {
-		return "", nil, errs.New(errs.Forbidden, "a token cannot make a token with more rights than its own (%s)", by.Scope)
-	}
-	return t.Store.NewToken(ctx, distribution.NewToken{Name: name, Scope: scope, UserID: by.UserID, By: distribution.TokenActor(by)})
+	by := distribution.ActorOf(ctx)
+	return t.Store.NewToken(ctx, distribution.NewToken{Name: name, Scope: scope, UserID: by.UserID, By: by})
 }
 
 // CheckToken validates a new token's name and scope (upload when empty).
@@ -96,31 +82,31 @@ func CheckToken(name, scope string) (string, string, error) {
 // Tokens lists every token, active ones first, newest first. Secrets are never stored, so never
 // listed.
 func (t *Tokens) Tokens(ctx context.Context) ([]distribution.Token, error) {
+	if err := t.Policy.Authorize(ctx, policy.ManageTokens, policy.Installation); err != nil {
+		return nil, err
+	}
 	return t.Store.ListTokens(ctx)
 }
 
 // RevokeToken revokes the active token with this name (the CLI), audited as the context's actor.
 func (t *Tokens) RevokeToken(ctx context.Context, name string) error {
+	if err := t.Policy.Authorize(ctx, policy.ManageTokens, policy.Installation); err != nil {
+		return err
+	}
 	return t.Store.RevokeToken(ctx, strings.TrimSpace(name))
 }
 
 // RevokeTokenByID revokes an active token by id, audited as the context's actor (the token of
-// the request, or the console's user). A token may revoke itself.
+// the request, or the console's user).
 func (t *Tokens) RevokeTokenByID(ctx context.Context, id int64) (*distribution.Token, error) {
+	if err := t.Policy.Authorize(ctx, policy.ManageTokens, policy.Installation); err != nil {
+		return nil, err
+	}
 	return t.Store.RevokeTokenByID(ctx, id, distribution.ActorOf(ctx))
 }
 
-// CreateUserToken makes a token owned by a console user, with a name and a scope, audited as the
-// context's actor (the console's user), and returns its secret, which is shown only now.
-func (t *Tokens) CreateUserToken(ctx context.Context, name, scope string, userID int64) (string, *distribution.Token, error) {
-	name, scope, err := CheckToken(name, scope)
-	if err != nil {
-		return "", nil, err
-	}
-	return t.Store.NewToken(ctx, distribution.NewToken{Name: name, Scope: scope, UserID: userID, By: distribution.ActorOf(ctx)})
-}
-
-// UserUploadToken returns the token a user's console uploads are recorded with.
+// UserUploadToken returns the token a user's console uploads are recorded with (made on first
+// use, its secret never shown): the console acts with it for the user's uploads.
 func (t *Tokens) UserUploadToken(ctx context.Context, userID int64) (*distribution.Token, error) {
 	return t.Store.UserUploadToken(ctx, userID)
 }

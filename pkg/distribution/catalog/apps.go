@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/webhook"
@@ -58,20 +59,55 @@ type Apps struct {
 	Effects distribution.Effects
 	// Audit records each change as the context's actor (nil: not recorded).
 	Audit *distribution.AuditLog
+	// Policy decides whether the context's actor may read or change what a use case touches.
+	Policy *policy.Policy
+}
+
+// may asks the policy whether the context's actor may take act on an app.
+func (a *Apps) may(ctx context.Context, act policy.Action, appID int64) error {
+	return a.Policy.Authorize(ctx, act, policy.OnApp(appID))
+}
+
+// schemeFor reads a scheme and checks the context's actor may take act on its app.
+func (a *Apps) schemeFor(ctx context.Context, act policy.Action, id int64) (*distribution.Scheme, error) {
+	sc, err := a.Store.GetScheme(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return sc, a.may(ctx, act, sc.AppID)
+}
+
+// channelFor reads a channel with its app and scheme and checks the context's actor may take act
+// on its app.
+func (a *Apps) channelFor(ctx context.Context, act policy.Action, id int64) (*distribution.ChannelContext, error) {
+	cc, err := a.Store.ChannelContextByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return cc, a.may(ctx, act, cc.App.ID)
 }
 
 // ListApps returns a page of apps with their schemes and channels, ordered by id.
 func (a *Apps) ListApps(ctx context.Context, p distribution.Page) ([]distribution.App, error) {
+	if err := a.Policy.Authorize(ctx, policy.ReadCatalog, policy.Installation); err != nil {
+		return nil, err
+	}
 	return a.Store.ListApps(ctx, p)
 }
 
 // App returns one app with its schemes and channels.
 func (a *Apps) App(ctx context.Context, id int64) (*distribution.App, error) {
+	if err := a.may(ctx, policy.ReadCatalog, id); err != nil {
+		return nil, err
+	}
 	return a.Store.GetApp(ctx, id)
 }
 
 // CreateApp creates an app with no schemes.
 func (a *Apps) CreateApp(ctx context.Context, name string) (*distribution.App, error) {
+	if err := a.Policy.Authorize(ctx, policy.CreateApp, policy.Installation); err != nil {
+		return nil, err
+	}
 	name, err := requiredName("name", name)
 	if err != nil {
 		return nil, err
@@ -85,6 +121,9 @@ func (a *Apps) CreateApp(ctx context.Context, name string) (*distribution.App, e
 
 // RenameApp renames an app.
 func (a *Apps) RenameApp(ctx context.Context, id int64, name string) (*distribution.App, error) {
+	if err := a.may(ctx, policy.ManageApp, id); err != nil {
+		return nil, err
+	}
 	name, err := requiredName("name", name)
 	if err != nil {
 		return nil, err
@@ -105,6 +144,9 @@ func (a *Apps) RenameApp(ctx context.Context, id int64, name string) (*distribut
 // their objects as deleted; the objects are deleted after the commit, and any that fail stay
 // recorded for the collector.
 func (a *Apps) DestroyApp(ctx context.Context, id int64) error {
+	if err := a.may(ctx, policy.DeleteApp, id); err != nil {
+		return err
+	}
 	defer a.Effects.Changed(distribution.Change{AppID: id})
 	app, err := a.Store.GetApp(ctx, id)
 	if err != nil {
@@ -173,17 +215,23 @@ func (ch SchemeChanges) apply(sc *distribution.Scheme) error {
 
 // Schemes returns an app's schemes with their channels.
 func (a *Apps) Schemes(ctx context.Context, appID int64) ([]distribution.Scheme, error) {
+	if err := a.may(ctx, policy.ReadCatalog, appID); err != nil {
+		return nil, err
+	}
 	return a.Store.ListSchemes(ctx, appID)
 }
 
 // Scheme returns one scheme with its channels.
 func (a *Apps) Scheme(ctx context.Context, id int64) (*distribution.Scheme, error) {
-	return a.Store.GetScheme(ctx, id)
+	return a.schemeFor(ctx, policy.ReadCatalog, id)
 }
 
 // CreateScheme adds a scheme to an app. The name is required; new_build_callout defaults to
 // true and retained_builds to 0 (keep every build), as in Zealot.
 func (a *Apps) CreateScheme(ctx context.Context, appID int64, ch SchemeChanges) (*distribution.Scheme, error) {
+	if err := a.may(ctx, policy.ManageApp, appID); err != nil {
+		return nil, err
+	}
 	if ch.Name == nil {
 		return nil, errs.Field("name", "can't be blank")
 	}
@@ -201,7 +249,7 @@ func (a *Apps) CreateScheme(ctx context.Context, appID int64, ch SchemeChanges) 
 // UpdateScheme changes the fields of a scheme that ch sets.
 func (a *Apps) UpdateScheme(ctx context.Context, id int64, ch SchemeChanges) (*distribution.Scheme, error) {
 	return distribution.RetryStale(func() (*distribution.Scheme, error) {
-		sc, err := a.Store.GetScheme(ctx, id)
+		sc, err := a.schemeFor(ctx, policy.ManageApp, id)
 		if err != nil {
 			return nil, err
 		}
@@ -226,7 +274,7 @@ func (a *Apps) UpdateScheme(ctx context.Context, id int64, ch SchemeChanges) (*d
 func (a *Apps) DeleteScheme(ctx context.Context, id int64) error {
 	defer a.Effects.Changed(distribution.Change{SchemeID: id})
 	defer a.Effects.Wake()
-	sc, err := a.Store.GetScheme(ctx, id)
+	sc, err := a.schemeFor(ctx, policy.ManageApp, id)
 	if err != nil {
 		return err
 	}
@@ -365,15 +413,20 @@ func (ch ChannelChanges) apply(c *distribution.Channel, hasReleases bool) error 
 
 // Channels returns a scheme's channels.
 func (a *Apps) Channels(ctx context.Context, schemeID int64) ([]distribution.Channel, error) {
+	if _, err := a.schemeFor(ctx, policy.ReadCatalog, schemeID); err != nil {
+		return nil, err
+	}
 	return a.Store.ListChannels(ctx, schemeID)
 }
 
 // ChannelByID returns a channel with its app and scheme.
 func (a *Apps) ChannelByID(ctx context.Context, id int64) (*distribution.ChannelContext, error) {
-	return a.Store.ChannelContextByID(ctx, id)
+	return a.channelFor(ctx, policy.ReadCatalog, id)
 }
 
-// Channel returns the channel a channel key names, with its app and scheme.
+// Channel returns the channel a channel key names, with its app and scheme. A channel key opens
+// its channel to whoever holds it (Zealot's SDKs and the release pages read by key); a protected
+// channel's gate is its password (access.Passwords).
 func (a *Apps) Channel(ctx context.Context, key string) (*distribution.ChannelContext, error) {
 	key, err := distribution.CheckChannelKey(key)
 	if err != nil {
@@ -385,6 +438,9 @@ func (a *Apps) Channel(ctx context.Context, key string) (*distribution.ChannelCo
 // CreateChannel adds a channel to a scheme. name and device_type are required; slug defaults to
 // a random unguessable key, bundle_id to * and download_filename_type to original.
 func (a *Apps) CreateChannel(ctx context.Context, schemeID int64, ch ChannelChanges) (*distribution.Channel, error) {
+	if _, err := a.schemeFor(ctx, policy.ManageApp, schemeID); err != nil {
+		return nil, err
+	}
 	if ch.Name == nil {
 		return nil, errs.Field("name", "can't be blank")
 	}
@@ -416,7 +472,7 @@ func (a *Apps) auditChannel(ctx context.Context, action string, id int64, detail
 // password cookies and install links given out with the old one.
 func (a *Apps) UpdateChannel(ctx context.Context, id int64, ch ChannelChanges) (*distribution.Channel, error) {
 	return distribution.RetryStale(func() (*distribution.Channel, error) {
-		cc, err := a.Store.ChannelContextByID(ctx, id)
+		cc, err := a.channelFor(ctx, policy.ManageApp, id)
 		if err != nil {
 			return nil, err
 		}
@@ -456,7 +512,7 @@ func (a *Apps) UpdateChannel(ctx context.Context, id int64, ch ChannelChanges) (
 func (a *Apps) DeleteChannel(ctx context.Context, id int64) error {
 	defer a.Effects.Changed(distribution.Change{ChannelID: id})
 	defer a.Effects.Wake()
-	cc, err := a.Store.ChannelContextByID(ctx, id)
+	cc, err := a.channelFor(ctx, policy.ManageApp, id)
 	if err != nil {
 		return err
 	}
@@ -471,6 +527,9 @@ func (a *Apps) DeleteChannel(ctx context.Context, id int64) error {
 // is kept). The update feeds of a password-protected channel answer only to it (updaters send no
 // cookies); the old token stops working at once, on every replica.
 func (a *Apps) RotateFeedToken(ctx context.Context, id int64) (string, error) {
+	if _, err := a.channelFor(ctx, policy.RotateFeedToken, id); err != nil {
+		return "", err
+	}
 	token, hash := distribution.NewFeedToken()
 	if err := a.Store.SetFeedToken(ctx, id, hash); err != nil {
 		return "", err

@@ -89,7 +89,7 @@ func (s *deleteStore) DeleteRelease(_ context.Context, id int64, _ Actor, emit E
 // wakes the sender when releases went with it (an app's destruction sends none).
 func TestDeletionsSetOffTheirEffects(t *testing.T) {
 	// The request's context is cancelled by the time the objects go: they are deleted anyway.
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(WithActor(context.Background(), SystemActor("test")))
 	cancel()
 	for _, c := range []struct {
 		name   string
@@ -125,7 +125,7 @@ func TestDeletionsSetOffTheirEffects(t *testing.T) {
 
 // A deletion the store refuses (or that fails) deletes no object: the rows are still there.
 func TestFailedDeletionDeletesNoObject(t *testing.T) {
-	ctx := context.Background()
+	ctx := WithActor(context.Background(), SystemActor("test"))
 	rec, st := &recorder{}, &deleteStore{fail: errs.New(errs.NotFound, "scheme 2 not found")}
 	a := &Apps{Store: st, Effects: rec.effects()}
 	if err := a.DeleteScheme(ctx, 2); !errs.Is(err, errs.NotFound) {
@@ -165,7 +165,7 @@ func (s *staleStore) UpdateScheme(_ context.Context, sc *Scheme) (*Scheme, error
 // An edit whose row changed between its read and its write is read and applied again, so the
 // other request's fields survive; one that keeps losing the race ends as a conflict.
 func TestEditsRetryStaleRows(t *testing.T) {
-	ctx := context.Background()
+	ctx := WithActor(context.Background(), SystemActor("test"))
 	st := &staleStore{stale: 2}
 	a := &Apps{Store: st}
 	sc, err := a.UpdateScheme(ctx, 3, SchemeChanges{Name: str("Beta")})

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/distribution/readcache"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/webhook"
@@ -43,10 +44,26 @@ type Releases struct {
 	Effects distribution.Effects
 	// Audit records each change as the context's actor (nil: not recorded).
 	Audit *distribution.AuditLog
+	// Policy decides whether the context's actor may read or change a release.
+	Policy *policy.Policy
 }
+
+// The reads by channel key (ReleaseInChannel, ReleaseInView, Versions, Latest, FindVersion,
+// Tombstone, ReleaseToDownload) are open to whoever holds the key, as Zealot's SDKs and the
+// release pages read them; a protected channel's gate is its password (access.Passwords).
 
 // Release returns a release with its channel, scheme and app.
 func (rs *Releases) Release(ctx context.Context, id int64) (*distribution.ReleaseContext, error) {
+	rc, err := rs.Store.GetRelease(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return rc, rs.Policy.Authorize(ctx, policy.ReadCatalog, policy.OnApp(rc.App.ID))
+}
+
+// ReleaseToDownload returns a release to download by its id alone (the download links of the
+// pages and feeds): the caller lets the request through the release's channel gate.
+func (rs *Releases) ReleaseToDownload(ctx context.Context, id int64) (*distribution.ReleaseContext, error) {
 	return rs.Store.GetRelease(ctx, id)
 }
 
@@ -264,24 +281,20 @@ func (ch ReleaseChanges) apply(r *distribution.Release) (err error) {
 	return nil
 }
 
-// CanEditRelease reports whether a token may edit a release: an admin token any, an upload token
-// the releases it uploaded.
-func CanEditRelease(t *distribution.Token, r *distribution.Release) bool {
-	return t.Scope == distribution.ScopeAdmin || (t.Scope == distribution.ScopeUpload && r.UploadedBy != 0 && r.UploadedBy == t.ID)
-}
-
-// UpdateRelease edits a release's metadata on behalf of a token (see CanEditRelease).
-func (rs *Releases) UpdateRelease(ctx context.Context, t *distribution.Token, id int64, ch ReleaseChanges) (*distribution.ReleaseContext, error) {
+// UpdateRelease edits a release's metadata (policy.EditRelease; pinning is policy.PinRelease).
+func (rs *Releases) UpdateRelease(ctx context.Context, id int64, ch ReleaseChanges) (*distribution.ReleaseContext, error) {
 	return distribution.RetryStale(func() (*distribution.ReleaseContext, error) {
 		rc, err := rs.Store.GetRelease(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		if !CanEditRelease(t, &rc.Release) {
-			return nil, errs.New(errs.Forbidden, "an upload token may edit only the releases it uploaded; this needs an admin token")
+		if err := rs.Policy.Authorize(ctx, policy.EditRelease, policy.OnRelease(rc.App.ID, rc.UploadedBy)); err != nil {
+			return nil, err
 		}
-		if ch.Pinned != nil && t.Scope != distribution.ScopeAdmin {
-			return nil, errs.New(errs.Forbidden, "pinning a release (keeping it from retention) needs an admin token")
+		if ch.Pinned != nil {
+			if err := rs.Policy.Authorize(ctx, policy.PinRelease, policy.OnApp(rc.App.ID)); err != nil {
+				return nil, err
+			}
 		}
 		r := rc.Release
 		if err := ch.apply(&r); err != nil {
@@ -329,6 +342,9 @@ func (rs *Releases) DeleteRelease(ctx context.Context, id int64) error {
 	if err != nil {
 		return err
 	}
+	if err := rs.Policy.Authorize(ctx, policy.DeleteRelease, policy.OnApp(rc.App.ID)); err != nil {
+		return err
+	}
 	defer rs.Effects.Changed(distribution.Change{ChannelID: rc.Channel.ID})
 	defer rs.Effects.Wake()
 	return rs.Effects.Deleted(ctx)(rs.Store.DeleteRelease(ctx, id, distribution.ActorOf(ctx), rs.Effects.ReleaseEvents(webhook.EventReleaseDeleted)))
@@ -350,11 +366,17 @@ func (rs *Releases) Tombstone(ctx context.Context, key string, id int64) (*distr
 
 // RecentUploads returns the newest releases across every app, with their install counts.
 func (rs *Releases) RecentUploads(ctx context.Context, limit int) ([]distribution.ReleaseContext, error) {
+	if err := rs.Policy.Authorize(ctx, policy.ReadCatalog, policy.Installation); err != nil {
+		return nil, err
+	}
 	return rs.Store.RecentUploads(ctx, limit)
 }
 
 // ChannelReleases returns a page of a channel's releases, newest first, from the database (the
 // console lists every release, not the view's newest).
-func (rs *Releases) ChannelReleases(ctx context.Context, channelID int64, p distribution.Page) ([]distribution.Release, error) {
-	return rs.Store.ListReleases(ctx, channelID, p)
+func (rs *Releases) ChannelReleases(ctx context.Context, cc *distribution.ChannelContext, p distribution.Page) ([]distribution.Release, error) {
+	if err := rs.Policy.Authorize(ctx, policy.ReadCatalog, policy.OnApp(cc.App.ID)); err != nil {
+		return nil, err
+	}
+	return rs.Store.ListReleases(ctx, cc.Channel.ID, p)
 }

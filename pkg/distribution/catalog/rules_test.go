@@ -8,6 +8,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	. "github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -65,7 +66,7 @@ func str(s string) *string { return &s }
 // Schemes: a name is required and trimmed, retained_builds bounded, new_build_callout on by
 // default; an update changes only what is sent, and nothing is saved when a field is refused.
 func TestSchemeRules(t *testing.T) {
-	ctx := context.Background()
+	ctx := WithActor(context.Background(), SystemActor("test"))
 	st := &ruleStore{scheme: Scheme{ID: 3, AppID: 1, Name: "Adhoc", NewBuildCallout: true, RetainedBuilds: 4}}
 	s := &Apps{Store: st}
 	if _, err := s.CreateScheme(ctx, 1, SchemeChanges{}); errs.KindOf(err) != errs.Invalid {
@@ -95,7 +96,7 @@ func TestSchemeRules(t *testing.T) {
 // addresses checked; a password hashed, an empty one clearing it; the device type frozen once the
 // channel holds releases.
 func TestChannelRules(t *testing.T) {
-	ctx := context.Background()
+	ctx := WithActor(context.Background(), SystemActor("test"))
 	hash := "old"
 	st := &ruleStore{channel: ChannelContext{Channel: Channel{ID: 7, SchemeID: 3, Name: "iOS", Slug: "k", DeviceType: "ios", BundleID: "*",
 		PasswordHash: &hash, DownloadFilenameType: "original"}}}
@@ -174,23 +175,25 @@ func TestChannelRules(t *testing.T) {
 }
 
 // Release edits: an admin token any release, an upload token only its own, never one whose
-// uploader is unknown; the upload's rules apply; nothing is saved on a refusal.
+// uploader is unknown (the policy); the upload's rules apply; nothing is saved on a refusal.
 func TestReleaseEditRules(t *testing.T) {
-	ctx := context.Background()
 	st := &ruleStore{release: ReleaseContext{Release: Release{ID: 9, UploadedBy: 5, ReleaseVersion: "1.0", BuildVersion: "1", Source: "api",
 		Changelog: []ChangelogEntry{{Message: "old"}}}}}
-	s := &Releases{Store: st}
-	admin, owner, other := &Token{ID: 1, Scope: ScopeAdmin}, &Token{ID: 5, Scope: ScopeUpload}, &Token{ID: 6, Scope: ScopeUpload}
-	if !CanEditRelease(admin, &st.release.Release) || !CanEditRelease(owner, &st.release.Release) || CanEditRelease(other, &st.release.Release) {
-		t.Fatal("CanEditRelease matrix")
-	}
-	if CanEditRelease(&Token{ID: 0, Scope: ScopeUpload}, &Release{UploadedBy: 0}) {
-		t.Fatal("an upload token edits a release of unknown origin")
-	}
-	if _, err := s.UpdateRelease(ctx, other, 9, ReleaseChanges{Changelog: str("x")}); errs.KindOf(err) != errs.Forbidden || st.savedRelease != nil {
+	s := &Releases{Store: st, Policy: &policy.Policy{}}
+	as := func(tok *Token) context.Context { return WithActor(context.Background(), TokenActor(tok)) }
+	admin, owner, other := as(&Token{ID: 1, Scope: ScopeAdmin}), as(&Token{ID: 5, Scope: ScopeUpload}), as(&Token{ID: 6, Scope: ScopeUpload})
+	if _, err := s.UpdateRelease(other, 9, ReleaseChanges{Changelog: str("x")}); errs.KindOf(err) != errs.Forbidden || st.savedRelease != nil {
 		t.Fatalf("another upload token: %v", err)
 	}
-	rc, err := s.UpdateRelease(ctx, owner, 9, ReleaseChanges{Branch: str("origin/main"), Changelog: str("- a\n* b"), Source: str("")})
+	if _, err := s.UpdateRelease(owner, 9, ReleaseChanges{Pinned: boolp(true)}); errs.KindOf(err) != errs.Forbidden || st.savedRelease != nil {
+		t.Fatalf("an upload token pinning its own release: %v", err)
+	}
+	st.release.UploadedBy = 0
+	if _, err := s.UpdateRelease(as(&Token{ID: 0, Scope: ScopeUpload}), 9, ReleaseChanges{Changelog: str("x")}); errs.KindOf(err) != errs.Forbidden || st.savedRelease != nil {
+		t.Fatalf("an upload token edits a release of unknown origin: %v", err)
+	}
+	st.release.UploadedBy = 5
+	rc, err := s.UpdateRelease(owner, 9, ReleaseChanges{Branch: str("origin/main"), Changelog: str("- a\n* b"), Source: str("")})
 	if err != nil || rc.Branch != "main" || len(rc.Changelog) != 2 || rc.Changelog[1].Message != "b" || rc.Source != "api" || rc.ReleaseVersion != "1.0" {
 		t.Fatalf("owner edit: %+v %v", rc, err)
 	}
@@ -204,8 +207,10 @@ func TestReleaseEditRules(t *testing.T) {
 		"long branch":           {Branch: str(strings.Repeat("b", 256))},
 	} {
 		st.savedRelease = nil
-		if _, err := s.UpdateRelease(ctx, admin, 9, ch); errs.KindOf(err) != errs.Invalid || st.savedRelease != nil {
+		if _, err := s.UpdateRelease(admin, 9, ch); errs.KindOf(err) != errs.Invalid || st.savedRelease != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 }
+
+func boolp(b bool) *bool { return &b }

@@ -65,7 +65,7 @@ func (s *viewStore) ListReleases(_ context.Context, channelID int64, p Page) ([]
 // Latest, versions and version_exist answer from the view; only what a view of the 200 newest
 // releases cannot know goes to the database.
 func TestViewAnswers(t *testing.T) {
-	ctx := context.Background()
+	ctx := WithActor(context.Background(), SystemActor("test"))
 	st := newViewStore()
 	st.add(1, 10, 100, "small", 5)
 	st.add(2, 20, 200, "big", readcache.ViewReleases+50)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/signing"
 )
@@ -44,6 +45,10 @@ type Devices struct {
 	UDID UDIDConfig
 	// Audit records deletions as the context's actor (nil: not recorded).
 	Audit *distribution.AuditLog
+	// Policy decides who may list, sync, delete and approve devices. A device's own page, the
+	// profile service and the installable-build lookups go by the UDID, which only the device
+	// and those it was given to know.
+	Policy *policy.Policy
 }
 
 // DeviceChanges are a device's fields as a sync or a client sends them; empty ones leave the
@@ -56,6 +61,9 @@ type DeviceChanges struct {
 // zealot_sync_devices sends each device of the developer portal). The name is required, as in
 // Zealot. created reports which.
 func (d *Devices) SyncDevice(ctx context.Context, udid string, ch DeviceChanges) (*distribution.Device, bool, error) {
+	if err := d.Policy.Authorize(ctx, policy.SyncDevice, policy.Installation); err != nil {
+		return nil, false, err
+	}
 	udid, err := distribution.NormalizeUDID(udid)
 	if err != nil {
 		return nil, false, err
@@ -81,5 +89,8 @@ func (d *Devices) SyncDevice(ctx context.Context, udid string, ch DeviceChanges)
 
 // Devices returns a page of devices, newest first.
 func (d *Devices) Devices(ctx context.Context, p distribution.Page) ([]distribution.Device, error) {
+	if err := d.Policy.Authorize(ctx, policy.ReadDevices, policy.Installation); err != nil {
+		return nil, err
+	}
 	return d.Store.ListDevices(ctx, p)
 }

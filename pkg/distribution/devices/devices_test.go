@@ -30,15 +30,16 @@ func (s *memDevices) ReleaseHasDevice(context.Context, int64, string) (bool, err
 
 // A device needs a name, as in Zealot; its portal fields are short printable text.
 func TestUDIDRules(t *testing.T) {
+	ctx := WithActor(context.Background(), SystemActor("test"))
 	st := &memDevices{}
 	s := &Devices{Store: st}
-	if _, _, err := s.SyncDevice(context.Background(), "00008030-001A2B3C4D5E6F70", DeviceChanges{Model: "iPhone"}); errs.KindOf(err) != errs.Invalid || st.savedDevice != nil {
+	if _, _, err := s.SyncDevice(ctx, "00008030-001A2B3C4D5E6F70", DeviceChanges{Model: "iPhone"}); errs.KindOf(err) != errs.Invalid || st.savedDevice != nil {
 		t.Fatalf("device without name: %v", err)
 	}
-	if _, _, err := s.SyncDevice(context.Background(), "00008030-001A2B3C4D5E6F70", DeviceChanges{Name: "x", Status: "EN\x01"}); errs.KindOf(err) != errs.Invalid {
+	if _, _, err := s.SyncDevice(ctx, "00008030-001A2B3C4D5E6F70", DeviceChanges{Name: "x", Status: "EN\x01"}); errs.KindOf(err) != errs.Invalid {
 		t.Fatalf("control character in status: %v", err)
 	}
-	if d, _, err := s.SyncDevice(context.Background(), "00008030-001a2b3c4d5e6f70", DeviceChanges{Name: " QA "}); err != nil || d.Name != "QA" || d.Source != "api" {
+	if d, _, err := s.SyncDevice(ctx, "00008030-001a2b3c4d5e6f70", DeviceChanges{Name: " QA "}); err != nil || d.Name != "QA" || d.Source != "api" {
 		t.Fatalf("sync: %+v %v", d, err)
 	}
 }
@@ -51,7 +52,7 @@ func TestExportDevices(t *testing.T) {
 		{UDID: "A1B2C3D4-E5F6-A7B8-C9D0-E1F2A3B4C5D6", Name: strings.Repeat("é", 60)},
 		{UDID: strings.Repeat("ab", 20), Product: "MacBookPro18,1"},
 	}}
-	out, err := (&Devices{Store: st}).ExportDevices(context.Background())
+	out, err := (&Devices{Store: st}).ExportDevices(WithActor(context.Background(), SystemActor("test")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestExportDevices(t *testing.T) {
 // A build without a profile installs nowhere; one for all devices installs everywhere without
 // asking the database; otherwise the profile's device list decides.
 func TestDeviceInProfile(t *testing.T) {
-	ctx := context.Background()
+	ctx := WithActor(context.Background(), SystemActor("test"))
 	st := &memDevices{hasDevice: true}
 	s := &Devices{Store: st}
 	if ok, err := s.DeviceInProfile(ctx, &Release{}, "u"); ok || err != nil {

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/profileservice"
 )
@@ -115,6 +116,9 @@ func (d *Devices) RegisterDeviceAnswer(ctx context.Context, body []byte) (*distr
 // ApproveDevice lets an unverified device into the portal export (admins), audited as the
 // context's actor.
 func (d *Devices) ApproveDevice(ctx context.Context, udid string) (*distribution.Device, error) {
+	if err := d.Policy.Authorize(ctx, policy.ManageDevices, policy.Installation); err != nil {
+		return nil, err
+	}
 	udid, err := distribution.NormalizeUDID(udid)
 	if err != nil {
 		return nil, err
@@ -153,6 +157,9 @@ func (d *Devices) Device(ctx context.Context, udid string) (*distribution.Device
 
 // DeleteDevice deletes a registered device.
 func (d *Devices) DeleteDevice(ctx context.Context, udid string) error {
+	if err := d.Policy.Authorize(ctx, policy.ManageDevices, policy.Installation); err != nil {
+		return err
+	}
 	udid, err := distribution.NormalizeUDID(udid)
 	if err != nil {
 		return err
@@ -189,6 +196,9 @@ const appleNameLimit = 50
 // by tabs. Names lose tabs and line breaks and are cut to the portal's 50 characters. Devices
 // awaiting approval are left out.
 func (d *Devices) ExportDevices(ctx context.Context) ([]byte, error) {
+	if err := d.Policy.Authorize(ctx, policy.ReadDevices, policy.Installation); err != nil {
+		return nil, err
+	}
 	devices, err := d.Store.ExportableDevices(ctx)
 	if err != nil {
 		return nil, err

@@ -218,7 +218,7 @@ func TestCounterFlushesWhenItStops(t *testing.T) {
 
 // Counts a flush could not write are kept for the next one.
 func TestCounterKeepsWhatItCouldNotWrite(t *testing.T) {
-	ctx := context.Background()
+	ctx := WithActor(context.Background(), SystemActor("test"))
 	st := &counts{written: map[int64]int64{}, fail: true}
 	c := NewCounter(st, nil, time.Hour, nil, slog.New(slog.DiscardHandler))
 	c.CountDownload(&Release{ID: 7})
@@ -267,7 +267,7 @@ func (h *hooks) CreateWebhook(_ context.Context, w *Webhook) (*Webhook, error) {
 // allowed), and names known events and formats; a robot's secret only goes with the chat formats
 // that sign with one.
 func TestWebhookRules(t *testing.T) {
-	ctx := context.Background()
+	ctx := WithActor(context.Background(), SystemActor("test"))
 	st := &hooks{}
 	wh := &Webhooks{Store: st}
 	s := func(v string) *string { return &v }

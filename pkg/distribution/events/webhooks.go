@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/webhook"
 )
@@ -50,6 +51,14 @@ type Webhooks struct {
 	// (Names: catalog.Apps), never by its URL, which may hold a secret. Nil: not recorded.
 	Audit *distribution.AuditLog
 	Names WebhookNames
+	// Policy decides who may read and change webhooks (their URLs may hold a chat service's
+	// secret).
+	Policy *policy.Policy
+}
+
+// may checks the context's actor may manage webhooks.
+func (wh *Webhooks) may(ctx context.Context) error {
+	return wh.Policy.Authorize(ctx, policy.ManageWebhooks, policy.Installation)
 }
 
 // WebhookNames names the app or channel a webhook serves (catalog.Apps).
@@ -123,6 +132,9 @@ func quote(s string) string {
 // CreateWebhook adds a webhook to an app (appID) or a channel (channelID); the returned webhook
 // carries its secret, shown once.
 func (wh *Webhooks) CreateWebhook(ctx context.Context, appID, channelID int64, in WebhookInput) (*distribution.Webhook, error) {
+	if err := wh.may(ctx); err != nil {
+		return nil, err
+	}
 	if (appID == 0) == (channelID == 0) {
 		return nil, errs.Invalidf("a webhook belongs to an app or to a channel")
 	}
@@ -160,16 +172,25 @@ func (wh *Webhooks) CreateWebhook(ctx context.Context, appID, channelID int64, i
 
 // Webhook returns a webhook.
 func (wh *Webhooks) Webhook(ctx context.Context, id int64) (*distribution.Webhook, error) {
+	if err := wh.may(ctx); err != nil {
+		return nil, err
+	}
 	return wh.Store.GetWebhook(ctx, id)
 }
 
 // ListWebhooks lists the webhooks of an app or a channel (or all).
 func (wh *Webhooks) ListWebhooks(ctx context.Context, appID, channelID int64) ([]distribution.Webhook, error) {
+	if err := wh.may(ctx); err != nil {
+		return nil, err
+	}
 	return wh.Store.ListWebhooks(ctx, appID, channelID)
 }
 
 // UpdateWebhook changes a webhook's URL, format, events or enabled flag.
 func (wh *Webhooks) UpdateWebhook(ctx context.Context, id int64, in WebhookInput) (*distribution.Webhook, error) {
+	if err := wh.may(ctx); err != nil {
+		return nil, err
+	}
 	w, err := wh.Store.GetWebhook(ctx, id)
 	if err != nil {
 		return nil, err
@@ -207,6 +228,9 @@ func (wh *Webhooks) UpdateWebhook(ctx context.Context, id int64, in WebhookInput
 
 // DeleteWebhook deletes a webhook with its deliveries.
 func (wh *Webhooks) DeleteWebhook(ctx context.Context, id int64) error {
+	if err := wh.may(ctx); err != nil {
+		return err
+	}
 	w, err := wh.Store.GetWebhook(ctx, id)
 	if err != nil {
 		return err
@@ -220,6 +244,9 @@ func (wh *Webhooks) DeleteWebhook(ctx context.Context, id int64) error {
 
 // WebhookDeliveries returns a webhook's newest deliveries with their attempts.
 func (wh *Webhooks) WebhookDeliveries(ctx context.Context, id int64, limit int) ([]distribution.WebhookDelivery, error) {
+	if err := wh.may(ctx); err != nil {
+		return nil, err
+	}
 	if _, err := wh.Store.GetWebhook(ctx, id); err != nil {
 		return nil, err
 	}
@@ -228,6 +255,9 @@ func (wh *Webhooks) WebhookDeliveries(ctx context.Context, id int64, limit int) 
 
 // TestWebhook sends a ping event to a webhook now and records it as a delivery.
 func (wh *Webhooks) TestWebhook(ctx context.Context, id int64) (*distribution.WebhookDelivery, error) {
+	if err := wh.may(ctx); err != nil {
+		return nil, err
+	}
 	w, err := wh.Store.GetWebhook(ctx, id)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/webhook"
@@ -54,6 +55,26 @@ type Retention struct {
 	// Audit records policy changes as the context's actor (deletions are recorded by the store,
 	// in their transaction, as the system's "retention").
 	Audit *distribution.AuditLog
+	// Policy decides who may read and set policies (enforcement is the system's).
+	Policy *policy.Policy
+}
+
+// schemeFor reads a scheme and checks the context's actor may take act on its app.
+func (r *Retention) schemeFor(ctx context.Context, act policy.Action, id int64) (*distribution.Scheme, error) {
+	sc, err := r.Store.GetScheme(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return sc, r.Policy.Authorize(ctx, act, policy.OnApp(sc.AppID))
+}
+
+// channelFor reads a channel and checks the context's actor may take act on its app.
+func (r *Retention) channelFor(ctx context.Context, act policy.Action, id int64) (*distribution.ChannelContext, error) {
+	cc, err := r.Store.ChannelContextByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return cc, r.Policy.Authorize(ctx, act, policy.OnApp(cc.App.ID))
 }
 
 // Effective combines a channel's policy with its scheme's and the defaults.
@@ -131,7 +152,7 @@ func checkPolicy(p *distribution.RetentionPolicy) error {
 
 // SchemeRetention returns a scheme's policy.
 func (r *Retention) SchemeRetention(ctx context.Context, schemeID int64) (*distribution.RetentionPolicy, error) {
-	if _, err := r.Store.GetScheme(ctx, schemeID); err != nil {
+	if _, err := r.schemeFor(ctx, policy.ReadCatalog, schemeID); err != nil {
 		return nil, err
 	}
 	return r.Store.RetentionPolicy(ctx, schemeID, 0)
@@ -139,6 +160,9 @@ func (r *Retention) SchemeRetention(ctx context.Context, schemeID int64) (*distr
 
 // ChannelRetention returns a channel's own policy and its effective rules.
 func (r *Retention) ChannelRetention(ctx context.Context, channelID int64) (*distribution.RetentionPolicy, distribution.RetentionRules, error) {
+	if _, err := r.channelFor(ctx, policy.ReadCatalog, channelID); err != nil {
+		return nil, distribution.RetentionRules{}, err
+	}
 	st, err := r.Store.RetentionState(ctx, channelID)
 	if err != nil {
 		return nil, distribution.RetentionRules{}, err
@@ -151,7 +175,7 @@ func (r *Retention) SetSchemeRetention(ctx context.Context, schemeID int64, p *d
 	if err := checkPolicy(p); err != nil {
 		return err
 	}
-	sc, err := r.Store.GetScheme(ctx, schemeID)
+	sc, err := r.schemeFor(ctx, policy.ManageApp, schemeID)
 	if err != nil {
 		return err
 	}
@@ -174,13 +198,15 @@ func (r *Retention) SetChannelRetention(ctx context.Context, channelID int64, p 
 	if err := checkPolicy(p); err != nil {
 		return err
 	}
+	cc, err := r.channelFor(ctx, policy.ManageApp, channelID)
+	if err != nil {
+		return err
+	}
 	defer r.Effects.Changed(distribution.Change{ChannelID: channelID})
 	if err := r.Store.SetRetentionPolicy(ctx, 0, channelID, p); err != nil {
 		return err
 	}
-	if cc, err := r.Store.ChannelContextByID(ctx, channelID); err == nil {
-		r.Audit.Record(ctx, "retention.set", distribution.ChannelTarget(cc), map[string]any{"policy": policyDetail(p)})
-	}
+	r.Audit.Record(ctx, "retention.set", distribution.ChannelTarget(cc), map[string]any{"policy": policyDetail(p)})
 	return nil
 }
 
@@ -202,6 +228,19 @@ func (r *Retention) PlanChannelRetention(ctx context.Context, channelID int64, p
 			return nil, err
 		}
 	}
+	if _, err := r.channelFor(ctx, policy.ReadCatalog, channelID); err != nil {
+		return nil, err
+	}
+	return r.planChannel(ctx, channelID, proposed)
+}
+
+// planChannel is PlanChannelRetention for a caller that was let in.
+func (r *Retention) planChannel(ctx context.Context, channelID int64, proposed *distribution.RetentionPolicy) (*RetentionPlan, error) {
+	if proposed != nil {
+		if err := checkPolicy(proposed); err != nil {
+			return nil, err
+		}
+	}
 	st, err := r.Store.RetentionState(ctx, channelID)
 	if err != nil {
 		return nil, err
@@ -216,13 +255,16 @@ func (r *Retention) PlanChannelRetention(ctx context.Context, channelID int64, p
 // PlanAllRetention shows what retention deletes now in every channel with releases (the plans
 // that delete something).
 func (r *Retention) PlanAllRetention(ctx context.Context) ([]RetentionPlan, error) {
+	if err := r.Policy.Authorize(ctx, policy.ReadCatalog, policy.Installation); err != nil {
+		return nil, err
+	}
 	ids, err := r.Store.RetentionChannels(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var plans []RetentionPlan
 	for _, id := range ids {
-		p, err := r.PlanChannelRetention(ctx, id, nil)
+		p, err := r.planChannel(ctx, id, nil)
 		if errs.KindOf(err) == errs.NotFound {
 			continue
 		}

@@ -16,10 +16,10 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/pkg/distribution/catalog"
-	"github.com/slipwayhq/slipway/pkg/distribution/console"
 	"github.com/slipwayhq/slipway/pkg/distribution/devices"
 	"github.com/slipwayhq/slipway/pkg/distribution/events"
 	"github.com/slipwayhq/slipway/pkg/distribution/lifecycle"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/distribution/readcache"
 	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
 	"github.com/slipwayhq/slipway/pkg/httperr"
@@ -97,8 +97,9 @@ type Service struct {
 	Watcher *readcache.Watcher
 	// Audit writes the audit trail every actor shares (AuditLog.Record).
 	Audit *distribution.AuditLog
-	// The console's use cases (authorise a person, call the use cases above, audit).
-	Console *console.Console
+	// Policy decides who may do what: every part above asks it, and the pages ask it what to
+	// show.
+	Policy *policy.Policy
 
 	// Signer signs password cookies, download and part URLs, and the profile service's
 	// challenges; Log is the logger the parts were given.
@@ -127,34 +128,34 @@ func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, l
 	effects := distribution.Effects{Cache: s.Reads, Webhooks: s.Sender, Objects: s.Objects, Events: s.Events}
 	audit := &distribution.AuditLog{Store: db, Log: log}
 	s.Audit = audit
+	pol := &policy.Policy{Members: db}
+	s.Policy = pol
 
-	s.Apps = &catalog.Apps{Store: db, Effects: effects, Audit: audit}
-	s.Releases = &catalog.Releases{Store: db, Effects: effects, Audit: audit}
-	s.Insights = &uploads.Insights{Store: db, Objects: s.Objects, Metrics: m}
+	s.Apps = &catalog.Apps{Store: db, Effects: effects, Audit: audit, Policy: pol}
+	s.Releases = &catalog.Releases{Store: db, Effects: effects, Audit: audit, Policy: pol}
+	s.Insights = &uploads.Insights{Store: db, Objects: s.Objects, Metrics: m, Policy: pol}
 	s.Verifier = uploads.NewVerifier(db, st, effects, time.Minute, log)
 	s.Verifier.SparkleKey = cfg.SparkleKey
-	s.Builds = &uploads.Builds{Store: db, Channels: s.Apps, Objects: s.Objects, Effects: effects, Metrics: m, Audit: audit, Verifier: s.Verifier}
-	s.DebugFiles = &uploads.DebugFiles{Store: db, Channels: s.Apps, Objects: s.Objects, Events: s.Events, Webhooks: s.Sender, Metrics: m, Audit: audit}
+	s.Builds = &uploads.Builds{Store: db, Channels: s.Apps, Objects: s.Objects, Effects: effects, Metrics: m, Audit: audit, Verifier: s.Verifier, Policy: pol}
+	s.DebugFiles = &uploads.DebugFiles{Store: db, Channels: s.Apps, Objects: s.Objects, Events: s.Events, Webhooks: s.Sender, Metrics: m, Audit: audit, Policy: pol}
 	s.Sessions = &uploads.Sessions{Store: db, Storage: st, Channels: s.Apps, Objects: s.Objects, Builds: s.Builds, Debug: s.DebugFiles,
-		Signer: signer, Log: log, Metrics: m, Config: uploads.SessionConfig{TTL: cfg.UploadSessionTTL,
+		Signer: signer, Log: log, Metrics: m, Policy: pol, Config: uploads.SessionConfig{TTL: cfg.UploadSessionTTL,
 			MaxUploadBytes: cfg.MaxUploadBytes, PublicURL: cfg.PublicURL, URLTTL: cfg.PresignTTL,
 			MaxOpenPerToken: cfg.UploadSessionsPerToken}}
-	s.Tokens = &access.Tokens{Store: db}
+	s.Tokens = &access.Tokens{Store: db, Policy: pol}
 	s.Logins = &access.Logins{Store: db}
-	s.People = &access.People{Store: db, Log: log, AuditLog: audit}
+	s.People = &access.People{Store: db, Log: log, AuditLog: audit, Policy: pol}
 	s.Passwords = &access.Passwords{Guard: db, Signer: signer}
 	s.Forms = &access.Forms{Store: db}
-	s.Webhooks = &events.Webhooks{Store: db, Client: client, AllowPrivate: cfg.WebhookAllowPrivate, Audit: audit, Names: s.Apps}
+	s.Webhooks = &events.Webhooks{Store: db, Client: client, AllowPrivate: cfg.WebhookAllowPrivate, Audit: audit, Names: s.Apps, Policy: pol}
 	s.Downloads = events.NewCounter(db, s.Events, cfg.DownloadFlushInterval, m, log)
-	s.Retention = &lifecycle.Retention{Store: db, Effects: effects, Metrics: m, Log: log, Audit: audit,
+	s.Retention = &lifecycle.Retention{Store: db, Effects: effects, Metrics: m, Log: log, Audit: audit, Policy: pol,
 		Config: lifecycle.RetentionConfig{Interval: cfg.RetentionInterval, Defaults: distribution.RetentionRules{
 			KeepBuilds: cfg.RetentionKeepBuilds, MaxAgeDays: cfg.RetentionMaxAgeDays, MaxBytes: cfg.RetentionMaxBytes,
 			ExpiredProfileDays: cfg.RetentionExpiredProfileDays}}}
 	s.Collector = &lifecycle.Collector{Store: db, Storage: st, Interval: cfg.GCInterval, Grace: cfg.GCGrace, Metrics: m, Log: log, Audit: audit}
 	s.Reconciler = &lifecycle.Reconciler{Store: db, Storage: st, Prefixes: uploads.KeyPrefixes, LeftoverAge: cfg.UploadSessionTTL}
-	s.Devices = &devices.Devices{Store: db, Signer: signer, UDID: devices.UDIDConfig{Organization: cfg.UDIDOrganization}, Audit: audit}
-	s.Console = &console.Console{Apps: s.Apps, Releases: s.Releases, Sessions: s.Sessions, Webhooks: s.Webhooks,
-		Devices: s.Devices, Tokens: s.Tokens, People: s.People}
+	s.Devices = &devices.Devices{Store: db, Signer: signer, UDID: devices.UDIDConfig{Organization: cfg.UDIDOrganization}, Audit: audit, Policy: pol}
 	return s
 }
 

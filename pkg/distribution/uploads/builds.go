@@ -17,6 +17,7 @@ import (
 	// one Slipway reads (Apple, Android, HarmonyOS, Windows, Linux; issue 22).
 	_ "github.com/slipwayhq/slipway/pkg/appinfo/platforms"
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/insights"
 	"github.com/slipwayhq/slipway/pkg/links"
@@ -127,6 +128,8 @@ type Builds struct {
 	Audit *distribution.AuditLog
 	// Verifier computes the checksums of releases recorded unverified (woken for each).
 	Verifier *Verifier
+	// Policy decides whether the context's actor may upload into the app.
+	Policy *policy.Policy
 }
 
 // CreateRelease parses the stored package and records it as a release: in the channel named by
@@ -140,6 +143,9 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 			b.Objects.Discard(ctx, keys...)
 		}
 	}()
+	if err := mayUploadTo(ctx, b.Policy, b.Channels, f.ChannelKey); err != nil {
+		return nil, err
+	}
 	changelog, custom, err := f.check()
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/debuginfo"
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/metrics"
 )
@@ -49,6 +50,10 @@ type DebugFiles struct {
 	Metrics  *metrics.Metrics
 	// Audit records uploads, replacements and deletions as the context's actor (nil: not).
 	Audit *distribution.AuditLog
+	// Policy decides who may upload, replace, read by id and delete debug files. The lookups by
+	// channel key and the existence checks are open to whoever holds the key, as crash tools
+	// make them.
+	Policy *policy.Policy
 }
 
 // auditDebugFile records a change to a debug file: "App 1.3 (4) debug file".
@@ -148,6 +153,9 @@ func (dfs *DebugFiles) UploadDebugFile(ctx context.Context, obj *StoredObject, f
 	if err != nil {
 		return nil, err
 	}
+	if err := dfs.Policy.Authorize(ctx, policy.Upload, policy.OnApp(cc.App.ID)); err != nil {
+		return nil, err
+	}
 	content, err := dfs.parseDebugFile(ctx, obj, cc, f)
 	if err != nil {
 		return nil, err
@@ -176,6 +184,9 @@ func (dfs *DebugFiles) ReplaceDebugFile(ctx context.Context, id int64, obj *Stor
 	if err != nil {
 		return nil, err
 	}
+	if err := dfs.Policy.Authorize(ctx, policy.Upload, policy.OnApp(cc.App.ID)); err != nil {
+		return nil, err
+	}
 	content, err := dfs.parseDebugFile(ctx, obj, cc, f)
 	if err != nil {
 		return nil, err
@@ -196,6 +207,9 @@ func (dfs *DebugFiles) ReplaceDebugFile(ctx context.Context, id int64, obj *Stor
 func (dfs *DebugFiles) DeleteDebugFile(ctx context.Context, id int64, channelKey string) error {
 	_, df, err := dfs.DebugFileInChannel(ctx, id, channelKey)
 	if err != nil {
+		return err
+	}
+	if err := dfs.Policy.Authorize(ctx, policy.DeleteDebugFile, policy.OnApp(df.AppID)); err != nil {
 		return err
 	}
 	key, err := dfs.Store.DeleteDebugFile(ctx, id)
@@ -291,9 +305,19 @@ func (dfs *DebugFiles) DebugFiles(ctx context.Context, cc *distribution.ChannelC
 	return dfs.Store.ListDebugFiles(ctx, cc.App.ID, cc.Channel.DeviceType, p)
 }
 
+// DebugFileToDownload returns a debug file by id for its download link (file_url), which crash
+// tools follow without credentials, as Zealot's.
+func (dfs *DebugFiles) DebugFileToDownload(ctx context.Context, id int64) (*distribution.DebugFile, error) {
+	return dfs.Store.GetDebugFile(ctx, id)
+}
+
 // DebugFile returns a debug file with its metadata.
 func (dfs *DebugFiles) DebugFile(ctx context.Context, id int64) (*distribution.DebugFile, error) {
-	return dfs.Store.GetDebugFile(ctx, id)
+	df, err := dfs.Store.GetDebugFile(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return df, dfs.Policy.Authorize(ctx, policy.ReadCatalog, policy.OnApp(df.AppID))
 }
 
 // DebugFileByVersion returns the newest debug file of a channel's app with these versions (both

@@ -9,6 +9,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/insights"
 	"github.com/slipwayhq/slipway/pkg/metrics"
@@ -38,6 +39,18 @@ type Insights struct {
 	Store   InsightsStore
 	Objects *Objects
 	Metrics *metrics.Metrics
+	// Policy decides who may read a release's insights through the API (the release page's
+	// one-line summary, Changes, goes with the page).
+	Policy *policy.Policy
+}
+
+// readable reads a release the context's actor may read.
+func (s *Insights) readable(ctx context.Context, id int64) (*distribution.ReleaseContext, error) {
+	rc, err := s.Store.GetRelease(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return rc, s.Policy.Authorize(ctx, policy.ReadCatalog, policy.OnApp(rc.App.ID))
 }
 
 // ReleaseInsights is a release with its snapshot.
@@ -56,7 +69,7 @@ type ReleaseDiff struct {
 // Release returns a release with its snapshot, computing and recording the snapshot when none
 // is recorded yet.
 func (s *Insights) Release(ctx context.Context, id int64) (*ReleaseInsights, error) {
-	rc, err := s.Store.GetRelease(ctx, id)
+	rc, err := s.readable(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +84,7 @@ func (s *Insights) Release(ctx context.Context, id int64) (*ReleaseInsights, err
 // when against is 0. It is errs.NotFound for an unknown release, and errs.Invalid when there is
 // nothing to compare with (the channel's first release) or the two are of different platforms.
 func (s *Insights) Diff(ctx context.Context, id, against int64) (*ReleaseDiff, error) {
-	rc, err := s.Store.GetRelease(ctx, id)
+	rc, err := s.readable(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +96,7 @@ func (s *Insights) Diff(ctx context.Context, id, against int64) (*ReleaseDiff, e
 			return nil, err
 		}
 	}
-	old, err := s.Store.GetRelease(ctx, against)
+	old, err := s.readable(ctx, against)
 	if err != nil {
 		return nil, err
 	}

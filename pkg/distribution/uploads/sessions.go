@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/signing"
@@ -66,6 +67,9 @@ type Sessions struct {
 	Log    *slog.Logger
 	// Metrics counts storage failures (nil: none).
 	Metrics *metrics.Metrics
+	// Policy decides who may start sessions and use them: a session is its token's (an admin
+	// token may use any).
+	Policy *policy.Policy
 }
 
 // SessionConfig shapes upload sessions.
@@ -155,14 +159,22 @@ func (ss *Sessions) multipart() (storage.Multipart, error) {
 	return mp, nil
 }
 
-// StartSession starts an upload session for a token. Everything that can be refused without the
-// file is refused here, before a byte is sent: the fields, the size, the channel of a debug file.
-func (ss *Sessions) StartSession(ctx context.Context, tok *distribution.Token, in NewSession) (*distribution.UploadSession, []SessionPart, error) {
+// StartSession starts an upload session for the context's actor: its token's, or a console
+// user's upload token's. Everything that can be refused without the file is refused here, before a
+// byte is sent: the fields, the size, the channel and who may upload into it.
+func (ss *Sessions) StartSession(ctx context.Context, in NewSession) (*distribution.UploadSession, []SessionPart, error) {
+	if err := mayUploadTo(ctx, ss.Policy, ss.Channels, in.Fields["channel_key"]); err != nil {
+		return nil, nil, err
+	}
+	tokenID := distribution.ActorOf(ctx).TokenID
+	if tokenID == 0 {
+		return nil, nil, errs.New(errs.Unauthenticated, "an upload session belongs to an API token: send one")
+	}
 	mp, err := ss.multipart()
 	if err != nil {
 		return nil, nil, err
 	}
-	sess := &distribution.UploadSession{TokenID: tok.ID, Kind: in.Kind, Filename: cleanFilename(in.Filename), Size: in.Size,
+	sess := &distribution.UploadSession{TokenID: tokenID, Kind: in.Kind, Filename: cleanFilename(in.Filename), Size: in.Size,
 		SHA256: strings.ToLower(strings.TrimSpace(in.SHA256)), Fields: map[string]string{}, State: distribution.SessionOpen}
 	switch sess.Kind {
 	case "":
@@ -192,11 +204,6 @@ func (ss *Sessions) StartSession(ctx context.Context, tok *distribution.Token, i
 		if _, _, err := f.check(); err != nil {
 			return nil, nil, err
 		}
-		if f.ChannelKey != "" {
-			if _, err := ss.Channels.Channel(ctx, f.ChannelKey); err != nil {
-				return nil, nil, err
-			}
-		}
 	} else {
 		prefix = DebugFilePrefix
 		if _, err := ss.Channels.Channel(ctx, debugFormOf(sess.Fields).ChannelKey); err != nil {
@@ -216,7 +223,7 @@ func (ss *Sessions) StartSession(ctx context.Context, tok *distribution.Token, i
 	// A token at its cap is refused before storage is asked for anything; CreateSession checks
 	// again, atomically, for starts that race.
 	if limit := ss.Config.MaxOpenPerToken; limit > 0 {
-		open, err := ss.Store.OpenSessions(ctx, tok.ID)
+		open, err := ss.Store.OpenSessions(ctx, tokenID)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -246,10 +253,10 @@ func newSessionID() string {
 	return "ups_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
 }
 
-// Session returns a session of the token (any session for an admin token) with its parts: done
-// ones, and where to put the others. Another token's session is errs.NotFound.
-func (ss *Sessions) Session(ctx context.Context, tok *distribution.Token, id string) (*distribution.UploadSession, []SessionPart, error) {
-	sess, err := ss.OwnSession(ctx, tok, id)
+// Session returns a session of the context's actor (any session for an admin) with its parts:
+// done ones, and where to put the others. Another token's session is errs.NotFound.
+func (ss *Sessions) Session(ctx context.Context, id string) (*distribution.UploadSession, []SessionPart, error) {
+	sess, err := ss.OwnSession(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -272,15 +279,30 @@ func (ss *Sessions) Session(ctx context.Context, tok *distribution.Token, id str
 	return sess, parts, err
 }
 
-func (ss *Sessions) OwnSession(ctx context.Context, tok *distribution.Token, id string) (*distribution.UploadSession, error) {
+// OwnSession returns a session the context's actor may use (policy.UseSession): its own, or any
+// for an admin; another's is errs.NotFound.
+func (ss *Sessions) OwnSession(ctx context.Context, id string) (*distribution.UploadSession, error) {
 	sess, err := ss.Store.GetSession(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if sess.TokenID != tok.ID && tok.Scope != distribution.ScopeAdmin {
-		return nil, errs.New(errs.NotFound, "no such upload session")
+	if err := ss.Policy.Authorize(ctx, policy.UseSession, policy.OwnSession(sess.TokenID)); err != nil {
+		return nil, err
 	}
 	return sess, nil
+}
+
+// mayUploadTo checks that the context's actor may upload into the app of the channel a key
+// names (any app when key is empty: the upload finds or creates its own).
+func mayUploadTo(ctx context.Context, p *policy.Policy, channels ChannelFinder, key string) error {
+	if key == "" || channels == nil {
+		return p.Authorize(ctx, policy.Upload, policy.Installation)
+	}
+	cc, err := channels.Channel(ctx, key)
+	if err != nil {
+		return err
+	}
+	return p.Authorize(ctx, policy.Upload, policy.OnApp(cc.App.ID))
 }
 
 // partCount is how many parts a session's file has.
@@ -425,8 +447,8 @@ type SessionResult struct {
 // object is deleted). Completing a completed session answers its result again. sha256, when
 // given, is the file's checksum, for a client that hashed the file while sending it: it must match
 // one declared at the start; a debug file needs one or the other.
-func (ss *Sessions) CompleteSession(ctx context.Context, tok *distribution.Token, id, sha256 string) (*SessionResult, error) {
-	sess, err := ss.OwnSession(ctx, tok, id)
+func (ss *Sessions) CompleteSession(ctx context.Context, id, sha256 string) (*SessionResult, error) {
+	sess, err := ss.OwnSession(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -545,8 +567,8 @@ func (ss *Sessions) sessionResult(ctx context.Context, sess *distribution.Upload
 }
 
 // AbortSession ends an open session and deletes what was put.
-func (ss *Sessions) AbortSession(ctx context.Context, tok *distribution.Token, id string) error {
-	sess, err := ss.OwnSession(ctx, tok, id)
+func (ss *Sessions) AbortSession(ctx context.Context, id string) error {
+	sess, err := ss.OwnSession(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -172,7 +172,7 @@ func TestRefusedUploadsLeaveNothing(t *testing.T) {
 // Discarding a failed upload deletes only objects still pending: one claimed by a committed
 // transaction is kept. One that cannot be deleted now stays recorded for the collector.
 func TestDiscard(t *testing.T) {
-	ctx := context.Background()
+	ctx := WithActor(context.Background(), SystemActor("test"))
 	o, l, b := newObjects(1 << 20)
 	claimed, _ := o.StoreUpload(ctx, PackagePrefix, strings.NewReader("claimed"), "a.ipa")
 	failed, _ := o.StoreUpload(ctx, PackagePrefix, strings.NewReader("failed"), "b.ipa")
@@ -191,7 +191,7 @@ func TestDiscard(t *testing.T) {
 
 // Objects deleted after a commit are forgotten; those storage refuses stay recorded as deleted.
 func TestDeleteObjects(t *testing.T) {
-	ctx := context.Background()
+	ctx := WithActor(context.Background(), SystemActor("test"))
 	o, l, b := newObjects(1 << 20)
 	var keys []string
 	for i := 0; i < 20; i++ {
@@ -214,7 +214,7 @@ func TestDeleteObjects(t *testing.T) {
 // A package that is not one, or a form refused before the package is read, records nothing and
 // discards the object.
 func TestRefusedBuildsAreDiscarded(t *testing.T) {
-	ctx := context.Background()
+	ctx := WithActor(context.Background(), SystemActor("test"))
 	for name, f := range map[string]ReleaseForm{
 		"not a package":   {},
 		"bad changelog":   {Changelog: `[{"message": 1}]`},
@@ -256,9 +256,9 @@ func TestSessionParts(t *testing.T) {
 // Storage without multipart uploads takes no sessions; a session is refused before anything is
 // stored when its file is empty, too large, or unnamed.
 func TestSessionRefusals(t *testing.T) {
-	ctx := context.Background()
+	ctx := WithActor(context.Background(), TokenActor(&Token{ID: 1, Scope: ScopeUpload}))
 	ss := &Sessions{Storage: newBackend(), Config: SessionConfig{MaxUploadBytes: 100}}
-	if _, _, err := ss.StartSession(ctx, &Token{ID: 1}, NewSession{Filename: "a.ipa", Size: 10}); !errs.Is(err, errs.NotFound) {
+	if _, _, err := ss.StartSession(ctx, NewSession{Filename: "a.ipa", Size: 10}); !errs.Is(err, errs.NotFound) {
 		t.Fatalf("storage without multipart: %v", err)
 	}
 	ss.Storage = multipartBackend{newBackend()}
@@ -273,7 +273,7 @@ func TestSessionRefusals(t *testing.T) {
 		"checksum":  {NewSession{Filename: "a", Size: 1, SHA256: "abc"}, errs.Invalid},
 		"form":      {NewSession{Filename: "a", Size: 1, Fields: map[string]string{"ci_url": "ftp://x"}}, errs.Invalid},
 	} {
-		if _, _, err := ss.StartSession(ctx, &Token{ID: 1}, c.in); errs.KindOf(err) != c.kind {
+		if _, _, err := ss.StartSession(ctx, c.in); errs.KindOf(err) != c.kind {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -307,7 +307,7 @@ func (s *lookupStore) FindDebugFile(_ context.Context, q DebugFileQuery) (*Debug
 // Debug-file lookups: an MD5 or SHA-256 goes to the matching column, a UUID is tried in dSYM case
 // (upper) then mapping case (lower), and malformed ones never reach the database.
 func TestDebugFileLookupRules(t *testing.T) {
-	ctx := context.Background()
+	ctx := WithActor(context.Background(), SystemActor("test"))
 	st := &lookupStore{}
 	s := &DebugFiles{Store: st}
 	md5hex, shahex := strings.Repeat("AB", 16), strings.Repeat("cd", 32)

@@ -1,0 +1,91 @@
+package distribution
+
+import "context"
+
+// Who acts. Every request carries its actor in its context: httpapi sets the token a request was
+// let in with (or the anonymous actor), the console its signed-in user, each command and
+// background component itself. The policy (pkg/distribution/policy) decides from it what the
+// request may do; the audit log and tombstones record it.
+
+// Actor kinds.
+const (
+	ActorUser      = "user"
+	ActorToken     = "token"
+	ActorSystem    = "system"
+	ActorAnonymous = "anonymous"
+)
+
+// Actor is who does something, with the rights the policy reads: a console user (with their
+// role), an API token (by name and id, never its secret, with its scope), the system (Name:
+// retention, gc, cli), or an anonymous client.
+type Actor struct {
+	Kind    string
+	UserID  int64
+	TokenID int64
+	Name    string
+	// Role is a console user's role (RoleAdmin, RoleDeveloper, RoleViewer).
+	Role string
+	// Scope is a token's scope as its owner's rights allow it now (ScopeAdmin, ScopeUpload).
+	Scope string
+}
+
+// UserActor is a console user. Their console uploads are recorded with their upload token
+// (access.Tokens.UserUploadToken); ConsoleUploader names it.
+func UserActor(u *User) Actor {
+	name := u.Name
+	if name == "" {
+		name = u.Email
+	}
+	return Actor{Kind: ActorUser, UserID: u.ID, Name: name, Role: u.Role}
+}
+
+// ConsoleUploader returns the user actor a uploading through the console with token t, the
+// user's own upload token: the upload's session and release are t's, the decisions the user's.
+func (a Actor) ConsoleUploader(t *Token) Actor {
+	a.TokenID = t.ID
+	return a
+}
+
+// TokenActor is an API token, with its owner (a console user, 0 for none) as the row's user.
+func TokenActor(t *Token) Actor {
+	return Actor{Kind: ActorToken, TokenID: t.ID, UserID: t.UserID, Name: t.Name, Scope: t.Scope}
+}
+
+// SystemActor is Slipway itself: a background component ("retention", "gc") or the CLI ("cli").
+func SystemActor(component string) Actor { return Actor{Kind: ActorSystem, Name: component} }
+
+// AnonymousActor is a client that gave no credentials.
+func AnonymousActor() Actor { return Actor{Kind: ActorAnonymous, Name: "anonymous"} }
+
+// Label is how the actor is shown: "Ada", "token ci-upload", "system (retention)".
+func (a Actor) Label() string {
+	switch a.Kind {
+	case ActorToken:
+		return "token " + a.Name
+	case ActorSystem:
+		return "system (" + a.Name + ")"
+	}
+	return a.Name
+}
+
+type actorKey struct{}
+
+// WithActor returns ctx carrying the actor it acts as.
+func WithActor(ctx context.Context, a Actor) context.Context {
+	return context.WithValue(ctx, actorKey{}, a)
+}
+
+// ActorIn returns the actor ctx carries, if any.
+func ActorIn(ctx context.Context) (Actor, bool) {
+	a, ok := ctx.Value(actorKey{}).(Actor)
+	return a, ok
+}
+
+// ActorOf returns the actor ctx carries, as the audit log records it; a context without one is
+// the system's ("slipway"). (The policy treats a context without an actor as anonymous.)
+func ActorOf(ctx context.Context) Actor {
+	if a, ok := ActorIn(ctx); ok {
+		return a
+	}
+	return SystemActor("slipway")
+}

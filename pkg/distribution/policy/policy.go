@@ -1,0 +1,224 @@
+// Package policy decides who may do what, once, for every edge: the API, the console, the
+// release pages and the command line. A request's actor (an API token, a console user, the
+// system) travels in its context (distribution.WithActor); a use case asks Authorize whether that
+// actor may take an action on a resource before it changes or reveals anything. Nothing else
+// checks roles or scopes.
+//
+// The rules are one table (Decide), so that a new kind of actor, or a new action, is one more
+// row, and the table test lists every actor × action.
+package policy
+
+import (
+	"context"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+// Action is something an actor may be allowed to do.
+type Action string
+
+// The actions. An action on one app takes a resource naming the app (OnApp); the others act on
+// the installation as a whole (Installation).
+const (
+	// ReadCatalog reads apps, schemes, channels, releases and what is recorded of them (insights,
+	// retention policies and plans, debug files, members).
+	ReadCatalog Action = "catalog.read"
+	// CreateApp makes an app.
+	CreateApp Action = "app.create"
+	// ManageApp changes an app: its name, its schemes and channels and their settings, its
+	// retention policies.
+	ManageApp Action = "app.manage"
+	// DeleteApp deletes an app with everything in it.
+	DeleteApp Action = "app.delete"
+	// Upload records a build or a debug file in an app.
+	Upload Action = "release.upload"
+	// EditRelease changes a release's changelog, notes and update-feed settings.
+	EditRelease Action = "release.edit"
+	// PinRelease pins or unpins a release (retention never deletes a pinned one).
+	PinRelease Action = "release.pin"
+	// DeleteRelease deletes a release and its package.
+	DeleteRelease Action = "release.delete"
+	// DeleteDebugFile deletes a debug file.
+	DeleteDebugFile Action = "debug_file.delete"
+	// RotateFeedToken makes a channel's update-feed token anew (it opens a protected channel's
+	// feeds, so it is an installation-wide secret's equal).
+	RotateFeedToken Action = "channel.feed_token"
+	// ManageWebhooks reads and changes webhooks (their URLs carry chat services' secrets).
+	ManageWebhooks Action = "webhook.manage"
+	// ReadDevices lists and exports registered devices.
+	ReadDevices Action = "device.read"
+	// SyncDevice registers or updates a device by its UDID.
+	SyncDevice Action = "device.sync"
+	// ManageDevices deletes devices and approves unverified ones.
+	ManageDevices Action = "device.manage"
+	// ManageTokens lists, makes and revokes API tokens of any owner.
+	ManageTokens Action = "token.manage"
+	// ManagePeople reads and changes users, their roles, and app members.
+	ManagePeople Action = "people.manage"
+	// ReadAudit reads the audit log.
+	ReadAudit Action = "audit.read"
+	// UseSession reads, completes or aborts a resumable upload session (OwnSession names whose).
+	UseSession Action = "session.use"
+)
+
+// Actions lists every action, for the table test and the documentation.
+var Actions = []Action{ReadCatalog, CreateApp, ManageApp, DeleteApp, Upload, EditRelease, PinRelease, DeleteRelease,
+	DeleteDebugFile, RotateFeedToken, ManageWebhooks, ReadDevices, SyncDevice, ManageDevices, ManageTokens, ManagePeople,
+	ReadAudit, UseSession}
+
+// Resource is what an action is taken on: an app (AppID), or the installation (AppID 0), with
+// what the rules need to know of it.
+type Resource struct {
+	// AppID is the app acted on (0: the installation).
+	AppID int64
+	// UploadedBy is a release's uploader (a token id, 0: unknown), for EditRelease: an upload
+	// token may edit what it uploaded.
+	UploadedBy int64
+	// SessionToken is an upload session's token, for UseSession: a token uses its own sessions.
+	SessionToken int64
+}
+
+// Installation is the resource of installation-wide actions (tokens, people, devices, ...).
+var Installation = Resource{}
+
+// OnApp is the resource of an action on one app.
+func OnApp(appID int64) Resource { return Resource{AppID: appID} }
+
+// OnRelease is the resource of an action on one release of an app.
+func OnRelease(appID, uploadedBy int64) Resource {
+	return Resource{AppID: appID, UploadedBy: uploadedBy}
+}
+
+// OwnSession is the resource of an action on an upload session made by token.
+func OwnSession(token int64) Resource { return Resource{SessionToken: token} }
+
+// Members answers whether a console user is a member of an app (pkg/store).
+type Members interface {
+	IsAppMember(ctx context.Context, appID, userID int64) (bool, error)
+}
+
+// Policy is the one place that decides.
+type Policy struct {
+	Members Members
+}
+
+// Authorize returns nil when ctx's actor may take act on res, an errs.Forbidden saying what
+// would allow it when it may not, or errs.Unauthenticated for a request with no actor at all.
+// A context without an actor is anonymous: the edges set one (httpapi, web, the commands, each
+// background component), so a caller that forgot gets nothing.
+func (p *Policy) Authorize(ctx context.Context, act Action, res Resource) error {
+	a, ok := distribution.ActorIn(ctx)
+	if !ok {
+		a = distribution.AnonymousActor()
+	}
+	d := Decide(a, act, res)
+	if d.NeedsMembership {
+		member, err := p.Members.IsAppMember(ctx, res.AppID, a.UserID)
+		if err != nil {
+			return err
+		}
+		if member {
+			return nil
+		}
+	}
+	return d.Err
+}
+
+// Allowed reports whether ctx's actor may take act on res (a page deciding what to show).
+func (p *Policy) Allowed(ctx context.Context, act Action, res Resource) bool {
+	return p.Authorize(ctx, act, res) == nil
+}
+
+// Decision is the table's answer: allowed (Err nil), refused (Err), or allowed only to a member
+// of the resource's app (NeedsMembership; Err is the refusal when they are not).
+type Decision struct {
+	Err             error
+	NeedsMembership bool
+}
+
+var allow = Decision{}
+
+// appActions are those a developer may take on the apps they are members of.
+var appActions = map[Action]bool{ManageApp: true, Upload: true, EditRelease: true, DeleteRelease: true}
+
+// Decide is the rule table: what each kind of actor may do. It reads nothing but its arguments,
+// so the table test covers it whole.
+func Decide(a distribution.Actor, act Action, res Resource) Decision {
+	switch a.Kind {
+	case distribution.ActorSystem:
+		// The command line on the server and the background components act for the operator.
+		return allow
+	case distribution.ActorToken:
+		return decideToken(a, act, res)
+	case distribution.ActorUser:
+		return decideUser(a, act, res)
+	}
+	if act == ReadCatalog {
+		// Zealot's clients list and read apps without a token.
+		return allow
+	}
+	return Decision{Err: errs.New(errs.Unauthenticated, "an API token is required: send it as \"Authorization: Token <token>\" or a token parameter")}
+}
+
+// decideToken: an admin token may do everything; an upload token may read, upload, edit its
+// own uploads, sync devices and use its own upload sessions. (A token owned by a person has the
+// scope its owner's role allows now: the store computes it at authentication.)
+func decideToken(a distribution.Actor, act Action, res Resource) Decision {
+	if a.Scope == distribution.ScopeAdmin {
+		return allow
+	}
+	if a.Scope == distribution.ScopeUpload {
+		switch act {
+		case ReadCatalog, Upload, ReadDevices, SyncDevice:
+			return allow
+		case EditRelease:
+			if res.UploadedBy != 0 && res.UploadedBy == a.TokenID {
+				return allow
+			}
+			return refuse("an upload token may edit only the releases it uploaded; this needs an admin token")
+		case UseSession:
+			if res.SessionToken == a.TokenID {
+				return allow
+			}
+			return Decision{Err: errs.New(errs.NotFound, "no such upload session")}
+		}
+	}
+	if act == PinRelease {
+		return refuse("pinning a release (keeping it from retention) needs an admin token")
+	}
+	return refuse("this token's scope (%s) does not allow this operation; it needs admin", a.Scope)
+}
+
+// decideUser: admins may do everything; developers may read and change the apps they are members
+// of (not create or delete apps, pin, or hold installation-wide secrets); viewers may read.
+func decideUser(a distribution.Actor, act Action, res Resource) Decision {
+	switch a.Role {
+	case distribution.RoleAdmin:
+		return allow
+	case distribution.RoleDeveloper, distribution.RoleViewer:
+	default:
+		return refuse("your account has no role; an admin can give you one")
+	}
+	switch {
+	case act == ReadCatalog:
+		return allow
+	case act == ReadDevices && a.Role == distribution.RoleDeveloper:
+		return allow
+	case appActions[act] && res.AppID != 0:
+		if a.Role == distribution.RoleDeveloper {
+			return Decision{NeedsMembership: true, Err: errs.New(errs.Forbidden, "you are not a member of this app; an admin can add you")}
+		}
+		return refuse("viewers cannot change anything; an admin can make you a developer")
+	case act == UseSession:
+		if res.SessionToken != 0 && res.SessionToken == a.TokenID {
+			return allow
+		}
+		return Decision{Err: errs.New(errs.NotFound, "no such upload session")}
+	}
+	return refuse("this needs the admin role; you are %s", distribution.WithArticle(a.Role))
+}
+
+func refuse(format string, args ...any) Decision {
+	return Decision{Err: errs.New(errs.Forbidden, format, args...)}
+}
