@@ -11,8 +11,8 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/distribution"
-	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/distribution/access"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
 
