@@ -160,7 +160,7 @@ func TestUsersAndCollaborators(t *testing.T) {
 
 func mustUser(t *testing.T, e *apptest.Env, id int64) *distribution.User {
 	t.Helper()
-	u, err := e.Service.People.User(context.Background(), id)
+	u, err := e.Service.People.User(apptest.AsSystem(context.Background()), id)
 	if err != nil {
 		t.Fatal(err)
 	}

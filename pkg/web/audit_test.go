@@ -243,7 +243,7 @@ func TestDeletedBuildLeavesRemovalPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	keep := 1
-	if err := e.Service.Retention.SetChannelRetention(ctx, chID, &distribution.RetentionPolicy{KeepBuilds: &keep}); err != nil {
+	if err := e.Service.Retention.SetChannelRetention(apptest.AsSystem(ctx), chID, &distribution.RetentionPolicy{KeepBuilds: &keep}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := e.Service.Retention.EnforceRetention(ctx); err != nil || n != 1 {

@@ -254,11 +254,11 @@ func TestConsoleFormErrorsInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	hookURL := "http://127.0.0.1:9/hook"
-	hook, err := e.Service.Webhooks.CreateWebhook(ctx, 0, chID, events.WebhookInput{URL: &hookURL})
+	hook, err := e.Service.Webhooks.CreateWebhook(apptest.AsSystem(ctx), 0, chID, events.WebhookInput{URL: &hookURL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.Service.Devices.SyncDevice(ctx, "00008030-001A2B3C4D5E6F70", devices.DeviceChanges{Name: "QA iPhone"}); err != nil {
+	if _, _, err := e.Service.Devices.SyncDevice(apptest.AsSystem(ctx), "00008030-001A2B3C4D5E6F70", devices.DeviceChanges{Name: "QA iPhone"}); err != nil {
 		t.Fatal(err)
 	}
 	_, tokPage := fetch(t, admin, http.MethodGet, e.URL+"/console/tokens", nil)

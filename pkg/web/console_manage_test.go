@@ -94,11 +94,11 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	rel2ID := int64(second["id"].(float64))
 	appURL := fmt.Sprintf("%s/console/apps/%d", e.URL, appID)
 	hookURL := "http://127.0.0.1:9/hook"
-	hook, err := e.Service.Webhooks.CreateWebhook(ctx, 0, chID, events.WebhookInput{URL: &hookURL})
+	hook, err := e.Service.Webhooks.CreateWebhook(apptest.AsSystem(ctx), 0, chID, events.WebhookInput{URL: &hookURL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.Service.Devices.SyncDevice(ctx, "00008030-001A2B3C4D5E6F70", devices.DeviceChanges{Name: "QA iPhone"}); err != nil {
+	if _, _, err := e.Service.Devices.SyncDevice(apptest.AsSystem(ctx), "00008030-001A2B3C4D5E6F70", devices.DeviceChanges{Name: "QA iPhone"}); err != nil {
 		t.Fatal(err)
 	}
 	acsrf := csrfOf(t, admin, appURL)
@@ -261,7 +261,7 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	if s := post(admin, fmt.Sprintf("/console/webhooks/%d/enabled", hook.ID), url.Values{"csrf": {acsrf}, "enabled": {"false"}}); s != 200 {
 		t.Errorf("pause webhook: %d", s)
 	}
-	if w, err := e.Service.Webhooks.Webhook(ctx, hook.ID); err != nil || w.Enabled {
+	if w, err := e.Service.Webhooks.Webhook(apptest.AsSystem(ctx), hook.ID); err != nil || w.Enabled {
 		t.Errorf("the paused webhook is still enabled (%v)", err)
 	}
 	if s := post(admin, fmt.Sprintf("/console/webhooks/%d/enabled", hook.ID), url.Values{"csrf": {acsrf}, "enabled": {"true"}}); s != 200 {
@@ -331,7 +331,7 @@ func TestConsoleManageAuthorization(t *testing.T) {
 		t.Errorf("create app: %d", s)
 	}
 	// A scheme without channels (made with the API) shows on the app's page, to be renamed or deleted.
-	empty, err := e.Service.Apps.CreateScheme(ctx, appID, catalog.SchemeChanges{Name: ptr("Empty")})
+	empty, err := e.Service.Apps.CreateScheme(apptest.AsSystem(ctx), appID, catalog.SchemeChanges{Name: ptr("Empty")})
 	if err != nil {
 		t.Fatal(err)
 	}

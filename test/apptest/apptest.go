@@ -335,3 +335,9 @@ func (e *Env) ListObjects(ctx context.Context) ([]string, error) {
 
 // LogText returns what the server has logged so far.
 func (e *Env) LogText() string { return e.logs.String() }
+
+// AsSystem returns ctx acting as the system (the command line on the server): what a test sets
+// up by calling the domain directly is allowed as the operator's.
+func AsSystem(ctx context.Context) context.Context {
+	return distribution.WithActor(ctx, distribution.SystemActor("test"))
+}
