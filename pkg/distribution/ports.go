@@ -43,41 +43,6 @@ func RetryStale[T any](edit func() (T, error)) (T, error) {
 	}
 }
 
-// NewRelease is what an upload records.
-type NewRelease struct {
-	Release
-	// ChannelSlug targets an existing channel; empty finds or creates app, scheme and channel.
-	ChannelSlug string
-	// AppName and SchemeName are used when ChannelSlug is empty.
-	AppName    string
-	SchemeName string
-	// Check validates the package against an existing channel (platform, bundle id pattern).
-	Check func(c *Channel) error
-	// PasswordHash, when non-empty, becomes the channel's download password.
-	PasswordHash string
-	// ProfileDevices are the UDIDs the package's provisioning profile lists (canonical form).
-	ProfileDevices []string
-	// Events (nil: none) makes the upload's events from the release as recorded.
-	Events EventFunc
-	// IdempotencyKey makes a retried upload by the same token (Release.UploadedBy) return the
-	// first release.
-	IdempotencyKey string
-	// Insights is the package's insights snapshot as JSON (insights.Snapshot), recorded with the
-	// release; nil records none.
-	Insights []byte
-	// Against (nil: none) is called in the transaction, once the channel is known and before the
-	// release is recorded, with the channel and its newest release so far (prev nil when it has
-	// none; prevInsights nil when that release has no snapshot recorded). An error refuses the
-	// upload: nothing is recorded.
-	Against func(c *Channel, prev *Release, prevInsights []byte) error
-}
-
-// ErrIdempotentReplay is returned (with the first release's id) when an upload's idempotency key
-// was already used by this token.
-type ErrIdempotentReplay struct{ ReleaseID int64 }
-
-func (e *ErrIdempotentReplay) Error() string { return "idempotent replay" }
-
 // DebugFileQuery finds a debug file by what crash tools know of a build. Zero fields are not
 // compared; AppID 0 searches every app.
 type DebugFileQuery struct {

@@ -381,12 +381,17 @@ func (db *DB) ListChannels(ctx context.Context, schemeID int64) ([]distribution.
 // CreateChannel inserts a channel into its scheme (a random slug when none is given):
 // errs.NotFound for an unknown scheme, errs.Conflict for a slug in use.
 func (db *DB) CreateChannel(ctx context.Context, c *distribution.Channel) (*distribution.Channel, error) {
+	return insertChannel(ctx, db.Pool, c)
+}
+
+// insertChannel records a channel (a random key when c.Slug is empty) and returns it.
+func insertChannel(ctx context.Context, q querier, c *distribution.Channel) (*distribution.Channel, error) {
 	slug := c.Slug
 	if slug == "" {
 		slug = NewSlug()
 	}
 	var out distribution.Channel
-	err := scanChannel(db.Pool.QueryRow(ctx, `INSERT INTO channels AS c (scheme_id, name, slug, device_type, bundle_id, git_url,
+	err := scanChannel(q.QueryRow(ctx, `INSERT INTO channels AS c (scheme_id, name, slug, device_type, bundle_id, git_url,
 		password_hash, download_filename_type, max_size_bytes, max_growth_percent, enforce_budget)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING `+channelColumns,
 		c.SchemeID, c.Name, slug, c.DeviceType, c.BundleID, c.GitURL, c.PasswordHash, c.DownloadFilenameType,

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/jackc/pgx/v5"
@@ -101,13 +100,6 @@ func (db *DB) loadMetadata(ctx context.Context, files []distribution.DebugFile) 
 	return nil
 }
 
-// duplicateDebugFile reports the 409 for content already uploaded for the app.
-func duplicateDebugFile(ctx context.Context, q querier, appID int64, sha string) error {
-	var id int64
-	_ = q.QueryRow(ctx, `SELECT id FROM debug_files WHERE app_id = $1 AND sha256 = $2`, appID, sha).Scan(&id)
-	return errs.New(errs.Conflict, "this debug file was already uploaded for this app (debug file %d)", id)
-}
-
 // lockApp locks an app row FOR KEY SHARE so it cannot be destroyed while a row is added to it.
 func lockApp(ctx context.Context, tx pgx.Tx, appID int64) error {
 	var one int
@@ -116,97 +108,6 @@ func lockApp(ctx context.Context, tx pgx.Tx, appID int64) error {
 		return errs.New(errs.NotFound, "the app was deleted")
 	}
 	return err
-}
-
-func insertMetadata(ctx context.Context, tx pgx.Tx, fileID int64, meta []distribution.DebugFileMetadata) error {
-	for _, m := range meta {
-		data := m.Data
-		if len(data) == 0 {
-			data = json.RawMessage("{}")
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO debug_file_metadata (debug_file_id, uuid, type, object, data, size) VALUES ($1,$2,$3,$4,$5,$6)`,
-			fileID, m.UUID, m.Type, m.Object, data, m.Size); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// CreateDebugFile records a debug file and its metadata and claims its pending object, in one
-// transaction. The same content already uploaded for the app is errs.Conflict.
-func (db *DB) CreateDebugFile(ctx context.Context, d *distribution.DebugFile, meta []distribution.DebugFileMetadata, emit func(*distribution.DebugFile) ([]distribution.Event, error)) (*distribution.DebugFile, error) {
-	var id int64
-	err := db.Tx(ctx, func(tx pgx.Tx) error {
-		if err := lockApp(ctx, tx, d.AppID); err != nil {
-			return err
-		}
-		err := tx.QueryRow(ctx, `INSERT INTO debug_files (app_id, channel_id, device_type, release_version, build_version, sha256, md5, size, object_key, filename)
-			VALUES ($1,$2,$3,$4,$5,$6,nullif($7, ''),$8,$9,$10) ON CONFLICT (app_id, sha256) DO NOTHING RETURNING id`,
-			d.AppID, d.ChannelID, d.DeviceType, d.ReleaseVersion, d.BuildVersion, d.SHA256, d.MD5, d.Size, d.ObjectKey, d.Filename).Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return duplicateDebugFile(ctx, tx, d.AppID, d.SHA256)
-		}
-		if err != nil {
-			return err
-		}
-		if err := insertMetadata(ctx, tx, id, meta); err != nil {
-			return err
-		}
-		if emit != nil {
-			made := *d
-			made.ID = id
-			if err := insertEvents(ctx, tx, emit, &made); err != nil {
-				return err
-			}
-		}
-		return claim(ctx, tx, d.ObjectKey)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return db.GetDebugFile(ctx, id)
-}
-
-// ReplaceDebugFile points a debug file at a new object with new versions and metadata, records
-// the old object as deleted and claims the new one, in one transaction. It returns the old key.
-func (db *DB) ReplaceDebugFile(ctx context.Context, d *distribution.DebugFile, meta []distribution.DebugFileMetadata) (string, *distribution.DebugFile, error) {
-	var oldKey string
-	err := db.Tx(ctx, func(tx pgx.Tx) error {
-		if err := lockApp(ctx, tx, d.AppID); err != nil {
-			return err
-		}
-		err := tx.QueryRow(ctx, `SELECT object_key FROM debug_files WHERE id = $1 FOR UPDATE`, d.ID).Scan(&oldKey)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.New(errs.NotFound, "debug file %d not found", d.ID)
-		}
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `UPDATE debug_files SET release_version = $2, build_version = $3, sha256 = $4, size = $5,
-			object_key = $6, filename = $7, md5 = nullif($8, ''), updated_at = now() WHERE id = $1`,
-			d.ID, d.ReleaseVersion, d.BuildVersion, d.SHA256, d.Size, d.ObjectKey, d.Filename, d.MD5)
-		if isUniqueViolation(err, "") {
-			return duplicateDebugFile(ctx, db.Pool, d.AppID, d.SHA256)
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM debug_file_metadata WHERE debug_file_id = $1`, d.ID); err != nil {
-			return err
-		}
-		if err := insertMetadata(ctx, tx, d.ID, meta); err != nil {
-			return err
-		}
-		if err := markDeleted(ctx, tx, []string{oldKey}); err != nil {
-			return err
-		}
-		return claim(ctx, tx, d.ObjectKey)
-	})
-	if err != nil {
-		return "", nil, err
-	}
-	f, err := db.GetDebugFile(ctx, d.ID)
-	return oldKey, f, err
 }
 
 // DeleteDebugFile removes a debug file and records its object as deleted; it returns the key.

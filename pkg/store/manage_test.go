@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/store"
 	"github.com/slipwayhq/slipway/test/testenv"
@@ -26,12 +27,47 @@ func release(t *testing.T, db *store.DB, app, build string) *distribution.Releas
 			t.Fatal(err)
 		}
 	}
-	rc, err := db.CreateRelease(ctx, &distribution.NewRelease{
-		Release: distribution.Release{BundleID: "com.example." + app, ReleaseVersion: "1.0", BuildVersion: build, Platform: "ios", Format: "ipa",
-			Size: 10, SHA256: "x", ObjectKey: pkg, Filename: "a.ipa", IconKey: &icon,
-			Changelog: []distribution.ChangelogEntry{{Message: "first"}}},
-		AppName: app, SchemeName: "Adhoc",
-	}, []string{pkg, icon})
+	r := distribution.Release{BundleID: "com.example." + app, ReleaseVersion: "1.0", BuildVersion: build, Platform: "ios", Format: "ipa",
+		Size: 10, SHA256: "x", ObjectKey: pkg, Filename: "a.ipa", IconKey: &icon,
+		Changelog: []distribution.ChangelogEntry{{Message: "first"}}}
+	var rc *distribution.ReleaseContext
+	// The steps of an auto-creating upload (uploads.Builds sequences them the same way).
+	err := db.InUploadTx(ctx, func(tx uploads.UploadTx) error {
+		if err := tx.LockAppName(ctx, app); err != nil {
+			return err
+		}
+		appID, err := tx.AppNamed(ctx, app)
+		if err == nil && appID == 0 {
+			appID, err = tx.CreateApp(ctx, app)
+		}
+		if err != nil {
+			return err
+		}
+		schemeID, err := tx.EnsureScheme(ctx, appID, "Adhoc")
+		if err != nil {
+			return err
+		}
+		ch, err := tx.ChannelFor(ctx, schemeID, "ios")
+		if err == nil && ch == nil {
+			ch, err = tx.CreateChannel(ctx, &distribution.Channel{SchemeID: schemeID, Name: "ios", DeviceType: "ios", BundleID: "*", DownloadFilenameType: "original"})
+		}
+		if err != nil {
+			return err
+		}
+		r.ChannelID = ch.ID
+		if r.Version, err = tx.NextVersion(ctx, ch.ID); err != nil {
+			return err
+		}
+		id, err := tx.InsertRelease(ctx, &r, nil)
+		if err != nil {
+			return err
+		}
+		if err := tx.Claim(ctx, pkg, icon); err != nil {
+			return err
+		}
+		rc, err = tx.Release(ctx, id)
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,9 +241,23 @@ func TestFindDebugFileAndRevokeByID(t *testing.T) {
 	if err := db.MarkPending(ctx, "debug_files/d"); err != nil {
 		t.Fatal(err)
 	}
-	df, err := db.CreateDebugFile(ctx, &distribution.DebugFile{AppID: rc.App.ID, ChannelID: rc.Channel.ID, DeviceType: "ios", ReleaseVersion: "1.0",
-		BuildVersion: "1", SHA256: "aa", MD5: "bb", Size: 1, ObjectKey: "debug_files/d", Filename: "d.zip"},
-		[]distribution.DebugFileMetadata{{UUID: "0A1B2C3D-4E5F-6071-8293-A4B5C6D7E8F9", Type: "arm64", Object: "Dbg"}}, nil)
+	var id int64
+	err := db.InDebugFileTx(ctx, func(tx uploads.DebugFileTx) error {
+		var err error
+		id, _, err = tx.InsertDebugFile(ctx, &distribution.DebugFile{AppID: rc.App.ID, ChannelID: rc.Channel.ID, DeviceType: "ios", ReleaseVersion: "1.0",
+			BuildVersion: "1", SHA256: "aa", MD5: "bb", Size: 1, ObjectKey: "debug_files/d", Filename: "d.zip"})
+		if err != nil {
+			return err
+		}
+		if err := tx.ReplaceMetadata(ctx, id, []distribution.DebugFileMetadata{{UUID: "0A1B2C3D-4E5F-6071-8293-A4B5C6D7E8F9", Type: "arm64", Object: "Dbg"}}); err != nil {
+			return err
+		}
+		return tx.Claim(ctx, "debug_files/d")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	df, err := db.GetDebugFile(ctx, id)
 	if err != nil || df.MD5 != "bb" {
 		t.Fatalf("create debug file: %+v %v", df, err)
 	}

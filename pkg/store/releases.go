@@ -218,102 +218,26 @@ func collectReleases(rows pgx.Rows) ([]distribution.Release, error) {
 	return out, dbErr(err)
 }
 
-// CreateRelease records an uploaded build in one transaction: it finds or creates the app, scheme
-// and channel (or locks the given channel), takes the channel's next version, inserts the release
-// and claims its pending objects. Concurrent uploads to one channel get distinct versions;
-// concurrent auto-creating uploads of one app name create one app, one scheme and one channel
-// (they serialise on an advisory lock of the name). The app row is locked FOR KEY SHARE, so an
-// app being destroyed is either destroyed after this release is recorded (and its objects are
-// collected with it) or is already gone (and this upload fails with 404).
-func (db *DB) CreateRelease(ctx context.Context, nr *distribution.NewRelease, objectKeys []string) (*distribution.ReleaseContext, error) {
-	var id int64
-	var rc *distribution.ReleaseContext
-	r := &nr.Release
+// insertRelease records a release (its ChannelID and Version set) with the UDIDs its profile
+// lists, and returns its id.
+func insertRelease(ctx context.Context, q querier, r *distribution.Release, devices []string) (int64, error) {
 	var uploadedBy *int64
 	if r.UploadedBy > 0 {
 		uploadedBy = &r.UploadedBy
 	}
-	err := db.Tx(ctx, func(tx pgx.Tx) error {
-		if nr.IdempotencyKey != "" {
-			var prev int64
-			err := tx.QueryRow(ctx, `SELECT release_id FROM upload_idempotency WHERE token_id = $1 AND key = $2`, r.UploadedBy, nr.IdempotencyKey).Scan(&prev)
-			if err == nil {
-				return &distribution.ErrIdempotentReplay{ReleaseID: prev}
-			}
-			if !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-		}
-		ch, err := resolveChannel(ctx, tx, nr)
-		if err != nil {
-			return err
-		}
-		if nr.PasswordHash != "" {
-			if _, err := tx.Exec(ctx, `UPDATE channels SET password_hash = $2, updated_at = now() WHERE id = $1`, ch.ID, nr.PasswordHash); err != nil {
-				return err
-			}
-		}
-		if nr.Against != nil {
-			prev, prevInsights, err := newestRelease(ctx, tx, ch.ID)
-			if err != nil {
-				return err
-			}
-			if err := nr.Against(ch, prev, prevInsights); err != nil {
-				return err
-			}
-		}
-		var version int
-		if err := tx.QueryRow(ctx, `UPDATE channels SET last_version = last_version + 1 WHERE id = $1 RETURNING last_version`, ch.ID).Scan(&version); err != nil {
-			return err
-		}
-		changelog, custom, profile := encodeReleaseJSON(r)
-		err = tx.QueryRow(ctx, `INSERT INTO releases (channel_id, version, name, bundle_id, release_version, build_version, release_type,
-			source, branch, git_commit, ci_url, changelog, custom_fields, platform, format, device, min_os, target_sdk, profile,
-			size, sha256, object_key, filename, icon_key, icon_type, uploaded_by, profile_devices, platform_facts,
-			sha512, sha1, checksum_state, ed_signature, rollout_percent, critical, tauri_signature)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,
-			$29,$30,$31,$32,$33,$34,$35) RETURNING id`,
-			ch.ID, version, r.Name, r.BundleID, r.ReleaseVersion, r.BuildVersion, r.ReleaseType, r.Source, r.Branch, r.GitCommit,
-			r.CIURL, changelog, custom, r.Platform, r.Format, r.Device, r.MinOS, r.TargetSDK, profile, r.Size, r.SHA256,
-			r.ObjectKey, r.Filename, r.IconKey, r.IconType, uploadedBy, profileDevices(nr.ProfileDevices), encodeFacts(&r.Facts),
-			r.SHA512, r.SHA1, checksumStateOrUnverified(r.ChecksumState), r.EdSignature, r.RolloutPercent, r.Critical, r.TauriSignature).Scan(&id)
-		if err != nil {
-			return err
-		}
-		if nr.IdempotencyKey != "" {
-			tag, err := tx.Exec(ctx, `INSERT INTO upload_idempotency (token_id, key, release_id) VALUES ($1, $2, $3)
-				ON CONFLICT DO NOTHING`, r.UploadedBy, nr.IdempotencyKey, id)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 0 {
-				// A concurrent retry with the same key committed first: roll back and replay it.
-				var prev int64
-				if err := db.Pool.QueryRow(ctx, `SELECT release_id FROM upload_idempotency WHERE token_id = $1 AND key = $2`,
-					r.UploadedBy, nr.IdempotencyKey).Scan(&prev); err != nil {
-					return err
-				}
-				return &distribution.ErrIdempotentReplay{ReleaseID: prev}
-			}
-		}
-		if nr.Insights != nil {
-			if _, err := tx.Exec(ctx, `INSERT INTO release_insights (release_id, snapshot) VALUES ($1, $2)`, id, nr.Insights); err != nil {
-				return err
-			}
-		}
-		if err := claim(ctx, tx, objectKeys...); err != nil {
-			return err
-		}
-		// Read back inside the transaction: once it has committed, nothing may fail the upload.
-		if rc, err = getRelease(ctx, tx, id); err != nil {
-			return err
-		}
-		return insertEvents(ctx, tx, nr.Events, rc)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return rc, nil
+	changelog, custom, profile := encodeReleaseJSON(r)
+	var id int64
+	err := q.QueryRow(ctx, `INSERT INTO releases (channel_id, version, name, bundle_id, release_version, build_version, release_type,
+		source, branch, git_commit, ci_url, changelog, custom_fields, platform, format, device, min_os, target_sdk, profile,
+		size, sha256, object_key, filename, icon_key, icon_type, uploaded_by, profile_devices, platform_facts,
+		sha512, sha1, checksum_state, ed_signature, rollout_percent, critical, tauri_signature)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,
+		$29,$30,$31,$32,$33,$34,$35) RETURNING id`,
+		r.ChannelID, r.Version, r.Name, r.BundleID, r.ReleaseVersion, r.BuildVersion, r.ReleaseType, r.Source, r.Branch, r.GitCommit,
+		r.CIURL, changelog, custom, r.Platform, r.Format, r.Device, r.MinOS, r.TargetSDK, profile, r.Size, r.SHA256,
+		r.ObjectKey, r.Filename, r.IconKey, r.IconType, uploadedBy, profileDevices(devices), encodeFacts(&r.Facts),
+		r.SHA512, r.SHA1, checksumStateOrUnverified(r.ChecksumState), r.EdSignature, r.RolloutPercent, r.Critical, r.TauriSignature).Scan(&id)
+	return id, err
 }
 
 // newestRelease returns a channel's newest release and its insights snapshot (nil, nil when the
@@ -330,55 +254,6 @@ func newestRelease(ctx context.Context, q querier, channelID int64) (*distributi
 		return nil, nil, err
 	}
 	return &r, snapshot, nil
-}
-
-// resolveChannel returns the upload's channel, locking its app row FOR KEY SHARE.
-func resolveChannel(ctx context.Context, tx pgx.Tx, nr *distribution.NewRelease) (*distribution.Channel, error) {
-	if nr.ChannelSlug != "" {
-		var c distribution.Channel
-		err := scanChannel(tx.QueryRow(ctx, `SELECT `+channelColumns+` FROM channels c JOIN schemes s ON s.id = c.scheme_id
-			JOIN apps a ON a.id = s.app_id WHERE c.slug = $1 FOR KEY SHARE OF a`, nr.ChannelSlug), &c)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, errs.New(errs.NotFound, "channel not found: check channel_key")
-		}
-		if err != nil {
-			return nil, err
-		}
-		if nr.Check != nil {
-			if err := nr.Check(&c); err != nil {
-				return nil, err
-			}
-		}
-		return &c, nil
-	}
-	// Auto-create: serialise uploads of one app name, then find or create each level.
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7462, hashtext($1))`, nr.AppName); err != nil {
-		return nil, err
-	}
-	var appID int64
-	err := tx.QueryRow(ctx, `SELECT id FROM apps WHERE name = $1 ORDER BY id LIMIT 1 FOR KEY SHARE`, nr.AppName).Scan(&appID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = tx.QueryRow(ctx, `INSERT INTO apps (name) VALUES ($1) RETURNING id`, nr.AppName).Scan(&appID)
-	}
-	if err != nil {
-		return nil, err
-	}
-	var schemeID int64
-	if err := tx.QueryRow(ctx, `INSERT INTO schemes (app_id, name) VALUES ($1, $2)
-		ON CONFLICT (app_id, name) DO UPDATE SET updated_at = schemes.updated_at RETURNING id`, appID, nr.SchemeName).Scan(&schemeID); err != nil {
-		return nil, err
-	}
-	var c distribution.Channel
-	err = scanChannel(tx.QueryRow(ctx, `SELECT `+channelColumns+` FROM channels c WHERE c.scheme_id = $1 AND c.device_type = $2
-		ORDER BY c.id LIMIT 1`, schemeID, nr.Platform), &c)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = scanChannel(tx.QueryRow(ctx, `INSERT INTO channels AS c (scheme_id, name, slug, device_type, bundle_id)
-			VALUES ($1, $2, $3, $2, '*') RETURNING `+channelColumns, schemeID, nr.Platform, NewSlug()), &c)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
 }
 
 // UpdateRelease saves the editable fields of a release (versions, type, source, git and CI

@@ -22,6 +22,12 @@ func insertEvents[T any](ctx context.Context, tx pgx.Tx, emit func(T) ([]distrib
 	if err != nil {
 		return err
 	}
+	return writeEvents(ctx, tx, evs)
+}
+
+// writeEvents writes events into the outbox, one row per enabled webhook of the event's channel
+// or app that subscribes to it.
+func writeEvents(ctx context.Context, tx pgx.Tx, evs []distribution.Event) error {
 	for _, e := range evs {
 		if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (webhook_id, event_id, event, payload)
 			SELECT w.id, $1, $2, $3 FROM webhooks w

@@ -22,7 +22,6 @@ import (
 	"github.com/slipwayhq/slipway/pkg/insights"
 	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/metrics"
-	"github.com/slipwayhq/slipway/pkg/webhook"
 )
 
 // ReleaseForm holds an upload's form fields (api.md, "Upload an app").
@@ -103,12 +102,12 @@ func (f *ReleaseForm) check() ([]distribution.ChangelogEntry, []distribution.Cus
 	return changelog, custom, err
 }
 
-// BuildStore records releases.
+// BuildStore records releases: each upload in one transaction (InUploadTx), whose steps
+// Builds sequences through UploadTx.
 type BuildStore interface {
-	// CreateRelease records a release in one transaction: finds or creates its app, scheme and
-	// channel (or checks the channel nr names), takes the next version, claims objectKeys from
-	// the ledger and writes the release's events.
-	CreateRelease(ctx context.Context, nr *distribution.NewRelease, objectKeys []string) (*distribution.ReleaseContext, error)
+	// InUploadTx runs fn in one transaction, committed when fn returns nil and rolled back
+	// otherwise.
+	InUploadTx(ctx context.Context, fn func(tx UploadTx) error) error
 	GetRelease(ctx context.Context, id int64) (*distribution.ReleaseContext, error)
 }
 
@@ -195,9 +194,8 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 	if err != nil {
 		return nil, err
 	}
-	news := &distribution.UploadNews{}
-	nr := &distribution.NewRelease{
-		Release: distribution.Release{
+	up := &upload{
+		release: distribution.Release{
 			Name: info.Name, BundleID: info.BundleID, ReleaseVersion: info.ReleaseVersion, BuildVersion: info.BuildVersion,
 			ReleaseType: releaseType, Source: f.Source, Branch: f.Branch, GitCommit: f.GitCommit, CIURL: f.CIURL,
 			Changelog: changelog, CustomFields: custom, Platform: string(info.Platform), Format: string(info.Format),
@@ -206,34 +204,26 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 			EdSignature: f.EdSignature, TauriSignature: f.TauriSignature, RolloutPercent: f.rollout, Critical: f.critical, ObjectKey: obj.Key, Filename: downloadName(obj.Filename, name, info),
 			UploadedBy: tokenID,
 		},
-		ChannelSlug: f.ChannelKey, AppName: name, SchemeName: distribution.SchemeName(releaseType),
-		Check: func(c *distribution.Channel) error { return checkChannel(c, info) }, IdempotencyKey: idemKey,
-		Insights: snapJSON, Against: func(c *distribution.Channel, prev *distribution.Release, prevInsights []byte) error {
-			return against(news, snap, obj.Size, c, prev, prevInsights)
-		},
+		channelSlug: f.ChannelKey, appName: name, schemeName: distribution.SchemeName(releaseType), info: info,
+		idemKey: idemKey, snap: snap, snapJSON: snapJSON,
 	}
-	if events := b.Effects.ReleaseEvents(webhook.EventReleaseCreated); events != nil {
-		nr.Events = func(rc *distribution.ReleaseContext) ([]distribution.Event, error) {
-			rc.News = news
-			return events(rc)
-		}
-	}
+	r := &up.release
 	// A session's SHA-256 is the client's word; a desktop build's feeds need SHA-512 and SHA-1,
 	// which are not computed while the bytes stream in (they would double the upload's CPU
 	// time): the Verifier computes them all by one read of the stored object.
 	switch {
 	case obj.Unverified:
-		nr.ChecksumState = distribution.ChecksumUnverified
-	case distribution.DesktopPlatform(nr.Platform):
-		nr.ChecksumState = distribution.ChecksumPending
+		r.ChecksumState = distribution.ChecksumUnverified
+	case distribution.DesktopPlatform(r.Platform):
+		r.ChecksumState = distribution.ChecksumPending
 	}
 	if passwordHash != nil {
-		nr.PasswordHash = *passwordHash
+		up.passwordHash = *passwordHash
 	}
 	if info.Profile != nil {
 		for _, u := range info.Profile.Devices {
 			if udid, err := distribution.NormalizeUDID(u); err == nil {
-				nr.ProfileDevices = append(nr.ProfileDevices, udid)
+				up.profileDevices = append(up.profileDevices, udid)
 			}
 		}
 	}
@@ -243,11 +233,10 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 			return nil, err
 		}
 		keys = append(keys, iconKey)
-		nr.IconKey, nr.IconType = &iconKey, &info.Icon.ContentType
+		r.IconKey, r.IconType = &iconKey, &info.Icon.ContentType
 	}
-	rc, err = b.Store.CreateRelease(ctx, nr, keys)
+	rc, err = b.record(ctx, up, keys)
 	if err == nil {
-		rc.News = news
 		b.Effects.Changed(distribution.Change{ChannelID: rc.Channel.ID})
 		b.Effects.Wake()
 		if rc.ChecksumState == distribution.ChecksumUnverified || rc.ChecksumState == distribution.ChecksumPending {
@@ -256,10 +245,9 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 		b.Audit.Record(ctx, "release.upload", distribution.ReleaseTarget(rc),
 			map[string]any{"channel_id": rc.Channel.ID, "channel": rc.Channel.Name, "size": rc.Size, "source": rc.Source})
 	}
-	var replay *distribution.ErrIdempotentReplay
-	if errors.As(err, &replay) {
+	if first, ok := replayed(err); ok {
 		b.Objects.Discard(ctx, keys...)
-		return b.Store.GetRelease(ctx, replay.ReleaseID)
+		return b.Store.GetRelease(ctx, first)
 	}
 	return rc, err
 }

@@ -22,14 +22,40 @@ type DebugFileStore interface {
 	// FindDebugFile returns the newest debug file of a channel's app matching the query, or
 	// errs.NotFound.
 	FindDebugFile(ctx context.Context, q distribution.DebugFileQuery) (*distribution.DebugFile, error)
-	// CreateDebugFile records a debug file; emit (nil: none) makes its events.
-	CreateDebugFile(ctx context.Context, d *distribution.DebugFile, meta []distribution.DebugFileMetadata, emit func(*distribution.DebugFile) ([]distribution.Event, error)) (*distribution.DebugFile, error)
-	// ReplaceDebugFile points a debug file at a new object and returns the old object's key.
-	ReplaceDebugFile(ctx context.Context, d *distribution.DebugFile, meta []distribution.DebugFileMetadata) (string, *distribution.DebugFile, error)
+	// InDebugFileTx runs fn in one transaction (a debug file recorded or replaced), committed
+	// when fn returns nil and rolled back otherwise.
+	InDebugFileTx(ctx context.Context, fn func(tx DebugFileTx) error) error
 	DeleteDebugFile(ctx context.Context, id int64) (string, error)
 	// ReleaseBundleIDs lists the distinct bundle ids of an app's releases on a platform (which
 	// dSYM of an archive is the app's own).
 	ReleaseBundleIDs(ctx context.Context, appID int64, platform string) ([]string, error)
+}
+
+// DebugFileTx is what recording or replacing a debug file asks of the database inside its
+// transaction (DebugFileStore.InDebugFileTx). A method's error ends the transaction.
+type DebugFileTx interface {
+	// LockApp locks an app's row FOR KEY SHARE until the commit: an app being destroyed is
+	// destroyed after this debug file, or is gone already (errs.NotFound).
+	LockApp(ctx context.Context, appID int64) error
+	// InsertDebugFile records d and returns its id, unless the app has a debug file of the same
+	// content (SHA-256; unique in the schema): then it records nothing and returns that one's id
+	// and false.
+	InsertDebugFile(ctx context.Context, d *distribution.DebugFile) (int64, bool, error)
+	// LockDebugFile returns a debug file's object key and locks its row until the commit
+	// (errs.NotFound).
+	LockDebugFile(ctx context.Context, id int64) (string, error)
+	// UpdateDebugFile saves d's versions, checksums, size, object and file name. When another
+	// debug file of the app has that content it saves nothing and returns that one's id (the
+	// transaction can then only be rolled back).
+	UpdateDebugFile(ctx context.Context, d *distribution.DebugFile) (int64, error)
+	// ReplaceMetadata makes meta the debug file's metadata (the Mach-O slices, the mapping).
+	ReplaceMetadata(ctx context.Context, fileID int64, meta []distribution.DebugFileMetadata) error
+	OwnerTx
+}
+
+// sameContent is the refusal of a debug file whose content the app has already (debug file id).
+func sameContent(id int64) error {
+	return errs.New(errs.Conflict, "this debug file was already uploaded for this app (debug file %d)", id)
 }
 
 // DebugEvents makes the debug_file.created event of a debug file (events.Maker).
@@ -161,15 +187,81 @@ func (dfs *DebugFiles) UploadDebugFile(ctx context.Context, obj *StoredObject, f
 		return nil, err
 	}
 	defer dfs.wake()
-	df, err = dfs.Store.CreateDebugFile(ctx, &distribution.DebugFile{
+	d := &distribution.DebugFile{
 		AppID: cc.App.ID, AppName: cc.App.Name, ChannelID: cc.Channel.ID, DeviceType: cc.Channel.DeviceType,
 		ReleaseVersion: content.releaseVersion, BuildVersion: content.buildVersion,
 		SHA256: obj.SHA256, MD5: obj.MD5, Size: obj.Size, ObjectKey: obj.Key, Filename: firstNonEmpty(obj.Filename, "debug-file.zip"),
-	}, content.meta, dfs.events())
-	if err == nil {
-		dfs.auditDebugFile(ctx, "debug_file.upload", df)
 	}
-	return df, err
+	if err := dfs.record(ctx, d, content.meta); err != nil {
+		return nil, err
+	}
+	if df, err = dfs.Store.GetDebugFile(ctx, d.ID); err != nil {
+		return nil, err
+	}
+	dfs.auditDebugFile(ctx, "debug_file.upload", df)
+	return df, nil
+}
+
+// record records a debug file (its ID set on d), its metadata and its debug_file.created events,
+// and claims its object, in one transaction: its app is locked FOR KEY SHARE, and the same
+// content already uploaded for the app is errs.Conflict.
+func (dfs *DebugFiles) record(ctx context.Context, d *distribution.DebugFile, meta []distribution.DebugFileMetadata) error {
+	return dfs.Store.InDebugFileTx(ctx, func(tx DebugFileTx) error {
+		if err := tx.LockApp(ctx, d.AppID); err != nil {
+			return err
+		}
+		id, made, err := tx.InsertDebugFile(ctx, d)
+		if err != nil {
+			return err
+		}
+		if !made {
+			return sameContent(id)
+		}
+		d.ID = id
+		if err := tx.ReplaceMetadata(ctx, id, meta); err != nil {
+			return err
+		}
+		if dfs.Events != nil {
+			evs, err := dfs.Events.DebugFileEvents(d)
+			if err != nil {
+				return err
+			}
+			if err := tx.WriteEvents(ctx, evs); err != nil {
+				return err
+			}
+		}
+		return tx.Claim(ctx, d.ObjectKey)
+	})
+}
+
+// replace points a debug file at a new object, versions and metadata, records the old object as
+// deleted and claims the new one, in one transaction; it returns the old object's key.
+func (dfs *DebugFiles) replace(ctx context.Context, d *distribution.DebugFile, meta []distribution.DebugFileMetadata) (string, error) {
+	var oldKey string
+	err := dfs.Store.InDebugFileTx(ctx, func(tx DebugFileTx) error {
+		if err := tx.LockApp(ctx, d.AppID); err != nil {
+			return err
+		}
+		var err error
+		if oldKey, err = tx.LockDebugFile(ctx, d.ID); err != nil {
+			return err
+		}
+		other, err := tx.UpdateDebugFile(ctx, d)
+		if err != nil {
+			return err
+		}
+		if other != 0 {
+			return sameContent(other)
+		}
+		if err := tx.ReplaceMetadata(ctx, d.ID, meta); err != nil {
+			return err
+		}
+		if err := tx.MarkDeleted(ctx, oldKey); err != nil {
+			return err
+		}
+		return tx.Claim(ctx, d.ObjectKey)
+	})
+	return oldKey, err
 }
 
 // ReplaceDebugFile replaces a debug file's archive and metadata (PUT). The old object is deleted
@@ -194,11 +286,14 @@ func (dfs *DebugFiles) ReplaceDebugFile(ctx context.Context, id int64, obj *Stor
 	upd := *existing
 	upd.ReleaseVersion, upd.BuildVersion = content.releaseVersion, content.buildVersion
 	upd.SHA256, upd.MD5, upd.Size, upd.ObjectKey, upd.Filename = obj.SHA256, obj.MD5, obj.Size, obj.Key, firstNonEmpty(obj.Filename, existing.Filename)
-	oldKey, df, err := dfs.Store.ReplaceDebugFile(ctx, &upd, content.meta)
+	oldKey, err := dfs.replace(ctx, &upd, content.meta)
 	if err != nil {
 		return nil, err
 	}
 	dfs.Objects.DeleteObjects(ctx, []string{oldKey})
+	if df, err = dfs.Store.GetDebugFile(ctx, id); err != nil {
+		return nil, err
+	}
 	dfs.auditDebugFile(ctx, "debug_file.replace", df)
 	return df, nil
 }
@@ -246,13 +341,6 @@ func (dfs *DebugFiles) wake() {
 	if dfs.Webhooks != nil {
 		dfs.Webhooks.Wake()
 	}
-}
-
-func (dfs *DebugFiles) events() func(*distribution.DebugFile) ([]distribution.Event, error) {
-	if dfs.Events == nil {
-		return nil
-	}
-	return dfs.Events.DebugFileEvents
 }
 
 // Debug-file download orders for release_version=latest.

@@ -53,6 +53,12 @@ func (l *memLedger) Abandon(_ context.Context, keys ...string) ([]string, error)
 // claim is what the transaction recording an object's owner does at its commit.
 func (l *memLedger) claim(key string) { _ = l.Forget(context.Background(), key) }
 
+func (l *memLedger) mark(key, state string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.states[key] = state
+}
+
 func (l *memLedger) state(key string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
