@@ -346,7 +346,9 @@ func (db *memDB) DebugFileVersions(context.Context, int64, string, string, strin
 func (db *memDB) FindDebugFile(context.Context, DebugFileQuery) (*DebugFile, error) {
 	panic("not used by these tests")
 }
-func (db *memDB) DeleteDebugFile(context.Context, int64) (string, error) { panic("not used by these tests") }
+func (db *memDB) DeleteDebugFile(context.Context, int64) (string, error) {
+	panic("not used by these tests")
+}
 func (db *memDB) ReleaseBundleIDs(context.Context, int64, string) ([]string, error) {
 	return nil, nil
 }
