@@ -221,6 +221,9 @@ func waitZero(n func() int64, timeout time.Duration) bool {
 }
 
 func warnings(a *app, log *slog.Logger) {
+	for _, w := range a.cfg.Warnings {
+		log.Warn(w)
+	}
 	if a.cfg.SecretGenerated {
 		log.Warn("SLIPWAY_SECRET is not set: a random secret was generated for this process; signed URLs and " +
 			"password cookies will not work across replicas or restarts. Set SLIPWAY_SECRET (32+ characters).")

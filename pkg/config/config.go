@@ -68,6 +68,9 @@ type Config struct {
 	// random one is generated and SecretGenerated is true: fine for one process, wrong for replicas.
 	Secret          []byte
 	SecretGenerated bool
+	// Warnings are what the configuration allows but an operator should change (a key file other
+	// users can read); serve logs each at start.
+	Warnings []string
 	// SecretPrevious are former secrets still accepted when verifying signatures, never used to
 	// sign (SLIPWAY_SECRET_PREVIOUS, comma-separated): the window of a key rotation.
 	SecretPrevious [][]byte
@@ -348,7 +351,11 @@ func Load(getenv func(string) string) (*Config, error) {
 	if (c.UDIDSigningCert == "") != (c.UDIDSigningKey == "") {
 		return nil, fmt.Errorf("SLIPWAY_UDID_SIGNING_CERT and SLIPWAY_UDID_SIGNING_KEY go together: set both or neither")
 	}
+	if c.UDIDSigningKey != "" {
+		c.warnIfReadable("SLIPWAY_UDID_SIGNING_KEY", c.UDIDSigningKey)
+	}
 	if path := get("SLIPWAY_SPARKLE_KEY_FILE"); path != "" {
+		c.warnIfReadable("SLIPWAY_SPARKLE_KEY_FILE", path)
 		text, rerr := os.ReadFile(path)
 		if rerr != nil {
 			return nil, fmt.Errorf("SLIPWAY_SPARKLE_KEY_FILE: cannot read the file")
@@ -520,6 +527,18 @@ func (c *Config) UDIDSigner() (cert *x509.Certificate, chain []*x509.Certificate
 		return nil, nil, nil, fmt.Errorf("SLIPWAY_UDID_SIGNING_KEY: the key cannot be parsed (PKCS #8, PKCS #1 or EC, unencrypted)")
 	}
 	return cert, chain, signer, nil
+}
+
+// warnIfReadable adds a warning when the private key file at path may be read by users other
+// than its owner (a key that others on the host can read can be used by them). It refuses
+// nothing: a Kubernetes Secret mounted without defaultMode is 0644 and still private to the pod.
+func (c *Config) warnIfReadable(setting, path string) {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm()&0o077 == 0 {
+		return
+	}
+	c.Warnings = append(c.Warnings, fmt.Sprintf("%s: the key file may be read by other users (mode %04o); make it readable by its owner only (chmod 600, or defaultMode: 0400 on a mounted Secret)",
+		setting, st.Mode().Perm()))
 }
 
 // loadOIDC reads the console's identity provider settings.

@@ -44,3 +44,36 @@ func TestSparkleKeyFile(t *testing.T) {
 		}
 	}
 }
+
+// A key file others may read is started with, and said: serve logs the warning at start.
+func TestReadableKeyFileWarns(t *testing.T) {
+	dir := t.TempDir()
+	_, priv, _ := ed25519.GenerateKey(nil)
+	key := filepath.Join(dir, "sparkle.key")
+	if err := os.WriteFile(key, []byte(base64.StdEncoding.EncodeToString(priv.Seed())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	load := func() *config.Config {
+		t.Helper()
+		cfg, err := config.Load(func(k string) string {
+			if k == "SLIPWAY_SPARKLE_KEY_FILE" {
+				return key
+			}
+			return ""
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	if w := load().Warnings; len(w) != 0 {
+		t.Fatalf("a private key file warns: %v", w)
+	}
+	if err := os.Chmod(key, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := load().Warnings
+	if len(w) != 1 || !strings.HasPrefix(w[0], "SLIPWAY_SPARKLE_KEY_FILE: ") || !strings.Contains(w[0], "0644") {
+		t.Fatalf("a world-readable key file: %v", w)
+	}
+}

@@ -50,6 +50,9 @@ func TestDownloadsFS(t *testing.T) {
 		if ct := full.Header.Get("Content-Type"); ct != "application/vnd.android.package-archive" {
 			t.Errorf("Content-Type %q", ct)
 		}
+		if full.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("an object served without nosniff: %v", full.Header)
+		}
 		if full.Header.Get("Accept-Ranges") != "bytes" {
 			t.Errorf("Accept-Ranges %q", full.Header.Get("Accept-Ranges"))
 		}

@@ -447,6 +447,41 @@ func TestManagementDevices(t *testing.T) {
 	}
 }
 
+// A device an upload token syncs waits for an admin: the export (Apple's device list, from which
+// provisioning profiles are made) leaves it out until an admin approves it or an admin token syncs
+// it, and an upload token cannot rewrite a device already verified. A device name a spreadsheet
+// would run as a formula is quoted in the export.
+func TestUploadTokenDevicesAwaitApproval(t *testing.T) {
+	m := newMgmt(t, apptest.Options{})
+	up, admin := m.e.UploadToken, m.e.AdminToken
+	export := func() string {
+		t.Helper()
+		r := m.call("GET", "/api/devices/export", admin, "")
+		if r.Status != 200 {
+			t.Fatalf("export: %d %s", r.Status, r.Body)
+		}
+		return string(r.Body)
+	}
+	const udid, other = "00008030-001A2B3C4D5E6F70", "00008110-00AA11BB22CC33DD"
+	if d := m.want(m.call("PUT", "/api/devices/"+udid, up, `{"name":"=HYPERLINK(\"https://evil.example\",\"x\")"}`), 201, "upload token sync"); d["verified"] != false {
+		t.Fatalf("a device an upload token added is verified: %v", d)
+	}
+	if strings.Contains(export(), udid) {
+		t.Fatalf("the export hands Apple a device nobody vouched for:\n%s", export())
+	}
+	m.want(m.call("POST", "/api/devices/"+udid+"/approve", admin, ""), 200, "approve")
+	out := export()
+	if !strings.Contains(out, udid+"\t'=HYPERLINK(") {
+		t.Fatalf("the approved device is missing or its formula is not quoted:\n%s", out)
+	}
+	if d := m.want(m.call("PUT", "/api/devices/"+other, admin, `{"name":"QA iPad"}`), 201, "admin token sync"); d["verified"] != true {
+		t.Fatalf("an admin token's device is not verified: %v", d)
+	}
+	if d := m.want(m.call("PATCH", "/api/devices/"+other, up, `{"name":"Renamed by CI"}`), 200, "upload token on a verified device"); d["name"] != "QA iPad" || d["verified"] != true {
+		t.Fatalf("an upload token rewrote a verified device: %v", d)
+	}
+}
+
 // Tokens over HTTP: the secret is shown once, works at once, is never listed, and a revoked token
 // is refused at once.
 func TestManagementTokens(t *testing.T) {

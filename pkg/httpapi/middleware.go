@@ -124,6 +124,9 @@ func apiHeaders(c *gin.Context) {
 	if strings.HasPrefix(c.Request.URL.Path, "/api/") {
 		c.Header("Cache-Control", "no-store")
 	}
+	// Every answer says its own type: an uploaded object served from the filesystem store must
+	// never be sniffed into HTML or script by a browser.
+	c.Header("X-Content-Type-Options", "nosniff")
 	c.Next()
 }
 

@@ -26,9 +26,9 @@ func (db *DB) UpsertDevice(ctx context.Context, d *distribution.Device) (*distri
 	return out, created, dbErr(err)
 }
 
-// upsertDevice: see UpsertDevice. An unverified profile answer (d.Unverified) makes a new device
+// upsertDevice: see UpsertDevice. An unverified answer or sync (d.Unverified) makes a new device
 // unverified and changes nothing of a device already known, unless that one is unverified too; a
-// verified answer verifies the device. Syncs and the API leave the flag as it is.
+// verified one (a profile answer chained to Apple's CA, an admin's sync) verifies the device.
 func upsertDevice(ctx context.Context, q querier, d *distribution.Device) (*distribution.Device, bool, error) {
 	var out distribution.Device
 	var created bool
@@ -43,7 +43,7 @@ func upsertDevice(ctx context.Context, q querier, d *distribution.Device) (*dist
 			platform = coalesce(nullif(EXCLUDED.platform, ''), d.platform), device_id = coalesce(nullif(EXCLUDED.device_id, ''), d.device_id),
 			status = coalesce(nullif(EXCLUDED.status, ''), d.status), product = coalesce(nullif(EXCLUDED.product, ''), d.product),
 			os_version = coalesce(nullif(EXCLUDED.os_version, ''), d.os_version), serial = coalesce(nullif(EXCLUDED.serial, ''), d.serial),
-			unverified = CASE WHEN EXCLUDED.source = 'profile' THEN d.unverified AND EXCLUDED.unverified ELSE d.unverified END,
+			unverified = d.unverified AND EXCLUDED.unverified,
 			updated_at = now()
 		WHERE NOT EXCLUDED.unverified OR d.unverified
 		RETURNING `+deviceColumns+`, xmax = 0`,

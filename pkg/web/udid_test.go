@@ -206,11 +206,12 @@ func TestDeviceExport(t *testing.T) {
 		"A1B2C3D4-E5F6-4A7B-8C9D-0E1F2A3B4C5D":     `{"name":"Build Mac","platform":"MAC_OS"}`,
 		"00006000-001C2D3E4F5A6B7C":                `{"name":"M1 Mac","platform":"macOS"}`,
 	} {
-		if r := do(t, e, http.MethodPut, "/api/devices/"+udid, strings.NewReader(body), auth(e.UploadToken)); r.Status != http.StatusCreated {
+		// (An admin token's sync: an upload token's devices wait for approval before the export.)
+		if r := do(t, e, http.MethodPut, "/api/devices/"+udid, strings.NewReader(body), auth(e.AdminToken)); r.Status != http.StatusCreated {
 			t.Fatalf("sync %s: %d %s", udid, r.Status, r.Body)
 		}
 	}
-	if r := do(t, e, http.MethodPatch, "/api/devices/"+strings.ToLower(testUDID), strings.NewReader(`{"name":"QA iPhone 15"}`), auth(e.UploadToken)); r.Status != 200 {
+	if r := do(t, e, http.MethodPatch, "/api/devices/"+strings.ToLower(testUDID), strings.NewReader(`{"name":"QA iPhone 15"}`), auth(e.AdminToken)); r.Status != 200 {
 		t.Fatalf("rename: %d", r.Status)
 	}
 	if r := do(t, e, http.MethodGet, "/api/devices/"+testUDID, nil, auth(e.UploadToken)); r.Status != 200 || r.Map(t)["name"] != "QA iPhone 15" {

@@ -59,7 +59,10 @@ type DeviceChanges struct {
 
 // SyncDevice creates the device with this UDID or updates the fields ch sets (fastlane's
 // zealot_sync_devices sends each device of the developer portal). The name is required, as in
-// Zealot. created reports which.
+// Zealot. created reports which. A device the export would hand to Apple's portal must be
+// vouched for: a sync by an actor who may not manage devices (an upload token) adds a new device
+// unverified, for an admin to approve, and changes nothing of a device already verified; an
+// admin's sync verifies it.
 func (d *Devices) SyncDevice(ctx context.Context, udid string, ch DeviceChanges) (*distribution.Device, bool, error) {
 	if err := d.Policy.Authorize(ctx, policy.SyncDevice, policy.Installation); err != nil {
 		return nil, false, err
@@ -71,7 +74,7 @@ func (d *Devices) SyncDevice(ctx context.Context, udid string, ch DeviceChanges)
 	if strings.TrimSpace(ch.Name) == "" {
 		return nil, false, errs.Field("name", "can't be blank")
 	}
-	dev := &distribution.Device{UDID: udid, Source: "api"}
+	dev := &distribution.Device{UDID: udid, Source: "api", Unverified: !d.Policy.Allowed(ctx, policy.ManageDevices, policy.Installation)}
 	for field, p := range map[string][2]*string{"name": {&ch.Name, &dev.Name}, "model": {&ch.Model, &dev.Model}} {
 		if *p[1], err = distribution.ShortText(field, *p[0]); err != nil {
 			return nil, false, err

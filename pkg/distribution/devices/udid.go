@@ -193,8 +193,9 @@ const appleNameLimit = 50
 
 // ExportDevices writes the devices in the Apple developer portal's "register multiple devices"
 // format: a header line, then Device ID, Device Name and Device Platform (ios or mac), separated
-// by tabs. Names lose tabs and line breaks and are cut to the portal's 50 characters. Devices
-// awaiting approval are left out.
+// by tabs. Names lose tabs and line breaks and are cut to the portal's 50 characters, and a name
+// a spreadsheet would run as a formula (starting with = + - or @) is quoted with an apostrophe,
+// since the file is as often opened in one as uploaded. Devices awaiting approval are left out.
 func (d *Devices) ExportDevices(ctx context.Context) ([]byte, error) {
 	if err := d.Policy.Authorize(ctx, policy.ReadDevices, policy.Installation); err != nil {
 		return nil, err
@@ -209,6 +210,9 @@ func (d *Devices) ExportDevices(ctx context.Context) ([]byte, error) {
 		name := strings.Join(strings.Fields(dev.Name), " ")
 		if name == "" {
 			name = dev.UDID
+		}
+		if strings.ContainsRune("=+-@", rune(name[0])) {
+			name = "'" + name
 		}
 		if r := []rune(name); len(r) > appleNameLimit {
 			name = string(r[:appleNameLimit])
