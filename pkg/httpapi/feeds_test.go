@@ -305,6 +305,35 @@ func TestFeedTokenOfProtectedChannel(t *testing.T) {
 	}
 }
 
+// The feed token opens a protected channel's feeds as its password does, so changing the password
+// revokes it with the cookies and install links: the old token gets 401 on the feed and on its
+// download links (rollout-0 builds included), until an admin makes a new one.
+func TestFeedTokenGoesWithThePassword(t *testing.T) {
+	_, key, _ := ed25519.GenerateKey(nil)
+	f := feedEnv{newMgmt(t, apptest.Options{}), key}
+	rel, _ := f.macBuild("", "2.0", "200", apptest.Field("password", "sesame"))
+	ch := rel["channel"].(map[string]any)
+	slug, chID := ch["slug"].(string), int64(ch["id"].(float64))
+	path := "/channels/" + slug + "/appcast.xml"
+	tok := f.want(f.call("POST", fmt.Sprintf("/api/channels/%d/feed_token", chID), f.e.AdminToken, ""), 201, "make a feed token")["feed_token"].(string)
+	doc := f.appcast(path + "?token=" + tok)
+	if len(doc.Items) != 1 {
+		t.Fatalf("protected appcast: %+v", doc.Items)
+	}
+	link := doc.Items[0].Enclosure.URL
+	f.want(f.call("PUT", fmt.Sprintf("/api/channels/%d", chID), f.e.AdminToken, `{"password":"open-sesame"}`), 200, "change the password")
+	if r := f.get(path + "?token=" + tok); r.Status != 401 {
+		t.Fatalf("the feed token after a password change: %d %s", r.Status, r.Body)
+	}
+	if got := f.e.Follow(t, link); got.Status != 401 {
+		t.Fatalf("the feed token's download link after a password change: %d", got.Status)
+	}
+	again := f.want(f.call("POST", fmt.Sprintf("/api/channels/%d/feed_token", chID), f.e.AdminToken, ""), 201, "a new feed token")["feed_token"].(string)
+	if r := f.get(path + "?token=" + again); r.Status != 200 {
+		t.Fatalf("the new feed token: %d", r.Status)
+	}
+}
+
 // Issue 23: on a Linux channel, latest-linux.yml names the newest x86_64 AppImage and
 // latest-linux-arm64.yml the newest aarch64 one, each with the SHA-512 of its downloaded bytes;
 // the macOS and Windows files are 404 there.

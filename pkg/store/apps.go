@@ -409,10 +409,10 @@ func (db *DB) UpdateChannel(ctx context.Context, c *distribution.Channel) (*dist
 	var out distribution.Channel
 	err := scanChannel(db.Pool.QueryRow(ctx, `UPDATE channels AS c SET name = $2, slug = $3, device_type = $4, bundle_id = $5,
 		git_url = $6, password_hash = $7, download_filename_type = $8, max_size_bytes = $10, max_growth_percent = $11,
-		enforce_budget = $12, updated_at = clock_timestamp()
+		enforce_budget = $12, feed_token_hash = $13, updated_at = clock_timestamp()
 		WHERE c.id = $1 AND c.updated_at = $9 RETURNING `+channelColumns,
 		c.ID, c.Name, c.Slug, c.DeviceType, c.BundleID, c.GitURL, c.PasswordHash, c.DownloadFilenameType, c.UpdatedAt,
-		c.Budget.MaxBytes, c.Budget.MaxGrowthPercent, c.Budget.Enforce), &out)
+		c.Budget.MaxBytes, c.Budget.MaxGrowthPercent, c.Budget.Enforce, c.FeedTokenHash), &out)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, db.staleOrMissing(ctx, "channels", c.ID, errs.New(errs.NotFound, "channel %d not found", c.ID))
 	}

@@ -407,6 +407,9 @@ func (ch ChannelChanges) apply(c *distribution.Channel, hasReleases bool) error 
 			return err
 		}
 		c.PasswordHash = hash
+		// The feed token opens the channel's feeds as the password does, so it goes with the old
+		// password: an admin makes a new one for the new password (shown once).
+		c.FeedTokenHash = ""
 	}
 	return nil
 }
@@ -468,8 +471,9 @@ func (a *Apps) auditChannel(ctx context.Context, action string, id int64, detail
 	}
 }
 
-// UpdateChannel changes the fields of a channel that ch sets. A changed password revokes the
-// password cookies and install links given out with the old one.
+// UpdateChannel changes the fields of a channel that ch sets. A changed (or cleared) password
+// revokes the password cookies and install links given out with the old one, and the channel's
+// feed token.
 func (a *Apps) UpdateChannel(ctx context.Context, id int64, ch ChannelChanges) (*distribution.Channel, error) {
 	return distribution.RetryStale(func() (*distribution.Channel, error) {
 		cc, err := a.channelFor(ctx, policy.ManageApp, id)
