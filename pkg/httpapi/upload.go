@@ -148,7 +148,15 @@ func (s *Server) openUpload(c *gin.Context) (*uploadForm, error) {
 		name := part.FormName()
 		switch {
 		case name == "":
-			// Not a form field: skip it.
+			// Not a form field: skipped, but its bytes count against the bound on what is read
+			// before the token, as a field's do (else a nameless part could stream gigabytes).
+			n, err := io.Copy(io.Discard, io.LimitReader(part, int64(preAuthBytes-f.fieldBytes+1)))
+			if err != nil {
+				return nil, s.formError(err)
+			}
+			if f.fieldBytes += int(n); f.fieldBytes > preAuthBytes {
+				return nil, errs.New(errs.Unauthenticated, "no token in the form's first %d bytes: send it in the Authorization header or as the form's first field", preAuthBytes)
+			}
 		case name == "file" || part.FileName() != "":
 			return nil, errTokenAfterFile
 		default:

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,6 +63,54 @@ func TestUploadWithoutTokenTakesNothing(t *testing.T) {
 }
 
 // One token's uploads hold at most SLIPWAY_UPLOADS_PER_TOKEN slots: beyond, they wait in line
+// A multipart part with no name is no form field, but its bytes count against the bound on what
+// is read before the token: a 64 MiB nameless part first is refused with 401 after a small part
+// of it, not drained to its end.
+func TestNamelessPartBeforeTheToken(t *testing.T) {
+	e := newEnv(t, apptest.Options{})
+	const size = 64 << 20
+	var sent countingZeros
+	sent.left = size
+	body := io.MultiReader(strings.NewReader("--b\r\nContent-Type: application/octet-stream\r\n\r\n"), &sent,
+		strings.NewReader("\r\n--b\r\nContent-Disposition: form-data; name=\"token\"\r\n\r\n"+e.UploadToken+"\r\n--b--\r\n"))
+	req, err := http.NewRequest(http.MethodPost, e.URL+"/api/apps/upload", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=b")
+	resp, err := e.Client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(msg), "first") {
+		t.Fatalf("a nameless part first: %d %s", resp.StatusCode, msg)
+	}
+	// What the client could send before the answer: the bound, the server's read buffer and the
+	// sockets' buffers, far below the part's 64 MiB.
+	if n := sent.read.Load(); n > 16<<20 {
+		t.Fatalf("%d MiB of a nameless part were read before the 401", n>>20)
+	}
+}
+
+// countingZeros yields left zero bytes and counts what was read.
+type countingZeros struct {
+	left int64
+	read atomic.Int64
+}
+
+func (z *countingZeros) Read(p []byte) (int, error) {
+	if z.left <= 0 {
+		return 0, io.EOF
+	}
+	n := int(min(int64(len(p)), z.left))
+	clear(p[:n])
+	z.left -= int64(n)
+	z.read.Add(int64(n))
+	return n, nil
+}
+
 // while other tokens' uploads go by, so one client (or one stolen token) cannot take every slot.
 func TestUploadsPerToken(t *testing.T) {
 	e := newEnv(t, apptest.Options{Configure: func(c *config.Config) {
