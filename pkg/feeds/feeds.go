@@ -1,8 +1,8 @@
-// Package feeds renders the update feeds desktop apps read (issue 23): a Sparkle appcast (macOS),
-// electron-updater's latest*.yml, the Tauri updater's JSON, and Squirrel.Windows' RELEASES. The
-// renderers are pure: they take the releases a channel offers, already filtered (verified
-// checksums, rolled out) and with absolute URLs, and return the bytes; pkg/httpapi serves them
-// through the read cache.
+// Package feeds is the update feeds desktop apps read: a Sparkle appcast (macOS),
+// electron-updater's latest*.yml, the Tauri updater's JSON, and Squirrel.Windows' RELEASES. It
+// chooses what each updater is offered of a channel's releases (select.go) and renders it: the
+// renderers are pure, taking the chosen releases with absolute URLs and returning the bytes;
+// pkg/httpapi serves them through the read cache, under the typed keys of Key.
 package feeds
 
 import (

@@ -19,10 +19,10 @@ import (
 	"github.com/slipwayhq/slipway/pkg/web"
 )
 
-// The update feeds of desktop apps (issue 23, docs/feeds.md): per channel, from the read cache
-// (strong ETag, 304, HEAD), with absolute URLs. A feed offers only releases whose checksums
-// Slipway computed from the stored bytes and that are rolled out to someone; deleting or
-// retention taking a build drops it from every feed at once (the read cache's invalidation).
+// The update feeds of desktop apps (docs/feeds.md): per channel, from the read cache (strong
+// ETag, 304, HEAD), with absolute URLs. Which releases each updater is offered is pkg/feeds'
+// (beside the renderers); this file answers the requests. Deleting or retention taking a build
+// drops it from every feed at once (the read cache's invalidation).
 
 // feedReleases is how many releases a Sparkle appcast lists (newest first).
 const feedReleases = 50
@@ -50,38 +50,57 @@ func (s *Server) feedView(c *gin.Context) (*readcache.ChannelView, string, error
 	return v, strings.TrimSpace(token), nil
 }
 
-// feedItems returns up to limit of the releases the feeds offer, newest first, as feed items.
-// Only releases that every filter in only accepts are taken.
-func (s *Server) feedItems(ctx context.Context, v *readcache.ChannelView, token string, limit int, only ...func(*distribution.Release) bool) ([]feeds.Item, error) {
-	var out []feeds.Item
+// offered returns up to limit of the releases the feeds offer (Release.InFeeds), newest first,
+// that every filter in only accepts (0: no limit).
+func offered(v *readcache.ChannelView, limit int, only ...func(*distribution.Release) bool) []*distribution.Release {
+	var out []*distribution.Release
 	for i := range v.Releases {
 		r := &v.Releases[i]
 		if !r.InFeeds() || slices.ContainsFunc(only, func(f func(*distribution.Release) bool) bool { return !f(r) }) {
 			continue
 		}
-		u, err := s.feedURL(ctx, r, token)
-		if err != nil {
-			return nil, err
-		}
-		notes := make([]string, len(r.Changelog))
-		for j, e := range r.Changelog {
-			notes[j] = e.Message
-		}
-		// A beta release is on Sparkle's "beta" channel (apps opt in through allowedChannels);
-		// every other type is on the default channel (a macOS build without a profile is "debug").
-		channel := ""
-		if r.ReleaseType == "beta" {
-			channel = r.ReleaseType
-		}
-		out = append(out, feeds.Item{Title: fmt.Sprintf("%s %s", v.App.Name, r.ReleaseVersion), ReleaseVersion: r.ReleaseVersion,
-			BuildVersion: r.BuildVersion, Notes: notes, Published: r.CreatedAt, URL: u, Filename: r.Filename, Size: r.Size,
-			Format: r.Format, SHA512Hex: r.SHA512, SHA1Hex: r.SHA1, MinOS: r.MinOS, EdSignature: r.EdSignature,
-			TauriSignature: r.TauriSignature, Channel: channel, RolloutPercent: r.RolloutPercent, Critical: r.Critical})
-		if len(out) == limit {
+		if out = append(out, r); len(out) == limit {
 			break
 		}
 	}
+	return out
+}
+
+// feedItems returns up to limit of the releases the feeds offer, newest first, as feed items
+// (see offered).
+func (s *Server) feedItems(ctx context.Context, v *readcache.ChannelView, token string, limit int, only ...func(*distribution.Release) bool) ([]feeds.Item, error) {
+	rels := offered(v, limit, only...)
+	out := make([]feeds.Item, 0, len(rels))
+	for _, r := range rels {
+		it, err := s.feedItem(ctx, v, r, token)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
 	return out, nil
+}
+
+// feedItem is a release as the feeds show it, with its download URL.
+func (s *Server) feedItem(ctx context.Context, v *readcache.ChannelView, r *distribution.Release, token string) (feeds.Item, error) {
+	u, err := s.feedURL(ctx, r, token)
+	if err != nil {
+		return feeds.Item{}, err
+	}
+	notes := make([]string, len(r.Changelog))
+	for j, e := range r.Changelog {
+		notes[j] = e.Message
+	}
+	// A beta release is on Sparkle's "beta" channel (apps opt in through allowedChannels);
+	// every other type is on the default channel (a macOS build without a profile is "debug").
+	channel := ""
+	if r.ReleaseType == "beta" {
+		channel = r.ReleaseType
+	}
+	return feeds.Item{Title: fmt.Sprintf("%s %s", v.App.Name, r.ReleaseVersion), ReleaseVersion: r.ReleaseVersion,
+		BuildVersion: r.BuildVersion, Notes: notes, Published: r.CreatedAt, URL: u, Filename: r.Filename, Size: r.Size,
+		Format: r.Format, SHA512Hex: r.SHA512, SHA1Hex: r.SHA1, MinOS: r.MinOS, EdSignature: r.EdSignature,
+		TauriSignature: r.TauriSignature, Channel: channel, RolloutPercent: r.RolloutPercent, Critical: r.Critical}, nil
 }
 
 // feedURL is where an updater downloads a release: the CDN when there is one (its URLs do not
@@ -141,7 +160,7 @@ func (s *Server) appcast(c *gin.Context) error {
 	if err := needPlatform(v, "the Sparkle appcast", "macos"); err != nil {
 		return err
 	}
-	e, err := v.Memo("feed\x00appcast\x00"+token, func() (*readcache.Encoded, error) {
+	e, err := v.Memo(feeds.Key{Kind: feeds.KindAppcast, Token: token}.String(), func() (*readcache.Encoded, error) {
 		items, err := s.feedItems(ctx, v, token, feedReleases)
 		if err != nil {
 			return nil, err
@@ -159,40 +178,12 @@ func (s *Server) appcast(c *gin.Context) error {
 	return nil
 }
 
-// electronFeeds are the files of electron-updater's generic provider, by the platform each is for.
-var electronFeeds = map[string]string{"latest.yml": "windows", "latest-mac.yml": "macos", "latest-linux.yml": "linux",
-	"latest-linux-arm64.yml": "linux"}
-
-// electronFormats are the package formats each electron-updater feed offers: on macOS the .zip
-// (Squirrel.Mac installs from it), on Windows the NSIS installer (.exe), on Linux the AppImage.
-var electronFormats = map[string][]string{"latest-mac.yml": {"macos-zip"}, "latest.yml": {"exe"},
-	"latest-linux.yml": {"appimage"}, "latest-linux-arm64.yml": {"appimage"}}
-
-// electronArchs are the architectures a Linux feed takes (a build that names none is taken as
-// x86_64, electron-builder's default).
-var electronArchs = map[string][]string{"latest-linux.yml": {"x86_64", "amd64", ""}, "latest-linux-arm64.yml": {"aarch64", "arm64"}}
-
-// electronOffers reports whether an electron-updater feed file offers a release.
-func electronOffers(file string, r *distribution.Release) bool {
-	if !slices.Contains(electronFormats[file], r.Format) {
-		return false
-	}
-	archs, ok := electronArchs[file]
-	if !ok {
-		return true
-	}
-	if len(r.Facts.Architectures) == 0 {
-		return slices.Contains(archs, "")
-	}
-	return slices.ContainsFunc(r.Facts.Architectures, func(a string) bool { return slices.Contains(archs, a) })
-}
-
 // electron: GET /channels/:slug/electron/:file, electron-updater's latest*.yml (generic provider,
 // whose url is /channels/:slug/electron).
 func (s *Server) electron(c *gin.Context) error {
 	ctx := reqCtx(c)
 	file := c.Param("file")
-	platform, ok := electronFeeds[file]
+	platform, ok := feeds.ElectronPlatform(file)
 	if !ok {
 		return errs.New(errs.NotFound, "%q is not an electron-updater feed: ask for latest.yml (Windows), latest-mac.yml, latest-linux.yml or latest-linux-arm64.yml", file)
 	}
@@ -203,8 +194,8 @@ func (s *Server) electron(c *gin.Context) error {
 	if err := needPlatform(v, file, platform); err != nil {
 		return err
 	}
-	e, err := v.Memo("feed\x00electron\x00"+file+"\x00"+token, func() (*readcache.Encoded, error) {
-		items, err := s.feedItems(ctx, v, token, 0, func(r *distribution.Release) bool { return electronOffers(file, r) })
+	e, err := v.Memo(feeds.Key{Kind: feeds.KindElectron, File: file, Token: token}.String(), func() (*readcache.Encoded, error) {
+		items, err := s.feedItems(ctx, v, token, 1, func(r *distribution.Release) bool { return feeds.ElectronOffers(file, r) })
 		if err != nil {
 			return nil, err
 		}
@@ -225,59 +216,43 @@ func (s *Server) electron(c *gin.Context) error {
 	return nil
 }
 
-// tauriTargets maps the Tauri updater's {{target}} to the channel platform it asks for.
-var tauriTargets = map[string]string{"darwin": "macos", "macos": "macos", "windows": "windows", "linux": "linux"}
-
-// tauriArchs are the {{arch}} values the Tauri updater sends.
-var tauriArchs = map[string]bool{"x86_64": true, "aarch64": true, "i686": true, "armv7": true}
-
-// tauriArchWords maps the architectures packages name (pkg/appinfo: Apple's, Windows', Debian's
-// and RPM's words) to the Tauri updater's {{arch}}; "*" is a package for every architecture.
-var tauriArchWords = map[string]string{
-	"x86_64": "x86_64", "amd64": "x86_64", "x64": "x86_64",
-	"arm64": "aarch64", "arm64e": "aarch64", "aarch64": "aarch64",
-	"x86": "i686", "i386": "i686", "i686": "i686",
-	"arm": "armv7", "armhf": "armv7", "armv7": "armv7", "armv7hl": "armv7", "armv7l": "armv7",
-	"all": "*", "noarch": "*", "neutral": "*",
-}
-
-// tauriDefaultArchs are what a build whose package names no architecture Tauri knows is taken
-// to run on: a Mac build is universal, a Windows or Linux one x86_64 (the bundlers' default).
-var tauriDefaultArchs = map[string][]string{"macos": {"x86_64", "aarch64"}, "windows": {"x86_64"}, "linux": {"x86_64"}}
-
-// tauriServes reports whether release r runs on the Tauri arch (its package's architectures).
-func tauriServes(platform string, r *distribution.Release, arch string) bool {
-	known := false
-	for _, word := range r.Facts.Architectures {
-		switch a := tauriArchWords[strings.ToLower(word)]; a {
-		case "":
-		case "*", arch:
-			return true
-		default:
-			known = true
-		}
-	}
-	return !known && slices.Contains(tauriDefaultArchs[platform], arch)
-}
-
-// tauriNewest returns the newest release of the channel the Tauri feeds offer for an arch,
-// encoded as the dynamic endpoint's JSON.
-func (s *Server) tauriNewest(ctx context.Context, v *readcache.ChannelView, token, arch string) (*readcache.Encoded, error) {
+// tauriNewest returns the newest release of the channel the Tauri dynamic endpoint offers an
+// install of arch, encoded as the endpoint's JSON: a staged release only to the installs its
+// rollout draws (feeds.InRollout), else the newest release before it that is offered to them.
+func (s *Server) tauriNewest(ctx context.Context, v *readcache.ChannelView, token, arch, install string) (*readcache.Encoded, error) {
 	platform := v.Channel.DeviceType
-	return v.Memo("feed\x00tauri\x00"+arch+"\x00"+token, func() (*readcache.Encoded, error) {
-		items, err := s.feedItems(ctx, v, token, 1, func(r *distribution.Release) bool { return tauriServes(platform, r, arch) })
+	rels := offered(v, 1, func(r *distribution.Release) bool {
+		return feeds.TauriServes(platform, r, arch) && feeds.InRollout(r, install)
+	})
+	if len(rels) == 0 {
+		return &readcache.Encoded{}, nil
+	}
+	r := rels[0]
+	return v.Memo(feeds.Key{Kind: feeds.KindTauri, Arch: arch, ReleaseID: r.ID, Token: token}.String(), func() (*readcache.Encoded, error) {
+		it, err := s.feedItem(ctx, v, r, token)
 		if err != nil {
 			return nil, err
 		}
-		if len(items) == 0 {
-			return &readcache.Encoded{}, nil
-		}
-		enc, err := encode(feeds.Tauri(items[0]))
+		enc, err := encode(feeds.Tauri(it))
 		if err == nil {
-			enc.Version = items[0].ReleaseVersion
+			enc.Version = it.ReleaseVersion
 		}
 		return enc, err
 	})
+}
+
+// tauriInstall is the identity a Tauri check's staged rollout is drawn by: the install id the app
+// sends (the X-Slipway-Install-Id header, or an install_id query parameter), else the client's
+// address, which is stable for an install on one network.
+func tauriInstall(c *gin.Context) string {
+	id := strings.TrimSpace(c.GetHeader("X-Slipway-Install-Id"))
+	if id == "" {
+		id = strings.TrimSpace(c.Query("install_id"))
+	}
+	if id == "" || len(id) > 200 {
+		return "addr:" + c.ClientIP()
+	}
+	return id
 }
 
 // tauri: GET /channels/:slug/tauri/:target/:arch/:current_version, the Tauri updater's dynamic
@@ -285,11 +260,11 @@ func (s *Server) tauriNewest(ctx context.Context, v *readcache.ChannelView, toke
 func (s *Server) tauri(c *gin.Context) error {
 	ctx := reqCtx(c)
 	target, arch, current := c.Param("target"), c.Param("arch"), c.Param("current_version")
-	platform, ok := tauriTargets[target]
+	platform, ok := feeds.TauriTargetPlatform(target)
 	if !ok {
 		return errs.Field("target", "must be darwin, windows or linux (Tauri's {{target}}), not %q", target)
 	}
-	if !tauriArchs[arch] {
+	if !feeds.TauriArch(arch) {
 		return errs.Field("arch", "must be x86_64, aarch64, i686 or armv7 (Tauri's {{arch}}), not %q", arch)
 	}
 	if strings.TrimSpace(current) == "" || len(current) > 100 {
@@ -302,7 +277,7 @@ func (s *Server) tauri(c *gin.Context) error {
 	if err := needPlatform(v, "the Tauri feed for "+target, platform); err != nil {
 		return err
 	}
-	e, err := s.tauriNewest(ctx, v, token, arch)
+	e, err := s.tauriNewest(ctx, v, token, arch, tauriInstall(c))
 	if err != nil {
 		return err
 	}
@@ -315,18 +290,13 @@ func (s *Server) tauri(c *gin.Context) error {
 	return nil
 }
 
-// tauriPlatformArchs are the architectures of each channel platform the static form can list.
-var tauriPlatformArchs = map[string][]string{"macos": {"x86_64", "aarch64"}, "windows": {"x86_64", "aarch64", "i686"},
-	"linux": {"x86_64", "aarch64", "i686", "armv7"}}
-
-// tauriPlatformNames are Tauri's names of the channel platforms in the static form's keys.
-var tauriPlatformNames = map[string]string{"macos": "darwin", "windows": "windows", "linux": "linux"}
-
 // tauriStatic: GET /channels/:slug/tauri.json, the static form of the Tauri updater's document:
-// the newest version the channel offers, with a "<os>-<arch>" entry for each architecture a build
-// of that version runs on (builds of each architecture uploaded separately, or one universal
-// build). An architecture without a build of that version has no entry: Tauri then reports no
-// update for it, where the dynamic endpoint would offer it its own newest build.
+// the newest version the channel offers to everyone, with a "<os>-<arch>" entry for each
+// architecture a build of that version runs on (builds of each architecture uploaded separately,
+// or one universal build). An architecture without a build of that version has no entry: Tauri
+// then reports no update for it, where the dynamic endpoint would offer it its own newest build.
+// One document serves every install, so a build in a staged rollout is not listed until it is
+// rolled out to all (the dynamic endpoint stages).
 func (s *Server) tauriStatic(c *gin.Context) error {
 	ctx := reqCtx(c)
 	v, token, err := s.feedView(c)
@@ -334,29 +304,32 @@ func (s *Server) tauriStatic(c *gin.Context) error {
 		return err
 	}
 	platform := v.Channel.DeviceType
-	archs := tauriPlatformArchs[platform]
+	archs := feeds.TauriPlatformArchs[platform]
 	if archs == nil {
 		return needPlatform(v, "the Tauri feed", "macos", "windows", "linux")
 	}
-	e, err := v.Memo("feed\x00tauri-static\x00"+token, func() (*readcache.Encoded, error) {
-		newest, err := s.feedItems(ctx, v, token, 1)
+	e, err := v.Memo(feeds.Key{Kind: feeds.KindTauriStatic, Token: token}.String(), func() (*readcache.Encoded, error) {
+		newest, err := s.feedItems(ctx, v, token, 1, func(r *distribution.Release) bool {
+			return feeds.RolledOut(r) && slices.ContainsFunc(archs, func(arch string) bool { return feeds.TauriServes(platform, r, arch) })
+		})
 		if err != nil {
 			return nil, err
 		}
 		if len(newest) == 0 {
-			return nil, errs.New(errs.NotFound, "channel %s offers no build yet (builds are offered once Slipway has verified their checksums)", v.Channel.Slug)
+			return nil, errs.New(errs.NotFound, "channel %s offers no build to every install yet (builds are offered once Slipway has verified "+
+				"their checksums, and in the static form once they are rolled out to 100%%)", v.Channel.Slug)
 		}
 		u := feeds.Tauri(newest[0])
 		doc := feeds.TauriStatic{Version: u.Version, Notes: u.Notes, PubDate: u.PubDate, Platforms: map[string]feeds.TauriPlatform{}}
 		for _, arch := range archs {
 			items, err := s.feedItems(ctx, v, token, 1, func(r *distribution.Release) bool {
-				return r.ReleaseVersion == newest[0].ReleaseVersion && tauriServes(platform, r, arch)
+				return r.ReleaseVersion == newest[0].ReleaseVersion && feeds.RolledOut(r) && feeds.TauriServes(platform, r, arch)
 			})
 			if err != nil {
 				return nil, err
 			}
 			if len(items) == 1 {
-				doc.Platforms[tauriPlatformNames[platform]+"-"+arch] = feeds.TauriPlatform{Signature: items[0].TauriSignature, URL: items[0].URL}
+				doc.Platforms[feeds.TauriPlatformNames[platform]+"-"+arch] = feeds.TauriPlatform{Signature: items[0].TauriSignature, URL: items[0].URL}
 			}
 		}
 		return encode(doc)
@@ -370,8 +343,8 @@ func (s *Server) tauriStatic(c *gin.Context) error {
 
 // squirrel: GET /channels/:slug/squirrel/RELEASES, Squirrel.Windows' release list for a Windows
 // channel (Update.exe --update=<base>/channels/:slug/squirrel): "SHA1 URL size" for every .nupkg
-// the channel offers (full and delta packages, oldest first), with absolute download URLs, which
-// Squirrel accepts in place of file names. A .nupkg is kept as a plain file of a Windows channel
+// the channel offers to everyone (full and delta packages, oldest first; RELEASES cannot stage),
+// with absolute download URLs, which Squirrel accepts in place of file names. A .nupkg is kept as a plain file of a Windows channel
 // (or read as a zip holding an .exe); either way the file name says what it is.
 func (s *Server) squirrel(c *gin.Context) error {
 	ctx := reqCtx(c)
@@ -382,16 +355,14 @@ func (s *Server) squirrel(c *gin.Context) error {
 	if err := needPlatform(v, "Squirrel's RELEASES", "windows"); err != nil {
 		return err
 	}
-	e, err := v.Memo("feed\x00squirrel\x00"+token, func() (*readcache.Encoded, error) {
-		items, err := s.feedItems(ctx, v, token, 0, func(r *distribution.Release) bool {
-			return strings.HasSuffix(strings.ToLower(r.Filename), ".nupkg") && r.SHA1 != ""
-		})
+	e, err := v.Memo(feeds.Key{Kind: feeds.KindSquirrel, Token: token}.String(), func() (*readcache.Encoded, error) {
+		items, err := s.feedItems(ctx, v, token, 0, feeds.SquirrelOffers)
 		if err != nil {
 			return nil, err
 		}
 		if len(items) == 0 {
 			return nil, errs.New(errs.NotFound, "channel %s offers no .nupkg yet (upload Squirrel's packages to it with their "+
-				"file names; they are offered once Slipway has verified their checksums)", v.Channel.Slug)
+				"file names; they are offered once Slipway has verified their checksums, and rolled out to 100%%)", v.Channel.Slug)
 		}
 		return encodeBytes(feeds.SquirrelReleases(items)), nil
 	})

@@ -19,6 +19,8 @@ import (
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/appinfo/linux/linuxtest"
 	"github.com/slipwayhq/slipway/pkg/appinfo/windows/windowstest"
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/feeds"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
 
@@ -225,7 +227,29 @@ func TestElectronAndTauriFeeds(t *testing.T) {
 	if r := f.get("/channels/" + slug + "/tauri/darwin/x86_64/1.0.0"); r.Status != 204 {
 		t.Fatalf("tauri for an Intel Mac, with arm64 builds only: %d %s", r.Status, r.Body)
 	}
-	r = f.get("/channels/" + slug + "/tauri/darwin/aarch64/1.0.0")
+	// 1.1.0 is rolled out to 25%: Tauri does not stage, so the endpoint draws each install's
+	// bucket (its X-Slipway-Install-Id, else its address) and offers 1.1.0 only to the quarter of
+	// installs the rollout takes; the same install gets the same answer on every check.
+	staged := &distribution.Release{ID: id(second), RolloutPercent: 25}
+	drawn, left, n := "", "", 0
+	for i := range 1000 {
+		install := fmt.Sprintf("install-%d", i)
+		if feeds.InRollout(staged, install) {
+			n++
+			drawn = install
+		} else {
+			left = install
+		}
+	}
+	if n < 200 || n > 300 {
+		t.Fatalf("a 25%% rollout draws %d of 1000 installs", n)
+	}
+	for range 2 {
+		if r := f.get("/channels/"+slug+"/tauri/darwin/aarch64/1.0.0", "X-Slipway-Install-Id", left); r.Status != 204 {
+			t.Fatalf("tauri for an install the rollout left out: %d %s", r.Status, r.Body)
+		}
+	}
+	r = f.get("/channels/"+slug+"/tauri/darwin/aarch64/1.0.0", "X-Slipway-Install-Id", drawn)
 	var upd struct {
 		Version, Notes, PubDate, URL, Signature string
 	}
@@ -243,14 +267,24 @@ func TestElectronAndTauriFeeds(t *testing.T) {
 	if _, err := time.Parse(time.RFC3339, upd.PubDate); err != nil {
 		t.Fatalf("pub_date %q", upd.PubDate)
 	}
-	r = f.get("/channels/" + slug + "/tauri.json")
+	// The static form is one document for every install: it lists 1.1.0 only once it is rolled
+	// out to all, and the build every install is offered until then.
 	var static struct {
 		Version   string                       `json:"version"`
 		Platforms map[string]map[string]string `json:"platforms"`
 	}
+	r = f.get("/channels/" + slug + "/tauri.json")
+	if r.Status != 200 || json.Unmarshal(r.Body, &static) != nil || static.Version != "1.0.0" || len(static.Platforms) != 1 {
+		t.Fatalf("tauri static with 1.1.0 at 25%%: %d %s", r.Status, r.Body)
+	}
+	f.want(f.call("PATCH", fmt.Sprintf("/api/releases/%d", id(second)), f.e.AdminToken, `{"rollout":100}`), 200, "roll out to all")
+	r = f.get("/channels/" + slug + "/tauri.json")
 	if r.Status != 200 || json.Unmarshal(r.Body, &static) != nil || static.Version != "1.1.0" ||
 		static.Platforms["darwin-aarch64"]["url"] != upd.URL || static.Platforms["darwin-aarch64"]["signature"] != tauriSig || len(static.Platforms) != 1 {
 		t.Fatalf("tauri static: %d %s", r.Status, r.Body)
+	}
+	if r := f.get("/channels/"+slug+"/tauri/darwin/aarch64/1.0.0", "X-Slipway-Install-Id", left); r.Status != 200 {
+		t.Fatalf("tauri once 1.1.0 is rolled out to all: %d %s", r.Status, r.Body)
 	}
 	for path, want := range map[string]int{"/tauri/windows/x86_64/1.0.0": 404, "/tauri/darwin/sparc/1.0.0": 422, "/tauri/beos/x86_64/1.0.0": 422} {
 		if r := f.get("/channels/" + slug + path); r.Status != want || r.Error(t) == "" {
@@ -411,6 +445,18 @@ func TestSquirrelReleases(t *testing.T) {
 		if got.Status != 200 || string(got.Body) != string(bodies[files[i]]) || f[0] != strings.ToUpper(hex.EncodeToString(sum[:])) ||
 			f[2] != fmt.Sprint(len(got.Body)) {
 			t.Errorf("line %q: download %d, %d bytes, SHA-1 %X", line, got.Status, len(got.Body), sum)
+		}
+	}
+	// RELEASES cannot stage: a .nupkg in a staged rollout is left out until it is rolled out to
+	// all, and the Tauri feed of the channel offers its installer (the .exe), never a .nupkg.
+	staged := m.e.UploadApp(t, "Desk-1.2.0-full.nupkg", nupkg("1.2.0"), apptest.Field("channel_key", slug), apptest.Field("rollout", "5"))
+	m.waitRelease(id(staged), func(r map[string]any) bool { return r["checksum_state"] == "verified" })
+	if r := m.e.Get(t, "/channels/"+slug+"/squirrel/RELEASES"); r.Status != 200 || strings.Contains(string(r.Body), "Desk-1.2.0") {
+		t.Fatalf("RELEASES lists a .nupkg at 5%%: %d %s", r.Status, r.Body)
+	}
+	for path, want := range map[string]string{"/tauri/windows/x86_64/0.9.0": "/Desk-1.0.0.exe", "/tauri.json": "/Desk-1.0.0.exe"} {
+		if r := m.e.Get(t, "/channels/"+slug+path); r.Status != 200 || !strings.Contains(string(r.Body), want) || strings.Contains(string(r.Body), ".nupkg") {
+			t.Errorf("tauri %s of a Windows channel: %d %s", path, r.Status, r.Body)
 		}
 	}
 	mac, _ := feedEnv{m, nil}.macBuildUnsigned()
