@@ -9,12 +9,12 @@ import (
 	"os"
 	"reflect"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/slipwayhq/slipway/pkg/debuginfo/debuginfotest"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/test/fixtures"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 func parseBytes(t testing.TB, b []byte) (*Archive, error) {
@@ -29,19 +29,6 @@ func mustParse(t testing.TB, b []byte) *Archive {
 		t.Fatalf("Parse: %v", err)
 	}
 	return a
-}
-
-// wantInvalid checks that err is an errs.Invalid error whose message contains each of want.
-func wantInvalid(t testing.TB, err error, want ...string) {
-	t.Helper()
-	if !errs.Is(err, errs.Invalid) {
-		t.Fatalf("err = %v (kind %v), want errs.Invalid", err, errs.KindOf(err))
-	}
-	for _, w := range want {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("err = %q, want it to contain %q", err, w)
-		}
-	}
 }
 
 func parseFixture(t *testing.T, rel string) (*Archive, error) {
@@ -124,7 +111,7 @@ func deref(p *Proguard) any {
 
 func TestFixtureInvalidEmptyFolder(t *testing.T) {
 	_, err := parseFixture(t, "debug/invalid/zip-with-only-empty-folder.zip")
-	wantInvalid(t, err, "no .dSYM bundle or Android mapping/R.txt/AndroidManifest.xml found")
+	testkit.WantInvalid(t, err, "no .dSYM bundle or Android mapping/R.txt/AndroidManifest.xml found")
 }
 
 // TestFixturesNotDebugFiles checks that app packages are rejected as debug files, cleanly.
@@ -208,7 +195,7 @@ func TestBundleWithoutMachO(t *testing.T) {
 	b := debuginfotest.BuildZip(debuginfotest.Entry{Name: "App.app.dSYM/Contents/Info.plist",
 		Data: debuginfotest.InfoPlist(debuginfotest.DSYM{Identifier: "x"})})
 	_, err := parseBytes(t, b)
-	wantInvalid(t, err, "no .dSYM bundle or Android", `"App.app.dSYM" has no Mach-O file`)
+	testkit.WantInvalid(t, err, "no .dSYM bundle or Android", `"App.app.dSYM" has no Mach-O file`)
 }
 
 func TestInfoPlistVariants(t *testing.T) {
@@ -225,9 +212,9 @@ func TestInfoPlistVariants(t *testing.T) {
 		t.Errorf("got %+v", d)
 	}
 	_, err := parseBytes(t, build(`<plist><dict><key>x</dict>`))
-	wantInvalid(t, err, `"App.app.dSYM/Contents/Info.plist" is not a valid property list`)
+	testkit.WantInvalid(t, err, `"App.app.dSYM/Contents/Info.plist" is not a valid property list`)
 	_, err = parseBytes(t, build(`bplist00garbagegarbagegarbagegarbagegarbagegarbage`))
-	wantInvalid(t, err, "not a valid property list")
+	testkit.WantInvalid(t, err, "not a valid property list")
 }
 
 func TestProguardSynthetic(t *testing.T) {
@@ -294,7 +281,7 @@ func TestManifestVariants(t *testing.T) {
 	// ... but alone, it is an app package, not a debug archive.
 	_, err := parseBytes(t, debuginfotest.BuildZip(debuginfotest.Entry{Name: "AndroidManifest.xml", Data: []byte(axml)},
 		debuginfotest.Entry{Name: "classes.dex", Data: []byte("dex")}))
-	wantInvalid(t, err, "no .dSYM bundle or Android", `"AndroidManifest.xml" is a compiled manifest`)
+	testkit.WantInvalid(t, err, "no .dSYM bundle or Android", `"AndroidManifest.xml" is a compiled manifest`)
 	// Undeclared android: prefix still read.
 	got = mustParse(t, build(`<manifest package="a.b" android:versionName="1" android:versionCode="2"/>`))
 	if p := got.Proguard; p.PackageName != "a.b" || p.ReleaseVersion != "1" || p.BuildVersion != "2" {
@@ -307,7 +294,7 @@ func TestManifestVariants(t *testing.T) {
 		`<!DOCTYPE x [<!ENTITY a "aaaa">]><m>&a;</m>`: "not a valid AndroidManifest.xml",
 	} {
 		_, err = parseBytes(t, build(m))
-		wantInvalid(t, err, want)
+		testkit.WantInvalid(t, err, want)
 	}
 }
 
@@ -328,19 +315,19 @@ func TestBothDSYMAndAndroid(t *testing.T) {
 func TestNotZip(t *testing.T) {
 	for _, b := range [][]byte{nil, []byte("hello"), bytes.Repeat([]byte{0xcf, 0xfa, 0xed, 0xfe}, 100)} {
 		_, err := parseBytes(t, b)
-		wantInvalid(t, err, "the debug file is not a zip archive")
+		testkit.WantInvalid(t, err, "the debug file is not a zip archive")
 	}
 	// Starts like a zip, but is cut short.
 	z := debuginfotest.BuildProguardZip(debuginfotest.Proguard{Mapping: []byte("m")})
 	_, err := parseBytes(t, z[:len(z)/2])
-	wantInvalid(t, err)
+	testkit.WantInvalid(t, err)
 }
 
 func TestPathTraversal(t *testing.T) {
 	mo := debuginfotest.MachO(debuginfotest.Arch{Name: "arm64", UUID: "11111111-2222-3333-4444-555555555555"})
 	for _, name := range []string{"../App.app.dSYM/Contents/Resources/DWARF/App", "/abs/mapping.txt", `x\..\..\mapping.txt`, "a/../../R.txt"} {
 		_, err := parseBytes(t, debuginfotest.BuildZip(debuginfotest.Entry{Name: name, Data: mo}))
-		wantInvalid(t, err)
+		testkit.WantInvalid(t, err)
 	}
 }
 
@@ -384,12 +371,12 @@ func TestHostileMachO(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, err := readMachO(bytes.NewReader(tt.data), "X.dSYM/Contents/Resources/DWARF/X")
-			wantInvalid(t, err, `"X.dSYM/Contents/Resources/DWARF/X"`, tt.want)
+			testkit.WantInvalid(t, err, `"X.dSYM/Contents/Resources/DWARF/X"`, tt.want)
 
 			// Through Parse too: the error names the file.
 			z := debuginfotest.BuildZip(debuginfotest.Entry{Name: "X.dSYM/Contents/Resources/DWARF/X", Data: tt.data})
 			_, err = parseBytes(t, z)
-			wantInvalid(t, err, `"X.dSYM/Contents/Resources/DWARF/X"`)
+			testkit.WantInvalid(t, err, `"X.dSYM/Contents/Resources/DWARF/X"`)
 		})
 	}
 }
@@ -404,19 +391,19 @@ func TestLimits(t *testing.T) {
 	// A zip bomb: 16 MiB of zeros deflates to ~16 KiB.
 	bomb := debuginfotest.BuildProguardZip(debuginfotest.Proguard{Mapping: make([]byte, 16<<20)})
 	_, err := parseBytes(t, bomb)
-	wantInvalid(t, err, "mapping.txt", "limit")
+	testkit.WantInvalid(t, err, "mapping.txt", "limit")
 
 	lim = saved
 	lim.inflated = 3000
 	_, err = parseBytes(t, debuginfotest.BuildDSYMZip(
 		debuginfotest.DSYM{Path: "A.dSYM", Archs: []debuginfotest.Arch{mo}},
 		debuginfotest.DSYM{Path: "B.dSYM", Archs: []debuginfotest.Arch{mo}}))
-	wantInvalid(t, err, "inflates to more than 3000 bytes in total")
+	testkit.WantInvalid(t, err, "inflates to more than 3000 bytes in total")
 
 	lim = saved
 	lim.dwarfFile = 1000
 	_, err = parseBytes(t, debuginfotest.BuildDSYMZip(debuginfotest.DSYM{Path: "A.dSYM", Archs: []debuginfotest.Arch{mo}}))
-	wantInvalid(t, err, "limit")
+	testkit.WantInvalid(t, err, "limit")
 
 	lim = saved
 	lim.bundles = 2
@@ -425,24 +412,24 @@ func TestLimits(t *testing.T) {
 		ds = append(ds, debuginfotest.DSYM{Path: n + ".dSYM", Archs: []debuginfotest.Arch{mo}})
 	}
 	_, err = parseBytes(t, debuginfotest.BuildDSYMZip(ds...))
-	wantInvalid(t, err, "more than 2 .dSYM bundles")
+	testkit.WantInvalid(t, err, "more than 2 .dSYM bundles")
 
 	lim = saved
 	lim.machOFiles = 1
 	_, err = parseBytes(t, debuginfotest.BuildZip(
 		debuginfotest.Entry{Name: "A.dSYM/Contents/Resources/DWARF/A", Data: debuginfotest.Thin(mo)},
 		debuginfotest.Entry{Name: "A.dSYM/Contents/Resources/DWARF/B", Data: debuginfotest.Thin(mo)}))
-	wantInvalid(t, err, "more than 1 files")
+	testkit.WantInvalid(t, err, "more than 1 files")
 
 	lim = saved
 	lim.infoPlist = 10
 	_, err = parseBytes(t, debuginfotest.BuildDSYMZip(debuginfotest.DSYM{Path: "A.dSYM", Identifier: "a", Archs: []debuginfotest.Arch{mo}}))
-	wantInvalid(t, err, "Info.plist", "limit")
+	testkit.WantInvalid(t, err, "Info.plist", "limit")
 
 	lim = saved
 	lim.manifest = 10
 	_, err = parseBytes(t, debuginfotest.BuildProguardZip(debuginfotest.Proguard{Manifest: debuginfotest.Manifest("a", "1", "1")}))
-	wantInvalid(t, err, "AndroidManifest.xml", "limit")
+	testkit.WantInvalid(t, err, "AndroidManifest.xml", "limit")
 }
 
 // TestUnderstatedSize: an entry whose header declares fewer bytes than it inflates to is refused
@@ -464,7 +451,7 @@ func TestUnderstatedSize(t *testing.T) {
 	raw.Write(comp.Bytes())
 	w.Close()
 	_, err = parseBytes(t, buf.Bytes())
-	wantInvalid(t, err, "mapping.txt")
+	testkit.WantInvalid(t, err, "mapping.txt")
 }
 
 // TestParseMemoryBound parses an archive inflating to 24 MiB (a fat DWARF file and a mapping)

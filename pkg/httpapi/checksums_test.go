@@ -13,6 +13,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/test/apptest"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 func hexSums(b []byte) (string, string, string) {
@@ -23,17 +24,15 @@ func hexSums(b []byte) (string, string, string) {
 // waitRelease polls GET /api/releases/:id until cond holds (the verifier runs in the background).
 func (m *mgmt) waitRelease(relID int64, cond func(map[string]any) bool) map[string]any {
 	m.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		rel := m.want(m.call("GET", fmt.Sprintf("/api/releases/%d", relID), m.e.AdminToken, ""), 200, "get release")
+	var rel map[string]any
+	testkit.EventuallyOK(m.t, 60*time.Second, fmt.Sprintf("release %d to reach the state", relID), func() error {
+		rel = m.want(m.call("GET", fmt.Sprintf("/api/releases/%d", relID), m.e.AdminToken, ""), 200, "get release")
 		if cond(rel) {
-			return rel
+			return nil
 		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("release %d never reached the state: %v", relID, rel)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("it is %v", rel)
+	})
+	return rel
 }
 
 // Issue 23: a proxied upload's SHA-256 is computed while the bytes stream in (a mobile build is

@@ -5,8 +5,6 @@ package httpapi_test
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"mime"
 	"net/http"
@@ -20,6 +18,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/test/apptest"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // rawPart is one multipart part written byte for byte as a client library writes it.
@@ -45,19 +44,13 @@ func rawMultipart(boundary string, parts []rawPart) []byte {
 	return b.Bytes()
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // fastlane posts as fastlane-plugin-zealot does through Faraday: token and channel_key first
 // (channel_key empty when not configured), the optional fields, custom_fields defaulting to
 // ["[]"], and the file last as application/octet-stream with Content-Length and
 // Content-Transfer-Encoding part headers.
 func fastlane(t *testing.T, e *testEnv, channelKey, filename string, data []byte, fields ...[2]string) *apptest.Response {
 	t.Helper()
-	boundary := "-----------RubyMultipartPost-" + randomHex(16)
+	boundary := "-----------RubyMultipartPost-" + testkit.RandomHex(16)
 	field := func(name, value string) rawPart {
 		return rawPart{headers: []string{`Content-Disposition: form-data; name="` + name + `"`}, body: []byte(value)}
 	}
@@ -140,7 +133,7 @@ func TestRealClients(t *testing.T) {
 		t.Parallel()
 		data := androidtest.BuildAPK(androidtest.APKOptions{AndroidManifest: androidtest.AndroidManifest{
 			Package: "com.example.gradle", VersionCode: 12, VersionName: "1.2.0", Label: "Gradle"}})
-		boundary := "b" + randomHex(18)
+		boundary := "b" + testkit.RandomHex(18)
 		field := func(name, value string) rawPart {
 			return rawPart{headers: []string{`Content-Disposition: form-data; name="` + name + `"`, fmt.Sprintf("Content-Length: %d", len(value))}, body: []byte(value)}
 		}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/test/apptest"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // goUpload uploads from a goroutine other than the test's (no t.Fatal there): it returns the
@@ -352,11 +353,12 @@ func (h *heldUpload) finish(t *testing.T) heldResult {
 
 func waitGauge(t *testing.T, g prometheus.Gauge, want float64, what string) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); gaugeValue(g) != want; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never happened (gauge %v, want %v)", what, gaugeValue(g), want)
+	testkit.EventuallyOK(t, time.Minute, what, func() error {
+		if got := gaugeValue(g); got != want {
+			return fmt.Errorf("the gauge is %v, want %v", got, want)
 		}
-	}
+		return nil
+	})
 }
 
 // TestUploadQueue: beyond SLIPWAY_MAX_CONCURRENT_UPLOADS an upload waits in line for a slot

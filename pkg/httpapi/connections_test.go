@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,31 +18,14 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/metrics"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
-
-// syncBuffer is a log destination tests read while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // connServer serves a small upload-like route (it reads the whole body, then answers 201) through
 // the same http.Server and listener serve uses, with short connection timeouts.
-func connServer(t *testing.T, header, idle time.Duration) (addr string, logs *syncBuffer, m *metrics.Metrics) {
+func connServer(t *testing.T, header, idle time.Duration) (addr string, logs *testkit.LockedBuffer, m *metrics.Metrics) {
 	t.Helper()
-	logs = &syncBuffer{}
+	logs = &testkit.LockedBuffer{}
 	m = metrics.New()
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	s := &Server{cfg: &config.Config{}, log: log, metrics: m, headerTimeout: header, idleTimeout: idle,
@@ -143,7 +125,7 @@ func TestHalfHeaderIsCutAndLogged(t *testing.T) {
 	if _, err := io.ReadAll(conn); err != nil {
 		t.Fatalf("the server kept half a header for a minute: %v", err)
 	}
-	waitUntil(t, "the close to be logged", func() bool { return strings.Contains(logs.String(), `"outcome":"unanswered"`) })
+	testkit.Eventually(t, time.Minute, "the close to be logged", func() bool { return strings.Contains(logs.String(), `"outcome":"unanswered"`) })
 	if !strings.Contains(logs.String(), `"level":"WARN","msg":"connection closed","outcome":"unanswered"`) {
 		t.Errorf("an unanswered request is not logged as a warning:\n%s", logs.String())
 	}
@@ -175,7 +157,7 @@ func TestEveryClosedConnectionIsLogged(t *testing.T) {
 	if _, err := io.ReadAll(silent); err != nil {
 		t.Fatalf("a silent connection was kept past the idle timeout: %v", err)
 	}
-	waitUntil(t, "both closes to be logged", func() bool {
+	testkit.Eventually(t, time.Minute, "both closes to be logged", func() bool {
 		return testutil.ToFloat64(m.ConnectionsClosed.WithLabelValues(connAnswered)) == 1 &&
 			testutil.ToFloat64(m.ConnectionsClosed.WithLabelValues(connNoRequest)) == 1
 	})
@@ -203,7 +185,7 @@ func TestFirstByteListenerClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	waitUntil(t, "the connection to wait for its first byte", func() bool {
+	testkit.Eventually(t, time.Minute, "the connection to wait for its first byte", func() bool {
 		ln.mu.Lock()
 		defer ln.mu.Unlock()
 		return len(ln.pending) == 1
@@ -219,16 +201,6 @@ func TestFirstByteListenerClose(t *testing.T) {
 	_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
 	if _, err := io.ReadAll(conn); err != nil {
 		t.Errorf("the waiting connection was not closed: %v", err)
-	}
-}
-
-// waitUntil polls cond for up to a minute.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
 	}
 }
 

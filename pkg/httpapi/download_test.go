@@ -16,6 +16,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/test/apptest"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 func iconIPA(name, bundleID, version string) []byte {
@@ -76,7 +77,7 @@ func TestDownloadsFS(t *testing.T) {
 			{`..\\..\\x\"y.apk`, `attachment; filename="xy.apk"`},
 			{"Démo 应用.apk", `attachment; filename="D_mo __.apk"; filename*=UTF-8''D%C3%A9mo%20%E5%BA%94%E7%94%A8.apk`},
 		} {
-			boundary := "x" + randomHex(8)
+			boundary := "x" + testkit.RandomHex(8)
 			body := rawMultipart(boundary, []rawPart{
 				{headers: []string{`Content-Disposition: form-data; name="name"`}, body: []byte("Downloads")},
 				{headers: []string{`Content-Disposition: form-data; name="file"; filename="` + c.quoted + `"`, "Content-Type: application/octet-stream"}, body: droid},

@@ -29,6 +29,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/profileservice/profileservicetest"
 	"github.com/slipwayhq/slipway/test/apptest"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 func loadOpenAPI(t *testing.T) *openapi3.T {
@@ -210,14 +211,9 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	// Desktop update feeds (issue 23): a macOS build, once its checksums are verified.
 	mac := e.UploadApp(t, "Desk.zip", appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk", Version: "1.0", Build: "1"}))
 	macSlug := mac["channel"].(map[string]any)["slug"].(string)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if expect(e.Do(t, "GET", fmt.Sprintf("/api/releases/%d", int64(mac["id"].(float64))), nil, admin), 200, "get").Map(t)["checksum_state"] == "verified" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the macOS build's checksums were never verified")
-		}
-	}
+	testkit.Eventually(t, time.Minute, "the macOS build's checksums to be verified", func() bool {
+		return expect(e.Do(t, "GET", fmt.Sprintf("/api/releases/%d", int64(mac["id"].(float64))), nil, admin), 200, "get").Map(t)["checksum_state"] == "verified"
+	})
 	for _, p := range []string{"/appcast.xml", "/electron/latest-mac.yml", "/tauri.json", "/tauri/darwin/aarch64/0.9"} {
 		get("/channels/"+macSlug+p, 200)
 		expect(e.Do(t, "HEAD", "/channels/"+macSlug+p, nil, nil), 200, "HEAD "+p)

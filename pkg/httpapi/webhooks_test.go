@@ -26,6 +26,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/debuginfo/debuginfotest"
 	"github.com/slipwayhq/slipway/pkg/webhook"
 	"github.com/slipwayhq/slipway/test/apptest"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // receiver is a webhook receiver on loopback that checks every signature.
@@ -78,15 +79,13 @@ func (r *receiver) events() []received {
 // waitEvents waits until the receiver has n deliveries.
 func (r *receiver) waitEvents(n int) []received {
 	r.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if got := r.events(); len(got) >= n {
-			return got
+	testkit.EventuallyOK(r.t, 30*time.Second, fmt.Sprintf("%d deliveries", n), func() error {
+		if got := len(r.events()); got < n {
+			return fmt.Errorf("the receiver got %d", got)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	r.t.Fatalf("the receiver got %d deliveries, want %d", len(r.events()), n)
-	return nil
+		return nil
+	})
+	return r.events()
 }
 
 func webhookEnv(t *testing.T, allowPrivate bool) *mgmt {
@@ -141,7 +140,7 @@ func TestWebhookEvents(t *testing.T) {
 			t.Fatalf("download: %d", r.Status)
 		}
 	}
-	waitFor(t, "the downloads to be reported", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the downloads to be reported", func() bool {
 		var sum int64
 		for _, g := range byEvent(rcv.events(), webhook.EventReleaseDownloaded) {
 			if g.env.Release == nil || g.env.Release.ID != id(rel) {
@@ -155,7 +154,7 @@ func TestWebhookEvents(t *testing.T) {
 	// The receiver fails for a while: the deletion is retried until it succeeds.
 	rcv.fail.Store(true)
 	m.want(m.call("DELETE", fmt.Sprintf("/api/releases/%d", id(first)), admin, ""), 200, "delete release")
-	waitFor(t, "two failed attempts of the deletion", func() bool {
+	testkit.Eventually(t, 30*time.Second, "two failed attempts of the deletion", func() bool {
 		var n int
 		_ = m.e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
 			WHERE d.event = 'release.deleted' AND a.status_code = 500`).Scan(&n)
@@ -164,7 +163,7 @@ func TestWebhookEvents(t *testing.T) {
 	rcv.fail.Store(false)
 	// Delivered: the receiver has it, and the sender has recorded so (it records after the
 	// receiver answers, so the receiver alone is not enough).
-	waitFor(t, "the deletion to be delivered", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the deletion to be delivered", func() bool {
 		var state string
 		_ = m.e.DB.Pool.QueryRow(context.Background(), `SELECT state FROM webhook_deliveries WHERE event = 'release.deleted'`).Scan(&state)
 		return len(byEvent(rcv.events(), webhook.EventReleaseDeleted)) == 1 && state == "delivered"
@@ -250,7 +249,7 @@ func TestWebhookGivesUp(t *testing.T) {
 		`{"url":"`+rcv.URL+`","events":"release.created"}`), 201, "webhook (events as form text)")
 	m.e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.0", Build: "9"}),
 		apptest.Field("channel_key", "harbor-ios"))
-	waitFor(t, "the delivery to fail for good", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the delivery to fail for good", func() bool {
 		var state string
 		var attempts int
 		_ = m.e.DB.Pool.QueryRow(context.Background(), `SELECT state, attempts FROM webhook_deliveries WHERE webhook_id = $1`, id(hook)).Scan(&state, &attempts)
@@ -347,7 +346,7 @@ func TestDownloadCounts(t *testing.T) {
 	}
 	wg.Wait()
 	want := map[int64]float64{id(rel): workers * each, id(other): 3}
-	waitFor(t, "the counts to be written", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the counts to be written", func() bool {
 		for rid, n := range want {
 			got := m.want(m.call("GET", fmt.Sprintf("/api/releases/%d", rid), m.e.UploadToken, ""), 200, "release")
 			if got["download_count"] != n {
@@ -357,7 +356,7 @@ func TestDownloadCounts(t *testing.T) {
 		return true
 	})
 	// The release page shows the count too (through the read cache: up to its TTL late).
-	waitFor(t, "the release page to show the count", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the release page to show the count", func() bool {
 		page := m.e.Get(t, fmt.Sprintf("/channels/harbor-ios/releases/%d", id(rel)))
 		return strings.Contains(string(page.Body), fmt.Sprintf(`id="download-count" title="Downloads and iOS installs">%d<`, workers*each))
 	})
@@ -369,18 +368,6 @@ func TestDownloadCounts(t *testing.T) {
 		}
 	}
 	_ = channel
-}
-
-// waitFor polls cond for up to 30 seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // byEvent keeps the deliveries of one event.

@@ -16,68 +16,38 @@ import (
 	"github.com/slipwayhq/slipway/pkg/storage/storagetest"
 )
 
-// memBackend is an in-memory storage.Backend that records the ranges requested.
+// memBackend is the in-memory backend, recording the ranges requested, each after delay, and
+// failing them with fail when it is set.
 type memBackend struct {
-	mu      sync.Mutex
-	objects map[string][]byte
-	ranges  [][2]int64 // off, n of each GetRange
-	delay   time.Duration
-	fail    error
+	*storagetest.Memory
+	mu     sync.Mutex
+	ranges [][2]int64 // off, n of each GetRange
+	delay  time.Duration
+	fail   error
 }
 
 func newMem(key string, data []byte) *memBackend {
-	return &memBackend{objects: map[string][]byte{key: data}}
-}
-
-func (m *memBackend) Put(_ context.Context, key string, r io.Reader, _ storage.PutOptions) (int64, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return 0, err
+	m := &memBackend{Memory: storagetest.NewMemory()}
+	if _, err := m.Put(context.Background(), key, bytes.NewReader(data), storage.PutOptions{}); err != nil {
+		panic(err)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.objects[key] = data
-	return int64(len(data)), nil
+	return m
 }
 
-func (m *memBackend) GetRange(_ context.Context, key string, off, n int64) (io.ReadCloser, error) {
-	time.Sleep(m.delay)
+func (m *memBackend) GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	delay := m.delay
+	m.mu.Unlock()
+	time.Sleep(delay)
+	m.mu.Lock()
 	m.ranges = append(m.ranges, [2]int64{off, n})
-	if m.fail != nil {
-		return nil, m.fail
+	fail := m.fail
+	m.mu.Unlock()
+	if fail != nil {
+		return nil, fail
 	}
-	data, ok := m.objects[key]
-	if !ok {
-		return nil, storage.ErrNotFound
-	}
-	off = min(off, int64(len(data)))
-	end := int64(len(data))
-	if n >= 0 {
-		end = min(off+n, end)
-	}
-	return io.NopCloser(bytes.NewReader(data[off:end])), nil
+	return m.Memory.GetRange(ctx, key, off, n)
 }
-
-func (m *memBackend) Stat(_ context.Context, key string) (storage.Info, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	data, ok := m.objects[key]
-	if !ok {
-		return storage.Info{}, storage.ErrNotFound
-	}
-	return storage.Info{Size: int64(len(data))}, nil
-}
-
-func (m *memBackend) Delete(_ context.Context, key string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.objects, key)
-	return nil
-}
-
-func (m *memBackend) Ping(context.Context) error { return nil }
 
 func (m *memBackend) requests() [][2]int64 {
 	m.mu.Lock()

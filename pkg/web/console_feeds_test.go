@@ -11,6 +11,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/test/apptest"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // releaseRow reads what the feeds announce of a release, from the database.
@@ -36,15 +37,10 @@ func TestConsoleUpdateFeeds(t *testing.T) {
 	relID := int64(rel["id"].(float64))
 	chID := int64(rel["channel"].(map[string]any)["id"].(float64))
 	slug := rel["channel"].(map[string]any)["slug"].(string)
-	for deadline := time.Now().Add(time.Minute); ; {
-		if state, _, _ := releaseRow(t, e, relID); state == "verified" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the build was never verified")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, time.Minute, "the build to be verified", func() bool {
+		state, _, _ := releaseRow(t, e, relID)
+		return state == "verified"
+	})
 
 	buildURL := fmt.Sprintf("%s/console/releases/%d", e.URL, relID)
 	_, page := fetch(t, admin, http.MethodGet, buildURL, nil)

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -22,6 +21,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/test/apptest"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // browserClient follows redirects and keeps cookies, as a browser does.
@@ -125,15 +125,6 @@ func TestConsoleLoginLink(t *testing.T) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // startProvider starts the example OpenID Connect provider with a client "web"/"secret" allowed
 // to redirect to redirectURI; its issuer is http://localhost:<port>/.
 func startProvider(t *testing.T, port int, redirectURI string) string {
@@ -146,27 +137,25 @@ func startProvider(t *testing.T, port int, redirectURI string) string {
 	}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port), "REDIRECT_URI="+redirectURI)
-	var out strings.Builder
+	var out testkit.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	issuer := fmt.Sprintf("http://localhost:%d/", port)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.EventuallyOK(t, 30*time.Second, "the OpenID Connect provider to start", func() error {
 		resp, err := http.Get(issuer + ".well-known/openid-configuration")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return issuer
+				return nil
 			}
+			err = fmt.Errorf("discovery answered %s", resp.Status)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the OpenID Connect provider did not start:\n%s", out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("%v; its output:\n%s", err, out.String())
+	})
+	return issuer
 }
 
 var authRequestRe = regexp.MustCompile(`name="id" value="([^"]+)"`)
@@ -409,4 +398,13 @@ func TestConsoleTokenOwnerRights(t *testing.T) {
 			t.Errorf("after %q: GET /api/users/me %d, want %d", c.sql, got, c.me)
 		}
 	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	port, err := testkit.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
 }

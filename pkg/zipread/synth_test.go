@@ -5,12 +5,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
-	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // synthSegment is a piece of a synthetic file: data, repeated times times (1 when 0).
@@ -124,16 +124,11 @@ func memCost(f func()) (allocated, retained uint64) {
 
 // peakRSS is the process's peak resident set (VmHWM), or "" where /proc is absent.
 func peakRSS() string {
-	b, err := os.ReadFile("/proc/self/status")
+	m, err := testkit.ReadMemory(0)
 	if err != nil {
 		return ""
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
+	return mib(uint64(m.HWM))
 }
 
 func mib(n uint64) string { return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB" }

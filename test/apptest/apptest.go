@@ -7,7 +7,6 @@ package apptest
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -33,6 +32,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/storage/backends"
 	"github.com/slipwayhq/slipway/pkg/store"
 	"github.com/slipwayhq/slipway/test/testenv"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // Storage kinds for Options.Storage.
@@ -76,7 +76,7 @@ type Env struct {
 	Server      *httptest.Server
 	// Client does not follow redirects, so tests see the 302s.
 	Client *http.Client
-	logs   *lockedWriter
+	logs   *testkit.LockedBuffer
 	s3     *testenv.S3Env
 }
 
@@ -112,7 +112,7 @@ func New(t testing.TB, opts Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedWriter{}
+	logs := &testkit.LockedBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	m := metrics.New()
 	e := &Env{Config: cfg, DB: db, Storage: st, Metrics: m, logs: logs, s3: s3ref,
@@ -189,38 +189,7 @@ func Multipart(parts ...Part) (*bytes.Buffer, string) {
 }
 
 // Response is a decoded HTTP response.
-type Response struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
-
-// JSON decodes the body into v, failing the test when it is not JSON.
-func (r *Response) JSON(t testing.TB, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.Body, v); err != nil {
-		t.Fatalf("status %d, body is not JSON (%v): %.500s", r.Status, err, r.Body)
-	}
-}
-
-// Map decodes a JSON object body.
-func (r *Response) Map(t testing.TB) map[string]any {
-	t.Helper()
-	var m map[string]any
-	r.JSON(t, &m)
-	return m
-}
-
-// Error returns the "error" field of a JSON error body, failing the test when there is none.
-func (r *Response) Error(t testing.TB) string {
-	t.Helper()
-	m := r.Map(t)
-	msg, ok := m["error"].(string)
-	if !ok || msg == "" {
-		t.Fatalf("status %d: no error message in %s", r.Status, r.Body)
-	}
-	return msg
-}
+type Response = testkit.Response
 
 // Do sends a request to the server (path relative to its URL) and reads the whole response.
 func (e *Env) Do(t testing.TB, method, path string, body io.Reader, header http.Header) *Response {

@@ -3,9 +3,7 @@ package main
 import (
 	"archive/zip"
 	"context"
-	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log"
@@ -22,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/jackc/pgx/v5"
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // env is what every scenario shares: the package, the slipway binary, a fresh database, a fresh
@@ -203,7 +202,7 @@ func (e *env) createDatabase(ctx context.Context) error {
 		return fmt.Errorf("connecting to Postgres: %w", err)
 	}
 	defer conn.Close(ctx)
-	name := "slipway_bench_" + randomHex(6)
+	name := "slipway_bench_" + testkit.RandomHex(6)
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		return fmt.Errorf("creating the benchmark database: %w", err)
 	}
@@ -258,7 +257,7 @@ func (e *env) createBucket(ctx context.Context) error {
 		o.BaseEndpoint = aws.String(e.s3Endpoint)
 		o.UsePathStyle = true
 	})
-	e.bucket = "slipway-bench-" + randomHex(6)
+	e.bucket = "slipway-bench-" + testkit.RandomHex(6)
 	if _, err := e.s3.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: &e.bucket}); err != nil {
 		return fmt.Errorf("creating bucket %s: %w", e.bucket, err)
 	}
@@ -319,10 +318,4 @@ func (e *env) s3StorageURL() string {
 
 func isLoopback(host string) bool {
 	return host == "127.0.0.1" || host == "::1" || host == "localhost"
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/uploader"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 type backendKind int
@@ -147,7 +148,7 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 	}
 
 	// Warm-up (not measured): the page cache holds the package, the store has seen a large write.
-	if _, err := direct(ctx, "warmup/"+randomHex(4)); err != nil {
+	if _, err := direct(ctx, "warmup/"+testkit.RandomHex(4)); err != nil {
 		return nil, err
 	}
 	if kind == backendS3 {
@@ -230,7 +231,7 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 		r.Slipway = append(r.Slipway, run)
 
 		log.Printf("round %d/%d: %s", i+1, e.opts.runs, r.DirectName)
-		key := "direct/" + randomHex(8)
+		key := "direct/" + testkit.RandomHex(8)
 		run, err = measure(nil, func() error { _, err := direct(ctx, key); return err })
 		if err != nil {
 			return nil, err

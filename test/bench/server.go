@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // server is a `slipway serve` child process on a loopback port.
@@ -59,7 +60,7 @@ func (e *env) startServer(ctx context.Context, storageURL, label string, extraEn
 
 // startBinary starts `bin serve` (the benchmark's binary, or -compare-bin).
 func (e *env) startBinary(ctx context.Context, bin, storageURL, label string, extraEnv ...string) (*server, error) {
-	port, err := freePort()
+	port, err := testkit.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -170,123 +171,34 @@ func (s *server) logSize() int64 {
 	return st.Size()
 }
 
-// memory is a process's resident set, from /proc/<pid>/status.
-type memory struct {
-	RSS, HWM int64 // bytes: current and lifetime peak (VmRSS, VmHWM)
-}
+// memory is a process's resident set (VmRSS, VmHWM), from /proc/<pid>/status.
+type memory = testkit.Memory
 
-func readMemory(pid int) (memory, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return memory{}, err
-	}
-	defer f.Close()
-	var m memory
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		fields := strings.Fields(v)
-		if len(fields) < 1 {
-			continue
-		}
-		kb, _ := strconv.ParseInt(fields[0], 10, 64)
-		switch k {
-		case "VmRSS":
-			m.RSS = kb << 10
-		case "VmHWM":
-			m.HWM = kb << 10
-		}
-	}
-	return m, sc.Err()
-}
+func readMemory(pid int) (memory, error) { return testkit.ReadMemory(pid) }
 
-// cpuTime is the CPU time a process has used: the sum over its threads of the scheduler's
-// nanosecond run time (/proc/<pid>/task/*/schedstat), which unlike the tick-sampled utime+stime
-// of /proc/<pid>/stat is exact for short runs. Threads that have exited are not counted (Go
-// rarely ends threads); without schedstat it falls back to /proc/<pid>/stat. It is 0 when the
-// process is unknown.
+// cpuTime is the CPU time a process has used (testkit.SchedCPUTime: exact for short runs), or 0
+// when the process is unknown.
 func cpuTime(pid int) time.Duration {
 	if pid <= 0 {
 		return 0
 	}
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err == nil {
-		var total int64
-		ok := false
-		for _, t := range tasks {
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
-			if err != nil {
-				continue
-			}
-			if f := strings.Fields(string(b)); len(f) > 0 {
-				if ns, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-					total, ok = total+ns, true
-				}
-			}
-		}
-		if ok {
-			return time.Duration(total)
-		}
-	}
-	return statCPU(pid)
-}
-
-// statCPU is utime+stime from /proc/<pid>/stat (USER_HZ ticks, 100 per second on Linux).
-func statCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// After the command: state(0) ppid(1) ... utime(11) stime(12).
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * (time.Second / 100)
+	d, _ := testkit.SchedCPUTime(pid)
+	return d
 }
 
 // syscalls is the number of read and write system calls a process has made, from /proc/<pid>/io.
 type syscalls struct{ Reads, Writes int64 }
 
 func readSyscalls(pid int) syscalls {
-	var c syscalls
 	if pid <= 0 {
-		return c
+		return syscalls{}
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
-	if err != nil {
-		return c
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		k, v, _ := strings.Cut(l, ":")
-		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		switch k {
-		case "syscr":
-			c.Reads = n
-		case "syscw":
-			c.Writes = n
-		}
-	}
-	return c
+	io, _ := testkit.ReadIO(pid)
+	return syscalls{Reads: io.SyscR, Writes: io.SyscW}
 }
 
 // selfCPU is this process's CPU time (the benchmark clients).
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func selfCPU() time.Duration { return testkit.SelfCPU() }
 
 // scrape reads the server's Prometheus metrics: "name" or "name{labels}" → value.
 func (s *server) scrape() (map[string]float64, error) {
@@ -317,15 +229,6 @@ func (s *server) scrape() (map[string]float64, error) {
 		out[line[:i]] = v
 	}
 	return out, sc.Err()
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // tailOf returns the last n bytes of a file, for error messages.

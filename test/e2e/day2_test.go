@@ -16,6 +16,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/store"
 	"github.com/slipwayhq/slipway/test/e2e"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // TestRollbackAcrossOneRelease is `helm rollback` after a schema change: the next release
@@ -135,20 +136,20 @@ func TestReadOnlyDatabaseAnswers503(t *testing.T) {
 	get := func() int {
 		return s.Do(t, "GET", "/api/apps", nil, "Authorization", "Token "+admin).Status
 	}
-	waitUntil(t, "reads on the read-only database", func() bool { return get() == 200 })
+	testkit.Eventually(t, e2e.WaitTimeout, "reads on the read-only database", func() bool { return get() == 200 })
 
 	failover(false)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r := appsPost(t, s, admin)
-		if r.Status == 201 {
-			break
-		}
-		if r.Status != 503 || time.Now().After(deadline) {
+	testkit.EventuallyOK(t, 30*time.Second, "a write after the failover", func() error {
+		switch r := appsPost(t, s, admin); r.Status {
+		case 201:
+			return nil
+		case 503:
+			return fmt.Errorf("still %d %s", r.Status, r.Body)
+		default:
 			t.Fatalf("write after the failover: %d %s", r.Status, r.Body)
+			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	})
 }
 
 // TestSecretRotationWindow rotates SLIPWAY_SECRET as docs/operations.md says, with replicas of each

@@ -23,12 +23,10 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -45,6 +43,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/slipwayhq/slipway/test/testenv"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // Storage kinds for Options.Storage.
@@ -188,7 +187,7 @@ type Server struct {
 	PID int
 
 	cmd  *exec.Cmd
-	logs *logBuffer
+	logs *testkit.LockedBuffer
 	done chan struct{}
 	// state is set when done is closed.
 	state *os.ProcessState
@@ -230,17 +229,17 @@ func (h *Harness) startWaiting(t testing.TB, probe string, extraEnv []string) *S
 func (h *Harness) start(t testing.TB, probe string, extraEnv []string) (*Server, error) {
 	addr := lastValue(extraEnv, "SLIPWAY_ADDR")
 	if addr == "" {
-		port, err := freePort()
+		port, err := testkit.FreePort()
 		if err != nil {
 			return nil, err
 		}
 		addr = fmt.Sprintf("127.0.0.1:%d", port)
 	}
-	s := &Server{URL: "http://" + addr, Addr: addr, logs: &logBuffer{}, done: make(chan struct{})}
+	s := &Server{URL: "http://" + addr, Addr: addr, logs: &testkit.LockedBuffer{}, done: make(chan struct{})}
 	switch internal := lastValue(extraEnv, "SLIPWAY_INTERNAL_ADDR"); internal {
 	case "":
 	case "auto":
-		port, err := freePort()
+		port, err := testkit.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -372,32 +371,19 @@ func (s *Server) Kill(t testing.TB) {
 // first or after WaitTimeout.
 func (s *Server) WaitLog(t testing.TB, substr string) {
 	t.Helper()
-	deadline := time.Now().Add(WaitTimeout)
-	for !strings.Contains(s.Logs(), substr) {
-		if s.Exited() && !strings.Contains(s.Logs(), substr) {
+	testkit.EventuallyOK(t, WaitTimeout, fmt.Sprintf("server %s to log %q", s.Addr, substr), func() error {
+		if strings.Contains(s.Logs(), substr) {
+			return nil
+		}
+		if s.Exited() {
 			t.Fatalf("e2e: server %s exited (%s) without logging %q", s.Addr, s.state, substr)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("e2e: server %s did not log %q within %s", s.Addr, substr, WaitTimeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return errors.New("not logged yet")
+	})
 }
 
 // Response is a whole HTTP response.
-type Response struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
-
-// JSON decodes the body into v, failing the test when it is not JSON.
-func (r *Response) JSON(t testing.TB, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.Body, v); err != nil {
-		t.Fatalf("status %d, body is not JSON (%v): %.500s", r.Status, err, r.Body)
-	}
-}
+type Response = testkit.Response
 
 // noRedirects is the client of Get: tests see the 302s of downloads.
 var noRedirects = &http.Client{
@@ -593,33 +579,4 @@ func lastValue(env []string, name string) string {
 		}
 	}
 	return v
-}
-
-// freePort returns a loopback port that was free a moment ago; Start retries if another process
-// takes it first.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// logBuffer collects a process's output while the test reads it.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,8 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +18,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/uploader"
 	"github.com/slipwayhq/slipway/test/e2e"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // TestCLIUploadSessionResume is a 1 GiB build on a link that breaks: `slipway upload` sends it
@@ -51,7 +49,7 @@ func TestCLIUploadSessionResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := hex.EncodeToString(hash.Sum(nil))
-	ioBefore := procIO(t, s.PID)
+	ioBefore := testkit.ProcIO(t, s.PID).RChar
 
 	// First run: killed once half the parts are in the bucket.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -130,15 +128,10 @@ func TestCLIUploadSessionResume(t *testing.T) {
 	// The upload itself read none of the file but the parse's ranges; the checksum verifier then
 	// reads the stored object once (issue 23: a session's declared SHA-256 is checked against the
 	// stored bytes before feeds may offer it), streaming, so memory stays within bounds.
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		if h.QueryInt(t, `SELECT count(*) FROM releases WHERE id = $1 AND checksum_state = 'verified'`, id) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the session's checksum was never verified")
-		}
-	}
-	ioAfter := procIO(t, s.PID)
+	testkit.Eventually(t, 3*time.Minute, "the session's checksum to be verified", func() bool {
+		return h.QueryInt(t, `SELECT count(*) FROM releases WHERE id = $1 AND checksum_state = 'verified'`, id) == 1
+	})
+	ioAfter := testkit.ProcIO(t, s.PID).RChar
 	if read := ioAfter - ioBefore; read > 1<<30+64<<20 {
 		t.Errorf("the replica read %d MiB during a 1 GiB session upload: more than the verifier's one read and the parse's ranges", read>>20)
 	}
@@ -146,7 +139,7 @@ func TestCLIUploadSessionResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if peak, bound := vmHWM(t, s.PID), cfg.MemorySoftLimit()+32<<20; peak > bound {
+	if peak, bound := testkit.PeakRSS(t, s.PID), cfg.MemorySoftLimit()+32<<20; peak > bound {
 		t.Errorf("peak RSS %d MiB over %d MiB", peak>>20, bound>>20)
 	} else {
 		t.Logf("replica: read %d KiB, peak RSS %d MiB", (ioAfter-ioBefore)>>10, peak>>20)
@@ -169,39 +162,4 @@ func sessionProgress(t *testing.T, s *e2e.Server, token, id string) (done, total
 		}
 	}
 	return done, len(sess.Parts)
-}
-
-// procIO is the bytes a process read through system calls (rchar of /proc/<pid>/io).
-func procIO(t *testing.T, pid int) int64 {
-	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/io", pid))
-	if err != nil {
-		t.Skipf("no /proc/<pid>/io: %v", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "rchar:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	t.Fatal("no rchar")
-	return 0
-}
-
-// vmHWM is a process's peak resident memory, in bytes.
-func vmHWM(t *testing.T, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Skipf("no /proc: %v", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/webhook"
 	"github.com/slipwayhq/slipway/test/e2e"
 	"github.com/slipwayhq/slipway/test/testenv"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // TestShutdownStopsBackgroundWorkCleanly sends SIGTERM while a webhook delivery is in flight (the
@@ -86,7 +87,7 @@ func TestShutdownStopsBackgroundWorkCleanly(t *testing.T) {
 	for _, n := range before {
 		total += n
 	}
-	waitUntil(t, "retention to delete a channel's old builds", func() bool {
+	testkit.Eventually(t, e2e.WaitTimeout, "retention to delete a channel's old builds", func() bool {
 		return h.QueryInt(t, `SELECT count(*) FROM releases`) < total
 	})
 
@@ -154,7 +155,7 @@ func TestShutdownStopsBackgroundWorkCleanly(t *testing.T) {
 	// The next server on the same database delivers what was due, each delivery once, and
 	// finishes retention.
 	next := h.Start(t, "SLIPWAY_RETENTION_INTERVAL=200ms")
-	waitUntil(t, "the next server to deliver what was due and finish retention", func() bool {
+	testkit.Eventually(t, e2e.WaitTimeout, "the next server to deliver what was due and finish retention", func() bool {
 		return h.QueryInt(t, `SELECT count(*) FROM webhook_deliveries WHERE state <> 'delivered'`) == 0 &&
 			h.QueryInt(t, `SELECT count(*) FROM (SELECT channel_id FROM releases GROUP BY channel_id HAVING count(*) > 1) c`) == 0
 	})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/test/e2e"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // The shutdown tests store through S3 with 5 MiB parts and send a 12 MiB package, so that when
@@ -36,7 +37,7 @@ func TestShutdownDrainsUploads(t *testing.T) {
 
 	up := startSlowUpload(t, s, token, appletest.BuildIPA(appletest.IPAOptions{BundleID: "com.example.drain", FillerBytes: 12 << 20}))
 	up.send(t, headStart)
-	waitUntil(t, "the server to start a multipart upload", func() bool { return len(h.MultipartUploads(t)) == 1 })
+	testkit.Eventually(t, e2e.WaitTimeout, "the server to start a multipart upload", func() bool { return len(h.MultipartUploads(t)) == 1 })
 
 	if err := s.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -86,7 +87,7 @@ func TestShutdownDrainsThrottledUpload(t *testing.T) {
 
 	up := startSlowUpload(t, s, token, appletest.BuildIPA(appletest.IPAOptions{BundleID: "com.example.throttled", FillerBytes: 24 << 20}))
 	up.send(t, headStart)
-	waitUntil(t, "the server to start a multipart upload", func() bool { return len(h.MultipartUploads(t)) == 1 })
+	testkit.Eventually(t, e2e.WaitTimeout, "the server to start a multipart upload", func() bool { return len(h.MultipartUploads(t)) == 1 })
 	// 256 KiB every 100 ms (2.5 MiB/s, far above SLIPWAY_UPLOAD_MIN_RATE): the remaining ~17 MiB
 	// take about 7 s, all of them after SIGTERM.
 	sent := up.throttle(256<<10, 100*time.Millisecond)
@@ -141,7 +142,7 @@ func TestShutdownAbortsUploadsPastDrainTimeout(t *testing.T) {
 
 	up := startSlowUpload(t, s, token, appletest.BuildIPA(appletest.IPAOptions{BundleID: "com.example.cut", FillerBytes: 12 << 20}))
 	up.send(t, headStart)
-	waitUntil(t, "the server to start a multipart upload", func() bool { return len(h.MultipartUploads(t)) == 1 })
+	testkit.Eventually(t, e2e.WaitTimeout, "the server to start a multipart upload", func() bool { return len(h.MultipartUploads(t)) == 1 })
 	stopTrickle := up.trickle(512, 20*time.Millisecond) // 25 KiB/s: far from done when the drain ends
 	defer stopTrickle()
 
@@ -191,7 +192,7 @@ func TestShutdownAbortsStalledUploads(t *testing.T) {
 
 	up := startSlowUpload(t, s, token, appletest.BuildIPA(appletest.IPAOptions{BundleID: "com.example.stall", FillerBytes: 12 << 20}))
 	up.send(t, headStart)
-	waitUntil(t, "the server to start a multipart upload", func() bool { return len(h.MultipartUploads(t)) == 1 })
+	testkit.Eventually(t, e2e.WaitTimeout, "the server to start a multipart upload", func() bool { return len(h.MultipartUploads(t)) == 1 })
 
 	if err := s.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -370,7 +371,7 @@ func (u *slowUpload) wait(t *testing.T) (int, []byte, error) {
 // waitRefused waits until nothing accepts connections at addr any more.
 func waitRefused(t *testing.T, addr string) {
 	t.Helper()
-	waitUntil(t, "connections to "+addr+" to be refused", func() bool {
+	testkit.Eventually(t, e2e.WaitTimeout, "connections to "+addr+" to be refused", func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
@@ -378,16 +379,4 @@ func waitRefused(t *testing.T, addr string) {
 		}
 		return errors.Is(err, syscall.ECONNREFUSED)
 	})
-}
-
-// waitUntil polls cond until it holds, failing the test after e2e.WaitTimeout.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(e2e.WaitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

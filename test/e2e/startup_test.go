@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/slipwayhq/slipway/test/e2e"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // TestReplicaWaitsForItsSchema is a pod of the chart (SLIPWAY_MIGRATE_ON_START=false: the hook Job
@@ -52,7 +53,7 @@ func TestReplicaWaitsForItsSchema(t *testing.T) {
 	// The Job migrates; the replica becomes ready without a restart.
 	h.MustRun(t, "migrate", "up")
 	pid := s.PID
-	waitUntil(t, "readyz once the schema is there", func() bool { return s.Get(t, "/readyz").Status == http.StatusOK })
+	testkit.Eventually(t, e2e.WaitTimeout, "readyz once the schema is there", func() bool { return s.Get(t, "/readyz").Status == http.StatusOK })
 	token := h.CreateToken(t, "ops", "admin")
 	if r := appsPost(t, s, token); r.Status != http.StatusCreated {
 		t.Errorf("create an app once ready: %d %s", r.Status, r.Body)

@@ -12,10 +12,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +28,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/profileservice/profileservicetest"
 	"github.com/slipwayhq/slipway/pkg/zipread/ziptest"
 	"github.com/slipwayhq/slipway/test/e2e"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 func TestMain(m *testing.M) { e2e.Main(m) }
@@ -104,7 +103,7 @@ func TestHostileClients(t *testing.T) {
 	quiet := a.sampleLatest(latestURL, quietSamples)
 
 	// The attack, with honest clients beside it.
-	cpu0 := cpuTicks(t, s.PID)
+	cpu0 := testkit.CPU(t, s.PID)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), attackFor)
 	defer cancel()
@@ -152,7 +151,7 @@ func TestHostileClients(t *testing.T) {
 	run("UDID replay", func(ctx context.Context) { a.udidReplay(ctx, forged) })
 	wg.Wait()
 	took := time.Since(start)
-	cpu := float64(cpuTicks(t, s.PID)-cpu0) / clockTicks
+	cpu := (testkit.CPU(t, s.PID) - cpu0).Seconds()
 
 	// Quiet sample after: the reference is both quiet samples together, so that a machine that got
 	// busier or quieter during the run (other jobs on a shared box) moves it as it moves the rest.
@@ -226,7 +225,7 @@ func TestHostileClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	peak, rssBound := vmHWM(t, s.PID), cfg.MemorySoftLimit()+rssMargin
+	peak, rssBound := testkit.PeakRSS(t, s.PID), cfg.MemorySoftLimit()+rssMargin
 	t.Logf("replica: peak RSS %d MiB (bound %d MiB), %.1f CPU-s in %v of attack (bound %.1f)",
 		peak>>20, rssBound>>20, cpu, took.Round(100*time.Millisecond), cpuPerSecond*took.Seconds())
 	if peak > rssBound {
@@ -692,45 +691,6 @@ func (a *attack) metrics() string {
 		a.t.Fatalf("/metrics: %s", r)
 	}
 	return string(r.Body)
-}
-
-// clockTicks is USER_HZ, the unit of /proc/PID/stat's times (100 on every Linux platform Go
-// supports).
-const clockTicks = 100
-
-// cpuTicks is a process's user and system time so far, in clock ticks.
-func cpuTicks(t *testing.T, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Skipf("no /proc: %v", err)
-	}
-	// Fields after the command (which may hold spaces) in parentheses: state is the 3rd field,
-	// utime the 14th, stime the 15th.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return utime + stime
-}
-
-// vmHWM is a process's peak resident memory, in bytes.
-func vmHWM(t *testing.T, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Skipf("no /proc: %v", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				t.Fatalf("VmHWM %q: %v", v, err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmHWM in /proc/<pid>/status")
-	return 0
 }
 
 // serverErrorLine matches an access-log line of a 5xx other than 503, an internal error or a panic.

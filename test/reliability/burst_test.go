@@ -1,16 +1,14 @@
 package reliability
 
 import (
-	"fmt"
-	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/test/e2e"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // TestUploadBurst is a fleet of CI jobs finishing at once: 40 uploads at the same moment to one
@@ -68,31 +66,11 @@ func TestUploadBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	bound := cfg.MemorySoftLimit() + 32<<20
-	peak := vmHWM(t, s.PID)
+	peak := testkit.PeakRSS(t, s.PID)
 	t.Logf("%d concurrent uploads of %d MiB: peak RSS %d MiB (bound %d MiB)", uploads, filler>>20, peak>>20, bound>>20)
 	if peak > bound {
 		t.Errorf("peak RSS %d MiB exceeds %d MiB", peak>>20, bound>>20)
 	}
 	noServerErrors(t, s)
 	checkConsistent(t, e)
-}
-
-// vmHWM is a process's peak resident memory (VmHWM), in bytes.
-func vmHWM(t *testing.T, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Skipf("no /proc: %v", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				t.Fatalf("VmHWM %q: %v", v, err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmHWM in /proc/<pid>/status")
-	return 0
 }

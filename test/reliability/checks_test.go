@@ -3,6 +3,7 @@ package reliability
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"regexp"
@@ -18,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/slipwayhq/slipway/test/e2e"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // checkConsistent runs the collector with no grace period (`slipway gc --grace 0s`; call it only
@@ -35,14 +37,12 @@ func checkConsistent(t *testing.T, e *env) {
 	}
 	// A replica's own collector may hold a row locked at this moment (gc skips it); it finishes
 	// the deletion shortly.
-	deadline := time.Now().Add(time.Minute)
-	for n := int64(1); n != 0; {
-		if n = queryInt(t, e.db, `SELECT count(*) FROM storage_objects`); n != 0 && time.Now().After(deadline) {
-			t.Errorf("%d storage bookkeeping rows left after gc --grace 0s", n)
-			break
+	testkit.EventuallyOK(t, time.Minute, "no storage bookkeeping rows after gc --grace 0s", func() error {
+		if n := queryInt(t, e.db, `SELECT count(*) FROM storage_objects`); n != 0 {
+			return fmt.Errorf("%d left", n)
 		}
-		time.Sleep(25 * time.Millisecond)
-	}
+		return nil
+	})
 	if n := queryInt(t, e.db, `SELECT count(*) FROM releases r LEFT JOIN channels c ON c.id = r.channel_id
 		LEFT JOIN schemes s ON s.id = c.scheme_id LEFT JOIN apps a ON a.id = s.app_id WHERE a.id IS NULL`); n != 0 {
 		t.Errorf("%d release rows without their app", n)
@@ -222,7 +222,7 @@ func tableSnapshot(t *testing.T, e *env) string {
 // waitQuiet waits until no upload is pending (their handlers have finished cleaning up).
 func waitQuiet(t *testing.T, e *env) {
 	t.Helper()
-	waitFor(t, time.Minute, "no pending uploads", func() bool {
+	testkit.Eventually(t, time.Minute, "no pending uploads", func() bool {
 		return queryInt(t, e.db, `SELECT count(*) FROM storage_objects WHERE state = 'pending'`) == 0
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/slipwayhq/slipway/test/e2e"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // TestReplicasUnderConcurrentUploads runs three replicas against one database and one bucket and
@@ -110,7 +111,7 @@ func TestReplicasUnderConcurrentUploads(t *testing.T) {
 			}()
 		}
 		// Destroy once some racing uploads have been recorded, while others are still arriving.
-		waitFor(t, requestTimeout, "a few racing uploads to be recorded", func() bool {
+		testkit.Eventually(t, requestTimeout, "a few racing uploads to be recorded", func() bool {
 			return queryInt(t, e.db, `SELECT count(*) FROM releases r JOIN channels c ON c.id = r.channel_id WHERE c.slug = $1`, slug) >= 4
 		})
 		del := call(t, http.MethodDelete, fmt.Sprintf("%s/api/apps/%d", e.server(1).URL, first.App.ID), nil, "Authorization", "Token "+e.admin)

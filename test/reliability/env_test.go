@@ -450,18 +450,6 @@ func (st *stream) wait(t testing.TB) (*response, error) {
 	}
 }
 
-// waitFor polls cond until it holds, failing the test after timeout.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
-
 // parallel runs n calls of fn at once and returns their results in order.
 func parallel(n int, fn func(i int) (*response, error)) ([]*response, []error) {
 	out, errs := make([]*response, n), make([]error, n)

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/slipwayhq/slipway/test/e2e"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // TestMinIOKilledMidUpload: object storage dies (SIGKILL) in the middle of a 64 MiB upload. The
@@ -42,7 +43,7 @@ func TestMinIOKilledMidUpload(t *testing.T) {
 	pkg := ipa("com.example.outage", "2", 64<<20)
 	st := uploadStream(t, s, e.upload, pkg, true)
 	st.pump()
-	waitFor(t, requestTimeout, "16 MiB sent and a multipart upload started", func() bool {
+	testkit.Eventually(t, requestTimeout, "16 MiB sent and a multipart upload started", func() bool {
 		return st.sent.Load() >= 16<<20 && len(e.h.MultipartUploads(t)) == 1
 	})
 	cut := openUploads(t, e)
@@ -86,10 +87,10 @@ func TestMinIOKilledMidUpload(t *testing.T) {
 
 	m.start(t)
 	// (A restarted MinIO lists multipart uploads only by key, so the one cut is looked up by id.)
-	waitFor(t, time.Minute, "the replica's collector to abort the multipart upload", func() bool {
+	testkit.Eventually(t, time.Minute, "the replica's collector to abort the multipart upload", func() bool {
 		return uploadAborted(t, e, cut[0])
 	})
-	waitFor(t, time.Minute, "the internal readyz to see storage again", func() bool {
+	testkit.Eventually(t, time.Minute, "the internal readyz to see storage again", func() bool {
 		r, err := request(http.MethodGet, s.InternalURL+"/internal/readyz", nil)
 		return err == nil && strings.Contains(string(r.Body), `"name":"storage","state":"ok"`)
 	})
@@ -119,7 +120,7 @@ func TestMinIOHungMidUpload(t *testing.T) {
 	s := e.servers[0]
 	st := uploadStream(t, s, e.upload, ipa("com.example.hang", "1", 32<<20), true)
 	st.pump()
-	waitFor(t, requestTimeout, "12 MiB sent and a multipart upload started", func() bool {
+	testkit.Eventually(t, requestTimeout, "12 MiB sent and a multipart upload started", func() bool {
 		return st.sent.Load() >= 12<<20 && len(e.h.MultipartUploads(t)) == 1
 	})
 	if err := m.proc.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -127,7 +128,7 @@ func TestMinIOHungMidUpload(t *testing.T) {
 	}
 	// SIGSTOP takes effect when each thread next runs; on a loaded machine a readyz sent at once
 	// was answered 200 by a MinIO not yet stopped (once in a soak). Wait until every thread is.
-	waitFor(t, time.Minute, "every MinIO thread to be stopped", func() bool { return stopped(m.proc.cmd.Process.Pid) })
+	testkit.Eventually(t, time.Minute, "every MinIO thread to be stopped", func() bool { return stopped(m.proc.cmd.Process.Pid) })
 	resumed := false
 	resume := func() {
 		if !resumed {
@@ -155,7 +156,7 @@ func TestMinIOHungMidUpload(t *testing.T) {
 	}
 	expectError(t, "upload during the hang", r, http.StatusServiceUnavailable)
 	resume()
-	waitFor(t, time.Minute, "the internal readyz to see storage again", func() bool {
+	testkit.Eventually(t, time.Minute, "the internal readyz to see storage again", func() bool {
 		r, err := request(http.MethodGet, s.InternalURL+"/internal/readyz", nil)
 		return err == nil && strings.Contains(string(r.Body), `"name":"storage","state":"ok"`)
 	})
@@ -408,7 +409,7 @@ func TestPostgresRestart(t *testing.T) {
 
 	c.start(t)
 	for _, s := range e.servers {
-		waitFor(t, time.Minute, "the internal readyz on "+s.Addr+" to see Postgres again", func() bool {
+		testkit.Eventually(t, time.Minute, "the internal readyz on "+s.Addr+" to see Postgres again", func() bool {
 			r, err := request(http.MethodGet, s.InternalURL+"/internal/readyz", nil)
 			return err == nil && strings.Contains(string(r.Body), `"name":"database","state":"ok"`)
 		})
@@ -440,7 +441,7 @@ func TestReplicaKilledMidUpload(t *testing.T) {
 			if err := st.send(7 << 20); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, requestTimeout, "the upload to reach storage", func() bool { return uploadInStorage(t, e) })
+			testkit.Eventually(t, requestTimeout, "the upload to reach storage", func() bool { return uploadInStorage(t, e) })
 			var cut []multipartUpload
 			if e.h.S3 != nil {
 				cut = openUploads(t, e)
@@ -504,7 +505,7 @@ func TestClientDisconnectMidUpload(t *testing.T) {
 			if err := st.send(7 << 20); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, requestTimeout, "the upload to reach storage", func() bool { return uploadInStorage(t, e) })
+			testkit.Eventually(t, requestTimeout, "the upload to reach storage", func() bool { return uploadInStorage(t, e) })
 			var cut []multipartUpload
 			if e.h.S3 != nil {
 				cut = openUploads(t, e)
@@ -513,7 +514,7 @@ func TestClientDisconnectMidUpload(t *testing.T) {
 			if _, err := st.wait(t); err == nil {
 				t.Errorf("the disconnected upload got a response: %s", st.resp)
 			}
-			waitFor(t, time.Minute, "the server to clean up after the disconnect", func() bool {
+			testkit.Eventually(t, time.Minute, "the server to clean up after the disconnect", func() bool {
 				for _, u := range cut {
 					if !uploadAborted(t, e, u) {
 						return false
@@ -572,12 +573,12 @@ func TestStartWhilePostgresDown(t *testing.T) {
 	if r := call(t, http.MethodGet, s.InternalURL+"/metrics", nil); r.Status != http.StatusOK {
 		t.Errorf("internal /metrics: %s", r)
 	}
-	waitFor(t, time.Minute, "the replica to log that it waits for the database", func() bool {
+	testkit.Eventually(t, time.Minute, "the replica to log that it waits for the database", func() bool {
 		return strings.Contains(s.Logs(), "not ready: waiting for the database")
 	})
 
 	c.start(t)
-	waitFor(t, 2*time.Minute, "readyz once Postgres is up", func() bool {
+	testkit.Eventually(t, 2*time.Minute, "readyz once Postgres is up", func() bool {
 		r, err := request(http.MethodGet, s.URL+"/readyz", nil)
 		return err == nil && r.Status == http.StatusOK
 	})
@@ -627,7 +628,7 @@ func TestReadOnlyDatabaseKeepsReplicaReady(t *testing.T) {
 	}
 	setReadOnly(true)
 
-	waitFor(t, time.Minute, "the internal readyz to report the database read-only", func() bool {
+	testkit.Eventually(t, time.Minute, "the internal readyz to report the database read-only", func() bool {
 		r, err := request(http.MethodGet, s.InternalURL+"/internal/readyz", nil)
 		return err == nil && strings.Contains(string(r.Body), `"name":"database","state":"read-only"`)
 	})
@@ -648,7 +649,7 @@ func TestReadOnlyDatabaseKeepsReplicaReady(t *testing.T) {
 	}
 
 	setReadOnly(false)
-	waitFor(t, time.Minute, "writes to succeed again", func() bool {
+	testkit.Eventually(t, time.Minute, "writes to succeed again", func() bool {
 		r, err := create()
 		return err == nil && r.Status == http.StatusCreated
 	})

@@ -13,13 +13,14 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/debuginfo/debuginfotest"
 	"github.com/slipwayhq/slipway/test/e2e"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // nothingKept waits until no upload is pending and checks that no object, bookkeeping row or
 // multipart upload was left by refused uploads (before any collector run).
 func nothingKept(t *testing.T, e *env, wantObjects int) {
 	t.Helper()
-	waitFor(t, time.Minute, "refused uploads to be cleaned up", func() bool {
+	testkit.Eventually(t, time.Minute, "refused uploads to be cleaned up", func() bool {
 		return queryInt(t, e.db, `SELECT count(*) FROM storage_objects`) == 0
 	})
 	if n := len(listStorage(t, e.h)); n != wantObjects {
@@ -101,10 +102,10 @@ func TestUploadConcurrencyCap(t *testing.T) {
 		}
 		held = append(held, st)
 	}
-	waitFor(t, time.Minute, "both held uploads to take a slot", func() bool { return uploadsInFlight(t, s) == 2 })
+	testkit.Eventually(t, time.Minute, "both held uploads to take a slot", func() bool { return uploadsInFlight(t, s) == 2 })
 	// A slot is taken before the body is read: wait until both have reached storage too (their
 	// objects are recorded as pending), so the count below tells the refused uploads' part.
-	waitFor(t, time.Minute, "both held uploads to reach storage", func() bool {
+	testkit.Eventually(t, time.Minute, "both held uploads to reach storage", func() bool {
 		return queryInt(t, e.db, `SELECT count(*) FROM storage_objects`) == 2
 	})
 
@@ -135,7 +136,7 @@ func TestUploadConcurrencyCap(t *testing.T) {
 		}
 		decodeRelease(t, r)
 	}
-	waitFor(t, time.Minute, "the slots to be freed", func() bool { return uploadsInFlight(t, s) == 0 })
+	testkit.Eventually(t, time.Minute, "the slots to be freed", func() bool { return uploadsInFlight(t, s) == 0 })
 	decodeRelease(t, mustUpload(t, s, e.upload, ipa("com.example.cap", "10", 0), "channel_key", seed.Channel.Slug))
 	noServerErrors(t, s)
 	checkConsistent(t, e)

@@ -24,6 +24,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/storage/fs"
 	"github.com/slipwayhq/slipway/test/e2e"
 	"github.com/slipwayhq/slipway/test/testenv"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // dsymZip builds a dSYM archive for the bundle with one arm64 slice of the given UUID.
@@ -89,7 +90,7 @@ func (g guarded) request(t *testing.T, base string, c credential) *response {
 // URL, signing secret or storage or database credential appears in any replica's logs.
 func TestAuthRequired(t *testing.T) {
 	t.Parallel()
-	dbPassword := "db-pass-" + randomHex(8)
+	dbPassword := "db-pass-" + testkit.RandomHex(8)
 	dbURL, err := url.Parse(testenv.DatabaseURL(t))
 	if err != nil {
 		t.Fatal(err)
@@ -100,8 +101,8 @@ func TestAuthRequired(t *testing.T) {
 	revokedUpload := e.h.CreateToken(t, "old-ci", "upload")
 	e.h.MustRun(t, "token", "revoke", "old-admin")
 	e.h.MustRun(t, "token", "revoke", "old-ci")
-	wrong := "slw_" + strings.ToUpper(randomHex(16))
-	channelPassword := "chan-pass-" + randomHex(6)
+	wrong := "slw_" + strings.ToUpper(testkit.RandomHex(16))
+	channelPassword := "chan-pass-" + testkit.RandomHex(6)
 
 	rel := decodeRelease(t, mustUpload(t, e.server(0), e.upload, ipa("com.example.guarded", "1", 0), "password", channelPassword))
 	slug := rel.Channel.Slug
@@ -258,7 +259,7 @@ func TestFilesystemRootContainment(t *testing.T) {
 	rel := decodeRelease(t, mustUpload(t, s, e.upload, ipa("com.example.contained", "1", 0)))
 
 	outside := t.TempDir()
-	marker := "OUTSIDE-SECRET-" + randomHex(8)
+	marker := "OUTSIDE-SECRET-" + testkit.RandomHex(8)
 	secretFile := filepath.Join(outside, "secret.txt")
 	if err := os.WriteFile(secretFile, []byte(marker), 0o644); err != nil {
 		t.Fatal(err)

@@ -2,8 +2,6 @@ package reliability
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +22,7 @@ import (
 
 	"github.com/slipwayhq/slipway/test/e2e"
 	"github.com/slipwayhq/slipway/test/testenv"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // serviceTimeout bounds the start and stop of a private MinIO or Postgres: generous, because the
@@ -44,13 +42,13 @@ func missing(t testing.TB, what string) {
 // process is a child process with its output kept for failure reports.
 type process struct {
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *testkit.LockedBuffer
 	done chan struct{}
 }
 
 func startProcess(t testing.TB, cmd *exec.Cmd) *process {
 	t.Helper()
-	p := &process{cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
+	p := &process{cmd: cmd, out: &testkit.LockedBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := e2e.StartProcess(cmd); err != nil {
 		t.Fatalf("starting %s: %v", cmd.Path, err)
@@ -98,12 +96,6 @@ func freeAddr(t testing.TB) string {
 	return l.Addr().String()
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // minioServer is a MinIO of the test's own, which the test may kill and restart.
 type minioServer struct {
 	bin, dir          string
@@ -126,7 +118,7 @@ func startMinIO(t *testing.T) *minioServer {
 	}
 	m := &minioServer{
 		bin: bin, dir: t.TempDir(), addr: freeAddr(t), consoleAddr: freeAddr(t),
-		accessKey: "reliability", secret: "reliability-minio-secret-" + randomHex(8),
+		accessKey: "reliability", secret: "reliability-minio-secret-" + testkit.RandomHex(8),
 	}
 	m.start(t)
 	t.Cleanup(func() {
@@ -188,7 +180,7 @@ func (m *minioServer) output() string {
 func (m *minioServer) bucket(t *testing.T) *testenv.S3Env {
 	t.Helper()
 	e := testenv.S3Env{Endpoint: m.endpoint(), Region: "us-east-1", AccessKey: m.accessKey, SecretKey: m.secret,
-		Bucket: "reliability-" + randomHex(6)}
+		Bucket: "reliability-" + testkit.RandomHex(6)}
 	q := url.Values{"region": {e.Region}, "endpoint": {e.Endpoint}, "path_style": {"true"}}
 	e.URL = "s3://" + e.Bucket + "?" + q.Encode()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -348,22 +340,4 @@ func cleanEnviron() []string {
 		out = append(out, kv)
 	}
 	return out
-}
-
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slipwayhq/slipway/test/e2e"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // uploadsInFlight reads the replica's slipway_uploads_in_flight gauge.
@@ -85,7 +86,7 @@ func TestSlowClients(t *testing.T) {
 		if err := st.send(256 << 10); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, time.Minute, "the stalled upload to take the slot", func() bool { return uploadsInFlight(t, oneSlot) == 1 })
+		testkit.Eventually(t, time.Minute, "the stalled upload to take the slot", func() bool { return uploadsInFlight(t, oneSlot) == 1 })
 		r, err := uploadApp(oneSlot, e.upload, ipa("com.example.waiting", "1", 0))
 		if err != nil {
 			t.Fatal(err)
@@ -97,7 +98,7 @@ func TestSlowClients(t *testing.T) {
 		if err == nil {
 			expectError(t, "stalled upload", r, http.StatusUnprocessableEntity, http.StatusRequestTimeout)
 		}
-		waitFor(t, time.Minute, "the slot to be freed", func() bool { return uploadsInFlight(t, oneSlot) == 0 })
+		testkit.Eventually(t, time.Minute, "the slot to be freed", func() bool { return uploadsInFlight(t, oneSlot) == 0 })
 		decodeRelease(t, mustUpload(t, oneSlot, e.upload, ipa("com.example.waiting", "2", 0)))
 		if n := queryInt(t, e.db, `SELECT count(*) FROM releases WHERE bundle_id = 'com.example.stalled'`); n != 0 {
 			t.Errorf("the stalled upload was recorded")

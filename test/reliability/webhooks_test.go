@@ -19,6 +19,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/webhook"
 	"github.com/slipwayhq/slipway/test/e2e"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // hookReceiver counts signed deliveries by delivery id, and answers 500 while failing is set.
@@ -122,7 +123,7 @@ func TestWebhooksAcrossReplicas(t *testing.T) {
 		}
 	}
 	const events = 6 + 1 + 1 // uploads, the deletion, the downloads (one flush or more)
-	waitFor(t, time.Minute, "every delivery to be attempted and refused", func() bool {
+	testkit.Eventually(t, time.Minute, "every delivery to be attempted and refused", func() bool {
 		return queryInt(t, e.db, `SELECT count(*) FROM webhook_deliveries WHERE attempts > 0`) >= events
 	})
 	if rcv.refused.Load() == 0 {
@@ -131,7 +132,7 @@ func TestWebhooksAcrossReplicas(t *testing.T) {
 
 	// The receiver recovers: every event arrives once, signed.
 	rcv.failing.Store(false)
-	waitFor(t, time.Minute, "every delivery to be delivered", func() bool {
+	testkit.Eventually(t, time.Minute, "every delivery to be delivered", func() bool {
 		return queryInt(t, e.db, `SELECT count(*) FROM webhook_deliveries WHERE state <> 'delivered'`) == 0
 	})
 	time.Sleep(time.Second) // a duplicate would arrive now
@@ -182,7 +183,7 @@ func TestRetentionAcrossReplicas(t *testing.T) {
 			decodeRelease(t, r)
 		}
 	}
-	waitFor(t, time.Minute, "retention to keep two builds per channel", func() bool {
+	testkit.Eventually(t, time.Minute, "retention to keep two builds per channel", func() bool {
 		return queryInt(t, e.db, `SELECT count(*) FROM releases`) == 6
 	})
 	time.Sleep(time.Second) // later runs must delete nothing more

@@ -5,7 +5,6 @@ package testenv
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/slipwayhq/slipway/migrations"
 	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // requireServices reports whether a missing service must fail the test (make test, CI) rather
@@ -54,7 +54,7 @@ func DatabaseURL(tb testing.TB) string {
 	if template.err != nil {
 		tb.Fatalf("preparing the template database: %v", template.err)
 	}
-	name := "slipway_test_" + randomHex(6)
+	name := "slipway_test_" + testkit.RandomHex(6)
 	admin := connect(tb, base)
 	defer admin.Close(ctx)
 	// A template being copied must have no other connection; retry briefly if a parallel copy is
@@ -175,10 +175,4 @@ func withDatabase(base, name string) string {
 	}
 	u.Path = "/" + name
 	return u.String()
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -15,6 +15,7 @@ import (
 	. "github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/webhook"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // outbox is the webhook outbox in memory: due deliveries are leased once each.
@@ -129,20 +130,16 @@ func TestSenderRetriesThenGivesUp(t *testing.T) {
 	s := newTestSender(st, SenderConfig{Poll: time.Hour, MaxAttempts: 3, RetryBase: time.Second})
 	stop := backgroundtest.Run(t, s)
 	<-st.leased
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testkit.Eventually(t, 30*time.Second, "both attempts to be recorded", func() bool {
 		s1, _ := st.result(1)
 		s2, _ := st.result(2)
-		if s1 != "" && s2 != "" {
-			if s1 != DeliveryPending || s2 != DeliveryFailed {
-				t.Fatalf("first attempt: %q, third attempt: %q", s1, s2)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("attempts not recorded")
-		}
-		time.Sleep(5 * time.Millisecond)
+		return s1 != "" && s2 != ""
+	})
+	if s1, _ := st.result(1); s1 != DeliveryPending {
+		t.Fatalf("first attempt: %q, want %q", s1, DeliveryPending)
+	}
+	if s2, _ := st.result(2); s2 != DeliveryFailed {
+		t.Fatalf("third attempt: %q, want %q", s2, DeliveryFailed)
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)

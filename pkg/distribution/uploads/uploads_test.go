@@ -1,20 +1,20 @@
 package uploads
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	. "github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/storage"
+	"github.com/slipwayhq/slipway/pkg/storage/storagetest"
 )
 
 // memLedger is the object ledger in memory: key → "pending" or "deleted".
@@ -65,67 +65,19 @@ func (l *memLedger) state(key string) string {
 	return l.states[key]
 }
 
-// memBackend is object storage in memory; deletes fail while failDelete is set.
+// memBackend is the in-memory backend; deletes fail while failDelete is set.
 type memBackend struct {
-	mu         sync.Mutex
-	objects    map[string][]byte
-	failDelete bool
+	*storagetest.Memory
+	failDelete atomic.Bool
 }
 
-func newBackend() *memBackend { return &memBackend{objects: map[string][]byte{}} }
+func newBackend() *memBackend { return &memBackend{Memory: storagetest.NewMemory()} }
 
-func (b *memBackend) Put(_ context.Context, key string, r io.Reader, opts storage.PutOptions) (int64, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return 0, err
-	}
-	if opts.Observe != nil {
-		opts.Observe(data)
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.objects[key] = data
-	return int64(len(data)), nil
-}
-func (b *memBackend) GetRange(_ context.Context, key string, off, n int64) (io.ReadCloser, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	data, ok := b.objects[key]
-	if !ok {
-		return nil, storage.ErrNotFound
-	}
-	off = min(off, int64(len(data)))
-	end := int64(len(data))
-	if n >= 0 {
-		end = min(end, off+n)
-	}
-	return io.NopCloser(bytes.NewReader(data[off:end])), nil
-}
-func (b *memBackend) Stat(_ context.Context, key string) (storage.Info, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	data, ok := b.objects[key]
-	if !ok {
-		return storage.Info{}, storage.ErrNotFound
-	}
-	return storage.Info{Size: int64(len(data))}, nil
-}
-func (b *memBackend) Delete(_ context.Context, key string) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.failDelete {
+func (b *memBackend) Delete(ctx context.Context, key string) error {
+	if b.failDelete.Load() {
 		return errors.New("storage is down")
 	}
-	delete(b.objects, key)
-	return nil
-}
-func (b *memBackend) Ping(context.Context) error { return nil }
-
-func (b *memBackend) has(key string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	_, ok := b.objects[key]
-	return ok
+	return b.Memory.Delete(ctx, key)
 }
 
 func newObjects(max int64) (*Objects, *memLedger, *memBackend) {
@@ -149,8 +101,8 @@ func TestStoreUpload(t *testing.T) {
 	if !strings.HasPrefix(obj.Key, PackagePrefix+"/") || strings.Contains(obj.Key, "App") || obj.Filename != "My App.ipa" {
 		t.Errorf("key %q, file name %q", obj.Key, obj.Filename)
 	}
-	if l.state(obj.Key) != "pending" || !b.has(obj.Key) {
-		t.Errorf("stored object: ledger %q, in storage %v", l.state(obj.Key), b.has(obj.Key))
+	if l.state(obj.Key) != "pending" || !b.Has(obj.Key) {
+		t.Errorf("stored object: ledger %q, in storage %v", l.state(obj.Key), b.Has(obj.Key))
 	}
 	df, err := o.StoreUpload(context.Background(), DebugFilePrefix, strings.NewReader(body), "d.zip")
 	if err != nil || df.MD5 == "" {
@@ -169,8 +121,8 @@ func TestRefusedUploadsLeaveNothing(t *testing.T) {
 		if _, err := o.StoreUpload(context.Background(), PackagePrefix, strings.NewReader(c.body), "a.ipa"); errs.KindOf(err) != c.kind {
 			t.Errorf("%s: %v", name, err)
 		}
-		if len(l.states) != 0 || len(b.objects) != 0 {
-			t.Errorf("%s: left ledger %v, objects %d", name, l.states, len(b.objects))
+		if len(l.states) != 0 || len(b.Keys()) != 0 {
+			t.Errorf("%s: left ledger %v, objects %d", name, l.states, len(b.Keys()))
 		}
 	}
 }
@@ -184,11 +136,11 @@ func TestDiscard(t *testing.T) {
 	failed, _ := o.StoreUpload(ctx, PackagePrefix, strings.NewReader("failed"), "b.ipa")
 	l.claim(claimed.Key)
 	o.Discard(ctx, claimed.Key, failed.Key, "")
-	if !b.has(claimed.Key) || b.has(failed.Key) || l.state(failed.Key) != "" {
-		t.Fatalf("claimed kept %v, failed gone %v (ledger %q)", b.has(claimed.Key), !b.has(failed.Key), l.state(failed.Key))
+	if !b.Has(claimed.Key) || b.Has(failed.Key) || l.state(failed.Key) != "" {
+		t.Fatalf("claimed kept %v, failed gone %v (ledger %q)", b.Has(claimed.Key), !b.Has(failed.Key), l.state(failed.Key))
 	}
 	stuck, _ := o.StoreUpload(ctx, PackagePrefix, strings.NewReader("stuck"), "c.ipa")
-	b.failDelete = true
+	b.failDelete.Store(true)
 	o.Discard(ctx, stuck.Key)
 	if l.state(stuck.Key) != "deleted" {
 		t.Fatalf("an object storage would not delete: ledger %q, want deleted (the collector's)", l.state(stuck.Key))
@@ -205,15 +157,15 @@ func TestDeleteObjects(t *testing.T) {
 		l.states[obj.Key] = "deleted" // what the deleting transaction records
 		keys = append(keys, obj.Key)
 	}
-	b.failDelete = true
+	b.failDelete.Store(true)
 	o.DeleteObjects(ctx, keys[:1])
-	if l.state(keys[0]) != "deleted" || !b.has(keys[0]) {
+	if l.state(keys[0]) != "deleted" || !b.Has(keys[0]) {
 		t.Fatal("a failed deletion was forgotten")
 	}
-	b.failDelete = false
+	b.failDelete.Store(false)
 	o.DeleteObjects(ctx, keys)
-	if len(l.states) != 0 || len(b.objects) != 0 {
-		t.Fatalf("left: ledger %v, objects %d", l.states, len(b.objects))
+	if len(l.states) != 0 || len(b.Keys()) != 0 {
+		t.Fatalf("left: ledger %v, objects %d", l.states, len(b.Keys()))
 	}
 }
 
@@ -236,8 +188,8 @@ func TestRefusedBuildsAreDiscarded(t *testing.T) {
 		if _, err := builds.CreateRelease(ctx, obj, f, 1, ""); errs.KindOf(err) != errs.Invalid {
 			t.Errorf("%s: %v", name, err)
 		}
-		if len(l.states) != 0 || len(b.objects) != 0 {
-			t.Errorf("%s: left ledger %v, objects %d", name, l.states, len(b.objects))
+		if len(l.states) != 0 || len(b.Keys()) != 0 {
+			t.Errorf("%s: left ledger %v, objects %d", name, l.states, len(b.Keys()))
 		}
 	}
 }
@@ -263,11 +215,11 @@ func TestSessionParts(t *testing.T) {
 // stored when its file is empty, too large, or unnamed.
 func TestSessionRefusals(t *testing.T) {
 	ctx := WithActor(context.Background(), TokenActor(&Token{ID: 1, Scope: ScopeUpload}))
-	ss := &Sessions{Storage: newBackend(), Config: SessionConfig{MaxUploadBytes: 100}}
+	ss := &Sessions{Storage: struct{ storage.Backend }{newBackend()}, Config: SessionConfig{MaxUploadBytes: 100}}
 	if _, _, err := ss.StartSession(ctx, NewSession{Filename: "a.ipa", Size: 10}); !errs.Is(err, errs.NotFound) {
 		t.Fatalf("storage without multipart: %v", err)
 	}
-	ss.Storage = multipartBackend{newBackend()}
+	ss.Storage = multipartBackend{storagetest.NewMemory()}
 	for name, c := range map[string]struct {
 		in   NewSession
 		kind errs.Kind
@@ -285,19 +237,12 @@ func TestSessionRefusals(t *testing.T) {
 	}
 }
 
-// multipartBackend is a backend that takes multipart uploads (none is ever made in these tests).
-type multipartBackend struct{ *memBackend }
+// multipartBackend takes multipart uploads, but none may be started in these tests.
+type multipartBackend struct{ *storagetest.Memory }
 
 func (multipartBackend) CreateMultipart(context.Context, string, string) (string, error) {
 	panic("a refused session reached storage")
 }
-func (multipartBackend) ListParts(context.Context, string, string) ([]storage.Part, error) {
-	return nil, nil
-}
-func (multipartBackend) CompleteMultipart(context.Context, string, string, []storage.Part) error {
-	return nil
-}
-func (multipartBackend) AbortMultipart(context.Context, string, string) error { return nil }
 
 // lookupStore records the debug-file queries made; every other method panics.
 type lookupStore struct {

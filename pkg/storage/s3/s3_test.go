@@ -14,7 +14,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/storage/storagetest"
 	"github.com/slipwayhq/slipway/test/testenv"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // newStore returns a Store on env's bucket under a fresh prefix, with 5 MiB parts so the suite's
@@ -98,15 +98,6 @@ func TestAbortOnCancel(t *testing.T) {
 		}
 	}
 	assertNoUploads(t, env)
-}
-
-// cpuTime returns the CPU time (user + system) this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // TestPutMemoryBound checks that a streamed upload allocates about (Concurrency+1)×PartSize in
@@ -260,7 +251,7 @@ func BenchmarkPut(b *testing.B) {
 			const size = 64 << 20
 			src := storagetest.Random(1<<20, 1)
 			b.SetBytes(size)
-			cpu := cpuTime()
+			cpu := testkit.SelfCPU()
 			for b.Loop() {
 				if _, err := s.Put(b.Context(), "bench/obj", storagetest.Repeat(src, size), storage.PutOptions{}); err != nil {
 					b.Fatal(err)
@@ -268,7 +259,7 @@ func BenchmarkPut(b *testing.B) {
 			}
 			// The client's own CPU (MinIO runs in another process): what signing choices change,
 			// and steadier than MB/s on a shared machine.
-			b.ReportMetric(float64((cpuTime()-cpu).Milliseconds())/float64(b.N), "client-cpu-ms/op")
+			b.ReportMetric(float64((testkit.SelfCPU()-cpu).Milliseconds())/float64(b.N), "client-cpu-ms/op")
 		})
 	}
 }
