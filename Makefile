@@ -43,7 +43,7 @@ fuzz:
 	  done; \
 	done
 
-# End-to-end benchmark (issues 3 and 7): a 256 MiB .ipa through Slipway into MinIO and the
+# End-to-end benchmark: a 256 MiB .ipa through Slipway into MinIO and the
 # filesystem against direct writes, peak RSS, parse reads and read-API latency; writes
 # docs/benchmarks.md. Takes a few minutes.
 .PHONY: bench

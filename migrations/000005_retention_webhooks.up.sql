@@ -1,4 +1,4 @@
--- Retention, webhooks and install counts (issue 13).
+-- Retention, webhooks and install counts.
 
 -- Retention policies of schemes and channels. A NULL field inherits (channel → scheme → the
 -- replica's SLIPWAY_RETENTION_* defaults); 0 turns the rule off. A scheme's "keep the newest N" is

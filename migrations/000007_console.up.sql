@@ -1,4 +1,4 @@
--- The console's people (issue 15): users made on their first sign-in (or by a login link),
+-- The console's people: users made on their first sign-in (or by a login link),
 -- their sessions (kept here so that signing out or removing a user ends them on every replica),
 -- one-time login links for installations without an identity provider, and an audit log.
 CREATE TABLE users (

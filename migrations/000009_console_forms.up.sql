@@ -1,4 +1,4 @@
--- The console's form tokens (issue 21): each rendered form carries a signed, single-use token;
+-- The console's form tokens: each rendered form carries a signed, single-use token;
 -- the first POST with it claims its row here, so a reload, a resubmission or a double click does
 -- nothing a second time and is sent to the page the first one showed (result_url). Rows outlive
 -- their token (12 hours) by a margin and are then deleted by the claims themselves.

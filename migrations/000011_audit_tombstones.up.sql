@@ -1,4 +1,4 @@
--- One audit trail for every actor (issue 21): a row names its actor (a console user, an API token
+-- One audit trail for every actor: a row names its actor (a console user, an API token
 -- by name and id, never its secret, or the system: retention, gc, cli) and its target by kind, id
 -- and name as it was, with the target's app for the audit page's filter.
 ALTER TABLE audit_log

@@ -1,4 +1,4 @@
--- Issue 22: HarmonyOS, Windows and Linux builds. A release keeps what its platform's package says
+-- HarmonyOS, Windows and Linux builds. A release keeps what its platform's package says
 -- beyond the columns every platform shares (name, versions, min_os, target_sdk, device): the
 -- architectures, the publisher, a one-line description, the permissions asked for, the debug
 -- flag and the format's own facts (ProductCode, UpgradeCode, FileVersion, Release...). They are

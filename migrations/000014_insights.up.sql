@@ -1,4 +1,4 @@
--- Issue 24: what changed in a build. Each release's insights snapshot (pkg/insights.Snapshot as
+-- What changed in a build. Each release's insights snapshot (pkg/insights.Snapshot as
 -- JSON: identity, minimum OS, architectures, permissions, entitlements, signing and the size
 -- breakdown) lives in a table of its own, so that filling it in later (the first request for an
 -- older release, `slipway insights backfill`) neither touches the release row (whose updates

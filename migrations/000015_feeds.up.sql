@@ -1,4 +1,4 @@
--- Desktop update feeds (issue 23). Checksums the feeds carry are ones Slipway computed from the
+-- Desktop update feeds. Checksums the feeds carry are ones Slipway computed from the
 -- stored bytes: SHA-512 (electron-updater) and SHA-1 (Squirrel) beside SHA-256. A release from a
 -- resumable session, whose SHA-256 was the client's word, is 'unverified' until the verifier has
 -- read its object once; 'mismatch' when the bytes do not match what the client declared (it is

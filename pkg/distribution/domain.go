@@ -43,7 +43,7 @@ type Channel struct {
 	PasswordHash *string
 	// DownloadFilenameType names downloaded files (see DownloadFilenameTypes).
 	DownloadFilenameType string
-	// Budget is the channel's size budget (issue 24); its zero value sets none.
+	// Budget is the channel's size budget; its zero value sets none.
 	Budget SizeBudget
 	// FeedTokenHash is the SHA-256 (hex) of the channel's feed token ("" when none was made).
 	FeedTokenHash string
@@ -99,7 +99,7 @@ type Release struct {
 	MinOS          string
 	TargetSDK      string
 	Profile        *ProfileSummary
-	// Facts are what the package says beyond the fields every platform shares (issue 22).
+	// Facts are what the package says beyond the fields every platform shares.
 	Facts  PlatformFacts
 	Size   int64
 	SHA256 string
@@ -209,7 +209,7 @@ type ReleaseContext struct {
 	Channel Channel
 	Scheme  Scheme
 	App     App // without schemes
-	// News is what the upload that recorded the release learned (issue 24); set only on the
+	// News is what the upload that recorded the release learned; set only on the
 	// release an upload returns and hands its release.created event, never read from the store.
 	News *UploadNews
 }

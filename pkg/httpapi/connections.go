@@ -30,7 +30,8 @@ const (
 
 // connTracker follows every connection of an http.Server from accept to close, so that each one
 // the server ends, for whatever reason, leaves one log line and a metric with its outcome: a
-// request lost without an answer is always visible (../shared/design.md, "A request's lifetime").
+// request lost without an answer is always visible, whether the client, a timeout or a
+// shutdown ended it.
 // Install it with Track.
 type connTracker struct {
 	log      *slog.Logger
@@ -177,7 +178,7 @@ func noteRequest(ctx context.Context, id, method, path string, status int, probe
 // connection in its pool, found the connection closed after 10 s, and it began its upload on
 // it just then: the upload failed with "broken pipe", "EOF" or "server closed idle connection",
 // and Go's transport does not retry on a fresh connection ("there's no reason the server
-// should've hung up"). Nothing was logged, because no request had arrived (issue 19). Waiting
+// should've hung up"). Nothing was logged, because no request had arrived. Waiting
 // for the first byte here gives a new connection the same idle allowance as a kept-alive one;
 // the header timeout then bounds a slow header from its first byte, as it does for kept-alive
 // connections.

@@ -171,7 +171,7 @@ func New(d Deps) *Server {
 	api.PUT("/apps/:id/collaborators/:user_id", token, h(s.updateCollaborator))
 	api.PATCH("/apps/:id/collaborators/:user_id", token, h(s.updateCollaborator))
 	api.DELETE("/apps/:id/collaborators/:user_id", token, h(s.removeCollaborator))
-	// Retention (issue 13): policies of schemes and channels, and what they delete.
+	// Retention: policies of schemes and channels, and what they delete.
 	api.GET("/schemes/:id/retention", token, h(s.getSchemeRetention))
 	api.PUT("/schemes/:id/retention", token, h(s.setSchemeRetention))
 	api.GET("/channels/:id/retention", token, h(s.getChannelRetention))
@@ -267,5 +267,6 @@ func (s *Server) InFlight() int64 { return s.conns.InFlight() }
 
 // reqCtx is the context a handler hands to the domain: the request's own. A *gin.Context is
 // pooled and serves the next request as soon as the handler returns, so it never leaves this
-// package as a context.Context (../shared/design.md, "A request's lifetime"; `make lint` checks).
+// package as a context.Context: code below may keep its context in a goroutine that outlives
+// the request, and would then read another request's values and cancellation (`make lint` checks).
 func reqCtx(c *gin.Context) context.Context { return c.Request.Context() }

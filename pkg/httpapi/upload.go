@@ -36,7 +36,7 @@ type multipartUpload struct {
 // deadline forward by idle, so a client may take as long as it needs in all but may not stall for
 // more than idle at a time; and once the upload holds a slot (admitted), each span of idle after
 // its first must bring minRate bytes per second on average, so a trickle cannot hold a slot for
-// hours (issue 20: 16 connections sending a byte every 30 s held every slot).
+// hours (16 connections sending a byte every 30 s would hold every slot of a replica).
 type uploadBody struct {
 	rc      io.ReadCloser
 	ctl     interface{ SetReadDeadline(time.Time) error }
@@ -108,7 +108,7 @@ var errTokenAfterFile = errs.New(errs.Unauthenticated, "send your token before t
 	"(Authorization: Token ...), the token query parameter, or a token form field placed before the file field")
 
 // openUpload checks an upload's headers and finds its token, before it waits for a slot and
-// before a byte of its file is stored (issue 20: an upload without a token took a slot and
+// before a byte of its file is stored (an upload without a token once took a slot and
 // streamed 1.8 GB into storage before its 401): a request that is not a multipart form, is over
 // the limit, or has no valid token before its file is refused at once. A token in the header or
 // query is checked without reading the body; otherwise the form is read up to its token field,

@@ -41,7 +41,7 @@ type channelView struct {
 	GitURL               *string `json:"git_url"`
 	HasPassword          bool    `json:"has_password"`
 	DownloadFilenameType string  `json:"download_filename_type"`
-	// The size budget (issue 24): null when not set.
+	// The size budget: null when not set.
 	MaxSizeBytes     *int64   `json:"max_size_bytes"`
 	MaxGrowthPercent *float64 `json:"max_growth_percent"`
 	EnforceBudget    bool     `json:"enforce_budget"`
@@ -125,10 +125,10 @@ type releaseView struct {
 	TauriSignature string `json:"tauri_signature"`
 	RolloutPercent int    `json:"rollout_percent"`
 	Critical       bool   `json:"critical"`
-	// Package is what the package itself says (issue 22).
+	// Package is what the package itself says.
 	Package packageView `json:"package"`
 	// Insights is what changed since the channel's previous build and the size budgets crossed:
-	// only in an upload's answer (issue 24).
+	// only in an upload's answer, which is when a CI job can act on them.
 	Insights *uploadInsightsView `json:"insights,omitempty"`
 }
 
@@ -157,7 +157,7 @@ func (s *Server) packageView(rc *distribution.ReleaseContext) packageView {
 		Architectures: orEmpty(f.Architectures), Publisher: f.Publisher, Description: f.Description,
 		Permissions: orEmpty(f.Permissions), Debuggable: f.Debuggable, Properties: f.Properties}
 	if rc.ChecksumState == distribution.ChecksumVerified || rc.ChecksumState == distribution.ChecksumPending {
-		v.SHA256 = rc.SHA256 // never the uploader's word: only what Slipway computed (issue 23)
+		v.SHA256 = rc.SHA256 // never the uploader's word: only what Slipway computed from the bytes
 	}
 	if v.Properties == nil {
 		v.Properties = map[string]string{}

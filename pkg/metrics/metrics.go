@@ -35,7 +35,7 @@ type Metrics struct {
 	ReadCacheBytes         prometheus.Gauge
 	ReadCacheViews         prometheus.Gauge
 
-	// Retention, webhooks and install counts (issue 13)
+	// Retention, webhooks and install counts
 	RetentionDeleted      *prometheus.CounterVec // reason: keep_builds, max_age, max_bytes, expired_profile
 	RetentionDeletedBytes prometheus.Counter
 	WebhookDeliveries     *prometheus.CounterVec // outcome: delivered, retry, failed

@@ -17,7 +17,8 @@ import (
 // A channel's console page (/console/channels/:id: its builds paged, the upload box, retention
 // with its preview beside the form, settings and webhooks) and a build's console page
 // (/console/releases/:id: everything that tells one build from another, its tester page, install
-// link and QR code, and its changelog, pin and delete forms). Issue 21, points 4 and 5.
+// link and QR code, and its changelog, pin and delete forms), so that a person manages a channel
+// and its builds without the API.
 
 // channelURL is a channel's console page.
 func (h *Handler) channelURL(id int64) string {

@@ -13,7 +13,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/links"
 )
 
-// feedsView is a desktop channel's update feeds as its console page shows them (issue 23).
+// feedsView is a desktop channel's update feeds as its console page shows them.
 type feedsView struct {
 	Feeds []links.Feed
 	// Protected: the channel has a password, so the feeds answer only to its feed token;

@@ -22,7 +22,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
-// How the console's forms behave (issue 21; docs/decisions.md, "Console forms"):
+// How the console's forms behave, as forms on the web do (docs/decisions.md, "Console forms"):
 //
 //   - Post/Redirect/Get: a form that worked answers 303 to the page that shows its result, with a
 //     one-time flash message carried by a cookie; reloading that page repeats nothing.

@@ -42,7 +42,7 @@ type releaseView struct {
 	Insecure, Expired                        bool
 	ProfileExpires                           string
 	Profile                                  *profileView
-	// Facts are the package's platform facts, in the order shown (issue 22).
+	// Facts are the package's platform facts, in the order shown.
 	Facts []fact
 	// HarmonyInstallURL is the store://enterprise link of a HarmonyOS .hap ("" otherwise).
 	HarmonyInstallURL template.URL

@@ -337,5 +337,6 @@ func (h *Handler) failJSON(c *gin.Context, err error) {
 
 // reqCtx is the context a handler hands to the domain: the request's own. A *gin.Context is
 // pooled and serves the next request as soon as the handler returns, so it never leaves this
-// package as a context.Context (../shared/design.md, "A request's lifetime"; `make lint` checks).
+// package as a context.Context: code below may keep its context in a goroutine that outlives
+// the request, and would then read another request's values and cancellation (`make lint` checks).
 func reqCtx(c *gin.Context) context.Context { return c.Request.Context() }

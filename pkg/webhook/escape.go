@@ -6,7 +6,8 @@ import (
 
 // Chat messages are rendered from values Slipway does not control: app and channel names,
 // versions and branches from uploads, changelog lines. Each chat format gives some characters a
-// meaning (issue 20): Slack's <!channel>, <@U…> and <https://x|masked link>; Discord's @everyone,
+// meaning, so that an uploader could ping a whole channel or hide a link behind a harmless name:
+// Slack's <!channel>, <@U…> and <https://x|masked link>; Discord's @everyone,
 // <@&role> and [masked](links); markdown links and images in DingTalk, WeCom, Teams and Feishu;
 // Feishu's <at user_id="all"> and WeCom's <@userid> mentions; DingTalk's and WeCom's <font> tags.
 // Every such value goes through its format's escaper before it is put in a message; the words

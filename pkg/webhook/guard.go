@@ -34,9 +34,11 @@ var special = []netip.Prefix{
 	netip.MustParsePrefix("198.18.0.0/15"), netip.MustParsePrefix("255.255.255.255/32"),
 }
 
-// IPv6 forms that embed an IPv4 address (issue 20). Where the prefix has a use today and the IPv4
-// address is at a fixed place, that address is checked like any other; where it has none, or the
-// address cannot be found, the whole prefix is refused.
+// IPv6 forms that embed an IPv4 address, which would otherwise carry a private or loopback IPv4
+// address past the checks above (a webhook to 64:ff9b::7f00:1 reaches 127.0.0.1 through a NAT64
+// gateway). Where the prefix has a use today and the IPv4 address is at a fixed place, that
+// address is checked like any other; where it has none, or the address cannot be found, the
+// whole prefix is refused.
 var (
 	// nat64 is the well-known NAT64 prefix (RFC 6052): 64:ff9b::a.b.c.d reaches a.b.c.d through a
 	// NAT64 gateway. IPv6-only networks with DNS64 use it for every IPv4 host, so it is checked.

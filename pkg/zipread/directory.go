@@ -17,7 +17,7 @@ import (
 // not a header, allocating a File (and a copy of its name, extra field and comment) for each, and
 // only then compares the count with the end record's, in 16 bits. So neither the end record's
 // count nor its directory size bounds what it allocates: a 123 MB upload holding 2.6 M headers
-// behind a count of N mod 65536 cost the server 700 MB (issue 20). checkDirectory finds the
+// behind a count of N mod 65536 cost the server 700 MB. checkDirectory finds the
 // directory exactly where archive/zip will, and walks it with a fixed 64 KiB buffer, counting
 // headers and their bytes, stopping where archive/zip stops (a short read or a record that is not
 // a header) or as soon as MaxEntries or MaxDirectoryBytes is passed. What archive/zip then

@@ -11,7 +11,8 @@ import (
 	"time"
 )
 
-// Targets of issue 3.
+// Targets of the upload path: throughput against a direct PUT, peak memory, and the storage reads
+// the parse makes.
 const (
 	targetRatio      = 0.90
 	targetRSS1       = 96 << 20
@@ -20,10 +21,10 @@ const (
 	targetParseShare = 0.005 // of the package
 )
 
-// Target of issue 11: the upload-session path against a direct PUT of the same bytes.
+// Target of the upload-session path against a direct PUT of the same bytes.
 const targetSessionRatio = 0.97
 
-// Targets of issue 12: the update check and its neighbours against /healthz, in requests per
+// Targets of the read API: the update check and its neighbours against /healthz, in requests per
 // second at the same concurrency.
 const (
 	targetLatestShare   = 0.6

@@ -334,7 +334,7 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 	sdk := url.Values{"channel_key": {slug}, "release_version": {fmt.Sprintf("1.%d.0", max(e.opts.releases-5, 0))},
 		"build_version": {strconv.Itoa(max(e.opts.releases-4, 1))}, "bundle_id": {"com.example.reader"}, "sdk": {"ios-0.2.1"}}
 	exist := url.Values{"channel_key": {slug}, "bundle_id": {"com.example.reader"}, "release_version": {"1.0.0"}, "build_version": {"1"}}
-	// The desktop update feeds (issue 23) of a macOS channel with some releases.
+	// The desktop update feeds of a macOS channel with some releases.
 	macSlug, err := e.uploadMacReleases(ctx, client4, srv4.url)
 	if err != nil {
 		return nil, err
@@ -345,7 +345,7 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 		{loadLatestSDK, "/api/apps/latest?" + sdk.Encode()},
 		{loadVersions, "/api/apps/versions?" + q.Encode() + "&per_page=25"},
 		{loadVersionExist, "/api/apps/version_exist?" + exist.Encode()},
-		// Issue 24: the newest release's insights and its diff against the one before (the
+		// The newest release's insights and its diff against the one before (the
 		// snapshots recorded at upload; nothing cached).
 		{loadInsights, fmt.Sprintf("/api/releases/%d/insights?", newest) + url.Values{"token": {client4.token}}.Encode()},
 		{loadDiff, fmt.Sprintf("/api/releases/%d/diff?", newest) + url.Values{"token": {client4.token}}.Encode()},

@@ -10,7 +10,7 @@
 //     files read), Distribution and PackageInfo files.
 //   - xmlbound.go: the .pkg's XML read within limits on elements, depth and token size, and one
 //     element budget per parse, so that a few KB that inflate to megabytes of elements cost
-//     milliseconds (issue 20).
+//     milliseconds, not the gigabytes and seconds that decoding them whole took.
 //   - plist.go: bounded XML and binary property-list decoding (howett.net/plist after shape checks).
 //   - profile.go: ParseProfile (provisioning profiles) and the release type rule.
 //   - png.go, icns.go: icons: Apple-crushed (CgBI) PNGs re-encoded as standard PNGs, .icns files.

@@ -70,7 +70,7 @@ type Service struct {
 	Builds     *uploads.Builds
 	Sessions   *uploads.Sessions
 	DebugFiles *uploads.DebugFiles
-	// Insights: each release's snapshot and the diff of two releases (issue 24).
+	// Insights: each release's snapshot and the diff of two releases.
 	Insights *uploads.Insights
 	// Verifier computes the checksums of releases recorded unverified (resumable sessions).
 	Verifier *uploads.Verifier

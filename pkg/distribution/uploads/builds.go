@@ -14,7 +14,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
 	// appinfo.Parse (in parse below) knows only the platform families a program imports: every
-	// one Slipway reads (Apple, Android, HarmonyOS, Windows, Linux; issue 22).
+	// one Slipway reads (Apple, Android, HarmonyOS, Windows, Linux).
 	_ "github.com/slipwayhq/slipway/pkg/appinfo/platforms"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/policy"

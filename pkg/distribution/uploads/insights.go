@@ -31,7 +31,7 @@ type InsightsStore interface {
 	ReleaseInsightsOf(ctx context.Context, ids []int64) (map[int64][]byte, error)
 }
 
-// Insights answers "what changed in this build?" (issue 24): each release's snapshot (recorded
+// Insights answers "what changed in this build?": each release's snapshot (recorded
 // at upload from the reads the parse made; for a release uploaded before, computed on first
 // request by parsing its package again, which reads its zip directory and manifests, and then
 // recorded), and the diff of two releases.

@@ -1,5 +1,6 @@
-// Package ziptest builds hostile zip archives for tests of what uploads them: the archive of
-// issue 20's finding 5, streamed so that a test never holds it in memory.
+// Package ziptest builds hostile zip archives for tests of what uploads them: one whose end
+// record understates the entries its central directory holds, streamed so that a test never
+// holds it in memory.
 package ziptest
 
 import (
@@ -12,7 +13,7 @@ import (
 // record naming "a", with no local file behind it) while its end record declares n mod 65536
 // entries, the 16-bit field's overflow that writers without zip64 produce. archive/zip reads every
 // header; zipread.Open refuses it once n passes zipread.MaxEntries. n = 2,600,000 gives the
-// 122 MB archive of issue 20. It returns the bytes written.
+// 122 MB archive that once cost the server 700 MB. It returns the bytes written.
 func WriteHiddenEntries(w io.Writer, n int) (int64, error) {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var h [47]byte

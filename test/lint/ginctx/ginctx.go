@@ -4,7 +4,7 @@
 // Code below the HTTP layer (the domain, the AWS SDK, pgx) may keep a context in a goroutine that
 // outlives the request (a dial, a retry, a background send), and if that context is the pooled
 // *gin.Context it then reads another request's values, deadline and cancellation: a data race
-// the race detector saw in the SDK's dial goroutine (issue 19). So handlers hand down
+// the race detector saw in the SDK's dial goroutine. So handlers hand down
 // c.Request.Context() (httpapi's and web's reqCtx), never c itself. This analyzer reports every
 // place a *gin.Context is passed, assigned, returned or converted where a context.Context is
 // expected. `make lint` runs it over the whole module through `go vet -vettool`.
