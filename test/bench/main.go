@@ -7,11 +7,20 @@
 //     fresh server process;
 //   - the storage GETs and bytes the server read to parse the package (its Prometheus histograms);
 //   - requests per second and p50/p99 latency of the read API (latest, versions) next to /healthz,
-//     at 32 connections.
+//     at 32 connections;
+//   - the latency of `latest` under attack: test/hostile's suite run a few times, its attacked
+//     replica's p50/p99 beside those of a control replica nobody attacks (attack.go).
+//
+// -scenarios picks them: "upload" is everything above but the attack (one fresh server per
+// backend and measurement), "attack" the last. `-scenarios attack -out docs/benchmarks.md`
+// rewrites only the report's "Latency under attack" section:
+//
+//	bash test/with-services.sh go run ./test/bench -scenarios attack -out docs/benchmarks.md
 //
 // Everything runs on loopback and is bounded in time and size; the database, bucket, folders and
-// processes it creates are removed at the end. `go test ./...` only compiles this package: its one
-// benchmark (BenchmarkIngest, an in-process model of the upload read path) runs only with -bench.
+// processes it creates are removed at the end. `go test ./...` runs only this package's check of
+// the report writer; its one benchmark (BenchmarkIngest, an in-process model of the upload read
+// path) runs only with -bench.
 //
 // To weigh a change to the upload path on a noisy machine, build the server before and after it
 // and run both in the same rounds:
@@ -48,6 +57,9 @@ type options struct {
 	workDir     string
 	slipwayBin  string
 	compareBin  string
+	scenarios   string
+	attackRuns  int
+	attackRace  bool
 }
 
 func main() {
@@ -64,6 +76,9 @@ func main() {
 	flag.StringVar(&o.workDir, "workdir", "", "folder for the temporary files (default: the system temp folder)")
 	flag.StringVar(&o.slipwayBin, "slipway-bin", "", "use this slipway binary instead of building ./cmd/slipway")
 	flag.StringVar(&o.compareBin, "compare-bin", "", "A/B: also time uploads through a server running this binary, interleaved with the others")
+	flag.StringVar(&o.scenarios, "scenarios", "upload,attack", "what to measure: upload (throughput, memory, parse reads, read API), attack (latency of latest under test/hostile's attacks), or both")
+	flag.IntVar(&o.attackRuns, "attack-runs", 3, "runs of the hostile-client suite for the attack scenario (the median is reported)")
+	flag.BoolVar(&o.attackRace, "attack-race", false, "run the hostile-client suite with -race, as make test does")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("bench: ")
@@ -78,8 +93,37 @@ func main() {
 }
 
 func run(ctx context.Context, o options) error {
-	if o.runs < 1 || o.concurrency < 1 || o.conns < 1 || o.sizeMiB < 64 {
-		return fmt.Errorf("-runs, -concurrency and -conns must be positive and -size-mib at least 64")
+	if o.runs < 1 || o.concurrency < 1 || o.conns < 1 || o.sizeMiB < 64 || o.attackRuns < 1 {
+		return fmt.Errorf("-runs, -concurrency, -conns and -attack-runs must be positive and -size-mib at least 64")
+	}
+	var upload, attack bool
+	for _, sc := range strings.Split(o.scenarios, ",") {
+		switch strings.TrimSpace(sc) {
+		case "upload":
+			upload = true
+		case "attack":
+			attack = true
+		case "":
+		default:
+			return fmt.Errorf("-scenarios: unknown scenario %q (want upload or attack)", sc)
+		}
+	}
+	if !upload && !attack {
+		return fmt.Errorf("-scenarios names nothing to measure")
+	}
+	if !upload {
+		res, err := runAttack(ctx, o, commandLine())
+		if err != nil {
+			return err
+		}
+		fmt.Print(res.summary())
+		if o.out != "" {
+			if err := writeAttackSection(o.out, res.section()); err != nil {
+				return err
+			}
+			log.Printf("wrote the latency-under-attack section of %s", o.out)
+		}
+		return nil
 	}
 	started := time.Now()
 	rep := &report{Command: commandLine(), Options: o, Started: started.UTC(), Machine: describeMachine(), LoadBefore: loadAvg()}
@@ -109,10 +153,19 @@ func run(ctx context.Context, o options) error {
 		}
 		rep.Backends = append(rep.Backends, br)
 	}
+	env.close()
+	if attack {
+		if rep.Attack, err = runAttack(ctx, o, rep.Command); err != nil {
+			return err
+		}
+	}
 	rep.LoadAfter = loadAvg()
 	rep.Took = time.Since(started)
 
 	summary := rep.summary()
+	if rep.Attack != nil {
+		summary += rep.Attack.summary()
+	}
 	fmt.Print(summary)
 	if o.out != "" {
 		if err := rep.writeMarkdown(o.out); err != nil {

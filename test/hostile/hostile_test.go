@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -34,17 +35,15 @@ import (
 func TestMain(m *testing.M) { e2e.Main(m) }
 
 // Bounds of the suite (docs/security.md, "Hostile-client suite", says why each is what it is).
+// Each is on what a busy machine cannot change: answers, counts, memory, CPU-seconds, what is
+// stored. How fast `latest` answers under attack is measured, not asserted: other processes on
+// the machine move it as much as the attack does (test/bench -scenarios attack reports it, in
+// docs/benchmarks.md).
 const (
 	// attackFor is how long the attacks run.
 	attackFor = 20 * time.Second
 	// quietSamples is the number of sequential `latest` requests of each quiet sample.
 	quietSamples = 200
-	// latencyFloor is the least headroom the `latest` bound allows over the quiet p99: on a
-	// loopback the quiet p99 is a millisecond or two, and twice that is within one scheduler time
-	// slice on a shared two-core machine where the attackers (under -race, several times slower),
-	// MinIO and other test packages run too. A stall of the replica (a parse, a lock, the garbage
-	// collector, a /metrics render) shows as hundreds of milliseconds or seconds.
-	latencyFloor = 50 * time.Millisecond
 	// rssMargin is added to the replica's configured memory limit for the executable's own pages,
 	// which no Go limit covers (the same bound as test/reliability's TestUploadBurst).
 	rssMargin = 32 << 20
@@ -134,9 +133,12 @@ func TestHostileClients(t *testing.T) {
 		}
 	})
 	var honest *response
+	var honestTook time.Duration
 	run("honest 64 MiB upload", func(ctx context.Context) {
 		sleep(ctx, 2*time.Second)
+		t0 := time.Now()
 		honest = a.upload(ci, "Big.apk", writeAPK("com.example.big", 2, 64<<20))
+		honestTook = time.Since(t0)
 	})
 	var methods atomic.Int64
 	run("invented methods", func(ctx context.Context) { methods.Store(a.inventedMethods(ctx)) })
@@ -163,16 +165,15 @@ func TestHostileClients(t *testing.T) {
 	} else if rel := a.decode(honest); rel.Size < 64<<20 {
 		t.Errorf("the honest upload's release is %d bytes", rel.Size)
 	}
-	// The quiet reference is the larger of the attacked replica's own quiet p99 (before and after)
-	// and the control's p99 during the attack, asked in alternation with the attacked replica.
-	quietP99, controlP99, attackP99 := p99(quiet), p99(control), p99(underAttack)
-	ref := max(quietP99, controlP99)
-	bound := max(2*ref, ref+latencyFloor)
-	t.Logf("latest: quiet p99 %v (%d requests), control p99 during the attack %v, under attack p99 %v (%d requests), bound %v; %d release pages served",
-		quietP99, len(quiet), controlP99, attackP99, len(underAttack), bound, pages.Load())
-	if attackP99 > bound {
-		t.Errorf("latest's p99 under attack is %v, over %v (quiet p99 %v, control %v)", attackP99, bound, quietP99, controlP99)
+	// `latest` answered throughout (each answer was checked to be 200 as it came): its latency is
+	// a figure, reported beside the control replica's, asked in alternation with it.
+	if len(underAttack) == 0 || pages.Load() == 0 {
+		t.Errorf("during the attack %d `latest` and %d release page requests were answered", len(underAttack), pages.Load())
 	}
+	fig := figures{Quiet: summarize(quiet), Control: summarize(control), Attacked: summarize(underAttack),
+		Pages: pages.Load(), Methods: methods.Load(), Guesses: guessed.checked, Attack: took.Seconds(), HonestUpload: honestTook.Seconds()}
+	t.Logf("latest: quiet %v, control during the attack %v, attacked during the attack %v; %d release pages served",
+		fig.Quiet, fig.Control, fig.Attacked, pages.Load())
 
 	// Every attack was refused (each attack's own checks ran in its goroutine), and what it
 	// tried to leave behind is not there.
@@ -226,6 +227,8 @@ func TestHostileClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	peak, rssBound := testkit.PeakRSS(t, s.PID), cfg.MemorySoftLimit()+rssMargin
+	fig.PeakRSS, fig.CPU = peak, cpu
+	fig.write(t)
 	t.Logf("replica: peak RSS %d MiB (bound %d MiB), %.1f CPU-s in %v of attack (bound %.1f)",
 		peak>>20, rssBound>>20, cpu, took.Round(100*time.Millisecond), cpuPerSecond*took.Seconds())
 	if peak > rssBound {
@@ -364,13 +367,51 @@ func (a *attack) sampleLatest(u string, n int) []time.Duration {
 	return out
 }
 
-func p99(d []time.Duration) time.Duration {
+// latency summarizes one sample of `latest` round trips, in milliseconds.
+type latency struct {
+	N                  int
+	P50, P90, P99, Max float64
+}
+
+func (l latency) String() string {
+	return fmt.Sprintf("p50 %.2f ms, p99 %.2f ms, max %.1f ms (%d requests)", l.P50, l.P99, l.Max, l.N)
+}
+
+func summarize(d []time.Duration) latency {
 	if len(d) == 0 {
-		return 0
+		return latency{}
 	}
 	s := slices.Clone(d)
 	slices.Sort(s)
-	return s[int(math.Ceil(float64(len(s))*0.99))-1]
+	at := func(q float64) float64 {
+		return float64(s[int(math.Ceil(float64(len(s))*q))-1]) / float64(time.Millisecond)
+	}
+	return latency{N: len(s), P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: at(1)}
+}
+
+// figures are what one run measured, written as JSON to $SLIPWAY_HOSTILE_FIGURES when it is set
+// (test/bench -scenarios attack runs the suite and reports them).
+type figures struct {
+	Quiet, Control, Attacked latency
+	Pages, Methods           int64
+	Guesses                  int
+	Attack, HonestUpload     float64 // seconds
+	CPU                      float64 // the attacked replica's CPU-seconds during the attack
+	PeakRSS                  int64   // bytes
+}
+
+func (f figures) write(t *testing.T) {
+	path := os.Getenv("SLIPWAY_HOSTILE_FIGURES")
+	if path == "" {
+		return
+	}
+	b, err := json.Marshal(f)
+	if err == nil {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	if err != nil {
+		t.Errorf("writing the figures to %s: %v", path, err)
+	}
 }
 
 func sleep(ctx context.Context, d time.Duration) {

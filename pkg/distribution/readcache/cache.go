@@ -307,6 +307,9 @@ func (c *Cache) View(ctx context.Context, key string) (*ChannelView, error) {
 }
 
 func (c *Cache) load(ctx context.Context, key string) (*ChannelView, error) {
+	// The view is as old as its first read: its TTL counts from here, not from the end of the
+	// load, so a slow load cannot stretch how long what it read may be served.
+	loaded := time.Now()
 	cc, err := c.Store.ChannelContextBySlug(ctx, key)
 	if err != nil {
 		return nil, err
@@ -315,7 +318,7 @@ func (c *Cache) load(ctx context.Context, key string) (*ChannelView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &ChannelView{ChannelContext: *cc, Releases: rels, Complete: len(rels) < ViewReleases, Total: len(rels), loaded: time.Now()}
+	v := &ChannelView{ChannelContext: *cc, Releases: rels, Complete: len(rels) < ViewReleases, Total: len(rels), loaded: loaded}
 	if !v.Complete {
 		if v.Total, err = c.Store.CountReleases(ctx, cc.Channel.ID); err != nil {
 			return nil, err

@@ -278,3 +278,27 @@ func TestReadCacheStaysWithinItsBudget(t *testing.T) {
 		t.Fatalf("%d memos in one view", len(v.memos))
 	}
 }
+
+// A view's age counts from before its reads, not from when the load finished: what it holds is
+// as old as its first query, so a load slowed after its reads (a busy database, a busy machine)
+// must not extend how long a stale answer may be served. (The TTL is the bound on staleness when
+// a change notification is lost; test/reliability's TestReadCacheAcrossReplicas checks it across
+// replicas.)
+func TestReadCacheAgeCountsFromTheReads(t *testing.T) {
+	ctx := context.Background()
+	st := newViewStore()
+	st.add(1, 10, 100, "one", 3)
+	const ttl = 50 * time.Millisecond
+	s := cachedService(st, 1<<20, ttl)
+	st.afterReleases = func() { time.Sleep(4 * ttl) } // the load ends well past a TTL after its reads
+	if _, err := s.View(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	st.afterReleases = nil
+	if _, err := s.View(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.loads.Load(); n != 2 {
+		t.Fatalf("%d loads: a view read more than its TTL ago was served as fresh", n)
+	}
+}
