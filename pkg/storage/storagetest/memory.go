@@ -173,6 +173,11 @@ func (m *Memory) List(ctx context.Context, fn func(page []storage.Object) error)
 	}
 	m.mu.Unlock()
 	slices.SortFunc(all, func(a, b storage.Object) int { return cmp.Compare(a.Key, b.Key) })
+	return inPages(ctx, all, fn)
+}
+
+// inPages hands all to fn a page of at most storage.ListPageSize at a time, as the listers do.
+func inPages[T any](ctx context.Context, all []T, fn func(page []T) error) error {
 	for page := range slices.Chunk(all, storage.ListPageSize) {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -298,15 +303,7 @@ func (m *Memory) ListUploads(ctx context.Context, fn func(page []storage.Upload)
 	}
 	m.mu.Unlock()
 	slices.SortFunc(all, func(a, b storage.Upload) int { return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.ID, b.ID)) })
-	for page := range slices.Chunk(all, storage.ListPageSize) {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := fn(page); err != nil {
-			return err
-		}
-	}
-	return nil
+	return inPages(ctx, all, fn)
 }
 
 // RemoveUpload implements storage.UploadLister.
