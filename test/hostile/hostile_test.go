@@ -155,7 +155,7 @@ func TestHostileClients(t *testing.T) {
 	took := time.Since(start)
 	cpu := (testkit.CPU(t, s.PID) - cpu0).Seconds()
 
-	// Quiet sample after: the reference is both quiet samples together, so that a machine that got
+	// Quiet sample after: the quiet figure is both samples together, so that a machine that got
 	// busier or quieter during the run (other jobs on a shared box) moves it as it moves the rest.
 	quiet = append(quiet, a.sampleLatest(latestURL, quietSamples)...)
 
