@@ -109,16 +109,16 @@ func order(t *testing.T, steps []string, prefixes ...string) {
 // gone checks that a refused upload's object was discarded: not stored, not in the ledger.
 func (e *uploadEnv) gone(t *testing.T, obj *StoredObject) {
 	t.Helper()
-	if e.backend.has(obj.Key) || e.ledger.state(obj.Key) != "" {
-		t.Errorf("object %s: in storage %v, ledger %q; want it discarded", obj.Key, e.backend.has(obj.Key), e.ledger.state(obj.Key))
+	if e.backend.Has(obj.Key) || e.ledger.state(obj.Key) != "" {
+		t.Errorf("object %s: in storage %v, ledger %q; want it discarded", obj.Key, e.backend.Has(obj.Key), e.ledger.state(obj.Key))
 	}
 }
 
 // live checks that a recorded upload's object was claimed: stored, off the ledger.
 func (e *uploadEnv) live(t *testing.T, key string) {
 	t.Helper()
-	if !e.backend.has(key) || e.ledger.state(key) != "" {
-		t.Errorf("object %s: in storage %v, ledger %q; want it live", key, e.backend.has(key), e.ledger.state(key))
+	if !e.backend.Has(key) || e.ledger.state(key) != "" {
+		t.Errorf("object %s: in storage %v, ledger %q; want it live", key, e.backend.Has(key), e.ledger.state(key))
 	}
 }
 
@@ -408,8 +408,8 @@ func TestDebugFileRules(t *testing.T) {
 		t.Fatalf("replaced: %+v", replaced)
 	}
 	e.live(t, newer.Key)
-	if e.backend.has(first.Key) || e.ledger.state(first.Key) != "" {
-		t.Errorf("the replaced object is still stored (%v) or recorded (%q)", e.backend.has(first.Key), e.ledger.state(first.Key))
+	if e.backend.Has(first.Key) || e.ledger.state(first.Key) != "" {
+		t.Errorf("the replaced object is still stored (%v) or recorded (%q)", e.backend.Has(first.Key), e.ledger.state(first.Key))
 	}
 	clash := e.storeDebug(t, mappingArchive(t, "c -> d:\n")) // second's content
 	if _, err := e.debug.ReplaceDebugFile(ctx, df.ID, clash, form); errs.KindOf(err) != errs.Conflict || !strings.Contains(err.Error(), fmt.Sprint(second.ID)) {
