@@ -396,25 +396,37 @@ func (st *stream) finish() error {
 // pump runs finish in the background.
 func (st *stream) pump() { go func() { _ = st.finish() }() }
 
-// trickle sends chunk bytes every interval, never the last byte, until stopped or a write fails.
+// trickle sends chunk bytes every interval on average, never the last byte, until stopped or a
+// write fails. A tick that comes late (the test process starved by the rest of the suite) sends
+// what the ticks it missed would have, so the rate the server sees is the one asked for, however
+// busy the machine, as long as the process runs at all within the server's idle timeout.
 func (st *stream) trickle(chunk int, every time.Duration) (stop func()) {
 	quit, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
 		tick := time.NewTicker(every)
 		defer tick.Stop()
+		start, sent := time.Now(), 0
 		for {
 			select {
 			case <-quit:
 				return
 			case <-tick.C:
 			}
+			due := int(time.Since(start)/every) * chunk
 			st.mu.Lock()
-			n := min(chunk, len(st.rest)-1)
+			n := min(due-sent, len(st.rest)-1)
 			st.mu.Unlock()
-			if n <= 0 || st.send(n) != nil {
+			if n <= 0 {
+				if len(st.rest) <= 1 {
+					return
+				}
+				continue
+			}
+			if st.send(n) != nil {
 				return
 			}
+			sent += n
 		}
 	}()
 	var once sync.Once

@@ -32,8 +32,13 @@ func uploadsInFlight(t *testing.T, s *e2e.Server) int {
 	return 0
 }
 
-// patientIdle is the idle timeout of TestSlowClients' server for the trickling upload.
-const patientIdle = 10 * time.Second
+// patientIdle is the idle timeout of TestSlowClients' server for the trickling upload; stallIdle
+// that of its one-slot server, whose stalled upload must hold the slot while a second upload is
+// refused.
+const (
+	patientIdle = 10 * time.Second
+	stallIdle   = 15 * time.Second
+)
 
 // TestSlowClients: slow or stalled clients cannot hold a replica. A client that sends half a
 // request header is disconnected by the header timeout; an upload that stalls is dropped after
@@ -44,9 +49,12 @@ func TestSlowClients(t *testing.T) {
 	e := newEnv(t, e2e.Options{Storage: e2e.S3}, 0)
 	// The header timeout is serve's fixed 10 s, tested as shipped.
 	plain := e.h.Start(t)
-	// One upload slot and a 2 s idle timeout: a stalled upload holds the only slot until dropped.
-	// One slot and no waiting line (queue timeout 0): a second upload is refused at once.
-	oneSlot := e.h.Start(t, "SLIPWAY_UPLOAD_IDLE_TIMEOUT=2s", "SLIPWAY_MAX_CONCURRENT_UPLOADS=1", "SLIPWAY_UPLOAD_QUEUE_TIMEOUT=0s")
+	// One upload slot and no waiting line (queue timeout 0): a second upload is refused at once
+	// while a stalled upload holds the slot, until the idle timeout drops it. The timeout is long
+	// against a starved test process: at 2 s, a run of the whole suite on a busy machine let the
+	// stalled upload be dropped between the check that it held the slot and the second upload,
+	// which then got the slot (201, not 429).
+	oneSlot := e.h.Start(t, "SLIPWAY_UPLOAD_IDLE_TIMEOUT="+stallIdle.String(), "SLIPWAY_MAX_CONCURRENT_UPLOADS=1", "SLIPWAY_UPLOAD_QUEUE_TIMEOUT=0s")
 	// A 10 s idle timeout: a trickle with a chunk every 100 ms is never idle that long, even when
 	// the test process is starved for seconds by the rest of the suite on a 2-core machine (seen:
 	// a 4 s timeout cut the trickle once in 3 runs).
