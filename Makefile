@@ -13,12 +13,13 @@ LDFLAGS  := -s -w -X github.com/slipwayhq/slipway/pkg/buildinfo.Version=$(VERSIO
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/slipway
 
-# Runs the service on its embedded defaults: local Postgres (database "slipway", created if
-# missing) and filesystem storage in ./data/objects, on http://localhost:8080.
+# Runs the service on its embedded defaults: local Postgres (database "slipway", created on the
+# first start because this target sets SLIPWAY_CREATE_DATABASE=true; nothing else creates a
+# database) and filesystem storage in ./data/objects, on http://localhost:8080.
 .PHONY: run
 run: build
 	@echo "Slipway on http://localhost:8080 — create a token with: $(BIN) token create --name me --scope admin"
-	$(BIN) serve
+	SLIPWAY_CREATE_DATABASE=true $(BIN) serve
 
 # The whole test suite, with real Postgres and MinIO, under the race detector.
 .PHONY: test

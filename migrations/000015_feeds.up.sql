@@ -5,7 +5,8 @@
 -- then out of the feeds, and its downloads are refused with checksum_error). A desktop build's
 -- SHA-512 and SHA-1 are computed by the verifier too (not while the upload streams in, which would
 -- double its CPU time): it is 'pending' until then (its SHA-256 was computed as it streamed in). Desktop releases recorded before this
--- migration are unverified, so the verifier computes their checksums.
+-- migration are made unverified by its backfill (000015_feeds.backfill.sql, in batches after this
+-- file commits), so the verifier computes their checksums.
 ALTER TABLE releases
     ADD COLUMN sha512          text        NOT NULL DEFAULT '' CHECK (sha512 ~ '^([0-9a-f]{128})?$'),
     ADD COLUMN sha1            text        NOT NULL DEFAULT '' CHECK (sha1 ~ '^([0-9a-f]{40})?$'),
@@ -19,8 +20,6 @@ ALTER TABLE releases
     -- Staged rollout (percent of installs offered the update) and a critical (mandatory) update.
     ADD COLUMN rollout_percent integer     NOT NULL DEFAULT 100 CHECK (rollout_percent BETWEEN 0 AND 100),
     ADD COLUMN critical        boolean     NOT NULL DEFAULT false;
-
-UPDATE releases SET checksum_state = 'unverified' WHERE platform IN ('macos', 'windows', 'linux');
 
 CREATE INDEX releases_unverified ON releases (id) WHERE checksum_state IN ('pending', 'unverified');
 

@@ -13,14 +13,11 @@ func adminCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if len(args) != 1 || args[0] != "login-link" {
 		return usageError("usage: slipway admin login-link")
 	}
-	a, err := openApp(ctx, getenv, stderr, false)
+	a, err := openChecked(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	if err := migrateUp(a.db); err != nil {
-		return err
-	}
 	secret, err := a.svc.Logins.NewLoginLink(ctx)
 	if err != nil {
 		return err

@@ -39,13 +39,14 @@ func loadConfig(getenv func(string) string, stderr io.Writer) (*config.Config, *
 	return cfg, slog.New(h), nil
 }
 
-// openApp connects to the database (creating it when createDB) and to object storage.
-func openApp(ctx context.Context, getenv func(string) string, stderr io.Writer, createDB bool) (*app, error) {
+// openApp connects to the database and to object storage. It never creates the database nor
+// touches the schema: serve prepares both itself (startUp); other commands use openChecked.
+func openApp(ctx context.Context, getenv func(string) string, stderr io.Writer) (*app, error) {
 	cfg, log, err := loadConfig(getenv, stderr)
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{CreateDatabase: createDB, Log: log})
+	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: int32(cfg.DBMaxConns), Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -65,16 +66,32 @@ func openApp(ctx context.Context, getenv func(string) string, stderr io.Writer, 
 	return a, nil
 }
 
+// openChecked is openApp for the commands that use the schema (gc, insights, admin, retention):
+// they refuse a database whose schema this binary does not serve, and migrate nothing (only
+// `slipway migrate` and serve with SLIPWAY_MIGRATE_ON_START do).
+func openChecked(ctx context.Context, getenv func(string) string, stderr io.Writer) (*app, error) {
+	a, err := openApp(ctx, getenv, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.CheckSchema(ctx, a.db); err != nil {
+		a.close()
+		return nil, err
+	}
+	return a, nil
+}
+
 func (a *app) close() { a.db.Close() }
 
-// openDB connects to the database only (migrate, token).
-func openDB(ctx context.Context, getenv func(string) string, stderr io.Writer) (*store.DB, *slog.Logger, error) {
+// openDB connects to the database only (migrate, token). With create (`migrate up` when
+// SLIPWAY_CREATE_DATABASE is true) it creates the database first when it is missing.
+func openDB(ctx context.Context, getenv func(string) string, stderr io.Writer, create bool) (*store.DB, *config.Config, error) {
 	cfg, log, err := loadConfig(getenv, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{CreateDatabase: true, Log: log})
-	return db, log, err
+	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{CreateDatabase: create && cfg.CreateDatabase, MaxConns: 2, Log: log})
+	return db, cfg, err
 }
 
 func printVersion(w io.Writer) {

@@ -55,7 +55,7 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		tokens = remoteTokens{&uploader.Client{BaseURL: *serverURL, Token: *adminToken, UserAgent: "slipway-cli/" + buildinfo.Version}}
 	} else {
-		db, err := openMigrated(ctx, getenv, stderr)
+		db, err := openSchema(ctx, getenv, stderr)
 		if err != nil {
 			return err
 		}
@@ -186,13 +186,14 @@ func (r remoteTokens) revoke(ctx context.Context, name string) error {
 	return fmt.Errorf("no active token named %q", name)
 }
 
-// openMigrated opens the database and applies migrations, so token commands work on a fresh one.
-func openMigrated(ctx context.Context, getenv func(string) string, stderr io.Writer) (*store.DB, error) {
-	db, _, err := openDB(ctx, getenv, stderr)
+// openSchema opens the database for the token commands, refusing one whose schema this binary
+// does not serve (store.CheckSchema): they never migrate nor create it.
+func openSchema(ctx context.Context, getenv func(string) string, stderr io.Writer) (*store.DB, error) {
+	db, _, err := openDB(ctx, getenv, stderr, false)
 	if err != nil {
 		return nil, err
 	}
-	if err := migrateUp(db); err != nil {
+	if err := store.CheckSchema(ctx, db); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -224,7 +225,7 @@ func gcCmd(ctx context.Context, args []string, getenv func(string) string, stdou
 	if *minAge < 0 {
 		return usageError("--min-age must not be negative")
 	}
-	a, err := openApp(ctx, getenv, stderr, false)
+	a, err := openChecked(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}
@@ -322,7 +323,7 @@ func insightsCmd(ctx context.Context, args []string, getenv func(string) string,
 	if *concurrency < 1 || *concurrency > 64 {
 		return usageError("--concurrency must be 1 to 64")
 	}
-	a, err := openApp(ctx, getenv, stderr, false)
+	a, err := openChecked(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}

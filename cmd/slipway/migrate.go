@@ -7,18 +7,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/store"
 )
 
-// migrateUp applies the pending migrations (serve, and commands that need the schema). A schema
-// newer than the binary's, left by a newer release, is served as it is (store.Migrator).
-func migrateUp(db *store.DB) error {
-	m, err := store.NewMigrator(db)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	return m.Up()
+// newMigrator is the migrator with the configuration's lock timeout and retry budget.
+func newMigrator(db *store.DB, cfg *config.Config) (*store.Migrator, error) {
+	return store.NewMigratorWith(db, store.MigrateOptions{LockTimeout: cfg.MigrateLockTimeout, Timeout: cfg.MigrateTimeout})
 }
 
 // migrateCmd: slipway migrate up | down [N] [--yes] | force VERSION | version. See
@@ -68,19 +63,20 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 		return usageError(fmt.Sprintf("unknown migrate action %q; want up, down, force or version", action))
 	}
 
-	db, _, err := openDB(ctx, getenv, stderr)
+	// Only `migrate up` may create a missing database, and only with SLIPWAY_CREATE_DATABASE.
+	db, cfg, err := openDB(ctx, getenv, stderr, action == "up")
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	m, err := store.NewMigrator(db)
+	m, err := newMigrator(db, cfg)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	switch action {
 	case "up":
-		err = m.Up()
+		err = m.UpContext(ctx)
 	case "down":
 		var plan []store.Migration
 		if plan, err = m.DownPlan(steps); err != nil {
@@ -122,7 +118,11 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 	fmt.Fprintf(stdout, "schema version %d", v)
 	switch {
 	case dirty:
-		fmt.Fprintf(stdout, " (dirty: %v)", m.Check())
+		// A dirty schema is not a state to report and move on from: every other command and
+		// serve refuse it, so scripts (and the chart's hooks) must see a failure.
+		err := m.Check()
+		fmt.Fprintf(stdout, " (dirty: %v)\n", err)
+		return err
 	case v > m.Latest():
 		fmt.Fprintf(stdout, " (newer than this binary's %d: served as it is, not migrated)", m.Latest())
 	case v < m.Latest():

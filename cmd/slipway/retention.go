@@ -43,7 +43,7 @@ func retentionCmd(ctx context.Context, args []string, getenv func(string) string
 			return err
 		}
 	} else {
-		a, err := openApp(ctx, getenv, stderr, false)
+		a, err := openChecked(ctx, getenv, stderr)
 		if err != nil {
 			return err
 		}

@@ -26,7 +26,7 @@ import (
 // recorded); then it stops the background components in order (see stages below).
 func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	// The pool connects lazily: serve starts (and answers /healthz) while Postgres is still down.
-	a, err := openApp(ctx, getenv, stderr, false)
+	a, err := openApp(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,8 @@ func startBackground(ctx context.Context, a *app) *background.Group {
 }
 
 // startUp brings the database to the schema this binary serves, retrying until it succeeds or ctx
-// ends (false): it creates the database when it is missing, then applies the pending migrations
+// ends (false): it creates the database when it is missing and SLIPWAY_CREATE_DATABASE allows it,
+// then applies the pending migrations
 // (SLIPWAY_MIGRATE_ON_START) or, when a hook Job migrates, waits until the schema is one it can
 // serve (store.Migrator.Check). Neither a database still coming up nor a failed or dirty
 // migration makes serve exit: a crash loop would help neither, and the replica keeps answering
@@ -184,22 +185,25 @@ func startUp(ctx context.Context, a *app, api *httpapi.Server, log *slog.Logger)
 func prepareSchema(ctx context.Context, a *app) (reason string, err error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := a.db.CreateIfMissing(cctx); err != nil {
-		return "waiting for the database", err
+	if a.cfg.CreateDatabase {
+		if err := a.db.CreateIfMissing(cctx); err != nil {
+			return "waiting for the database", err
+		}
 	}
-	m, err := store.NewMigrator(a.db)
+	if !a.cfg.MigrateOnStart {
+		// Read-only: a replica that does not migrate changes nothing in the database.
+		if err := store.CheckSchema(cctx, a.db); err != nil {
+			return "waiting for the schema (SLIPWAY_MIGRATE_ON_START=false: `slipway migrate up` migrates it)", err
+		}
+		return "", nil
+	}
+	m, err := newMigrator(a.db, a.cfg)
 	if err != nil {
 		return "waiting for the database", err
 	}
 	defer m.Close()
-	if a.cfg.MigrateOnStart {
-		if err := m.Up(); err != nil {
-			return "migrating the schema", err
-		}
-		return "", nil
-	}
-	if err := m.Check(); err != nil {
-		return "waiting for the schema (SLIPWAY_MIGRATE_ON_START=false: `slipway migrate up` migrates it)", err
+	if err := m.UpContext(ctx); err != nil {
+		return "migrating the schema", err
 	}
 	return "", nil
 }

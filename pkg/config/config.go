@@ -32,6 +32,22 @@ type Config struct {
 	// MigrateOnStart makes serve apply pending migrations itself (SLIPWAY_MIGRATE_ON_START); off,
 	// it waits for the schema it needs (a hook Job migrates), answering 503 meanwhile.
 	MigrateOnStart bool
+	// CreateDatabase lets serve and `migrate up` create the database named in SLIPWAY_DATABASE_URL
+	// when it does not exist (SLIPWAY_CREATE_DATABASE; off by default, so that a misspelt name is
+	// an error instead of a new, empty database). `make run` turns it on.
+	CreateDatabase bool
+	// MigrateLockTimeout is how long one migration statement waits for a lock before it gives up
+	// (SLIPWAY_MIGRATE_LOCK_TIMEOUT): the queries behind it wait no longer than that.
+	MigrateLockTimeout time.Duration
+	// MigrateTimeout bounds how long a migration keeps retrying after it gave up waiting for a
+	// lock (SLIPWAY_MIGRATE_TIMEOUT); it stays below the chart's migration Job deadline.
+	MigrateTimeout time.Duration
+	// DBMaxConns is the size of each replica's Postgres connection pool (SLIPWAY_DB_MAX_CONNS).
+	DBMaxConns int
+	// AccessLogOff turns the one-line-per-request log off (SLIPWAY_ACCESS_LOG=false) but for
+	// requests answered 5xx; the other log lines follow SLIPWAY_LOG_LEVEL. (Off, not on, so that
+	// the zero Config logs as the default does.)
+	AccessLogOff bool
 	// PublicURL is the base of every absolute URL the API returns, without a trailing slash
 	// (SLIPWAY_PUBLIC_URL). It is never derived from a request's Host header.
 	PublicURL string
@@ -151,8 +167,13 @@ var Vars = []Var{
 	{"SLIPWAY_ADDR", ":8080", "listen address"},
 	{"SLIPWAY_INTERNAL_ADDR", "", "listen address of /metrics and the detailed readiness /internal/readyz (e.g. :9090), kept off the public port; empty: both are served on SLIPWAY_ADDR"},
 	{"SLIPWAY_MIGRATE_ON_START", "true", "serve applies pending migrations at start; false: it waits for the schema it needs (migrated by `slipway migrate up`, the chart's hook Job), answering 503 meanwhile"},
+	{"SLIPWAY_CREATE_DATABASE", "false", "serve and `slipway migrate up` create the database of SLIPWAY_DATABASE_URL when it does not exist (`make run` sets it); off: a missing database is an error, and no other command ever creates one"},
+	{"SLIPWAY_MIGRATE_LOCK_TIMEOUT", "5s", "how long a migration statement waits for a table lock (Postgres lock_timeout) before it gives up and is retried, so that queries never queue behind it for longer"},
+	{"SLIPWAY_MIGRATE_TIMEOUT", "3m", "how long a migration keeps retrying (with backoff) after giving up on a lock before it fails; keep it below the migration Job's deadline"},
+	{"SLIPWAY_DB_MAX_CONNS", "10", "Postgres connections each replica's pool may open (replicas x this must fit the server's max_connections)"},
+	{"SLIPWAY_ACCESS_LOG", "true", "log one line per request (false: none, whatever SLIPWAY_LOG_LEVEL says; connection and error lines stay)"},
 	{"SLIPWAY_PUBLIC_URL", "http://localhost:8080", "base of every absolute URL the API returns"},
-	{"SLIPWAY_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/slipway?sslmode=disable", "Postgres; serve creates the database if it is missing and it may"},
+	{"SLIPWAY_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/slipway?sslmode=disable", "Postgres (the database must exist unless SLIPWAY_CREATE_DATABASE is true)"},
 	{"SLIPWAY_STORAGE_URL", "file://./data/objects", "file:///abs/path or s3://BUCKET[/PREFIX]?region=R&endpoint=URL&path_style=true"},
 	{"SLIPWAY_MAX_UPLOAD_BYTES", "4294967296", "larger uploads get 413"},
 	{"SLIPWAY_MAX_CONCURRENT_UPLOADS", "16", "uploads received at once per replica; more wait in a queue"},
@@ -442,13 +463,35 @@ func (c *Config) loadRetentionAndWebhooks(get func(string) string) error {
 	if c.RetentionMaxBytes, err = nonNegativeInt("SLIPWAY_RETENTION_MAX_BYTES", get("SLIPWAY_RETENTION_MAX_BYTES")); err != nil {
 		return err
 	}
-	switch v := strings.ToLower(get("SLIPWAY_MIGRATE_ON_START")); v {
-	case "true", "1", "yes":
-		c.MigrateOnStart = true
-	case "false", "0", "no":
-	default:
-		return fmt.Errorf("SLIPWAY_MIGRATE_ON_START: must be true or false, got %q", v)
+	accessLog := true
+	defer func() { c.AccessLogOff = !accessLog }()
+	for _, b := range []struct {
+		name string
+		dst  *bool
+	}{{"SLIPWAY_MIGRATE_ON_START", &c.MigrateOnStart}, {"SLIPWAY_CREATE_DATABASE", &c.CreateDatabase}, {"SLIPWAY_ACCESS_LOG", &accessLog}} {
+		switch v := strings.ToLower(get(b.name)); v {
+		case "true", "1", "yes":
+			*b.dst = true
+		case "false", "0", "no":
+			*b.dst = false
+		default:
+			return fmt.Errorf("%s: must be true or false, got %q", b.name, v)
+		}
 	}
+	if c.MigrateLockTimeout, err = duration("SLIPWAY_MIGRATE_LOCK_TIMEOUT", get("SLIPWAY_MIGRATE_LOCK_TIMEOUT"), 10*time.Millisecond, time.Hour); err != nil {
+		return err
+	}
+	if c.MigrateTimeout, err = duration("SLIPWAY_MIGRATE_TIMEOUT", get("SLIPWAY_MIGRATE_TIMEOUT"), 0, 24*time.Hour); err != nil {
+		return err
+	}
+	n, err := positiveInt("SLIPWAY_DB_MAX_CONNS", get("SLIPWAY_DB_MAX_CONNS"))
+	if err != nil {
+		return err
+	}
+	if n > 10_000 {
+		return fmt.Errorf("SLIPWAY_DB_MAX_CONNS: must be at most 10000, got %d", n)
+	}
+	c.DBMaxConns = int(n)
 	switch v := strings.ToLower(get("SLIPWAY_WEBHOOK_ALLOW_PRIVATE")); v {
 	case "true", "1", "yes":
 		c.WebhookAllowPrivate = true

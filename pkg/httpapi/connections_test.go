@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -225,5 +226,33 @@ func TestMetricLabelsAreBounded(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(m.Requests.WithLabelValues("unmatched", "other", "404")); n != 50 {
 		t.Errorf("slipway_http_requests_total{method=\"other\"} = %v, want 50", n)
+	}
+}
+
+// SLIPWAY_ACCESS_LOG=false turns the request lines off but for 5xx answers; the metrics still
+// count every request.
+func TestAccessLogSwitch(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		logs := &syncBuffer{}
+		m := metrics.New()
+		s := &Server{cfg: &config.Config{AccessLogOff: off}, log: slog.New(slog.NewJSONHandler(logs, nil)), metrics: m}
+		gin.SetMode(gin.ReleaseMode)
+		s.engine = gin.New()
+		s.engine.Use(requestIDs, s.accessLog)
+		s.engine.GET("/ok", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
+		s.engine.GET("/fail", func(c *gin.Context) { c.String(http.StatusInternalServerError, "no") })
+		for _, path := range []string{"/ok", "/fail"} {
+			s.engine.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, path, nil))
+		}
+		out := logs.String()
+		if got := strings.Contains(out, `"route":"/ok"`); got == off {
+			t.Errorf("access log off=%v: the 200 request logged=%v\n%s", off, got, out)
+		}
+		if !strings.Contains(out, `"route":"/fail"`) {
+			t.Errorf("access log off=%v: the 500 request was not logged\n%s", off, out)
+		}
+		if n := testutil.ToFloat64(m.Requests.WithLabelValues("/ok", "GET", "200")); n != 1 {
+			t.Errorf("access log off=%v: %v requests counted, want 1", off, n)
+		}
 	}
 }

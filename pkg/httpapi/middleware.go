@@ -45,8 +45,9 @@ func validRequestID(id string) bool {
 	return true
 }
 
-// accessLog logs one line per request. It logs the path but never the query string, which may
-// carry a token, a password or a URL signature.
+// accessLog logs one line per request (with SLIPWAY_ACCESS_LOG=false, only those answered 5xx),
+// and counts every request in the metrics either way. It logs the path but never the query
+// string, which may carry a token, a password or a URL signature.
 func (s *Server) accessLog(c *gin.Context) {
 	ctx := reqCtx(c)
 	start := time.Now()
@@ -71,6 +72,9 @@ func (s *Server) accessLog(c *gin.Context) {
 		level = slog.LevelDebug
 	}
 	noteRequest(ctx, requestID(c), c.Request.Method, route, status, probe)
+	if s.cfg != nil && s.cfg.AccessLogOff && status < 500 {
+		return // SLIPWAY_ACCESS_LOG=false: only the failures an operator must see are logged
+	}
 	s.log.LogAttrs(ctx, level, "request",
 		slog.String("request_id", requestID(c)),
 		slog.String("method", c.Request.Method),

@@ -105,6 +105,7 @@ var fills = map[uint]string{
 		UPDATE releases SET checksum_state = 'mismatch', checksum_error = 'declared another', checksum_lease = now() WHERE id = 2;
 		UPDATE channels SET feed_token_hash = repeat('e', 64) WHERE id = 1;`,
 	16: ``, // an index of the unsigned macOS releases: no table or column
+	17: ``, // a column's default only (and its backfill)
 }
 
 // downEffects are the changes to surviving rows that a down migration makes on purpose: they turn
@@ -184,7 +185,7 @@ func dump(t *testing.T, db *store.DB) tables {
 	t.Helper()
 	ctx := context.Background()
 	rows, err := db.Pool.Query(ctx, `SELECT table_name, array_agg(column_name::text ORDER BY column_name) FROM information_schema.columns
-		WHERE table_schema = 'public' AND table_name <> 'schema_migrations' GROUP BY table_name`)
+		WHERE table_schema = 'public' AND table_name NOT IN ('schema_migrations', 'schema_backfills') GROUP BY table_name`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,10 +269,10 @@ func schema(t *testing.T, db *store.DB) []string {
 	t.Helper()
 	rows, err := db.Pool.Query(context.Background(), `
 		SELECT 'column ' || table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '')
-			FROM information_schema.columns WHERE table_schema = 'public' AND table_name <> 'schema_migrations'
+			FROM information_schema.columns WHERE table_schema = 'public' AND table_name NOT IN ('schema_migrations', 'schema_backfills')
 		UNION ALL SELECT 'constraint ' || conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(oid)
-			FROM pg_constraint WHERE connamespace = 'public'::regnamespace AND conrelid::regclass::text <> 'schema_migrations'
-		UNION ALL SELECT 'index ' || indexname || ' ' || indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename <> 'schema_migrations'
+			FROM pg_constraint WHERE connamespace = 'public'::regnamespace AND conrelid::regclass::text NOT IN ('schema_migrations', 'schema_backfills')
+		UNION ALL SELECT 'index ' || indexname || ' ' || indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename NOT IN ('schema_migrations', 'schema_backfills')
 		UNION ALL SELECT 'trigger ' || pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal
 		UNION ALL SELECT 'function ' || oid::regprocedure::text || ' ' || md5(prosrc) FROM pg_proc WHERE pronamespace = 'public'::regnamespace
 		UNION ALL SELECT 'sequence ' || sequence_name FROM information_schema.sequences WHERE sequence_schema = 'public'

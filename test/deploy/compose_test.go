@@ -82,8 +82,8 @@ func TestComposeSetup(t *testing.T) {
 	if img := c.Services["minio"].Image; !strings.Contains(img, ":RELEASE.") {
 		t.Errorf("MinIO image %q is not pinned to a release tag", img)
 	}
-	if img := c.Services["postgres"].Image; !strings.HasPrefix(img, "postgres:16") {
-		t.Errorf("Postgres image %q, want 16", img)
+	if img := c.Services["postgres"].Image; !strings.HasPrefix(img, "postgres:15") {
+		t.Errorf("Postgres image %q, want 15, the version the tests run on (docs/deploy.md, Postgres versions)", img)
 	}
 	// Shared network namespace: the S3 endpoint in presigned URLs is the one the browser reaches.
 	if s.NetworkMode != "service:minio" || !strings.Contains(cfg.StorageURL, "endpoint=http://localhost:9000") {

@@ -1,0 +1,1 @@
+ALTER TABLE releases ALTER COLUMN checksum_state SET DEFAULT 'verified';
