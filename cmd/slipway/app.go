@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/slipwayhq/slipway/pkg/buildinfo"
 	"github.com/slipwayhq/slipway/pkg/config"
@@ -50,15 +51,25 @@ func openApp(ctx context.Context, getenv func(string) string, stderr io.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	st, err := backends.Open(ctx, cfg.StorageURL, backends.WithMemoryBudget(cfg.UploadMemory))
+	m := metrics.New()
+	st, err := backends.Open(ctx, cfg.StorageURL, backends.WithMemoryBudget(cfg.UploadMemory),
+		backends.WithRequestObserver(func(op string, d time.Duration) {
+			m.StorageRequestDuration.WithLabelValues(op).Observe(d.Seconds())
+		}))
 	if err != nil {
 		db.Close()
 		return nil, err // backends.Open names SLIPWAY_STORAGE_URL itself
 	}
-	m := metrics.New()
 	m.Registry.MustRegister(db.PoolCollector())
 	a := &app{cfg: cfg, log: log, db: db, storage: st, metrics: m}
 	a.svc = service.New(cfg, db, st, m, log)
+	m.WatchDependencies(func(ctx context.Context) []metrics.DependencyState {
+		var out []metrics.DependencyState
+		for _, c := range a.svc.DependencyChecks(ctx) {
+			out = append(out, metrics.DependencyState{Name: c.Name, State: c.State})
+		}
+		return out
+	})
 	if a.svc.Devices.UDID.Cert, a.svc.Devices.UDID.Chain, a.svc.Devices.UDID.Key, err = cfg.UDIDSigner(); err != nil {
 		db.Close()
 		return nil, err

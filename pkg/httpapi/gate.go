@@ -43,6 +43,9 @@ func newUploadGate(slots, perToken, maxWaiting int, timeout time.Duration, m *me
 	if perToken <= 0 || perToken > slots {
 		perToken = slots
 	}
+	if m != nil {
+		m.UploadSlots.Set(float64(slots))
+	}
 	return &uploadGate{slots: make(chan struct{}, slots), perToken: perToken, maxWaiting: int64(maxWaiting),
 		timeout: timeout, metrics: m, tokens: map[int64]*tokenSlots{}}
 }

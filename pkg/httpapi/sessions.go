@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -140,8 +141,10 @@ func (s *Server) putPart(c *gin.Context) error {
 }
 
 // completeSession: POST /api/uploads/:id/complete (optionally with the file's sha256) → 201 with
-// the release (or debug file), as the upload answers; again for a completed session.
-func (s *Server) completeSession(c *gin.Context) error {
+// the release (or debug file), as the upload answers; again for a completed session. The session
+// is counted in slipway_upload_duration_seconds (via="session"), from its start, as an upload in
+// one request is: once, when it completes or its package is refused.
+func (s *Server) completeSession(c *gin.Context) (err error) {
 	ctx := reqCtx(c)
 	p, err := readParams(c)
 	if err != nil {
@@ -150,6 +153,21 @@ func (s *Server) completeSession(c *gin.Context) error {
 	sum, err := p.str("sha256")
 	if err != nil {
 		return err
+	}
+	if s.metrics != nil {
+		if sess, serr := s.svc.Sessions.OwnSession(ctx, c.Param("session")); serr == nil && sess.State == distribution.SessionOpen {
+			defer func() {
+				outcome := "ok"
+				if err != nil {
+					outcome = rejectedOrFailed(err)
+				}
+				kind := "app"
+				if sess.Kind == distribution.SessionDebugFile {
+					kind = "debug_file"
+				}
+				s.metrics.UploadDuration.WithLabelValues(kind, outcome, "session").Observe(time.Since(sess.CreatedAt).Seconds())
+			}()
+		}
 	}
 	res, err := s.svc.Sessions.CompleteSession(ctx, c.Param("session"), sum)
 	if err != nil {

@@ -277,7 +277,7 @@ func (s *Server) upload(kind string, handle func(c *gin.Context) error) gin.Hand
 				if err != nil {
 					outcome = rejectedOrFailed(err)
 				}
-				s.metrics.UploadDuration.WithLabelValues(kind, outcome).Observe(time.Since(start).Seconds())
+				s.metrics.UploadDuration.WithLabelValues(kind, outcome, "request").Observe(time.Since(start).Seconds())
 			}
 		}()
 		f, err := s.openUpload(c)

@@ -3,8 +3,14 @@
 package metrics
 
 import (
+	"context"
+	"runtime"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/slipwayhq/slipway/pkg/buildinfo"
 )
 
 // Metrics holds every collector Slipway updates.
@@ -18,10 +24,17 @@ type Metrics struct {
 	// no_request, unanswered (a request arrived but reached no handler), cut (mid-handler).
 	ConnectionsClosed *prometheus.CounterVec // outcome
 
-	// Uploads (apps and debug files)
+	// BuildInfo is 1, labelled with the binary's version, commit and Go version.
+	BuildInfo *prometheus.GaugeVec // version, commit, go_version
+
+	// Uploads (apps and debug files), in one request or through an upload session (via: request,
+	// session); a session's is timed from its start to its completion.
 	UploadBytes    *prometheus.CounterVec   // kind: app, debug_file
-	UploadDuration *prometheus.HistogramVec // kind, outcome: ok, rejected, failed
+	UploadDuration *prometheus.HistogramVec // kind, outcome: ok, rejected, failed; via
 	UploadsActive  prometheus.Gauge
+	// UploadSlots is the replica's number of upload slots (SLIPWAY_MAX_CONCURRENT_UPLOADS): with
+	// UploadsActive, the share in use, on which the HorizontalPodAutoscaler can scale.
+	UploadSlots prometheus.Gauge
 	// The upload queue (backpressure): uploads waiting for a slot, how long they waited, and those
 	// refused with 429 (reason: queue_full, timeout, cancelled).
 	UploadsWaiting  prometheus.Gauge
@@ -48,9 +61,12 @@ type Metrics struct {
 
 	// Dependencies
 	StorageErrors *prometheus.CounterVec // op
-	Unavailable   prometheus.Counter
-	GCDeleted     prometheus.Counter
-	GCFailed      prometheus.Counter
+	// StorageRequestDuration times each HTTP request to S3, from sending it to the response's
+	// headers, by the S3 operation (PutObject, UploadPart, GetObject, HeadBucket...).
+	StorageRequestDuration *prometheus.HistogramVec // operation
+	Unavailable            prometheus.Counter
+	GCDeleted              prometheus.Counter
+	GCFailed               prometheus.Counter
 }
 
 // New creates the collectors on a fresh registry, with Go runtime and process collectors.
@@ -69,10 +85,18 @@ func New() *Metrics {
 	m.UploadBytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slipway_upload_bytes_total",
 		Help: "Bytes received in upload file parts."}, []string{"kind"})
 	m.UploadDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "slipway_upload_duration_seconds",
-		Help:    "Upload duration from first byte to response, by kind and outcome.",
-		Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}, []string{"kind", "outcome"})
+		Help:    "Upload duration by kind (app, debug_file), outcome (ok, rejected, failed) and via (request: one POST, from first byte to response; session: a resumable upload session, from its start to its completion).",
+		Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)}, []string{"kind", "outcome", "via"})
 	m.UploadsActive = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slipway_uploads_in_flight",
-		Help: "Uploads being received by this replica."})
+		Help: "Uploads being received by this replica (each holds an upload slot)."})
+	m.UploadSlots = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slipway_upload_slots",
+		Help: "Upload slots of this replica (SLIPWAY_MAX_CONCURRENT_UPLOADS)."})
+	m.BuildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slipway_build_info",
+		Help: "Always 1, labelled with the running binary's version, commit and Go version."}, []string{"version", "commit", "go_version"})
+	m.BuildInfo.WithLabelValues(buildinfo.Version, buildinfo.CommitOrVCS(), runtime.Version()).Set(1)
+	m.StorageRequestDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "slipway_storage_request_duration_seconds",
+		Help:    "HTTP requests to S3 from sending to the response headers, by S3 operation.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}}, []string{"operation"})
 	m.UploadsWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slipway_uploads_waiting",
 		Help: "Uploads waiting in this replica's queue for a slot."})
 	m.UploadQueueWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "slipway_upload_queue_wait_seconds",
@@ -111,7 +135,8 @@ func New() *Metrics {
 		Help: "Webhook delivery attempts made by this replica, by outcome (delivered, retry: failed and rescheduled, failed: given up)."}, []string{"outcome"})
 	m.Downloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slipway_downloads_total",
 		Help: "Package downloads and iOS installs counted by this replica, by platform."}, []string{"platform"})
-	for _, c := range []prometheus.Collector{m.RetentionDeleted, m.RetentionDeletedBytes, m.WebhookDeliveries, m.Downloads} {
+	for _, c := range []prometheus.Collector{m.RetentionDeleted, m.RetentionDeletedBytes, m.WebhookDeliveries, m.Downloads,
+		m.BuildInfo, m.UploadSlots, m.StorageRequestDuration} {
 		f(c)
 	}
 	for _, c := range []prometheus.Collector{m.Requests, m.RequestDuration, m.UploadBytes, m.UploadDuration, m.UploadsActive,
@@ -119,5 +144,67 @@ func New() *Metrics {
 		m.ConnectionsClosed, m.ReadCacheLookups, m.ReadCacheInvalidations, m.ReadCacheEvictions, m.ReadCacheBytes, m.ReadCacheViews, m.ParseDuration, m.ParseGETs, m.ParseBytes, m.StorageErrors, m.Unavailable, m.GCDeleted, m.GCFailed} {
 		f(c)
 	}
+	m.initSeries()
 	return m
+}
+
+// initSeries exports, at 0, the series alerts compare or take the increase of, before their
+// first event: Prometheus sees no increase in a series born at 1 (it has no sample before the
+// event), and a comparison with an absent series gives nothing, so without them the first failed
+// upload or webhook would raise no alert.
+func (m *Metrics) initSeries() {
+	for _, kind := range []string{"app", "debug_file"} {
+		for _, outcome := range []string{"ok", "rejected", "failed"} {
+			for _, via := range []string{"request", "session"} {
+				m.UploadDuration.WithLabelValues(kind, outcome, via)
+			}
+		}
+	}
+	for _, reason := range []string{"queue_full", "timeout", "cancelled"} {
+		m.UploadsRefused.WithLabelValues(reason)
+	}
+	for _, outcome := range []string{"delivered", "retry", "failed"} {
+		m.WebhookDeliveries.WithLabelValues(outcome)
+	}
+	for _, outcome := range []string{"answered", "no_request", "unanswered", "cut"} {
+		m.ConnectionsClosed.WithLabelValues(outcome)
+	}
+}
+
+// DependencyState is one dependency's state as the readiness report gives it: "ok",
+// "read-only" or "unavailable".
+type DependencyState struct {
+	Name, State string
+}
+
+// WatchDependencies exports slipway_dependency_up{dependency}: 1 while the dependency (database,
+// storage) answers and accepts writes, 0 otherwise. probe runs at each scrape, bounded by
+// dependencyProbeTimeout, so the gauge says how things are now, with or without traffic (a rate
+// of 503s says nothing at night).
+func (m *Metrics) WatchDependencies(probe func(ctx context.Context) []DependencyState) {
+	m.Registry.MustRegister(&dependencyCollector{probe: probe,
+		desc: prometheus.NewDesc("slipway_dependency_up", "1 while the dependency (database, storage) answers and accepts writes, checked at each scrape; 0 otherwise.", []string{"dependency"}, nil)})
+}
+
+// dependencyProbeTimeout bounds a scrape's dependency checks, within Prometheus' default 10 s
+// scrape timeout.
+const dependencyProbeTimeout = 3 * time.Second
+
+type dependencyCollector struct {
+	probe func(ctx context.Context) []DependencyState
+	desc  *prometheus.Desc
+}
+
+func (c *dependencyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *dependencyCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), dependencyProbeTimeout)
+	defer cancel()
+	for _, d := range c.probe(ctx) {
+		up := 0.0
+		if d.State == "ok" {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, up, d.Name)
+	}
 }

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -86,6 +87,10 @@ func knownMetrics(t testing.TB) map[string]metricInfo {
 		describe(f.Interface().(prometheus.Collector), "pkg/metrics."+v.Type().Field(i).Name, histogram)
 	}
 	describe((&store.DB{}).PoolCollector(), "pkg/store.PoolCollector", false)
+	// The dependency gauge exists once serve gives it its checks.
+	m.WatchDependencies(func(context.Context) []metrics.DependencyState {
+		return []metrics.DependencyState{{Name: "database", State: "ok"}}
+	})
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

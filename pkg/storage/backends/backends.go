@@ -33,6 +33,13 @@ type Option func(*options)
 type options struct {
 	accessKey, secretKey string
 	memoryBudget         int64
+	observeRequest       func(operation string, d time.Duration)
+}
+
+// WithRequestObserver is told the latency of every request to S3, by operation (the metrics'
+// slipway_storage_request_duration_seconds); the filesystem backend makes none.
+func WithRequestObserver(f func(operation string, d time.Duration)) Option {
+	return func(o *options) { o.observeRequest = f }
 }
 
 // WithMemoryBudget bounds the bytes that upload buffers of the backend hold at once, all uploads
@@ -80,6 +87,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (storage.Backend, 
 			return nil, err
 		}
 		cfg.AccessKey, cfg.SecretKey, cfg.MemoryBudget = o.accessKey, o.secretKey, o.memoryBudget
+		cfg.ObserveRequest = o.observeRequest
 		b, err := s3.New(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", Setting, err)

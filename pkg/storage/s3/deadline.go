@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 )
 
 // DefaultRequestTimeout bounds one HTTP request to S3, from sending it to reading the whole
@@ -22,11 +23,21 @@ const DefaultRequestTimeout = 2 * time.Minute
 type deadlineClient struct {
 	next    aws.HTTPClient
 	timeout time.Duration
+	// observe, when set, gets each request's time to its response headers (Config.ObserveRequest).
+	observe func(operation string, d time.Duration)
 }
 
 func (d deadlineClient) Do(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithTimeout(req.Context(), d.timeout)
+	start := time.Now()
 	resp, err := d.next.Do(req.WithContext(ctx))
+	if d.observe != nil {
+		op := awsmiddleware.GetOperationName(req.Context())
+		if op == "" {
+			op = "other"
+		}
+		d.observe(op, time.Since(start))
+	}
 	if err != nil {
 		cancel()
 		return nil, err

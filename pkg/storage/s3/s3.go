@@ -113,6 +113,9 @@ type Config struct {
 	// MemoryBudget bounds the bytes of part buffers all uploads hold at once (default
 	// DefaultMemoryBudget; at least one part).
 	MemoryBudget int64
+	// ObserveRequest, when set, is told how long each HTTP request to S3 took to its response's
+	// headers (every attempt), with its S3 operation: the request latency histogram.
+	ObserveRequest func(operation string, d time.Duration)
 }
 
 // Store is a storage.Backend and storage.Presigner over one bucket (and prefix). It is safe for
@@ -228,7 +231,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if next == nil {
 		next = awshttp.NewBuildableClient()
 	}
-	awsCfg.HTTPClient = deadlineClient{next: next, timeout: cfg.RequestTimeout}
+	awsCfg.HTTPClient = deadlineClient{next: next, timeout: cfg.RequestTimeout, observe: cfg.ObserveRequest}
 	if awsCfg.Region == "" {
 		if cfg.Endpoint == "" {
 			return nil, errors.New("s3 storage: no region given (set it in the storage URL or AWS_REGION)")

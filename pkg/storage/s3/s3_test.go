@@ -437,3 +437,49 @@ func TestConcurrentWritesAndDeletes(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Every request to S3 is timed under its operation's name (the latency histogram), multipart
+// parts included; nothing goes unnamed.
+func TestRequestsAreObserved(t *testing.T) {
+	env := testenv.S3(t)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	s := newStore(t, env, Config{ObserveRequest: func(op string, d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		if d <= 0 {
+			t.Errorf("%s took %s", op, d)
+		}
+		seen[op]++
+	}})
+	ctx := t.Context()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "packages/x/small.bin", strings.NewReader("hello"), storage.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte("b"), 2*MinPartSize+1)
+	if _, err := s.Put(ctx, "packages/x/big.bin", bytes.NewReader(big), storage.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.GetRange(ctx, "packages/x/small.bin", 0, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, r)
+	r.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, op := range []string{"HeadBucket", "PutObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload", "GetObject"} {
+		if seen[op] == 0 {
+			t.Errorf("no %s request observed (saw %v)", op, seen)
+		}
+	}
+	if seen["other"] > 0 {
+		t.Errorf("requests without an operation name: %v", seen)
+	}
+	if seen["UploadPart"] < 3 {
+		t.Errorf("%d UploadPart requests for three parts", seen["UploadPart"])
+	}
+}
