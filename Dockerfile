@@ -26,8 +26,12 @@
 # declares no healthcheck for Slipway either, for the same reason.
 
 ARG GO_VERSION=1.26.8
+# The base images' digests ("@sha256:..."), pinning them beyond their tags; `make pin-images` sets
+# them where a registry is reachable (docs/deploy.md, "Base image digests"). Empty: by tag only.
+ARG GO_IMAGE_DIGEST=
+ARG RUNTIME_IMAGE_DIGEST=
 
-FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+FROM --platform=$BUILDPLATFORM golang:${GO_VERSION}${GO_IMAGE_DIGEST} AS build
 WORKDIR /src
 # Modules first, so source edits do not invalidate the download layer.
 COPY go.mod go.sum ./
@@ -45,7 +49,7 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 
 # distroless/static: CA certificates (S3 over https), tzdata (SLIPWAY_TIMEZONE), /etc/passwd with
 # the nonroot user (65532), no shell, no package manager.
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM gcr.io/distroless/static-debian12:nonroot${RUNTIME_IMAGE_DIGEST}
 ARG VERSION=dev
 ARG COMMIT=unknown
 LABEL org.opencontainers.image.title="slipway" \

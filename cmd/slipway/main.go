@@ -26,8 +26,8 @@ func main() {
 const usage = `Usage: slipway <command> [arguments]
 
 Commands:
-  serve                               run migrations, then serve HTTP until SIGTERM/SIGINT
-  migrate up|version                  apply the pending migrations; print the schema's version
+  serve                               run migrations (SLIPWAY_MIGRATE_ON_START), then serve HTTP until SIGTERM/SIGINT
+  migrate up|version                  apply the pending migrations; print the schema's version (exit 1 when dirty)
   migrate down [N] [--yes]            revert the N newest migrations (default 1); without --yes, only list them
   migrate force VERSION               record VERSION and clear the dirty flag, running nothing (after an interrupted migration)
   token create --name NAME [--scope upload|admin]
@@ -49,7 +49,9 @@ Commands:
   version                             print the version
 
 Configuration comes from SLIPWAY_* environment variables; see the README. The upload commands
-read SLIPWAY_URL and SLIPWAY_TOKEN when --url and --token are not given.
+read SLIPWAY_URL and SLIPWAY_TOKEN when --url and --token are not given. Only the migrate command
+and serve change the schema; only they create a missing database, and only with
+SLIPWAY_CREATE_DATABASE=true.
 `
 
 // run executes one command and returns the process exit code.

@@ -170,7 +170,7 @@ var Vars = []Var{
 	{"SLIPWAY_CREATE_DATABASE", "false", "serve and `slipway migrate up` create the database of SLIPWAY_DATABASE_URL when it does not exist (`make run` sets it); off: a missing database is an error, and no other command ever creates one"},
 	{"SLIPWAY_MIGRATE_LOCK_TIMEOUT", "5s", "how long a migration statement waits for a table lock (Postgres lock_timeout) before it gives up and is retried, so that queries never queue behind it for longer"},
 	{"SLIPWAY_MIGRATE_TIMEOUT", "3m", "how long a migration keeps retrying (with backoff) after giving up on a lock before it fails; keep it below the migration Job's deadline"},
-	{"SLIPWAY_DB_MAX_CONNS", "10", "Postgres connections each replica's pool may open (replicas x this must fit the server's max_connections)"},
+	{"SLIPWAY_DB_MAX_CONNS", "8", "Postgres connections each replica's pool may open (replicas x this must fit the server's max_connections)"},
 	{"SLIPWAY_ACCESS_LOG", "true", "log one line per request (false: none, whatever SLIPWAY_LOG_LEVEL says; connection and error lines stay)"},
 	{"SLIPWAY_PUBLIC_URL", "http://localhost:8080", "base of every absolute URL the API returns"},
 	{"SLIPWAY_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/slipway?sslmode=disable", "Postgres (the database must exist unless SLIPWAY_CREATE_DATABASE is true)"},

@@ -125,9 +125,14 @@ func (s *server) stop() {
 	}
 }
 
-// createToken creates an upload token with the CLI, as an operator would; the token is the last
-// line of its output.
+// createToken creates an upload token with the CLI, as an operator would (after `slipway
+// migrate up`: token create migrates nothing); the token is the last line of its output.
 func (e *env) createToken(ctx context.Context, storageURL, name string) (string, error) {
+	migrate := exec.CommandContext(ctx, e.bin, "migrate", "up")
+	migrate.Env = e.serverEnviron(storageURL, "127.0.0.1:0")
+	if out, err := migrate.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("slipway migrate up: %v: %s", err, out)
+	}
 	cmd := exec.CommandContext(ctx, e.bin, "token", "create", "--name", name, "--scope", "upload")
 	cmd.Env = e.serverEnviron(storageURL, "127.0.0.1:0")
 	var stderr bytes.Buffer

@@ -286,7 +286,7 @@ func TestChartNetworkPolicy(t *testing.T) {
 	}
 	r := render(t, "--set", "networkPolicy.enabled=true")
 	s := checkServer(t, r)
-	np := one(t, "NetworkPolicy", r.NetworkPolicies)
+	np := serverNetworkPolicy(t, r)
 	if !selects(np.Spec.PodSelector.MatchLabels, s.deploy.Spec.Template.Labels) {
 		t.Error("the NetworkPolicy does not select the server pods")
 	}
@@ -341,7 +341,7 @@ func TestChartNetworkPolicy(t *testing.T) {
 	// Empty peer lists leave the rules out rather than admitting everyone; no DNS rule with dns: [].
 	r = render(t, "--set", "networkPolicy.enabled=true", "--set", "networkPolicy.ingress.from=null",
 		"--set", "networkPolicy.ingress.monitoringFrom=null", "--set", "tests.enabled=false", "--set", "networkPolicy.egress.dns=null")
-	np = one(t, "NetworkPolicy", r.NetworkPolicies)
+	np = serverNetworkPolicy(t, r)
 	if len(np.Spec.Ingress) != 0 {
 		t.Errorf("ingress rules %+v with every peer list empty, want none (deny)", np.Spec.Ingress)
 	}
@@ -355,7 +355,7 @@ func TestChartNetworkPolicy(t *testing.T) {
 
 	// ci/full-values.yaml: the user's peers, extra rules and egress targets.
 	r = render(t, "-f", fullValues(t))
-	np = one(t, "NetworkPolicy", r.NetworkPolicies)
+	np = serverNetworkPolicy(t, r)
 	var cidrs []string
 	for _, rule := range np.Spec.Ingress {
 		for _, peer := range rule.From {
@@ -730,7 +730,7 @@ func TestChartInternalPort(t *testing.T) {
 	if len(r.Ingresses) == 0 {
 		t.Error("no Ingress rendered")
 	}
-	np := one(t, "NetworkPolicy", r.NetworkPolicies)
+	np := serverNetworkPolicy(t, r)
 	monitoring := false
 	for _, rule := range np.Spec.Ingress {
 		for _, p := range rule.Ports {
@@ -755,4 +755,17 @@ func TestChartInternalPort(t *testing.T) {
 	if sm := one(t, "ServiceMonitor", r.ServiceMonitors); sm.Spec.Endpoints[0].Port != "http" {
 		t.Errorf("internalPort=0: the ServiceMonitor scrapes %q, want http", sm.Spec.Endpoints[0].Port)
 	}
+}
+
+// serverNetworkPolicy is the NetworkPolicy of the server pods (the migration Job has its own,
+// TestChartMigrationHooksForGitOps).
+func serverNetworkPolicy(t *testing.T, r *rendered) *networkingv1.NetworkPolicy {
+	t.Helper()
+	var out []*networkingv1.NetworkPolicy
+	for _, np := range r.NetworkPolicies {
+		if np.Name == releaseName {
+			out = append(out, np)
+		}
+	}
+	return one(t, "server NetworkPolicy", out)
 }

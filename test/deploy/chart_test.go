@@ -292,16 +292,7 @@ func checkMemory(t *testing.T, s server) {
 		t.Error("no memory limit: the pod's memory is bounded by SLIPWAY_UPLOAD_MEMORY and should be declared")
 		return
 	}
-	var gomemlimit bool
-	for _, e := range s.container.Env {
-		if e.Name == "GOMEMLIMIT" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil &&
-			e.ValueFrom.ResourceFieldRef.Resource == "limits.memory" && e.ValueFrom.ResourceFieldRef.ContainerName == s.container.Name {
-			gomemlimit = true
-		}
-	}
-	if !gomemlimit {
-		t.Error("GOMEMLIMIT is not taken from the container's memory limit")
-	}
+	checkGoMemLimit(t, s.container)
 	uploads, err := strconv.ParseInt(s.configMap.Data["SLIPWAY_MAX_CONCURRENT_UPLOADS"], 10, 64)
 	if err != nil {
 		t.Fatalf("SLIPWAY_MAX_CONCURRENT_UPLOADS: %v", err)
@@ -319,6 +310,27 @@ func checkMemory(t *testing.T, s server) {
 		t.Errorf("memory limit %s is below 40Mi + %d MiB of read cache + %d MiB of buffers + %d uploads x 3 MiB = %s",
 			limit.String(), cache>>20, buffers>>20, uploads, need.String())
 	}
+}
+
+// checkGoMemLimit: GOMEMLIMIT is 90% of the container's memory limit (values.yaml,
+// goMemLimitPercent: the rest is for what the Go runtime does not count).
+func checkGoMemLimit(t *testing.T, c corev1.Container) {
+	t.Helper()
+	limit, ok := c.Resources.Limits[corev1.ResourceMemory]
+	if !ok {
+		return
+	}
+	for _, e := range c.Env {
+		if e.Name != "GOMEMLIMIT" {
+			continue
+		}
+		got, err := strconv.ParseInt(e.Value, 10, 64)
+		if want := limit.Value() * 90 / 100; err != nil || got != want {
+			t.Errorf("%s: GOMEMLIMIT %q, want 90%% of the memory limit %s = %d", c.Name, e.Value, limit.String(), want)
+		}
+		return
+	}
+	t.Errorf("%s: no GOMEMLIMIT beside the memory limit", c.Name)
 }
 
 func isSHA256(s string) bool {
@@ -379,6 +391,7 @@ func checkMigrationJob(t *testing.T, r *rendered, s server) *batchv1.Job {
 	}
 	checkContainerHardening(t, c.Name, c)
 	checkTmp(t, pod, c)
+	checkGoMemLimit(t, c)
 
 	// Same environment: every name the Deployment sets, with the ConfigMap's values inline.
 	jobEnv := map[string]bool{}
@@ -403,7 +416,7 @@ func checkMigrationJob(t *testing.T, r *rendered, s server) *batchv1.Job {
 		if sec == nil {
 			continue // existingSecret: checked by its own test
 		}
-		if sec.Annotations["helm.sh/hook"] != "pre-install,pre-upgrade" {
+		if !strings.HasPrefix(sec.Annotations["helm.sh/hook"], "pre-install,pre-upgrade") {
 			t.Errorf("Job reads Secret %s, which is not a pre-install,pre-upgrade hook (it would not exist yet on install)", name)
 		}
 		w, _ := strconv.Atoi(sec.Annotations["helm.sh/hook-weight"])
@@ -502,7 +515,7 @@ func TestChartFullValues(t *testing.T) {
 	r := render(t, "-f", fullValues(t))
 	want := map[string]int{"Deployment": 1, "Service": 1, "ConfigMap": 2, "Secret": 2, "ServiceAccount": 1, "Job": 1,
 		"PodDisruptionBudget": 1, "Ingress": 1, "HorizontalPodAutoscaler": 1, "ServiceMonitor": 1,
-		"PrometheusRule": 1, "NetworkPolicy": 1, "HTTPRoute": 1, "Pod": 1}
+		"PrometheusRule": 1, "NetworkPolicy": 2, "HTTPRoute": 1, "Pod": 1} // NetworkPolicies: the server's and the Job's
 	if !reflect.DeepEqual(r.Kinds, want) {
 		t.Errorf("kinds %v, want %v", r.Kinds, want)
 	}

@@ -76,7 +76,8 @@ type Options struct {
 	Env []string
 	// DatabaseURL, when set, is used instead of a fresh database on the test Postgres: for tests
 	// that run a Postgres of their own (to stop and restart it). The caller owns that database;
-	// serve migrates it when it starts (run `slipway migrate up` first to use it before).
+	// serve creates it if it is missing (the harness sets SLIPWAY_CREATE_DATABASE=true, as `make
+	// run` does) and migrates it when it starts (run `slipway migrate up` first to use it before).
 	DatabaseURL string
 	// S3, when set with Storage S3, is the bucket to use instead of a fresh one on the shared test
 	// MinIO: for tests that run a MinIO of their own (to kill and restart it). The caller creates
@@ -152,11 +153,22 @@ func New(t testing.TB, opts Options) *Harness {
 		// Short enough that a server left with a stuck request stops quickly at clean-up.
 		"SLIPWAY_DRAIN_TIMEOUT=10s",
 	)
+	if opts.DatabaseURL != "" {
+		h.env = append(h.env, "SLIPWAY_CREATE_DATABASE=true")
+	}
 	if h.S3 != nil {
 		h.env = append(h.env, h.S3.Environ()...)
 	}
 	h.env = append(h.env, opts.Env...)
 	return h
+}
+
+// WithBinary returns a harness on the same database, storage and environment whose servers and
+// commands run the slipway binary at path: another release's, beside this one's (the
+// rolling-update test).
+func (h *Harness) WithBinary(path string) *Harness {
+	return &Harness{DatabaseURL: h.DatabaseURL, StorageURL: h.StorageURL, StorageDir: h.StorageDir, S3: h.S3,
+		env: slices.Clone(h.env), bin: path}
 }
 
 // Environ returns the environment of the harness's processes: this process's, without any

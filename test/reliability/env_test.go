@@ -45,7 +45,9 @@ func newEnv(t *testing.T, opts e2e.Options, replicas int, serverEnv ...string) *
 	t.Helper()
 	h := e2e.New(t, opts)
 	e := &env{h: h}
-	// token create migrates the database, so the tokens exist before any server starts.
+	// The schema first, as an operator would (token create migrates nothing), so that the tokens
+	// exist before any server starts.
+	h.MustRun(t, "migrate", "up")
 	e.admin = h.CreateToken(t, "admin", "admin")
 	e.upload = h.CreateToken(t, "ci", "upload")
 	e.db = openPool(t, h.DatabaseURL)

@@ -242,6 +242,11 @@ SLIPWAY_DRAIN_TIMEOUT: {{ printf "%ds" (int .Values.config.drainTimeoutSeconds) 
 SLIPWAY_INTERNAL_ADDR: {{ printf ":%d" (int .Values.internalPort) | quote }}
 {{- end }}
 SLIPWAY_MIGRATE_ON_START: {{ not .Values.migrations.enabled | toString | quote }}
+SLIPWAY_MIGRATE_LOCK_TIMEOUT: {{ printf "%ds" (int .Values.migrations.lockTimeoutSeconds) | quote }}
+SLIPWAY_MIGRATE_TIMEOUT: {{ printf "%ds" (int .Values.migrations.lockRetrySeconds) | quote }}
+SLIPWAY_DB_MAX_CONNS: {{ int .Values.config.dbMaxConns | toString | quote }}
+SLIPWAY_CREATE_DATABASE: {{ .Values.database.create | toString | quote }}
+SLIPWAY_ACCESS_LOG: {{ .Values.config.accessLog | toString | quote }}
 {{- with .Values.config.uploadIdleTimeout }}
 SLIPWAY_UPLOAD_IDLE_TIMEOUT: {{ . | quote }}
 {{- end }}
@@ -303,12 +308,10 @@ Env entries read from a Secret, plus GOMEMLIMIT and extraEnv. Call with
       optional: {{ not (empty $root.Values.existingSecret) }}
 {{- end }}
 {{- if and .resources .resources.limits .resources.limits.memory }}
-# The Go runtime collects garbage harder as the heap nears the container's memory limit.
+# The Go runtime collects garbage harder as its memory nears GOMEMLIMIT: goMemLimitPercent of the
+# container's limit, leaving the rest to what the runtime does not count (values.yaml).
 - name: GOMEMLIMIT
-  valueFrom:
-    resourceFieldRef:
-      containerName: {{ .container }}
-      resource: limits.memory
+  value: {{ div (mul (include "slipway.bytes" .resources.limits.memory | int64) (int64 $root.Values.goMemLimitPercent)) 100 | toString | quote }}
 {{- end }}
 {{- with $root.Values.extraEnv }}
 {{ toYaml . }}
@@ -412,4 +415,19 @@ ReplicaSet, so a rollout's old pods do not skew the new ones.
     - pod-template-hash
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{/*
+The bytes of a Kubernetes memory quantity (640Mi, 1.5Gi, 512M, 1000000): binary and decimal
+suffixes, a plain number, or a fraction of one.
+*/}}
+{{- define "slipway.bytes" -}}
+{{- $q := toString . -}}
+{{- $units := dict "" 1 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 -}}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" $q -}}
+{{- $suffix := trimPrefix $num $q -}}
+{{- if or (not $num) (not (hasKey $units $suffix)) -}}
+{{- fail (printf "memory quantity %q: want a number with Ki, Mi, Gi, Ti, k, M, G or T (or none)" $q) -}}
+{{- end -}}
+{{- mulf $num (get $units $suffix) | floor | int64 -}}
 {{- end }}
