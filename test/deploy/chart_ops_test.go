@@ -10,8 +10,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 	networkingv1 "k8s.io/api/networking/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // The migration's deadlines nest: a lock wait (SLIPWAY_MIGRATE_LOCK_TIMEOUT) inside the retries
