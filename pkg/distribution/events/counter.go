@@ -89,6 +89,7 @@ func (c *Counter) Flush(ctx context.Context) error {
 func (c *Counter) Run(ctx context.Context) error {
 	tick := time.NewTicker(c.Interval)
 	defer tick.Stop()
+	lastErr := "" // a failure repeated at every tick (a read-only database) is logged once
 	for {
 		select {
 		case <-ctx.Done():
@@ -100,8 +101,18 @@ func (c *Counter) Run(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 		}
-		if err := c.Flush(ctx); err != nil && ctx.Err() == nil {
-			c.Log.WarnContext(ctx, "writing download counts failed; they are kept for the next try", slog.String("error", err.Error()))
+		err := c.Flush(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			level := slog.LevelWarn
+			if err.Error() == lastErr {
+				level = slog.LevelDebug
+			}
+			lastErr = err.Error()
+			c.Log.Log(ctx, level, "writing download counts failed; they are kept for the next try (logged again when the error changes)", slog.String("error", err.Error()))
+		case err == nil && lastErr != "":
+			lastErr = ""
+			c.Log.InfoContext(ctx, "writing download counts works again")
 		}
 	}
 }

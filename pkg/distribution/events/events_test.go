@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -300,4 +301,68 @@ func TestWebhookRules(t *testing.T) {
 	if _, err := wh.CreateWebhook(ctx, 1, 0, WebhookInput{URL: s("http://127.0.0.1:9/hook")}); err != nil {
 		t.Fatalf("a private address where they are allowed: %v", err)
 	}
+}
+
+// failingOutbox refuses every lease with err until healed.
+type failingOutbox struct {
+	*outbox
+	mu     sync.Mutex
+	err    error
+	leases int
+}
+
+func (f *failingOutbox) LeaseDeliveries(ctx context.Context, limit int, d time.Duration) ([]DueDelivery, error) {
+	f.mu.Lock()
+	err := f.err
+	f.leases++
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return f.outbox.LeaseDeliveries(ctx, limit, d)
+}
+
+// A database that stays read-only (a failover) fails every poll's lease: one warning, not one
+// per poll, and one line when it works again.
+func TestSenderLogsARepeatedLeaseFailureOnce(t *testing.T) {
+	var logs syncBuffer
+	st := &failingOutbox{outbox: newOutbox(), err: errs.Wrap(errs.Unavailable, ErrReadOnly, "the database refuses writes (transaction_read_only is on)")}
+	s := NewSender(st, webhook.NewClient(true, time.Second), SenderConfig{Poll: time.Millisecond, MaxAttempts: 3, Timeout: time.Second}, nil,
+		slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	ctx := context.Background()
+	for range 50 {
+		s.deliverDue(ctx)
+	}
+	st.mu.Lock()
+	st.err = nil
+	st.mu.Unlock()
+	s.deliverDue(ctx)
+	s.deliverDue(ctx)
+	out := logs.String()
+	if n := strings.Count(out, "leasing webhook deliveries failed"); n != 1 {
+		t.Errorf("%d warnings for 50 failed polls, want 1:\n%s", n, out)
+	}
+	if n := strings.Count(out, "works again"); n != 1 {
+		t.Errorf("%d recovery lines, want 1:\n%s", n, out)
+	}
+	if st.leases != 52 {
+		t.Errorf("%d leases, want every poll to try", st.leases)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -52,6 +52,10 @@ type Sender struct {
 	// wake is the Sender's own doorbell: a request that just committed an event rings it (Wake)
 	// and the running Sender looks at once instead of at its next poll.
 	wake chan struct{}
+	// leaseErr is the last failure to lease deliveries, "" after a success: a failure that
+	// repeats (a read-only database during a failover, every poll for minutes) is logged once,
+	// and its end once. Only Run's goroutine touches it.
+	leaseErr string
 }
 
 // NewSender returns a Sender; it sends nothing until Run.
@@ -99,9 +103,19 @@ func (s *Sender) deliverDue(ctx context.Context) bool {
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
-			s.Log.WarnContext(ctx, "leasing webhook deliveries failed", slog.String("error", err.Error()))
+			level := slog.LevelWarn
+			if err.Error() == s.leaseErr {
+				level = slog.LevelDebug // the same failure as at the last poll: said already
+			}
+			s.leaseErr = err.Error()
+			s.Log.Log(ctx, level, "leasing webhook deliveries failed; retrying at every poll, logged again when the error changes",
+				slog.String("error", err.Error()))
 		}
 		return false
+	}
+	if s.leaseErr != "" {
+		s.leaseErr = ""
+		s.Log.InfoContext(ctx, "leasing webhook deliveries works again")
 	}
 	// The attempts outlive a stop (see Run); the client's timeout bounds them.
 	sendCtx := context.WithoutCancel(ctx)
