@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -30,6 +31,7 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 	scope := fs.String("scope", distribution.ScopeUpload, "upload (upload builds and debug files, edit own releases, sync devices) or admin (everything)")
 	serverURL := fs.String("url", "", "manage tokens of the server at this URL over its API (needs an admin token) instead of in the database")
 	adminToken := fs.String("token", "", "with --url: an admin token (default $SLIPWAY_TOKEN)")
+	expires := fs.String("expires", "", "create: the token stops working after this long (90d, 36h) or at this date (2027-01-31, RFC 3339); default: never")
 	rest := args[1:]
 	if action == "revoke" && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		*name, rest = rest[0], rest[1:] // revoke NAME [flags]: the name may come before the flags
@@ -44,6 +46,20 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	if action == "revoke" && *name == "" {
 		return usageError("usage: slipway token revoke NAME [--url URL --token ADMIN_TOKEN]")
+	}
+	var until *time.Time
+	if *expires != "" {
+		if action != "create" {
+			return usageError("--expires goes with token create")
+		}
+		u, err := parseExpiry(*expires, time.Now())
+		if err != nil {
+			return usageError("--expires: " + err.Error())
+		}
+		if *serverURL != "" {
+			return usageError("--expires is for tokens made on the server (without --url): the API makes tokens that do not expire")
+		}
+		until = &u
 	}
 	var tokens tokenManager
 	if *serverURL != "" {
@@ -67,11 +83,15 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 		if *name == "" {
 			return usageError("--name is required")
 		}
-		secret, tok, err := tokens.create(ctx, *name, *scope)
+		secret, tok, err := tokens.create(ctx, *name, *scope, until)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "Created token %q with scope %s. It is shown only now; store it safely:\n", tok.name, tok.scope)
+		if until != nil {
+			fmt.Fprintf(stdout, "Created token %q with scope %s, expiring %s. It is shown only now; store it safely:\n", tok.name, tok.scope, tok.expires)
+		} else {
+			fmt.Fprintf(stdout, "Created token %q with scope %s. It is shown only now; store it safely:\n", tok.name, tok.scope)
+		}
 		fmt.Fprintln(stdout, secret)
 		return nil
 	case "list":
@@ -80,9 +100,9 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 			return err
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tSCOPE\tCREATED\tLAST USED\tSTATE")
+		fmt.Fprintln(tw, "ID\tNAME\tSCOPE\tCREATED\tLAST USED\tEXPIRES\tSTATE")
 		for _, t := range toks {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", t.id, t.name, t.scope, t.created, t.lastUsed, t.state)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.id, t.name, t.scope, t.created, t.lastUsed, t.expires, t.state)
 		}
 		return tw.Flush()
 	case "revoke":
@@ -97,21 +117,27 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 
 // tokenManager is where token commands act: the database, or a server's API.
 type tokenManager interface {
-	create(ctx context.Context, name, scope string) (secret string, t tokenRow, err error)
+	create(ctx context.Context, name, scope string, expires *time.Time) (secret string, t tokenRow, err error)
 	list(ctx context.Context) ([]tokenRow, error)
 	revoke(ctx context.Context, name string) error
 }
 
 // tokenRow is a token as `token list` prints it.
 type tokenRow struct {
-	id                                    int64
-	name, scope, created, lastUsed, state string
+	id                                             int64
+	name, scope, created, lastUsed, expires, state string
 }
 
 type localTokens struct{ tokens *access.Tokens }
 
 func localRow(t *distribution.Token) tokenRow {
-	r := tokenRow{id: t.ID, name: t.Name, scope: t.Scope, created: t.CreatedAt.UTC().Format(time.RFC3339), lastUsed: "never", state: "active"}
+	r := tokenRow{id: t.ID, name: t.Name, scope: t.Scope, created: t.CreatedAt.UTC().Format(time.RFC3339), lastUsed: "never", expires: "never", state: "active"}
+	if t.ExpiresAt != nil {
+		r.expires = t.ExpiresAt.UTC().Format(time.RFC3339)
+		if !t.ExpiresAt.After(time.Now()) {
+			r.state = "expired"
+		}
+	}
 	if t.LastUsedAt != nil {
 		r.lastUsed = t.LastUsedAt.UTC().Format(time.RFC3339)
 	}
@@ -121,8 +147,14 @@ func localRow(t *distribution.Token) tokenRow {
 	return r
 }
 
-func (l localTokens) create(ctx context.Context, name, scope string) (string, tokenRow, error) {
-	secret, t, err := l.tokens.CreateToken(ctx, name, scope)
+func (l localTokens) create(ctx context.Context, name, scope string, expires *time.Time) (string, tokenRow, error) {
+	create := l.tokens.CreateToken
+	if expires != nil {
+		create = func(ctx context.Context, name, scope string) (string, *distribution.Token, error) {
+			return l.tokens.CreateTokenUntil(ctx, name, scope, *expires)
+		}
+	}
+	secret, t, err := create(ctx, name, scope)
 	if err != nil {
 		return "", tokenRow{}, err
 	}
@@ -145,7 +177,7 @@ func (l localTokens) revoke(ctx context.Context, name string) error {
 type remoteTokens struct{ c *uploader.Client }
 
 func remoteRow(t *uploader.Token) tokenRow {
-	r := tokenRow{id: t.ID, name: t.Name, scope: t.Scope, created: t.CreatedAt, lastUsed: "never", state: "active"}
+	r := tokenRow{id: t.ID, name: t.Name, scope: t.Scope, created: t.CreatedAt, lastUsed: "never", expires: "never", state: "active"}
 	if t.LastUsedAt != nil {
 		r.lastUsed = *t.LastUsedAt
 	}
@@ -155,7 +187,7 @@ func remoteRow(t *uploader.Token) tokenRow {
 	return r
 }
 
-func (r remoteTokens) create(ctx context.Context, name, scope string) (string, tokenRow, error) {
+func (r remoteTokens) create(ctx context.Context, name, scope string, _ *time.Time) (string, tokenRow, error) {
 	t, err := r.c.CreateToken(ctx, name, scope)
 	if err != nil {
 		return "", tokenRow{}, err
@@ -341,4 +373,29 @@ func insightsCmd(ctx context.Context, args []string, getenv func(string) string,
 		err = fmt.Errorf("%d releases failed; run the command again to retry them", p.Failed)
 	}
 	return err
+}
+
+// parseExpiry reads --expires: a duration from now (90d, 36h, 30m) or a moment (2027-01-31, in
+// UTC, or RFC 3339), which must be in the future.
+func parseExpiry(v string, now time.Time) (time.Time, error) {
+	var at time.Time
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n <= 0 {
+			return time.Time{}, fmt.Errorf("want a positive number of days, got %q", v)
+		}
+		at = now.AddDate(0, 0, n)
+	} else if d, err := time.ParseDuration(v); err == nil {
+		at = now.Add(d)
+	} else if t, err := time.Parse("2006-01-02", v); err == nil {
+		at = t
+	} else if t, err := time.Parse(time.RFC3339, v); err == nil {
+		at = t
+	} else {
+		return time.Time{}, fmt.Errorf("want a duration (90d, 36h) or a date (2027-01-31, RFC 3339), got %q", v)
+	}
+	if !at.After(now) {
+		return time.Time{}, fmt.Errorf("%q is not in the future", v)
+	}
+	return at, nil
 }

@@ -30,7 +30,7 @@ Commands:
   migrate up|version                  apply the pending migrations; print the schema's version (exit 1 when dirty)
   migrate down [N] [--yes]            revert the N newest migrations (default 1); without --yes, only list them
   migrate force VERSION               record VERSION and clear the dirty flag, running nothing (after an interrupted migration)
-  token create --name NAME [--scope upload|admin]
+  token create --name NAME [--scope upload|admin] [--expires 90d|DATE]
                                       create an API token (printed once, on the last line)
   token list                          list tokens (never their secrets)
   token revoke NAME                   revoke the active token named NAME

@@ -294,12 +294,16 @@ type Token struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	// ExpiresAt, when set, is when the token stops working (refused as a revoked one is).
+	ExpiresAt *time.Time
 }
 
 // NewToken is a token to make: its name, scope and owner (0: none), and who makes it (the audit
 // row's actor).
 type NewToken struct {
 	Name, Scope string
+	// ExpiresAt, when set, is when the token stops working; nil: never.
+	ExpiresAt *time.Time
 	UserID      int64
 	By          Actor
 }

@@ -106,6 +106,8 @@ var fills = map[uint]string{
 		UPDATE channels SET feed_token_hash = repeat('e', 64) WHERE id = 1;`,
 	16: ``, // an index of the unsigned macOS releases: no table or column
 	17: ``, // a column's default only (and its backfill)
+	18: `
+		UPDATE api_tokens SET expires_at = now() + interval '90 days' WHERE id = 1;`,
 }
 
 // downEffects are the changes to surviving rows that a down migration makes on purpose: they turn

@@ -7,6 +7,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -38,14 +39,17 @@ func (db *DB) NewToken(ctx context.Context, in distribution.NewToken) (string, *
 		return "", nil, err
 	}
 	secret := tokenPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
-	t := distribution.Token{Name: in.Name, Scope: in.Scope, UserID: in.UserID}
+	t := distribution.Token{Name: in.Name, Scope: in.Scope, UserID: in.UserID, ExpiresAt: in.ExpiresAt}
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `INSERT INTO api_tokens (name, scope, token_hash, user_id) VALUES ($1, $2, $3, $4) RETURNING id, created_at`,
-			in.Name, in.Scope, HashToken(secret), nullID(in.UserID)).Scan(&t.ID, &t.CreatedAt)
+		err := tx.QueryRow(ctx, `INSERT INTO api_tokens (name, scope, token_hash, user_id, expires_at) VALUES ($1, $2, $3, $4, $5) RETURNING id, created_at`,
+			in.Name, in.Scope, HashToken(secret), nullID(in.UserID), in.ExpiresAt).Scan(&t.ID, &t.CreatedAt)
 		if err != nil {
 			return err
 		}
 		detail := map[string]any{"scope": t.Scope}
+		if in.ExpiresAt != nil {
+			detail["expires_at"] = in.ExpiresAt.UTC().Format(time.RFC3339)
+		}
 		if in.UserID != 0 {
 			detail["owner_id"] = in.UserID
 		}
@@ -76,17 +80,19 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (*distribution.To
 	var scope *string
 	err := db.Pool.QueryRow(ctx, `
 		UPDATE api_tokens t SET last_used_at = now() FROM api_tokens t0 LEFT JOIN users u ON u.id = t0.user_id AND u.disabled_at IS NULL
-		WHERE t.id = t0.id AND t.token_hash = $1 AND t.revoked_at IS NULL AND (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute')
+		WHERE t.id = t0.id AND t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
+			AND (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute')
 			AND (t0.user_id IS NULL OR u.id IS NOT NULL)
 		RETURNING t.id, t.name, `+effective+`, coalesce(t.user_id, 0), t.created_at`, HashToken(secret)).Scan(&t.ID, &t.Name, &scope, &t.UserID, &t.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = db.Pool.QueryRow(ctx, `SELECT t.id, t.name, `+effective+`, coalesce(t.user_id, 0), t.created_at FROM api_tokens t
 			LEFT JOIN users u ON u.id = t.user_id AND u.disabled_at IS NULL
-			WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.user_id IS NULL OR u.id IS NOT NULL)`,
+			WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
+				AND (t.user_id IS NULL OR u.id IS NOT NULL)`,
 			HashToken(secret)).Scan(&t.ID, &t.Name, &scope, &t.UserID, &t.CreatedAt)
 	}
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && scope == nil) {
-		return nil, errs.New(errs.Unauthenticated, "the API token is invalid or revoked")
+		return nil, errs.New(errs.Unauthenticated, "the API token is invalid, revoked or expired")
 	}
 	if err != nil {
 		return nil, dbErr(err)
@@ -98,14 +104,14 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (*distribution.To
 // ListTokens returns every token, active ones first, newest first.
 func (db *DB) ListTokens(ctx context.Context) ([]distribution.Token, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT t.id, t.name, t.scope, coalesce(t.user_id, 0), coalesce(nullif(u.name, ''), u.email, ''),
-		t.created_at, t.last_used_at, t.revoked_at FROM api_tokens t LEFT JOIN users u ON u.id = t.user_id
+		t.created_at, t.last_used_at, t.revoked_at, t.expires_at FROM api_tokens t LEFT JOIN users u ON u.id = t.user_id
 		ORDER BY t.revoked_at IS NOT NULL, t.created_at DESC, t.id DESC`)
 	if err != nil {
 		return nil, dbErr(err)
 	}
 	toks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.Token, error) {
 		var t distribution.Token
-		return t, r.Scan(&t.ID, &t.Name, &t.Scope, &t.UserID, &t.Owner, &t.CreatedAt, &t.LastUsedAt, &t.RevokedAt)
+		return t, r.Scan(&t.ID, &t.Name, &t.Scope, &t.UserID, &t.Owner, &t.CreatedAt, &t.LastUsedAt, &t.RevokedAt, &t.ExpiresAt)
 	})
 	return toks, dbErr(err)
 }

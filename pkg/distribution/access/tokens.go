@@ -6,6 +6,7 @@ package access
 import (
 	"context"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
@@ -52,6 +53,19 @@ func (t *Tokens) Authenticate(ctx context.Context, secret string) (*distribution
 // user's is theirs, a token's belongs to that token's owner (so it dies with them, and its rights
 // follow theirs), the command line's to nobody.
 func (t *Tokens) CreateToken(ctx context.Context, name, scope string) (string, *distribution.Token, error) {
+	return t.createToken(ctx, name, scope, nil)
+}
+
+// CreateTokenUntil is CreateToken for a token that stops working at expires, which must be in
+// the future (`slipway token create --expires`).
+func (t *Tokens) CreateTokenUntil(ctx context.Context, name, scope string, expires time.Time) (string, *distribution.Token, error) {
+	if !expires.After(time.Now()) {
+		return "", nil, errs.Field("expires", "must be in the future")
+	}
+	return t.createToken(ctx, name, scope, &expires)
+}
+
+func (t *Tokens) createToken(ctx context.Context, name, scope string, expires *time.Time) (string, *distribution.Token, error) {
 	if err := t.Policy.Authorize(ctx, policy.ManageTokens, policy.Installation); err != nil {
 		return "", nil, err
 	}
@@ -60,7 +74,7 @@ func (t *Tokens) CreateToken(ctx context.Context, name, scope string) (string, *
 		return "", nil, err
 	}
 	by := distribution.ActorOf(ctx)
-	return t.Store.NewToken(ctx, distribution.NewToken{Name: name, Scope: scope, UserID: by.UserID, By: by})
+	return t.Store.NewToken(ctx, distribution.NewToken{Name: name, Scope: scope, UserID: by.UserID, ExpiresAt: expires, By: by})
 }
 
 // CheckToken validates a new token's name and scope (upload when empty).
