@@ -304,8 +304,8 @@ type NewToken struct {
 	Name, Scope string
 	// ExpiresAt, when set, is when the token stops working; nil: never.
 	ExpiresAt *time.Time
-	UserID      int64
-	By          Actor
+	UserID    int64
+	By        Actor
 }
 
 // Device is an Apple device known by its UDID: synced from the developer portal (fastlane's
