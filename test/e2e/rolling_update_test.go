@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -249,6 +250,22 @@ func rollingUpdate(t *testing.T, oldBin string) {
 
 	// The new pod starts (a rollout's next step) and reads everything back.
 	newPod := h.Start(t)
+	// The desktop builds end verified by the new pod's verifier (it runs at start), with the SHA-512
+	// the feeds carry; then everything reads back as the old pod wrote it.
+	for _, v := range []map[string]any{mac, linux} {
+		path := fmt.Sprintf("/api/releases/%d", id(v))
+		waitFor(t, "release "+path+" is verified", func() bool {
+			var r struct {
+				ChecksumState string `json:"checksum_state"`
+				SHA512        string `json:"sha512"`
+			}
+			call(t, newPod, "GET", path, admin, "").JSON(t, &r)
+			if r.ChecksumState == "mismatch" {
+				t.Fatalf("%s: checksum mismatch", path)
+			}
+			return r.ChecksumState == "verified" && len(r.SHA512) == 128
+		})
+	}
 	for _, w := range writes {
 		want := readBack(t, old, w.path, admin)
 		got := readBack(t, newPod, w.path, admin)
@@ -280,22 +297,7 @@ func rollingUpdate(t *testing.T, oldBin string) {
 		t.Errorf("the new pod reads %d downloads of the build the old pod served", counted.DownloadCount)
 	}
 
-	// The desktop builds end verified, with the SHA-512 the feeds carry, and in the macOS feed.
-	for _, v := range []map[string]any{mac, linux} {
-		path := fmt.Sprintf("/api/releases/%d", id(v))
-		waitFor(t, "release "+path+" is verified", func() bool {
-			var r struct {
-				ChecksumState string `json:"checksum_state"`
-				SHA512        string `json:"sha512"`
-			}
-			call(t, newPod, "GET", path, admin, "").JSON(t, &r)
-			if r.ChecksumState == "mismatch" {
-				t.Fatalf("%s: checksum mismatch", path)
-			}
-			return r.ChecksumState == "verified" && len(r.SHA512) == 128
-		})
-	}
-	appcast := newPod.Get(t, "/api/channels/"+keys["macos"]+"/appcast.xml")
+	appcast := newPod.Get(t, "/channels/"+keys["macos"]+"/appcast.xml")
 	if appcast.Status != 200 || !strings.Contains(string(appcast.Body), "<sparkle:version>20</sparkle:version>") {
 		t.Errorf("the new pod's appcast lacks the old pod's macOS build: %d %s", appcast.Status, appcast.Body)
 	}
@@ -309,15 +311,19 @@ var ignoredOnReadBack = map[string]bool{
 	"updated_at": true,
 }
 
-// normalizeURLs keeps only the path of every URL in v: each pod has its own address, and
-// signatures and expiry in queries differ per request.
+// podAddress is a pod's own address inside a value (a URL, or a URL within another's query).
+var podAddress = regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
+
+// normalizeURLs keeps only the path of every http URL in v, and names every pod's address alike
+// (itms-services links hold one in their query): each pod has its own address, and signatures and
+// expiry in queries differ per request.
 func normalizeURLs(v any) any {
 	switch x := v.(type) {
 	case string:
 		if u, err := url.Parse(x); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
 			return u.Path
 		}
-		return x
+		return podAddress.ReplaceAllString(x, "http://pod")
 	case map[string]any:
 		out := map[string]any{}
 		for k, e := range x {
