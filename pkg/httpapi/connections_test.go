@@ -233,7 +233,7 @@ func TestMetricLabelsAreBounded(t *testing.T) {
 // count every request.
 func TestAccessLogSwitch(t *testing.T) {
 	for _, off := range []bool{false, true} {
-		logs := &syncBuffer{}
+		logs := &testkit.LockedBuffer{}
 		m := metrics.New()
 		s := &Server{cfg: &config.Config{AccessLogOff: off}, log: slog.New(slog.NewJSONHandler(logs, nil)), metrics: m}
 		gin.SetMode(gin.ReleaseMode)

@@ -325,7 +325,7 @@ func (f *failingOutbox) LeaseDeliveries(ctx context.Context, limit int, d time.D
 // A database that stays read-only (a failover) fails every poll's lease: one warning, not one
 // per poll, and one line when it works again.
 func TestSenderLogsARepeatedLeaseFailureOnce(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.LockedBuffer
 	st := &failingOutbox{outbox: newOutbox(), err: errs.Wrap(errs.Unavailable, ErrReadOnly, "the database refuses writes (transaction_read_only is on)")}
 	s := NewSender(st, webhook.NewClient(true, time.Second), SenderConfig{Poll: time.Millisecond, MaxAttempts: 3, Timeout: time.Second}, nil,
 		slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
@@ -348,21 +348,4 @@ func TestSenderLogsARepeatedLeaseFailureOnce(t *testing.T) {
 	if st.leases != 52 {
 		t.Errorf("%d leases, want every poll to try", st.leases)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
