@@ -153,6 +153,12 @@ type OIDCConfig struct {
 	// GroupsClaim names the ID token claim listing the user's groups.
 	GroupsClaim                                string
 	AllowedDomains, AllowedGroups, AdminGroups []string
+	// AllowAny admits every account of the issuer (SLIPWAY_OIDC_ALLOW_ANY). Without it, or
+	// allowed domains or groups, nobody may sign in with the provider (and Load warns).
+	AllowAny bool
+	// TrustEmails lets an email without an email_verified claim pass the allowed-domain check
+	// (SLIPWAY_OIDC_TRUST_EMAILS).
+	TrustEmails bool
 }
 
 // Var describes one environment variable, for validation and documentation.
@@ -214,9 +220,11 @@ var Vars = []Var{
 	{"SLIPWAY_OIDC_ISSUER", "", "the console's OpenID Connect provider (its issuer URL); empty: sign in only with `slipway admin login-link`"},
 	{"SLIPWAY_OIDC_CLIENT_ID", "", "the client registered at the provider, with redirect URI PUBLIC_URL/console/callback"},
 	{"SLIPWAY_OIDC_CLIENT_SECRET", "", "that client's secret"},
-	{"SLIPWAY_OIDC_ALLOWED_DOMAINS", "", "comma-separated email domains allowed to sign in (verified emails only); empty: any"},
-	{"SLIPWAY_OIDC_ALLOWED_GROUPS", "", "comma-separated groups of which a user must be in one; empty: any"},
-	{"SLIPWAY_OIDC_ADMIN_GROUPS", "", "comma-separated groups whose members are console admins (the first user to sign in is one too)"},
+	{"SLIPWAY_OIDC_ALLOWED_DOMAINS", "", "comma-separated email domains allowed to sign in (verified emails only: email_verified true, see SLIPWAY_OIDC_TRUST_EMAILS)"},
+	{"SLIPWAY_OIDC_ALLOWED_GROUPS", "", "comma-separated groups of which a user must be in one"},
+	{"SLIPWAY_OIDC_ALLOW_ANY", "false", "true: every account of the issuer may sign in (as a viewer). Without it, SLIPWAY_OIDC_ALLOWED_DOMAINS or SLIPWAY_OIDC_ALLOWED_GROUPS nobody may sign in with the provider"},
+	{"SLIPWAY_OIDC_TRUST_EMAILS", "false", "true: an email the provider sends without an email_verified claim counts as verified for SLIPWAY_OIDC_ALLOWED_DOMAINS (an explicit false never does); docs/deploy.md, Console sign-in, says which providers need it"},
+	{"SLIPWAY_OIDC_ADMIN_GROUPS", "", "comma-separated groups whose members are console admins, re-evaluated at every sign-in (leaving them takes the admin role back); nobody else becomes an admin by signing in"},
 	{"SLIPWAY_OIDC_GROUPS_CLAIM", "groups", "the ID token claim that lists a user's groups"},
 	{"SLIPWAY_SPARKLE_KEY_FILE", "", "file of the Ed25519 private key with which Slipway signs macOS packages uploaded without a Sparkle signature (generate_keys -x export, base64 or PEM); empty: Slipway signs nothing"},
 	{"SLIPWAY_TRUSTED_PROXIES", "", "comma-separated CIDRs of the reverse proxies (the ingress) whose X-Forwarded-For and X-Real-IP are believed; empty: none, the peer is the client"},
@@ -598,6 +606,18 @@ func (c *Config) loadOIDC(get func(string) string) error {
 	c.OIDC = OIDCConfig{Issuer: get("SLIPWAY_OIDC_ISSUER"), ClientID: get("SLIPWAY_OIDC_CLIENT_ID"), ClientSecret: get("SLIPWAY_OIDC_CLIENT_SECRET"),
 		GroupsClaim: get("SLIPWAY_OIDC_GROUPS_CLAIM"), AllowedDomains: list("SLIPWAY_OIDC_ALLOWED_DOMAINS"),
 		AllowedGroups: list("SLIPWAY_OIDC_ALLOWED_GROUPS"), AdminGroups: list("SLIPWAY_OIDC_ADMIN_GROUPS")}
+	for _, b := range []struct {
+		name string
+		dst  *bool
+	}{{"SLIPWAY_OIDC_ALLOW_ANY", &c.OIDC.AllowAny}, {"SLIPWAY_OIDC_TRUST_EMAILS", &c.OIDC.TrustEmails}} {
+		switch v := strings.ToLower(get(b.name)); v {
+		case "true", "1", "yes":
+			*b.dst = true
+		case "false", "0", "no":
+		default:
+			return fmt.Errorf("%s: must be true or false, got %q", b.name, v)
+		}
+	}
 	if c.OIDC.Issuer == "" {
 		return nil
 	}
@@ -606,6 +626,14 @@ func (c *Config) loadOIDC(get func(string) string) error {
 	}
 	if c.OIDC.ClientID == "" {
 		return fmt.Errorf("SLIPWAY_OIDC_CLIENT_ID: required with SLIPWAY_OIDC_ISSUER")
+	}
+	if len(c.OIDC.AllowedDomains) == 0 && len(c.OIDC.AllowedGroups) == 0 && !c.OIDC.AllowAny {
+		c.Warnings = append(c.Warnings, "SLIPWAY_OIDC_ISSUER is set but nobody may sign in with it: set SLIPWAY_OIDC_ALLOWED_DOMAINS, "+
+			"SLIPWAY_OIDC_ALLOWED_GROUPS or (every account of the issuer) SLIPWAY_OIDC_ALLOW_ANY=true; until then the console "+
+			"opens only with `slipway admin login-link`")
+	}
+	if c.OIDC.TrustEmails && len(c.OIDC.AllowedDomains) == 0 {
+		c.Warnings = append(c.Warnings, "SLIPWAY_OIDC_TRUST_EMAILS has no effect without SLIPWAY_OIDC_ALLOWED_DOMAINS")
 	}
 	return nil
 }

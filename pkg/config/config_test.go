@@ -91,3 +91,49 @@ func TestSecretPrevious(t *testing.T) {
 		}
 	}
 }
+
+// An identity provider without allowed domains, allowed groups or SLIPWAY_OIDC_ALLOW_ANY admits
+// nobody, and Load says so (serve logs it at start); naming one of them, it does not warn.
+func TestOIDCClosedWarns(t *testing.T) {
+	base := map[string]string{"SLIPWAY_OIDC_ISSUER": "https://login.example.com/", "SLIPWAY_OIDC_CLIENT_ID": "slipway"}
+	warnsClosed := func(extra map[string]string) bool {
+		t.Helper()
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		c, err := Load(env(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range c.Warnings {
+			if strings.Contains(w, "nobody may sign in") && strings.Contains(w, "SLIPWAY_OIDC_ALLOW_ANY") {
+				return true
+			}
+		}
+		return false
+	}
+	if !warnsClosed(nil) {
+		t.Error("no warning for an identity provider that admits nobody")
+	}
+	for _, extra := range []map[string]string{
+		{"SLIPWAY_OIDC_ALLOWED_DOMAINS": "example.com"},
+		{"SLIPWAY_OIDC_ALLOWED_GROUPS": "eng"},
+		{"SLIPWAY_OIDC_ALLOW_ANY": "true"},
+	} {
+		if warnsClosed(extra) {
+			t.Errorf("%v still warns", extra)
+		}
+	}
+	c, err := Load(env(map[string]string{"SLIPWAY_OIDC_ISSUER": "https://login.example.com/", "SLIPWAY_OIDC_CLIENT_ID": "slipway",
+		"SLIPWAY_OIDC_ALLOW_ANY": "yes", "SLIPWAY_OIDC_TRUST_EMAILS": "true", "SLIPWAY_OIDC_ALLOWED_DOMAINS": "example.com"}))
+	if err != nil || !c.OIDC.AllowAny || !c.OIDC.TrustEmails {
+		t.Fatalf("the switches: %+v %v", c.OIDC, err)
+	}
+	if _, err := Load(env(map[string]string{"SLIPWAY_OIDC_ALLOW_ANY": "maybe"})); err == nil || !strings.Contains(err.Error(), "SLIPWAY_OIDC_ALLOW_ANY") {
+		t.Errorf("a bad switch: %v", err)
+	}
+}

@@ -392,6 +392,9 @@ type User struct {
 	LastLogin *time.Time
 	// DisabledAt is when an admin disabled the user: they can neither sign in nor use their tokens.
 	DisabledAt *time.Time
+	// AdminByGroups: the admin role was given by the identity provider's admin groups at a
+	// sign-in, and the next sign-in outside them takes it back. A role given in the console is not.
+	AdminByGroups bool
 }
 
 // Console roles.

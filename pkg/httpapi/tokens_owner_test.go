@@ -51,14 +51,18 @@ func TestTokenMintedByAUserTokenDiesWithTheUser(t *testing.T) {
 	e := m.e
 	ctx := context.Background()
 	signIn := func(subject string) *distribution.User {
+		var groups []string
+		if subject == "alice" {
+			groups = []string{"admins"}
+		}
 		_, u, err := e.Service.Logins.SignIn(ctx, access.Identity{Issuer: "https://idp.example", Subject: subject,
-			Email: subject + "@example.com", Name: subject, EmailVerified: true}, access.SignInPolicy{})
+			Email: subject + "@example.com", Name: subject, EmailVerified: true, Groups: groups}, access.SignInPolicy{AllowAnyone: true, AdminGroups: []string{"admins"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return u
 	}
-	alice := signIn("alice") // the first: an admin
+	alice := signIn("alice") // in the admin group: an admin
 	promote := func(u *distribution.User, role string, disabled bool) {
 		t.Helper()
 		if _, err := e.Service.People.SetUserAccess(distribution.WithActor(ctx, distribution.UserActor(alice)), u.ID, role, disabled); err != nil {

@@ -35,14 +35,18 @@ func TestUsersAndCollaborators(t *testing.T) {
 	e := m.e
 	ctx := context.Background()
 	signIn := func(subject string) (string, *distribution.User) {
+		var groups []string
+		if subject == "alice" {
+			groups = []string{"admins"}
+		}
 		secret, u, err := e.Service.Logins.SignIn(ctx, access.Identity{Issuer: "https://idp.example", Subject: subject,
-			Email: subject + "@Example.com", Name: subject, EmailVerified: true}, access.SignInPolicy{})
+			Email: subject + "@Example.com", Name: subject, EmailVerified: true, Groups: groups}, access.SignInPolicy{AllowAnyone: true, AdminGroups: []string{"admins"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return secret, u
 	}
-	signIn("alice") // the first: an admin
+	signIn("alice") // in the admin group: an admin
 	carolSession, carol := signIn("carol")
 	rel := e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "1.0", Build: "1"}))
 	appID := int64(rel["app"].(map[string]any)["id"].(float64))

@@ -108,6 +108,8 @@ var fills = map[uint]string{
 	17: ``, // a column's default only (and its backfill)
 	18: `
 		UPDATE api_tokens SET expires_at = now() + interval '90 days' WHERE id = 1;`,
+	21: `
+		INSERT INTO users (id, subject, email, name, role, admin_by_groups) VALUES (3, 'https://idp.example.com|ops', 'ops@example.com', 'Ops', 'admin', true);`,
 }
 
 // downEffects are the changes to surviving rows that a down migration makes on purpose: they turn

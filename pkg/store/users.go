@@ -12,22 +12,53 @@ import (
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
-const userColumns = `u.id, coalesce(u.subject, ''), u.email, u.name, u.role, u.created_at, u.last_login, u.disabled_at`
+const userColumns = `u.id, coalesce(u.subject, ''), u.email, u.name, u.role, u.created_at, u.last_login, u.disabled_at, u.admin_by_groups`
 
 func scanUser(row pgx.Row, u *distribution.User) error {
-	return row.Scan(&u.ID, &u.Subject, &u.Email, &u.Name, &u.Role, &u.CreatedAt, &u.LastLogin, &u.DisabledAt)
+	return row.Scan(&u.ID, &u.Subject, &u.Email, &u.Name, &u.Role, &u.CreatedAt, &u.LastLogin, &u.DisabledAt, &u.AdminByGroups)
 }
 
-// UpsertUser: see access.LoginStore. The role is set only when the user is made.
-func (db *DB) UpsertUser(ctx context.Context, in *distribution.User) (*distribution.User, error) {
+// SignInUser: see access.LoginStore. The user's row is locked first, so the role is decided
+// from the row the statement updates (a concurrent change in the console is never overwritten
+// with a stale one), and a demotion ends the user's sessions in the same transaction.
+func (db *DB) SignInUser(ctx context.Context, in *distribution.User, inAdminGroups bool) (*distribution.User, error) {
 	var u distribution.User
-	err := scanUser(db.Pool.QueryRow(ctx, `INSERT INTO users AS u (subject, email, name, role, last_login) VALUES ($1, $2, $3, $4, now())
-		ON CONFLICT (subject) DO UPDATE SET email = EXCLUDED.email, name = EXCLUDED.name, last_login = now()
-		RETURNING `+userColumns, in.Subject, in.Email, in.Name, in.Role), &u)
+	err := db.Tx(ctx, func(tx pgx.Tx) error {
+		var wasGroupAdmin bool
+		err := tx.QueryRow(ctx, `SELECT role = 'admin' AND admin_by_groups FROM users WHERE subject = $1 FOR UPDATE`, in.Subject).Scan(&wasGroupAdmin)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		err = scanUser(tx.QueryRow(ctx, `INSERT INTO users AS u (subject, email, name, role, admin_by_groups, last_login)
+			VALUES ($1, $2, $3, CASE WHEN $4 THEN 'admin' ELSE 'viewer' END, $4, now())
+			ON CONFLICT (subject) DO UPDATE SET email = EXCLUDED.email, name = EXCLUDED.name, last_login = now(),
+				role = CASE
+					WHEN $4 AND u.role <> 'admin' THEN 'admin'
+					WHEN NOT $4 AND u.role = 'admin' AND u.admin_by_groups THEN
+						CASE WHEN EXISTS (SELECT 1 FROM app_members m WHERE m.user_id = u.id) THEN 'developer' ELSE 'viewer' END
+					ELSE u.role END,
+				admin_by_groups = CASE
+					WHEN $4 AND u.role <> 'admin' THEN true
+					WHEN NOT $4 AND u.role = 'admin' AND u.admin_by_groups THEN false
+					ELSE u.admin_by_groups END
+			RETURNING `+userColumns, in.Subject, in.Email, in.Name, inAdminGroups), &u)
+		if err != nil || !wasGroupAdmin || inAdminGroups {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE user_sessions SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL`, u.ID)
+		return err
+	})
 	if err != nil {
 		return nil, dbErr(err)
 	}
 	return &u, nil
+}
+
+// EndSessionsOf: see access.LoginStore.
+func (db *DB) EndSessionsOf(ctx context.Context, subject string) error {
+	_, err := db.Pool.Exec(ctx, `UPDATE user_sessions s SET revoked_at = now() FROM users u
+		WHERE u.id = s.user_id AND u.subject = $1 AND s.revoked_at IS NULL`, subject)
+	return dbErr(err)
 }
 
 // localAdminSubject names the local admin that login links sign in.
@@ -42,13 +73,6 @@ func (db *DB) LocalAdmin(ctx context.Context) (*distribution.User, error) {
 		return nil, dbErr(err)
 	}
 	return &u, nil
-}
-
-// CountUsers counts users made by an identity provider.
-func (db *DB) CountUsers(ctx context.Context) (int, error) {
-	var n int
-	err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM users WHERE subject IS DISTINCT FROM $1`, localAdminSubject).Scan(&n)
-	return n, dbErr(err)
 }
 
 // CreateUserSession records a console session by the hash of its secret.
@@ -170,6 +194,7 @@ func (db *DB) SetUserAccess(ctx context.Context, id int64, role string, disabled
 	var u distribution.User
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		err := scanUser(tx.QueryRow(ctx, `UPDATE users u SET role = $2,
+			admin_by_groups = CASE WHEN u.role = $2 THEN u.admin_by_groups ELSE false END,
 			disabled_at = CASE WHEN $3 THEN coalesce(u.disabled_at, now()) ELSE NULL END
 			WHERE u.id = $1 RETURNING `+userColumns, id, role, disabled), &u)
 		if errors.Is(err, pgx.ErrNoRows) {

@@ -67,6 +67,15 @@ type signInView struct {
 	OIDC     bool
 	Message  string
 	LoginURL string
+	// Closed says why the identity provider admits nobody (its policy is closed).
+	Closed string
+}
+
+// signInPolicy is who the configuration lets sign in with the identity provider.
+func (h *Handler) signInPolicy() access.SignInPolicy {
+	o := h.cfg.OIDC
+	return access.SignInPolicy{AllowedDomains: o.AllowedDomains, AllowedGroups: o.AllowedGroups, AllowAnyone: o.AllowAny,
+		TrustEmails: o.TrustEmails, AdminGroups: o.AdminGroups}
 }
 
 // consoleLogin: GET /console/login starts the identity provider's sign-in, or explains how to
@@ -76,12 +85,18 @@ func (h *Handler) consoleLogin(c *gin.Context) error {
 	// After signing out, the page says so instead of going to the provider at once: the sign-out
 	// form's redirects may not leave the site (CSP form-action), and nobody wants to be signed
 	// straight back in.
-	if h.cfg.OIDC.Issuer == "" || c.Query("signed_out") != "" {
-		v := signInView{OIDC: h.cfg.OIDC.Issuer != "", LoginURL: h.links.Base + "/console/login"}
+	// A policy that admits nobody does not send anyone to the provider: the page says why.
+	closed := h.cfg.OIDC.Issuer != "" && h.signInPolicy().Closed()
+	if h.cfg.OIDC.Issuer == "" || c.Query("signed_out") != "" || closed {
+		v := signInView{OIDC: h.cfg.OIDC.Issuer != "" && !closed, LoginURL: h.links.Base + "/console/login"}
+		status := http.StatusOK
+		if closed {
+			v.Closed, status = access.ErrSignInClosed.Error(), http.StatusForbidden
+		}
 		if c.Query("signed_out") != "" {
 			v.Message = "You are signed out."
 		}
-		h.render(c, http.StatusOK, "signin", page{Title: "Sign in · Slipway", Body: v}, true)
+		h.render(c, status, "signin", page{Title: "Sign in · Slipway", Body: v}, true)
 		return nil
 	}
 	p, err := h.provider(ctx)
@@ -149,7 +164,16 @@ func (h *Handler) consoleCallback(c *gin.Context) error {
 	}
 	id := access.Identity{Issuer: idToken.Issuer, Subject: idToken.Subject}
 	id.Email, _ = claims["email"].(string)
-	id.EmailVerified, _ = claims["email_verified"].(bool)
+	// email_verified is a boolean by the standard; some providers (AWS Cognito) send the string
+	// "true"; some (Entra ID) send none, which only SLIPWAY_OIDC_TRUST_EMAILS lets pass.
+	switch v := claims["email_verified"].(type) {
+	case bool:
+		id.EmailVerified = v
+	case string:
+		id.EmailVerified = strings.EqualFold(v, "true")
+	case nil:
+		id.EmailVerifiedAbsent = true
+	}
 	id.Name, _ = claims["name"].(string)
 	if groups, ok := claims[h.cfg.OIDC.GroupsClaim].([]any); ok {
 		for _, g := range groups {
@@ -158,8 +182,7 @@ func (h *Handler) consoleCallback(c *gin.Context) error {
 			}
 		}
 	}
-	secret, _, err := h.svc.Logins.SignIn(ctx, id, access.SignInPolicy{AllowedDomains: h.cfg.OIDC.AllowedDomains,
-		AllowedGroups: h.cfg.OIDC.AllowedGroups, AdminGroups: h.cfg.OIDC.AdminGroups})
+	secret, _, err := h.svc.Logins.SignIn(ctx, id, h.signInPolicy())
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ func BenchmarkConsolePages(b *testing.B) {
 	e := apptest.New(b, apptest.Options{})
 	ctx := context.Background()
 	secret, _, err := e.Service.Logins.SignIn(ctx, access.Identity{Issuer: "https://idp.example", Subject: "alice",
-		Email: "alice@example.com", Name: "Alice", EmailVerified: true}, access.SignInPolicy{})
+		Email: "alice@example.com", Name: "Alice", EmailVerified: true, Groups: []string{"admins"}}, testSignIn)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func TestConsoleFormBodyLimits(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	e := apptest.New(t, apptest.Options{})
-	signedIn(t, e, "admin") // the first user is the admin
+	signedIn(t, e, "admin") // the first user: in the admin group
 	viewer, _ := signedIn(t, e, "viewer")
 	csrf := csrfOf(t, viewer, e.URL+"/console")
 	const big = 50 << 20

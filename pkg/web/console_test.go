@@ -5,6 +5,8 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,6 +23,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/access"
+	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/test/apptest"
 	"github.com/slipwayhq/slipway/test/testkit"
 )
@@ -126,8 +130,23 @@ func TestConsoleLoginLink(t *testing.T) {
 }
 
 // startProvider starts the example OpenID Connect provider with a client "web"/"secret" allowed
-// to redirect to redirectURI; its issuer is http://localhost:<port>/.
+// to redirect to redirectURI; its issuer is http://localhost:<port>/. Its ID tokens say
+// "amr": ["pwd"], which tests use as a groups claim.
 func startProvider(t *testing.T, port int, redirectURI string) string {
+	return startProviderWith(t, port, redirectURI, nil)
+}
+
+// providerUser is an account of the example provider (its users file's fields).
+type providerUser struct {
+	ID, Username, Password, FirstName, LastName, Email string
+	// EmailVerified false: the provider sends no email_verified claim (omitempty).
+	EmailVerified     bool
+	PreferredLanguage string
+}
+
+// startProviderWith starts the provider with these accounts instead of its own (nil: its own,
+// test-user@localhost with the verified email test-user@zitadel.ch).
+func startProviderWith(t *testing.T, port int, redirectURI string, users []providerUser) string {
 	bin := os.Getenv("SLIPWAY_TEST_OIDC_PROVIDER")
 	if bin == "" {
 		if os.Getenv("SLIPWAY_TEST_REQUIRE_SERVICES") == "1" {
@@ -137,6 +156,24 @@ func startProvider(t *testing.T, port int, redirectURI string) string {
 	}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port), "REDIRECT_URI="+redirectURI)
+	if users != nil {
+		m := map[string]providerUser{}
+		for _, u := range users {
+			if u.PreferredLanguage == "" {
+				u.PreferredLanguage = "en"
+			}
+			m[u.ID] = u
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(t.TempDir(), "users.json")
+		if err := os.WriteFile(file, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(cmd.Env, "USERS_FILE="+file)
+	}
 	var out testkit.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -164,7 +201,7 @@ func TestConsoleOIDC(t *testing.T) {
 	port := freePort(t)
 	issuer := fmt.Sprintf("http://localhost:%d/", port)
 	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) {
-		c.OIDC = config.OIDCConfig{Issuer: issuer, ClientID: "web", ClientSecret: "secret", GroupsClaim: "groups"}
+		c.OIDC = config.OIDCConfig{Issuer: issuer, ClientID: "web", ClientSecret: "secret", GroupsClaim: "groups", AllowAny: true}
 	}})
 	startProvider(t, port, e.URL+"/console/callback")
 
@@ -194,10 +231,11 @@ func TestConsoleOIDC(t *testing.T) {
 	if strings.HasPrefix(resp.Request.URL.String(), e.URL) {
 		t.Fatalf("a wrong password signed in: %s", resp.Request.URL)
 	}
-	// The right one comes back through the callback, signed in: the first user is an admin.
+	// The right one comes back through the callback, signed in. Coming first makes nobody an
+	// admin: the first admin comes from the CLI or the admin groups.
 	resp, body = fetch(t, c, http.MethodPost, issuer+"login/username", url.Values{"id": {m[1]}, "username": {"test-user@localhost"}, "password": {"verysecure"}})
 	if resp.StatusCode != 200 || resp.Request.URL.String() != e.URL+"/console" || !strings.Contains(body, "Test User") ||
-		!strings.Contains(body, `id="console-role">admin<`) {
+		!strings.Contains(body, `id="console-role">viewer<`) {
 		t.Fatalf("after signing in: %d %s %s", resp.StatusCode, resp.Request.URL, body[strings.Index(body, "<main"):])
 	}
 	var subject, email string
@@ -226,6 +264,28 @@ func TestConsoleOIDC(t *testing.T) {
 	}
 }
 
+// signInAt signs in at the provider's login form as username and returns where it ended.
+func signInAt(t *testing.T, e *apptest.Env, issuer, username string) (*http.Client, *http.Response, string) {
+	t.Helper()
+	c := browserClient(t)
+	_, body := fetch(t, c, http.MethodGet, e.URL+"/console/login", nil)
+	m := authRequestRe.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no login form: %.300s", body)
+	}
+	resp, body := fetch(t, c, http.MethodPost, issuer+"login/username", url.Values{"id": {m[1]}, "username": {username}, "password": {"verysecure"}})
+	return c, resp, body
+}
+
+func countUsers(t *testing.T, e *apptest.Env) int {
+	t.Helper()
+	var n int
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM users`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // Allowed domains refuse an account from elsewhere, and nothing is recorded.
 func TestConsoleOIDCAllowedDomains(t *testing.T) {
 	port := freePort(t)
@@ -233,28 +293,167 @@ func TestConsoleOIDCAllowedDomains(t *testing.T) {
 	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) {
 		c.OIDC = config.OIDCConfig{Issuer: issuer, ClientID: "web", ClientSecret: "secret", GroupsClaim: "groups", AllowedDomains: []string{"example.com"}}
 	}})
-	startProvider(t, port, e.URL+"/console/callback")
-	c := browserClient(t)
-	_, body := fetch(t, c, http.MethodGet, e.URL+"/console/login", nil)
-	m := authRequestRe.FindStringSubmatch(body)
-	if m == nil {
-		t.Fatal("no login form")
-	}
-	resp, _ := fetch(t, c, http.MethodPost, issuer+"login/username", url.Values{"id": {m[1]}, "username": {"test-user@localhost"}, "password": {"verysecure"}})
-	if resp.StatusCode != http.StatusForbidden {
+	startProviderWith(t, port, e.URL+"/console/callback", []providerUser{
+		{ID: "id1", Username: "outsider", Password: "verysecure", FirstName: "Out", LastName: "Sider", Email: "out@zitadel.ch", EmailVerified: true},
+		// The provider sends no email_verified claim for this one (as Entra ID sends none).
+		{ID: "id2", Username: "unsure", Password: "verysecure", FirstName: "Un", LastName: "Sure", Email: "unsure@example.com"},
+		{ID: "id3", Username: "insider", Password: "verysecure", FirstName: "In", LastName: "Sider", Email: "in@example.com", EmailVerified: true},
+	})
+	_, resp, body := signInAt(t, e, issuer, "outsider")
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "email domain may not sign in") {
 		t.Errorf("an account of another domain: %d %s", resp.StatusCode, resp.Request.URL)
 	}
-	var n int
-	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM users`).Scan(&n); err != nil || n != 0 {
+	_, resp, body = signInAt(t, e, issuer, "unsure")
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "does not say this account") {
+		t.Errorf("an email without email_verified: %d %s", resp.StatusCode, resp.Request.URL)
+	}
+	if n := countUsers(t, e); n != 0 {
+		t.Errorf("%d users recorded", n)
+	}
+	// One of the domain is let in, as a viewer: coming first makes nobody an admin.
+	_, resp, body = signInAt(t, e, issuer, "insider")
+	if resp.StatusCode != 200 || resp.Request.URL.String() != e.URL+"/console" || !strings.Contains(body, `id="console-role">viewer<`) {
+		t.Errorf("an account of the domain: %d %s", resp.StatusCode, resp.Request.URL)
+	}
+}
+
+// SLIPWAY_OIDC_TRUST_EMAILS lets an email without email_verified pass the domain check.
+func TestConsoleOIDCTrustEmails(t *testing.T) {
+	port := freePort(t)
+	issuer := fmt.Sprintf("http://localhost:%d/", port)
+	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) {
+		c.OIDC = config.OIDCConfig{Issuer: issuer, ClientID: "web", ClientSecret: "secret", GroupsClaim: "groups",
+			AllowedDomains: []string{"example.com"}, TrustEmails: true}
+	}})
+	startProviderWith(t, port, e.URL+"/console/callback", []providerUser{
+		{ID: "id2", Username: "unsure", Password: "verysecure", FirstName: "Un", LastName: "Sure", Email: "unsure@example.com"},
+	})
+	if _, resp, _ := signInAt(t, e, issuer, "unsure"); resp.StatusCode != 200 || resp.Request.URL.String() != e.URL+"/console" {
+		t.Errorf("a trusted email without email_verified: %d %s", resp.StatusCode, resp.Request.URL)
+	}
+}
+
+// With an issuer but neither allowed domains, allowed groups nor SLIPWAY_OIDC_ALLOW_ANY, nobody
+// signs in with the provider: the sign-in page says why instead of going there, and the sign-in
+// itself (what the callback asks) is refused.
+func TestConsoleOIDCClosed(t *testing.T) {
+	port := freePort(t)
+	issuer := fmt.Sprintf("http://localhost:%d/", port)
+	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) {
+		c.OIDC = config.OIDCConfig{Issuer: issuer, ClientID: "web", ClientSecret: "secret", GroupsClaim: "amr", AdminGroups: []string{"pwd"}}
+	}})
+	startProvider(t, port, e.URL+"/console/callback")
+	c := browserClient(t)
+	resp, body := fetch(t, c, http.MethodGet, e.URL+"/console", nil)
+	if resp.StatusCode != http.StatusForbidden || resp.Request.URL.Path != "/console/login" || strings.HasPrefix(resp.Request.URL.String(), issuer) ||
+		!strings.Contains(body, `id="signin-closed"`) || !strings.Contains(body, "SLIPWAY_OIDC_ALLOW_ANY") || !strings.Contains(body, "slipway admin login-link") {
+		t.Fatalf("the sign-in page of a closed provider: %d %s %.400s", resp.StatusCode, resp.Request.URL, body)
+	}
+	// The domain refuses a closed policy's sign-in, the admin groups notwithstanding.
+	if _, _, err := e.Service.Logins.SignIn(context.Background(), access.Identity{Issuer: issuer, Subject: "id1", Email: "a@example.com",
+		EmailVerified: true, Groups: []string{"pwd"}}, access.SignInPolicy{AdminGroups: []string{"pwd"}}); !errors.Is(err, access.ErrSignInClosed) {
+		t.Errorf("a closed policy's sign-in: %v", err)
+	}
+	if n := countUsers(t, e); n != 0 {
 		t.Errorf("%d users recorded", n)
 	}
 }
 
-// signedIn returns a cookie client signed in as a new identity (the first one is an admin).
+// The admin groups are read from the provider's ID token at every sign-in: its members are
+// admins (here the provider's "amr" claim, which says "pwd", stands for the groups claim).
+func TestConsoleOIDCAdminGroups(t *testing.T) {
+	port := freePort(t)
+	issuer := fmt.Sprintf("http://localhost:%d/", port)
+	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) {
+		c.OIDC = config.OIDCConfig{Issuer: issuer, ClientID: "web", ClientSecret: "secret", GroupsClaim: "amr", AdminGroups: []string{"pwd"}, AllowAny: true}
+	}})
+	startProvider(t, port, e.URL+"/console/callback")
+	_, resp, body := signInAt(t, e, issuer, "test-user@localhost")
+	if resp.StatusCode != 200 || !strings.Contains(body, `id="console-role">admin<`) {
+		t.Fatalf("a member of the admin groups: %d %s", resp.StatusCode, resp.Request.URL)
+	}
+	var byGroups bool
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT admin_by_groups FROM users WHERE subject LIKE $1`, issuer+"|%").Scan(&byGroups); err != nil || !byGroups {
+		t.Errorf("admin_by_groups %v %v", byGroups, err)
+	}
+}
+
+// An admin the identity provider's groups made is demoted at the next sign-in outside them, and
+// the session they had is refused at its next request; an admin made in the console stays one.
+// A user the policy refuses at a later sign-in loses their sessions too.
+func TestConsoleGroupAdminDemoted(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	ctx := context.Background()
+	carol := access.Identity{Issuer: "https://idp.example", Subject: "carol", Email: "carol@example.com", Name: "Carol", EmailVerified: true, Groups: []string{"admins"}}
+	signIn := func(id access.Identity, policy access.SignInPolicy) (*http.Client, *distribution.User, error) {
+		secret, u, err := e.Service.Logins.SignIn(ctx, id, policy)
+		if err != nil {
+			return nil, nil, err
+		}
+		c := browserClient(t)
+		c.Jar.SetCookies(mustParse(t, e.URL+"/console"), []*http.Cookie{{Name: "slipway_session", Value: secret, Path: "/console"}})
+		return c, u, nil
+	}
+	admin, u, err := signIn(carol, testSignIn)
+	if err != nil || u.Role != distribution.RoleAdmin {
+		t.Fatalf("carol in the admin group: %+v %v", u, err)
+	}
+	if resp, _ := fetch(t, admin, http.MethodGet, e.URL+"/console/users", nil); resp.StatusCode != 200 || resp.Request.URL.Path != "/console/users" {
+		t.Fatalf("the admin's users page: %d %s", resp.StatusCode, resp.Request.URL)
+	}
+	// Removed from the group at the provider, carol signs in again elsewhere: a viewer now.
+	carol.Groups = nil
+	viewer, u, err := signIn(carol, testSignIn)
+	if err != nil || u.Role != distribution.RoleViewer || u.AdminByGroups {
+		t.Fatalf("carol out of the admin group: %+v %v", u, err)
+	}
+	// The admin session's next request is refused: it has ended.
+	if resp, _ := fetch(t, admin, http.MethodGet, e.URL+"/console/users", nil); resp.Request.URL.Path != "/console/login" {
+		t.Errorf("the demoted admin's earlier session: %d %s", resp.StatusCode, resp.Request.URL)
+	}
+	// The new session is a viewer's.
+	if resp, _ := fetch(t, viewer, http.MethodGet, e.URL+"/console/users", nil); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("the users page as a viewer: %d %s", resp.StatusCode, resp.Request.URL)
+	}
+	// An admin made in the console (by the CLI's admin here) stays one out of the groups.
+	cli := distribution.WithActor(ctx, distribution.SystemActor("cli"))
+	if _, err := e.Service.People.SetUserAccess(cli, u.ID, distribution.RoleAdmin, false); err != nil {
+		t.Fatal(err)
+	}
+	again, u, err := signIn(carol, testSignIn)
+	if err != nil || u.Role != distribution.RoleAdmin || u.AdminByGroups {
+		t.Fatalf("carol, an admin by hand, signing in again: %+v %v", u, err)
+	}
+	// Refused at a later sign-in (the provider moved her out of the allowed groups), carol's
+	// sessions end.
+	if _, _, err := signIn(carol, access.SignInPolicy{AllowedGroups: []string{"engineering"}}); !errs.Is(err, errs.Forbidden) {
+		t.Fatalf("carol outside the allowed groups: %v", err)
+	}
+	if resp, _ := fetch(t, again, http.MethodGet, e.URL+"/console", nil); resp.Request.URL.Path != "/console/login" {
+		t.Errorf("a refused user's session: %d %s", resp.StatusCode, resp.Request.URL)
+	}
+}
+
+// testSignIn admits anyone of the test's identity provider; the members of its group "admins"
+// are admins.
+var testSignIn = access.SignInPolicy{AllowAnyone: true, AdminGroups: []string{"admins"}}
+
+// signedIn returns a cookie client signed in as an identity: the test's first one is in the
+// identity provider's admin group (an admin, also when signing in again), the others in no group
+// (viewers).
 func signedIn(t *testing.T, e *apptest.Env, subject string) (*http.Client, string) {
 	t.Helper()
-	secret, u, err := e.Service.Logins.SignIn(context.Background(), access.Identity{Issuer: "https://idp.example", Subject: subject,
-		Email: subject + "@example.com", Name: subject, EmailVerified: true}, access.SignInPolicy{})
+	var others int
+	var groupAdmin bool
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE subject <> $1), coalesce(bool_or(subject = $1 AND admin_by_groups), false)
+		FROM users WHERE subject LIKE 'https://idp.example|%'`, "https://idp.example|"+subject).Scan(&others, &groupAdmin); err != nil {
+		t.Fatal(err)
+	}
+	id := access.Identity{Issuer: "https://idp.example", Subject: subject, Email: subject + "@example.com", Name: subject, EmailVerified: true}
+	if others == 0 || groupAdmin {
+		id.Groups = []string{"admins"}
+	}
+	secret, u, err := e.Service.Logins.SignIn(context.Background(), id, testSignIn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -219,6 +219,8 @@ SLIPWAY_OIDC_ISSUER: {{ .Values.config.oidc.issuer | quote }}
 SLIPWAY_OIDC_CLIENT_ID: {{ .Values.config.oidc.clientID | quote }}
 SLIPWAY_OIDC_ALLOWED_DOMAINS: {{ .Values.config.oidc.allowedDomains | quote }}
 SLIPWAY_OIDC_ALLOWED_GROUPS: {{ .Values.config.oidc.allowedGroups | quote }}
+SLIPWAY_OIDC_ALLOW_ANY: {{ .Values.config.oidc.allowAny | quote }}
+SLIPWAY_OIDC_TRUST_EMAILS: {{ .Values.config.oidc.trustEmails | quote }}
 SLIPWAY_OIDC_ADMIN_GROUPS: {{ .Values.config.oidc.adminGroups | quote }}
 SLIPWAY_OIDC_GROUPS_CLAIM: {{ .Values.config.oidc.groupsClaim | quote }}
 {{- if .Values.config.sparkle.keySecret }}

@@ -48,17 +48,43 @@ type memStore struct {
 	tokens   []string
 }
 
-func (s *memStore) CountUsers(context.Context) (int, error) { return len(s.users), nil }
-func (s *memStore) UpsertUser(_ context.Context, u *User) (*User, error) {
+// SignInUser applies the admin groups as the store's statement does (store.SignInUser).
+func (s *memStore) SignInUser(_ context.Context, u *User, inAdminGroups bool) (*User, error) {
 	if s.users == nil {
 		s.users = map[string]*User{}
 	}
-	if old, ok := s.users[u.Subject]; ok {
-		return old, nil
+	old, ok := s.users[u.Subject]
+	if !ok {
+		u.ID = int64(len(s.users) + 1)
+		u.Role, u.AdminByGroups = RoleViewer, inAdminGroups
+		if inAdminGroups {
+			u.Role = RoleAdmin
+		}
+		s.users[u.Subject] = u
+		return u, nil
 	}
-	u.ID = int64(len(s.users) + 1)
-	s.users[u.Subject] = u
-	return u, nil
+	switch {
+	case inAdminGroups && old.Role != RoleAdmin:
+		old.Role, old.AdminByGroups = RoleAdmin, true
+	case !inAdminGroups && old.Role == RoleAdmin && old.AdminByGroups:
+		old.Role, old.AdminByGroups = RoleViewer, false
+		for h, id := range s.sessions {
+			if id == old.ID {
+				delete(s.sessions, h)
+			}
+		}
+	}
+	return old, nil
+}
+func (s *memStore) EndSessionsOf(_ context.Context, subject string) error {
+	if u, ok := s.users[subject]; ok {
+		for h, id := range s.sessions {
+			if id == u.ID {
+				delete(s.sessions, h)
+			}
+		}
+	}
+	return nil
 }
 func (s *memStore) CreateUserSession(_ context.Context, hash string, userID int64, _ time.Time) error {
 	if s.sessions == nil {
@@ -97,6 +123,14 @@ func (s *memStore) IsAppMember(_ context.Context, appID, userID int64) (bool, er
 	return s.members[[2]int64{appID, userID}], nil
 }
 func (s *memStore) SetUserAccess(_ context.Context, id int64, role string, _ bool) (*User, error) {
+	for _, u := range s.users {
+		if u.ID == id {
+			if u.Role != role {
+				u.Role, u.AdminByGroups = role, false
+			}
+			return u, nil
+		}
+	}
 	return &User{ID: id, Role: role}, nil
 }
 func (s *memStore) GetApp(_ context.Context, id int64) (*App, error) { return &App{ID: id}, nil }
@@ -105,40 +139,89 @@ func (s *memStore) NewToken(_ context.Context, in NewToken) (string, *Token, err
 	return "secret", &Token{Name: in.Name, Scope: in.Scope, UserID: in.UserID}, nil
 }
 
-// Who may sign in: a verified email of an allowed domain, membership of an allowed group; the
-// first person and the admin groups' members are admins, everyone else a viewer. A session then
-// opens the console until it is signed out.
+// Who may sign in: a verified email of an allowed domain, membership of an allowed group, or
+// anyone at the issuer when the operator says so; nobody when nothing is configured. Nobody
+// becomes an admin by coming first: the admin groups' members are admins, everyone else a viewer.
+// A session then opens the console until it is signed out.
 func TestSignInPolicy(t *testing.T) {
 	ctx := context.Background()
 	st := &memStore{}
 	l := &Logins{Store: st}
 	policy := SignInPolicy{AllowedDomains: []string{"Example.com"}, AdminGroups: []string{"ops"}}
 	alice := Identity{Issuer: "https://idp", Subject: "alice", Email: "alice@example.com", EmailVerified: true}
-	for name, id := range map[string]Identity{
-		"unverified email": {Issuer: "https://idp", Subject: "x", Email: "x@example.com"},
-		"other domain":     {Issuer: "https://idp", Subject: "x", Email: "x@example.org", EmailVerified: true},
+	for name, c := range map[string]struct {
+		id     Identity
+		policy SignInPolicy
+	}{
+		"unverified email":             {Identity{Issuer: "https://idp", Subject: "x", Email: "x@example.com"}, policy},
+		"no email_verified claim":      {Identity{Issuer: "https://idp", Subject: "x", Email: "x@example.com", EmailVerifiedAbsent: true}, policy},
+		"other domain":                 {Identity{Issuer: "https://idp", Subject: "x", Email: "x@example.org", EmailVerified: true}, policy},
+		"other domain, trusted emails": {Identity{Issuer: "https://idp", Subject: "x", Email: "x@example.org", EmailVerifiedAbsent: true}, SignInPolicy{AllowedDomains: []string{"example.com"}, TrustEmails: true}},
+		"unverified, trusted emails":   {Identity{Issuer: "https://idp", Subject: "x", Email: "x@example.com"}, SignInPolicy{AllowedDomains: []string{"example.com"}, TrustEmails: true}},
+		"nothing configured":           {alice, SignInPolicy{}},
+		"only admin groups":            {alice, SignInPolicy{AdminGroups: []string{"ops"}}},
+		"outside the allowed groups":   {alice, SignInPolicy{AllowedGroups: []string{"dev"}}},
+		"anyone, but outside a domain": {Identity{Issuer: "https://idp", Subject: "x", Email: "x@example.org", EmailVerified: true}, SignInPolicy{AllowAnyone: true, AllowedDomains: []string{"example.com"}}},
 	} {
-		if _, _, err := l.SignIn(ctx, id, policy); !errs.Is(err, errs.Forbidden) {
+		if _, _, err := l.SignIn(ctx, c.id, c.policy); !errs.Is(err, errs.Forbidden) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, _, err := l.SignIn(ctx, Identity{Issuer: "https://idp"}, SignInPolicy{}); !errs.Is(err, errs.Unauthenticated) {
+	if len(st.users) != 0 {
+		t.Fatalf("refused sign-ins recorded %d users", len(st.users))
+	}
+	if _, _, err := l.SignIn(ctx, Identity{Issuer: "https://idp"}, SignInPolicy{AllowAnyone: true}); !errs.Is(err, errs.Unauthenticated) {
 		t.Errorf("nobody: %v", err)
 	}
-	if _, _, err := l.SignIn(ctx, alice, SignInPolicy{AllowedGroups: []string{"dev"}}); !errs.Is(err, errs.Forbidden) {
-		t.Errorf("outside the allowed groups: %v", err)
+	// The operator trusts the issuer's emails: a missing email_verified passes the domain check
+	// (an explicit false never does, above).
+	if _, dave, err := l.SignIn(ctx, Identity{Issuer: "https://idp", Subject: "dave", Email: "dave@example.com", EmailVerifiedAbsent: true},
+		SignInPolicy{AllowedDomains: []string{"example.com"}, TrustEmails: true}); err != nil || dave.Role != RoleViewer {
+		t.Fatalf("trusted email: %+v %v", dave, err)
+	}
+	if _, erin, err := l.SignIn(ctx, Identity{Issuer: "https://idp", Subject: "erin", Email: "erin@elsewhere.org"}, SignInPolicy{AllowAnyone: true}); err != nil || erin.Role != RoleViewer {
+		t.Fatalf("anyone at the issuer: %+v %v", erin, err)
 	}
 	secret, u, err := l.SignIn(ctx, alice, policy)
-	if err != nil || u.Role != RoleAdmin {
-		t.Fatalf("first person: %+v %v", u, err)
+	if err != nil || u.Role != RoleViewer {
+		t.Fatalf("the first person of the domain is not an admin: %+v %v", u, err)
 	}
 	_, bob, err := l.SignIn(ctx, Identity{Issuer: "https://idp", Subject: "bob", Email: "bob@EXAMPLE.com", EmailVerified: true}, policy)
 	if err != nil || bob.Role != RoleViewer {
 		t.Fatalf("second person: %+v %v", bob, err)
 	}
-	_, carol, err := l.SignIn(ctx, Identity{Issuer: "https://idp", Subject: "carol", Email: "carol@example.com", EmailVerified: true, Groups: []string{"OPS"}}, policy)
-	if err != nil || carol.Role != RoleAdmin {
+	carolID := Identity{Issuer: "https://idp", Subject: "carol", Email: "carol@example.com", EmailVerified: true, Groups: []string{"OPS"}}
+	carolSession, carol, err := l.SignIn(ctx, carolID, policy)
+	if err != nil || carol.Role != RoleAdmin || !carol.AdminByGroups {
 		t.Fatalf("admin group member: %+v %v", carol, err)
+	}
+	// Out of the admin groups, the next sign-in takes the groups' admin role back, and her
+	// other sessions end.
+	carolID.Groups = nil
+	_, carol, err = l.SignIn(ctx, carolID, policy)
+	if err != nil || carol.Role != RoleViewer {
+		t.Fatalf("removed from the admin group: %+v %v", carol, err)
+	}
+	if _, err := l.SessionUser(ctx, carolSession); !errs.Is(err, errs.Unauthenticated) {
+		t.Errorf("the demoted admin's earlier session: %v", err)
+	}
+	// An admin made in the console stays one, in the groups or not.
+	if _, err := st.SetUserAccess(ctx, bob.ID, RoleAdmin, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, bob, err = l.SignIn(ctx, Identity{Issuer: "https://idp", Subject: "bob", Email: "bob@example.com", EmailVerified: true}, policy); err != nil || bob.Role != RoleAdmin {
+		t.Fatalf("an admin by hand after signing in again: %+v %v", bob, err)
+	}
+	// Refused at a later sign-in (no longer in an allowed domain), a user's sessions end.
+	bobSession, _, err := l.SignIn(ctx, Identity{Issuer: "https://idp", Subject: "bob", Email: "bob@example.com", EmailVerified: true}, policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.SignIn(ctx, Identity{Issuer: "https://idp", Subject: "bob", Email: "bob@example.org", EmailVerified: true}, policy); !errs.Is(err, errs.Forbidden) {
+		t.Fatalf("bob moved to another domain: %v", err)
+	}
+	if _, err := l.SessionUser(ctx, bobSession); !errs.Is(err, errs.Unauthenticated) {
+		t.Errorf("a refused user's session: %v", err)
 	}
 	if got, err := l.SessionUser(ctx, secret); err != nil || got.ID != u.ID {
 		t.Fatalf("session: %+v %v", got, err)
@@ -154,8 +237,8 @@ func TestSignInPolicy(t *testing.T) {
 	if _, err := l.SessionUser(ctx, secret); !errs.Is(err, errs.Unauthenticated) {
 		t.Fatalf("after sign-out: %v", err)
 	}
-	if strings.Join(st.audit, " ") != "sign_in sign_in sign_in sign_out" {
-		t.Errorf("audit log %v", st.audit)
+	if got := strings.Join(st.audit, " "); got != "sign_in sign_in sign_in sign_in sign_in sign_in sign_in sign_in sign_out" {
+		t.Errorf("audit log %v", got)
 	}
 	if _, _, err := l.UseLoginLink(ctx, ""); !errs.Is(err, errs.Unauthenticated) {
 		t.Errorf("empty login link: %v", err)

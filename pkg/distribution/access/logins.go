@@ -16,18 +16,27 @@ import (
 // Identity is what an identity provider says of who signed in.
 type Identity struct {
 	Issuer, Subject, Email, Name string
-	EmailVerified                bool
-	Groups                       []string
+	// EmailVerified: the provider said the email is verified (email_verified true, or "true").
+	EmailVerified bool
+	// EmailVerifiedAbsent: the provider sent no email_verified claim at all (Entra ID, for one),
+	// which only SignInPolicy.TrustEmails lets pass an allowed-domain check.
+	EmailVerifiedAbsent bool
+	Groups              []string
 }
 
 // LoginStore keeps users as they sign in, their sessions and login links.
 type LoginStore interface {
-	// UpsertUser finds the user with u.Subject (creating it with u's role when new) and updates
-	// its email, name and last login.
-	UpsertUser(ctx context.Context, u *distribution.User) (*distribution.User, error)
+	// SignInUser records a sign-in of u.Subject: it makes the user when new (a viewer, or an admin
+	// given by the groups when inAdminGroups) and updates its email, name and last login. It
+	// applies the admin groups at every sign-in: a user in them who is not an admin becomes one
+	// (AdminByGroups); a user outside them whose admin role the groups gave loses it (a developer
+	// when a member of an app, else a viewer), and every session of theirs ends. A role given in
+	// the console is left as it is.
+	SignInUser(ctx context.Context, u *distribution.User, inAdminGroups bool) (*distribution.User, error)
+	// EndSessionsOf ends every session of the user with this subject, if there is one.
+	EndSessionsOf(ctx context.Context, subject string) error
 	// LocalAdmin returns the local admin user (made on first use) that login links sign in.
 	LocalAdmin(ctx context.Context) (*distribution.User, error)
-	CountUsers(ctx context.Context) (int, error)
 	CreateUserSession(ctx context.Context, idHash string, userID int64, expires time.Time) error
 	// SessionUser returns the user of an active, unexpired session of an enabled user, or
 	// errs.Unauthenticated.
@@ -45,14 +54,57 @@ const SessionTTL = 12 * time.Hour
 // LoginLinkTTL is how long a login link may wait to be used.
 const LoginLinkTTL = 15 * time.Minute
 
-// SignInPolicy says who may sign in with the identity provider.
+// SignInPolicy says who may sign in with the identity provider. It fails closed: with neither
+// AllowedDomains, AllowedGroups nor AllowAnyone nobody may (an issuer such as Google or
+// GitLab.com has the whole internet among its accounts).
 type SignInPolicy struct {
 	// AllowedDomains, when set, are the email domains allowed (the email must be verified).
 	AllowedDomains []string
 	// AllowedGroups, when set, are the groups (from the groups claim) of which one is needed.
 	AllowedGroups []string
-	// AdminGroups make their members admins; the first user is an admin too.
+	// AllowAnyone admits every account of the issuer that the other rules admit, when none is
+	// set: the operator's statement that the issuer's accounts are all theirs (a single-tenant
+	// Entra ID, a company Keycloak realm).
+	AllowAnyone bool
+	// TrustEmails lets an email without an email_verified claim pass the AllowedDomains check:
+	// the operator's statement that the issuer only hands out emails it verified. An explicit
+	// email_verified false never passes.
+	TrustEmails bool
+	// AdminGroups make their members admins, re-evaluated at every sign-in. Nobody is an admin
+	// by coming first: the first admin comes from here or from the CLI (`slipway admin
+	// login-link`).
 	AdminGroups []string
+}
+
+// Closed reports a policy that admits nobody: neither allowed domains, allowed groups nor
+// AllowAnyone.
+func (p SignInPolicy) Closed() bool {
+	return len(p.AllowedDomains) == 0 && len(p.AllowedGroups) == 0 && !p.AllowAnyone
+}
+
+// ErrSignInClosed is the refusal of every sign-in under a closed policy.
+var ErrSignInClosed = errs.New(errs.Forbidden, "signing in with the identity provider is closed: this Slipway admits nobody until "+
+	"its operator sets SLIPWAY_OIDC_ALLOWED_DOMAINS, SLIPWAY_OIDC_ALLOWED_GROUPS or SLIPWAY_OIDC_ALLOW_ANY=true "+
+	"(the console opens meanwhile with `slipway admin login-link`)")
+
+// admit returns why the policy refuses an identity, or nil.
+func (p SignInPolicy) admit(id Identity) error {
+	if p.Closed() {
+		return ErrSignInClosed
+	}
+	if len(p.AllowedDomains) > 0 {
+		_, domain, _ := strings.Cut(strings.ToLower(id.Email), "@")
+		if !containsFold(p.AllowedDomains, domain) {
+			return errs.New(errs.Forbidden, "this account's email domain may not sign in here")
+		}
+		if !id.EmailVerified && !(id.EmailVerifiedAbsent && p.TrustEmails) {
+			return errs.New(errs.Forbidden, "the identity provider does not say this account's email is verified, and only verified emails of the allowed domains may sign in here")
+		}
+	}
+	if len(p.AllowedGroups) > 0 && !anyIn(id.Groups, p.AllowedGroups) {
+		return errs.New(errs.Forbidden, "this account is in none of the groups allowed to sign in here")
+	}
+	return nil
 }
 
 // Logins signs people in to the console: with the identity provider or a one-time login link, into
@@ -77,30 +129,22 @@ func hashSecret(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// SignIn admits an identity under the policy, records the user and starts a session; it returns
-// the session's secret (the cookie's value).
+// SignIn admits an identity under the policy, records the user (applying the admin groups, see
+// LoginStore.SignInUser) and starts a session; it returns the session's secret (the cookie's
+// value). A refused identity's existing sessions end.
 func (l *Logins) SignIn(ctx context.Context, id Identity, policy SignInPolicy) (string, *distribution.User, error) {
 	if id.Subject == "" || id.Issuer == "" {
 		return "", nil, errs.New(errs.Unauthenticated, "the identity provider named nobody")
 	}
-	if len(policy.AllowedDomains) > 0 {
-		_, domain, _ := strings.Cut(strings.ToLower(id.Email), "@")
-		if !id.EmailVerified || !containsFold(policy.AllowedDomains, domain) {
-			return "", nil, errs.New(errs.Forbidden, "this account's email domain may not sign in here")
+	subject := id.Issuer + "|" + id.Subject
+	if err := policy.admit(id); err != nil {
+		// Whoever the identity provider no longer lets in here has no session left either.
+		if endErr := l.Store.EndSessionsOf(ctx, subject); endErr != nil {
+			return "", nil, endErr
 		}
-	}
-	if len(policy.AllowedGroups) > 0 && !anyIn(id.Groups, policy.AllowedGroups) {
-		return "", nil, errs.New(errs.Forbidden, "this account is in none of the groups allowed to sign in here")
-	}
-	role := distribution.RoleViewer
-	if anyIn(id.Groups, policy.AdminGroups) {
-		role = distribution.RoleAdmin
-	} else if n, err := l.Store.CountUsers(ctx); err != nil {
 		return "", nil, err
-	} else if n == 0 {
-		role = distribution.RoleAdmin // the first person to sign in runs the installation
 	}
-	u, err := l.Store.UpsertUser(ctx, &distribution.User{Subject: id.Issuer + "|" + id.Subject, Email: id.Email, Name: id.Name, Role: role})
+	u, err := l.Store.SignInUser(ctx, &distribution.User{Subject: subject, Email: id.Email, Name: id.Name}, anyIn(id.Groups, policy.AdminGroups))
 	if err != nil {
 		return "", nil, err
 	}
