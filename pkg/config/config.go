@@ -78,7 +78,8 @@ type Config struct {
 	UploadMemory int64
 	// PresignTTL is the lifetime of presigned and signed download URLs (SLIPWAY_PRESIGN_TTL).
 	PresignTTL time.Duration
-	// CDNURL, when set, makes downloads redirect to CDNURL/<object key> (SLIPWAY_CDN_URL).
+	// CDNURL, when set, makes downloads of public channels redirect to CDNURL/<object key>
+	// (SLIPWAY_CDN_URL); protected channels' objects and debug files never go there.
 	CDNURL string
 	// Secret is the HMAC key for signed filesystem URLs and cookies (SLIPWAY_SECRET). When unset a
 	// random one is generated and SecretGenerated is true: fine for one process, wrong for replicas.
@@ -189,7 +190,7 @@ var Vars = []Var{
 	{"SLIPWAY_UPLOAD_QUEUE_TIMEOUT", "2m", "how long an upload waits for a slot before 429"},
 	{"SLIPWAY_UPLOAD_MEMORY", "134217728", "bytes of storage buffers all uploads hold at once (128 MiB); beyond it uploads slow down"},
 	{"SLIPWAY_PRESIGN_TTL", "15m", "lifetime of presigned download URLs"},
-	{"SLIPWAY_CDN_URL", "", "when set, downloads redirect to CDN_URL/<object key>"},
+	{"SLIPWAY_CDN_URL", "", "when set, downloads of public channels redirect to CDN_URL/<object key> (a password channel's objects and debug files are presigned, never on the CDN)"},
 	{"SLIPWAY_SECRET", "(generated per process)", "HMAC key for signed URLs and cookies; share it across replicas"},
 	{"SLIPWAY_SECRET_PREVIOUS", "", "comma-separated keys also accepted when checking signatures (never used to sign): a SLIPWAY_SECRET rotation's window"},
 	{"SLIPWAY_LOG_LEVEL", "info", "debug, info, warn or error"},

@@ -168,7 +168,7 @@ func (s *Server) downloadDebugFileByVersion(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.redirectToObject(c, df.ObjectKey, df.Filename, "application/zip")
+	return s.redirectToObject(c, df.ObjectKey, df.Filename, "application/zip", false) // symbols are never on the CDN
 }
 
 // downloadDebugFile: GET /download/debug_files/:id (a debug file's file_url) → 302 to the archive.
@@ -182,7 +182,7 @@ func (s *Server) downloadDebugFile(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.redirectToObject(c, df.ObjectKey, df.Filename, "application/zip")
+	return s.redirectToObject(c, df.ObjectKey, df.Filename, "application/zip", false) // symbols are never on the CDN
 }
 
 // debugFileExistsVersion: GET /api/debug_files/exists/version (channel_key, release_version,

@@ -38,11 +38,12 @@ func (s *Server) authorize(c *gin.Context, ch *distribution.Channel, releaseID i
 	return s.svc.Passwords.Authorize(ctx, ch, req)
 }
 
-// redirectToObject answers 302 to where the object can be fetched (distribution.ObjectURL: the
-// CDN, a presigned S3 URL, or the service's own signed URL). Location headers are never logged.
-func (s *Server) redirectToObject(c *gin.Context, key, filename, contentType string) error {
+// redirectToObject answers 302 to where the object can be fetched (uploads.Objects.ObjectURL:
+// the CDN for a public object, else a presigned S3 URL or the service's own signed URL).
+// Location headers are never logged.
+func (s *Server) redirectToObject(c *gin.Context, key, filename, contentType string, public bool) error {
 	ctx := reqCtx(c)
-	u, err := s.svc.Objects.ObjectURL(ctx, key, filename, contentType)
+	u, err := s.svc.Objects.ObjectURL(ctx, key, filename, contentType, public)
 	if err != nil {
 		return err
 	}
@@ -93,7 +94,7 @@ func (s *Server) downloadRelease(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.redirectToObject(c, rc.ObjectKey, rc.Filename, contentTypes[rc.Format]); err != nil {
+	if err := s.redirectToObject(c, rc.ObjectKey, rc.Filename, contentTypes[rc.Format], !rc.Channel.HasPassword()); err != nil {
 		return err
 	}
 	// An iOS install was counted when its manifest was fetched; the device's fetch of the
@@ -118,7 +119,7 @@ func (s *Server) releaseIcon(c *gin.Context) error {
 	if rc.IconType != nil {
 		ctype = *rc.IconType
 	}
-	return s.redirectToObject(c, *rc.IconKey, "", ctype)
+	return s.redirectToObject(c, *rc.IconKey, "", ctype, !rc.Channel.HasPassword())
 }
 
 // releaseForDownload loads the release of the :id path parameter (in the :slug channel, when the

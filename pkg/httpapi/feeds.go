@@ -83,7 +83,7 @@ func (s *Server) feedItems(ctx context.Context, v *readcache.ChannelView, token 
 
 // feedItem is a release as the feeds show it, with its download URL.
 func (s *Server) feedItem(ctx context.Context, v *readcache.ChannelView, r *distribution.Release, token string) (feeds.Item, error) {
-	u, err := s.feedURL(ctx, r, token)
+	u, err := s.feedURL(ctx, r, token, !v.Channel.HasPassword())
 	if err != nil {
 		return feeds.Item{}, err
 	}
@@ -103,13 +103,13 @@ func (s *Server) feedItem(ctx context.Context, v *readcache.ChannelView, r *dist
 		TauriSignature: r.TauriSignature, Channel: channel, RolloutPercent: r.RolloutPercent, Critical: r.Critical}, nil
 }
 
-// feedURL is where an updater downloads a release: the CDN when there is one (its URLs do not
-// expire), else the download route, whose path ends with the file name (electron-updater picks
-// files by extension) and which redirects to a fresh presigned or signed URL. A protected
-// channel's links carry its feed token.
-func (s *Server) feedURL(ctx context.Context, r *distribution.Release, token string) (string, error) {
-	if s.cfg.CDNURL != "" {
-		return s.svc.Objects.ObjectURL(ctx, r.ObjectKey, r.Filename, contentTypes[r.Format])
+// feedURL is where an updater downloads a release: the CDN when there is one and the channel is
+// public (its URLs do not expire), else the download route, whose path ends with the file name
+// (electron-updater picks files by extension) and which redirects to a fresh presigned or signed
+// URL. A protected channel's links carry its feed token, and never lead to the CDN.
+func (s *Server) feedURL(ctx context.Context, r *distribution.Release, token string, public bool) (string, error) {
+	if s.cfg.CDNURL != "" && public {
+		return s.svc.Objects.ObjectURL(ctx, r.ObjectKey, r.Filename, contentTypes[r.Format], true)
 	}
 	name := r.Filename
 	if name == "" {

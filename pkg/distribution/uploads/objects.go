@@ -62,7 +62,8 @@ type Objects struct {
 type DownloadConfig struct {
 	// PublicURL is the base of the service's own signed object URLs (filesystem storage).
 	PublicURL string
-	// CDNURL, when set, is the base every object URL is made from instead.
+	// CDNURL, when set, is the base the URLs of public objects are made from instead (see
+	// ObjectURL).
 	CDNURL string
 	// TTL bounds presigned and signed URLs.
 	TTL time.Duration
@@ -314,9 +315,15 @@ func (o *Objects) DeleteObjects(ctx context.Context, keys []string) {
 // ObjectURL returns where a client fetches an object: the CDN, a presigned S3 URL, or the
 // service's own signed, expiring URL (filesystem storage). The handler redirects to it. The URL
 // is a credential: it is never logged.
-func (o *Objects) ObjectURL(ctx context.Context, key, filename, contentType string) (string, error) {
+//
+// Only a public object (of a channel anyone with its link may download: no password) goes to
+// the CDN. A CDN URL is plain and never expires, and a CDN in front of the bucket serves any key
+// to whoever asks; so the objects of a protected channel, and debug files, get the presigned
+// or signed URL, which expires, as without a CDN. The caller decides at each request, so a
+// channel given a password takes its older builds off the CDN at once.
+func (o *Objects) ObjectURL(ctx context.Context, key, filename, contentType string, public bool) (string, error) {
 	d := o.Downloads
-	if d.CDNURL != "" {
+	if d.CDNURL != "" && public {
 		return d.CDNURL + "/" + escapeKey(key), nil
 	}
 	switch b := o.Storage.(type) {
