@@ -1,6 +1,9 @@
 package distribution
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // Who acts. Every request carries its actor in its context: httpapi sets the token a request was
 // let in with (or the anonymous actor), the console its signed-in user, each command and
@@ -27,6 +30,30 @@ type Actor struct {
 	Role string
 	// Scope is a token's scope as its owner's rights allow it now (ScopeAdmin, ScopeUpload).
 	Scope string
+	// Apps, when not empty, are the only apps a token may act on (LimitedTo); empty: any app.
+	Apps []int64
+	// Abilities, when not empty, are the only kinds of thing a token may do (AbilityRead,
+	// AbilityUpload, AbilityDevices), within its scope; empty: all its scope allows.
+	Abilities []string
+}
+
+// AppLimited reports whether the actor is a token limited to some apps.
+func (a Actor) AppLimited() bool { return len(a.Apps) > 0 }
+
+// LimitedTo reports whether the actor is a token limited to apps, appID among them: a token
+// made for this app (and perhaps a few others), not one that reaches every app.
+func (a Actor) LimitedTo(appID int64) bool {
+	return appID != 0 && slices.Contains(a.Apps, appID)
+}
+
+// Reaches reports whether the actor's limits let it act on the app at all: it is not limited to
+// apps, or it is limited to this one. (Whether it may take a given action is the policy's.)
+func (a Actor) Reaches(appID int64) bool { return !a.AppLimited() || a.LimitedTo(appID) }
+
+// Can reports whether the actor's abilities include ability: it is not limited to abilities, or
+// ability is one of them.
+func (a Actor) Can(ability string) bool {
+	return len(a.Abilities) == 0 || slices.Contains(a.Abilities, ability)
 }
 
 // UserActor is a console user. Their console uploads are recorded with their upload token
@@ -46,9 +73,11 @@ func (a Actor) ConsoleUploader(t *Token) Actor {
 	return a
 }
 
-// TokenActor is an API token, with its owner (a console user, 0 for none) as the row's user.
+// TokenActor is an API token, with its owner (a console user, 0 for none) as the row's user, and
+// the limits it was made with (the apps and abilities it is limited to).
 func TokenActor(t *Token) Actor {
-	return Actor{Kind: ActorToken, TokenID: t.ID, UserID: t.UserID, Name: t.Name, Scope: t.Scope}
+	return Actor{Kind: ActorToken, TokenID: t.ID, UserID: t.UserID, Name: t.Name, Scope: t.Scope,
+		Apps: slices.Clone(t.Apps), Abilities: slices.Clone(t.Abilities)}
 }
 
 // SystemActor is Slipway itself: a background component ("retention", "gc") or the CLI ("cli").

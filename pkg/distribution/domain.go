@@ -296,12 +296,33 @@ type Token struct {
 	RevokedAt  *time.Time
 	// ExpiresAt, when set, is when the token stops working (refused as a revoked one is).
 	ExpiresAt *time.Time
+	// Apps, when not empty, are the ids of the only apps the token may act on; empty: any app.
+	Apps []int64
+	// Abilities, when not empty, are the only kinds of thing the token may do (AbilityRead,
+	// AbilityUpload, AbilityDevices), within its scope; empty: all its scope allows.
+	Abilities []string
 }
+
+// Token abilities: what a token limited to abilities may do, within its scope (the policy's
+// rules, pkg/distribution/policy). read: list and read apps, releases, debug files; upload:
+// upload builds and debug files, edit releases (its own, for an upload token), use its upload
+// sessions; devices: read and register devices (and approve or delete them, for an admin token).
+const (
+	AbilityRead    = "read"
+	AbilityUpload  = "upload"
+	AbilityDevices = "devices"
+)
+
+// Abilities lists every ability, in the order they are shown.
+var Abilities = []string{AbilityRead, AbilityUpload, AbilityDevices}
 
 // NewToken is a token to make: its name, scope and owner (0: none), and who makes it (the audit
 // row's actor).
 type NewToken struct {
 	Name, Scope string
+	// Apps and Abilities limit the token (Token.Apps, Token.Abilities); empty: no limit.
+	Apps      []int64
+	Abilities []string
 	// ExpiresAt, when set, is when the token stops working; nil: never.
 	ExpiresAt *time.Time
 	UserID    int64

@@ -28,32 +28,32 @@ func TestAppsAPI(t *testing.T) {
 	if r.Status != 201 || r.Map(t)["name"] != "Second" {
 		t.Fatalf("create json: %d %s", r.Status, r.Body)
 	}
-	r = e.Get(t, "/api/apps")
+	r = e.GetWith(t, "/api/apps", e.AdminToken)
 	var apps []map[string]any
 	r.JSON(t, &apps)
 	if len(apps) != 2 || apps[0]["name"] != "Demo" {
 		t.Fatalf("list %s", r.Body)
 	}
-	r = e.Get(t, "/api/apps?per_page=1&page=2")
+	r = e.GetWith(t, "/api/apps?per_page=1&page=2", e.AdminToken)
 	r.JSON(t, &apps)
 	if len(apps) != 1 || apps[0]["name"] != "Second" {
 		t.Fatalf("page 2: %s", r.Body)
 	}
-	if r = e.Get(t, "/api/apps?page=9"); string(r.Body) != "[]" {
+	if r = e.GetWith(t, "/api/apps?page=9", e.AdminToken); string(r.Body) != "[]" {
 		t.Fatalf("past the end: %s", r.Body)
 	}
 	r = e.Do(t, "PUT", "/api/apps/1", strings.NewReader("name=Renamed"), form)
 	if r.Status != 200 || r.Map(t)["name"] != "Renamed" {
 		t.Fatalf("update: %d %s", r.Status, r.Body)
 	}
-	if r = e.Get(t, "/api/apps/1"); r.Map(t)["name"] != "Renamed" {
+	if r = e.GetWith(t, "/api/apps/1", e.AdminToken); r.Map(t)["name"] != "Renamed" {
 		t.Fatalf("get: %s", r.Body)
 	}
 	r = e.Do(t, "DELETE", "/api/apps/1", nil, admin)
 	if r.Status != 200 || string(r.Body) != `{"mesage":"OK"}` {
 		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
-	if r = e.Get(t, "/api/apps/1"); r.Status != 404 {
+	if r = e.GetWith(t, "/api/apps/1", e.AdminToken); r.Status != 404 {
 		t.Fatalf("get deleted: %d", r.Status)
 	}
 }
@@ -63,17 +63,18 @@ func TestAppsAPIBadInput(t *testing.T) {
 	form := func(tok string) http.Header {
 		return http.Header{"Content-Type": {"application/x-www-form-urlencoded"}, "Authorization": {"Token " + tok}}
 	}
+	auth := http.Header{"Authorization": {"Token " + e.AdminToken}}
 	cases := []struct {
 		name, method, path, body string
 		header                   http.Header
 		status                   int
 	}{
-		{"non-integer id", "GET", "/api/apps/abc", "", nil, 422},
-		{"negative id", "GET", "/api/apps/-1", "", nil, 422},
-		{"unknown id", "GET", "/api/apps/999", "", nil, 404},
-		{"page zero", "GET", "/api/apps?page=0", "", nil, 422},
-		{"page text", "GET", "/api/apps?page=x", "", nil, 422},
-		{"per_page negative", "GET", "/api/apps?per_page=-5", "", nil, 422},
+		{"non-integer id", "GET", "/api/apps/abc", "", auth, 422},
+		{"negative id", "GET", "/api/apps/-1", "", auth, 422},
+		{"unknown id", "GET", "/api/apps/999", "", auth, 404},
+		{"page zero", "GET", "/api/apps?page=0", "", auth, 422},
+		{"page text", "GET", "/api/apps?page=x", "", auth, 422},
+		{"per_page negative", "GET", "/api/apps?per_page=-5", "", auth, 422},
 		{"missing token", "POST", "/api/apps", "name=x", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, 401},
 		{"wrong token", "POST", "/api/apps", "name=x", form("slw_wrong"), 401},
 		{"upload scope cannot create apps", "POST", "/api/apps", "name=x", form(e.UploadToken), 403},
@@ -104,7 +105,7 @@ func TestAppsAPIBadInput(t *testing.T) {
 		})
 	}
 	// Nothing was changed by any of them.
-	if r := e.Get(t, "/api/apps"); string(r.Body) != "[]" {
+	if r := e.GetWith(t, "/api/apps", e.AdminToken); string(r.Body) != "[]" {
 		t.Fatalf("apps after bad requests: %s", r.Body)
 	}
 	// A body over the limit is a 413.

@@ -199,7 +199,7 @@ func TestConcurrentUploads(t *testing.T) {
 					Channels []channel `json:"channels"`
 				} `json:"schemes"`
 			}
-			e.Get(t, "/api/apps?per_page=100").JSON(t, &apps)
+			e.GetWith(t, "/api/apps?per_page=100", e.AdminToken).JSON(t, &apps)
 			herds := 0
 			for _, a := range apps {
 				if a.Name == "Herd" {
@@ -251,7 +251,7 @@ func TestConcurrentUploads(t *testing.T) {
 		var apps []struct {
 			ID int64 `json:"id"`
 		}
-		e.Get(t, "/api/apps?per_page=100").JSON(t, &apps)
+		e.GetWith(t, "/api/apps?per_page=100", e.AdminToken).JSON(t, &apps)
 		for _, a := range apps {
 			keys := appObjects(t, e, a.ID)
 			if a.ID == herdApp && len(keys) != 20 { // 10 packages, 10 icons
@@ -267,7 +267,7 @@ func TestConcurrentUploads(t *testing.T) {
 					t.Errorf("app %d destroyed, object %s still stored", a.ID, k)
 				}
 			}
-			wantError(t, e.Get(t, fmt.Sprintf("/api/apps/%d", a.ID)), http.StatusNotFound)
+			wantError(t, e.GetWith(t, fmt.Sprintf("/api/apps/%d", a.ID), e.AdminToken), http.StatusNotFound)
 		}
 		// Downloads of destroyed releases are gone.
 		for id := range packages {

@@ -134,7 +134,7 @@ func (s *Server) getDebugFile(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	_, df, err := s.svc.DebugFiles.DebugFileInChannel(ctx, id, key)
+	df, err := s.svc.DebugFiles.ReadDebugFile(ctx, id, key)
 	if err != nil {
 		return err
 	}

@@ -235,7 +235,7 @@ func TestManagementSchemesAndChannels(t *testing.T) {
 				t.Fatalf("git_url not cleared: %v", c)
 			}
 			// The app listing (public, api.md's App) shows the change.
-			apps := m.e.Get(t, fmt.Sprintf("/api/apps/%d", id(app))).Map(t)
+			apps := m.e.GetWith(t, fmt.Sprintf("/api/apps/%d", id(app)), m.e.AdminToken).Map(t)
 			got := apps["schemes"].([]any)[0].(map[string]any)["channels"].([]any)[0].(map[string]any)
 			if got["name"] != "iPhone" || got["id"] != channel["id"] {
 				t.Fatalf("app listing: %v", got)
@@ -258,7 +258,7 @@ func TestManagementSchemesAndChannels(t *testing.T) {
 			}
 			assertCollected(t, m.e, keys)
 			m.want(m.call("DELETE", fmt.Sprintf("/api/schemes/%d", id(scheme)), admin, ""), 200, "delete scheme")
-			if n := m.e.Get(t, fmt.Sprintf("/api/apps/%d", id(app))).Map(t)["schemes"].([]any); len(n) != 0 {
+			if n := m.e.GetWith(t, fmt.Sprintf("/api/apps/%d", id(app)), m.e.AdminToken).Map(t)["schemes"].([]any); len(n) != 0 {
 				t.Fatalf("schemes left: %v", n)
 			}
 		})

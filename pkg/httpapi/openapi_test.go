@@ -228,8 +228,9 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	get("/channels/"+apkSlug+"/tauri.json", 401)
 	expect(e.Do(t, "POST", fmt.Sprintf("/api/channels/%d/feed_token", int64(arel["channel"].(map[string]any)["id"].(float64))), nil, admin), 201, "feed token")
 
-	get("/api/apps", 200)
-	get(fmt.Sprintf("/api/apps/%d", appID), 200)
+	get("/api/apps", 401)
+	expect(e.Do(t, "GET", "/api/apps", nil, upload), 200, "list apps")
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/apps/%d", appID), nil, upload), 200, "get app")
 	get("/api/apps/versions?channel_key="+slug, 200)
 	get("/api/apps/versions?channel_key=nope", 404)
 	get("/api/apps/latest?channel_key="+slug+"&release_version=0.9&build_version=1", 200)

@@ -185,6 +185,31 @@ func requireQuery(c *gin.Context, name string) (string, error) {
 	return v, nil
 }
 
+// list returns a parameter that is a list: a JSON array of strings or numbers, or a string of
+// comma-separated items (a form field, the query string). nil when absent.
+func (p *params) list(name string) ([]string, error) {
+	switch v := p.values[name].(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return strings.Split(v, ","), nil
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, item := range v {
+			switch item := item.(type) {
+			case string:
+				out = append(out, item)
+			case json.Number:
+				out = append(out, item.String())
+			default:
+				return nil, errs.Field(name, "must be an array of strings or numbers")
+			}
+		}
+		return out, nil
+	}
+	return nil, errs.Field(name, "must be an array or a comma-separated string")
+}
+
 // optStr returns the named parameter when it was sent (nil when absent), as for PUT and PATCH,
 // which change only what a client sends. A JSON null counts as "" (clear the field).
 func (p *params) optStr(name string) (*string, error) {

@@ -95,9 +95,11 @@ func New(d Deps) *Server {
 	api.GET("/openapi.json", h(s.openAPI))
 
 	// The specification's endpoints.
-	api.GET("/apps", h(s.listApps))
+	// Listing and reading apps need a token (they hand out channel keys); the reads by channel
+	// key below stay public for the SDKs.
+	api.GET("/apps", token, h(s.listApps))
 	api.POST("/apps", token, h(s.createApp))
-	api.GET("/apps/:id", h(s.getApp))
+	api.GET("/apps/:id", token, h(s.getApp))
 	api.PUT("/apps/:id", token, h(s.updateApp))
 	api.DELETE("/apps/:id", token, h(s.destroyApp))
 	api.POST("/apps/upload", s.upload("app", s.uploadApp))

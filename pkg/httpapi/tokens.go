@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/slipwayhq/slipway/pkg/distribution/access"
 )
 
 // listTokens: GET /api/tokens, every token without its secret (admin).
@@ -21,7 +23,7 @@ func (s *Server) listTokens(c *gin.Context) error {
 	return nil
 }
 
-// createToken: POST /api/tokens (name, scope) → 201 with the secret in "token", shown only now.
+// createToken: POST /api/tokens (name, scope, apps, abilities) → 201 with the secret in "token", shown only now.
 // The new token belongs to the requesting token's owner and never exceeds its rights.
 func (s *Server) createToken(c *gin.Context) error {
 	ctx := reqCtx(c)
@@ -37,7 +39,15 @@ func (s *Server) createToken(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	secret, tok, err := s.svc.Tokens.CreateToken(ctx, name, scope)
+	apps, err := p.list("apps")
+	if err != nil {
+		return err
+	}
+	abilities, err := p.list("abilities")
+	if err != nil {
+		return err
+	}
+	secret, tok, err := s.svc.Tokens.MakeToken(ctx, access.TokenRequest{Name: name, Scope: scope, Apps: apps, Abilities: abilities})
 	if err != nil {
 		return err
 	}

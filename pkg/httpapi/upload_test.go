@@ -970,7 +970,7 @@ func TestUploadRules(t *testing.T) {
 				Channels []map[string]any `json:"channels"`
 			} `json:"schemes"`
 		}
-		e.Get(t, fmt.Sprintf("/api/apps/%d", r1.App.ID)).JSON(t, &app)
+		e.GetWith(t, fmt.Sprintf("/api/apps/%d", r1.App.ID), e.AdminToken).JSON(t, &app)
 		var got []string
 		for _, s := range app.Schemes {
 			for _, c := range s.Channels {

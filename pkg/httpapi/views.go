@@ -277,12 +277,15 @@ type tokenView struct {
 	CreatedAt  string  `json:"created_at"`
 	LastUsedAt *string `json:"last_used_at"`
 	RevokedAt  *string `json:"revoked_at"`
-	Token      string  `json:"token,omitempty"`
+	// AppIDs and Abilities are the token's limits, absent when it has none.
+	AppIDs    []int64  `json:"app_ids,omitempty"`
+	Abilities []string `json:"abilities,omitempty"`
+	Token     string   `json:"token,omitempty"`
 }
 
 func (s *Server) tokenView(t *distribution.Token) tokenView {
 	v := tokenView{ID: t.ID, Name: t.Name, Scope: t.Scope, CreatedAt: s.timestamp(t.CreatedAt),
-		LastUsedAt: s.optTimestamp(t.LastUsedAt), RevokedAt: s.optTimestamp(t.RevokedAt)}
+		LastUsedAt: s.optTimestamp(t.LastUsedAt), RevokedAt: s.optTimestamp(t.RevokedAt), AppIDs: t.Apps, Abilities: t.Abilities}
 	if t.UserID != 0 {
 		v.UserID = &t.UserID
 	}

@@ -41,9 +41,11 @@ func channelContextDest(cc *distribution.ChannelContext) []any {
 	return append(append(channelDest(&cc.Channel), schemeDest(&cc.Scheme)...), appDest(&cc.App)...)
 }
 
-// ListApps returns a page of apps ordered by id, each with its schemes and channels.
-func (db *DB) ListApps(ctx context.Context, p distribution.Page) ([]distribution.App, error) {
-	rows, err := db.Pool.Query(ctx, `SELECT `+appColumns+` FROM apps a ORDER BY a.id LIMIT $1 OFFSET $2`, p.PerPage, p.Offset())
+// ListApps returns a page of apps ordered by id (those of only, when only is not nil), each with
+// its schemes and channels.
+func (db *DB) ListApps(ctx context.Context, p distribution.Page, only []int64) ([]distribution.App, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT `+appColumns+` FROM apps a WHERE $3::bigint[] IS NULL OR a.id = ANY($3)
+		ORDER BY a.id LIMIT $1 OFFSET $2`, p.PerPage, p.Offset(), only)
 	if err != nil {
 		return nil, dbErr(err)
 	}

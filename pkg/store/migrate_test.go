@@ -108,6 +108,8 @@ var fills = map[uint]string{
 	17: ``, // a column's default only (and its backfill)
 	18: `
 		UPDATE api_tokens SET expires_at = now() + interval '90 days' WHERE id = 1;`,
+	19: `
+		INSERT INTO api_tokens (id, name, scope, token_hash, app_ids, abilities) VALUES (4, 'ci-one-app', 'upload', '\x04', '{1}', '{upload,read}');`,
 	21: `
 		INSERT INTO users (id, subject, email, name, role, admin_by_groups) VALUES (3, 'https://idp.example.com|ops', 'ops@example.com', 'Ops', 'admin', true);`,
 }
@@ -158,6 +160,21 @@ var downEffects = map[uint]func(t *testing.T, want, got tables){
 		tb := want["devices"]
 		tb.rows = slices.DeleteFunc(tb.rows, func(r row) bool { return r["udid"] == "00008101-000A1B2C3D4E5F60" })
 		want["devices"] = tb
+	},
+	// Tokens limited to apps or abilities are revoked: without the limits they would reach every
+	// app and do all their scope allows.
+	19: func(t *testing.T, want, got tables) {
+		for _, r := range want["api_tokens"].rows {
+			if (r["app_ids"] == nil && r["abilities"] == nil) || r["revoked_at"] != nil {
+				continue
+			}
+			i := slices.IndexFunc(got["api_tokens"].rows, func(g row) bool { return g["id"] == r["id"] })
+			if i < 0 || got["api_tokens"].rows[i]["revoked_at"] == nil {
+				t.Errorf("limited token %v survives the down migration unrevoked: it would reach every app", r["name"])
+				continue
+			}
+			r["revoked_at"] = got["api_tokens"].rows[i]["revoked_at"]
+		}
 	},
 	// Tokens owned by console users are revoked: without their owner they would exceed their rights.
 	7: func(t *testing.T, want, got tables) {

@@ -156,7 +156,7 @@ func TestFailoverToAStandby(t *testing.T) {
 	if _, err := db.CreateApp(ctx, "during"); errs.KindOf(err) != errs.Unavailable {
 		t.Fatalf("a write on a read-only database: %v (kind %v), want Unavailable (503)", err, errs.KindOf(err))
 	}
-	if apps, err := db.ListApps(ctx, distribution.Page{Page: 1, PerPage: 10}); err != nil || len(apps) != 1 {
+	if apps, err := db.ListApps(ctx, distribution.Page{Page: 1, PerPage: 10}, nil); err != nil || len(apps) != 1 {
 		t.Fatalf("reads during the failover: %v %v", apps, err)
 	}
 

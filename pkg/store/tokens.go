@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,14 +41,22 @@ func (db *DB) NewToken(ctx context.Context, in distribution.NewToken) (string, *
 		return "", nil, err
 	}
 	secret := tokenPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
-	t := distribution.Token{Name: in.Name, Scope: in.Scope, UserID: in.UserID, ExpiresAt: in.ExpiresAt}
+	t := distribution.Token{Name: in.Name, Scope: in.Scope, UserID: in.UserID, ExpiresAt: in.ExpiresAt,
+		Apps: nilIfEmpty(in.Apps), Abilities: nilIfEmpty(in.Abilities)}
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `INSERT INTO api_tokens (name, scope, token_hash, user_id, expires_at) VALUES ($1, $2, $3, $4, $5) RETURNING id, created_at`,
-			in.Name, in.Scope, HashToken(secret), nullID(in.UserID), in.ExpiresAt).Scan(&t.ID, &t.CreatedAt)
+		err := tx.QueryRow(ctx, `INSERT INTO api_tokens (name, scope, token_hash, user_id, expires_at, app_ids, abilities)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, created_at`,
+			in.Name, in.Scope, HashToken(secret), nullID(in.UserID), in.ExpiresAt, t.Apps, t.Abilities).Scan(&t.ID, &t.CreatedAt)
 		if err != nil {
 			return err
 		}
 		detail := map[string]any{"scope": t.Scope}
+		if t.Apps != nil {
+			detail["app_ids"] = t.Apps
+		}
+		if t.Abilities != nil {
+			detail["abilities"] = t.Abilities
+		}
 		if in.ExpiresAt != nil {
 			detail["expires_at"] = in.ExpiresAt.UTC().Format(time.RFC3339)
 		}
@@ -83,13 +93,14 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (*distribution.To
 		WHERE t.id = t0.id AND t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
 			AND (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute')
 			AND (t0.user_id IS NULL OR u.id IS NOT NULL)
-		RETURNING t.id, t.name, `+effective+`, coalesce(t.user_id, 0), t.created_at`, HashToken(secret)).Scan(&t.ID, &t.Name, &scope, &t.UserID, &t.CreatedAt)
+		RETURNING t.id, t.name, `+effective+`, coalesce(t.user_id, 0), t.created_at, t.app_ids, t.abilities`, HashToken(secret)).
+		Scan(&t.ID, &t.Name, &scope, &t.UserID, &t.CreatedAt, &t.Apps, &t.Abilities)
 	if errors.Is(err, pgx.ErrNoRows) {
-		err = db.Pool.QueryRow(ctx, `SELECT t.id, t.name, `+effective+`, coalesce(t.user_id, 0), t.created_at FROM api_tokens t
+		err = db.Pool.QueryRow(ctx, `SELECT t.id, t.name, `+effective+`, coalesce(t.user_id, 0), t.created_at, t.app_ids, t.abilities FROM api_tokens t
 			LEFT JOIN users u ON u.id = t.user_id AND u.disabled_at IS NULL
 			WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
 				AND (t.user_id IS NULL OR u.id IS NOT NULL)`,
-			HashToken(secret)).Scan(&t.ID, &t.Name, &scope, &t.UserID, &t.CreatedAt)
+			HashToken(secret)).Scan(&t.ID, &t.Name, &scope, &t.UserID, &t.CreatedAt, &t.Apps, &t.Abilities)
 	}
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && scope == nil) {
 		return nil, errs.New(errs.Unauthenticated, "the API token is invalid, revoked or expired")
@@ -104,14 +115,14 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (*distribution.To
 // ListTokens returns every token, active ones first, newest first.
 func (db *DB) ListTokens(ctx context.Context) ([]distribution.Token, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT t.id, t.name, t.scope, coalesce(t.user_id, 0), coalesce(nullif(u.name, ''), u.email, ''),
-		t.created_at, t.last_used_at, t.revoked_at, t.expires_at FROM api_tokens t LEFT JOIN users u ON u.id = t.user_id
+		t.created_at, t.last_used_at, t.revoked_at, t.expires_at, t.app_ids, t.abilities FROM api_tokens t LEFT JOIN users u ON u.id = t.user_id
 		ORDER BY t.revoked_at IS NOT NULL, t.created_at DESC, t.id DESC`)
 	if err != nil {
 		return nil, dbErr(err)
 	}
 	toks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.Token, error) {
 		var t distribution.Token
-		return t, r.Scan(&t.ID, &t.Name, &t.Scope, &t.UserID, &t.Owner, &t.CreatedAt, &t.LastUsedAt, &t.RevokedAt, &t.ExpiresAt)
+		return t, r.Scan(&t.ID, &t.Name, &t.Scope, &t.UserID, &t.Owner, &t.CreatedAt, &t.LastUsedAt, &t.RevokedAt, &t.ExpiresAt, &t.Apps, &t.Abilities)
 	})
 	return toks, dbErr(err)
 }
@@ -154,4 +165,39 @@ func (db *DB) revokeToken(ctx context.Context, where string, arg any, by distrib
 		return nil, dbErr(err)
 	}
 	return &t, nil
+}
+
+// nilIfEmpty stores an empty limit as NULL: no limit.
+func nilIfEmpty[T any](xs []T) []T {
+	if len(xs) == 0 {
+		return nil
+	}
+	return xs
+}
+
+// AppIDsOf resolves apps named by id or by name to their ids, in order: errs.Field("apps") for
+// an app that does not exist, or a name that several apps share.
+func (db *DB) AppIDsOf(ctx context.Context, refs []string) ([]int64, error) {
+	ids := make([]int64, 0, len(refs))
+	for _, ref := range refs {
+		ref = strings.TrimSpace(ref)
+		var found []int64
+		rows, err := db.Pool.Query(ctx, `SELECT id FROM apps WHERE id::text = $1 OR name = $1 ORDER BY id::text = $1 DESC, id LIMIT 2`, ref)
+		if err == nil {
+			found, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		}
+		if err != nil {
+			return nil, dbErr(err)
+		}
+		switch {
+		case len(found) == 0:
+			return nil, errs.Field("apps", "no app has the id or name %q", ref)
+		case len(found) > 1 && strconv.FormatInt(found[0], 10) != ref:
+			return nil, errs.Field("apps", "several apps are named %q; give the app's id", ref)
+		}
+		if !slices.Contains(ids, found[0]) {
+			ids = append(ids, found[0])
+		}
+	}
+	return ids, nil
 }

@@ -217,6 +217,11 @@ func (e *Env) Do(t testing.TB, method, path string, body io.Reader, header http.
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
 
+// GetWith is Get with a token in the Authorization header.
+func (e *Env) GetWith(t testing.TB, path, token string) *Response {
+	return e.Do(t, http.MethodGet, path, nil, http.Header{"Authorization": {"Token " + token}})
+}
+
 // Get is Do with GET and no body.
 func (e *Env) Get(t testing.TB, path string) *Response {
 	return e.Do(t, http.MethodGet, path, nil, nil)

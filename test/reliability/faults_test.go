@@ -146,7 +146,7 @@ func TestMinIOHungMidUpload(t *testing.T) {
 	if report := call(t, http.MethodGet, s.InternalURL+"/internal/readyz", nil); !strings.Contains(string(report.Body), `"name":"storage","state":"unavailable"`) {
 		t.Errorf("the internal readyz does not name storage: %s", report)
 	}
-	if r := call(t, http.MethodGet, s.URL+"/api/apps", nil); r.Status != http.StatusOK {
+	if r := call(t, http.MethodGet, s.URL+"/api/apps", nil, "Authorization", "Token "+e.admin); r.Status != http.StatusOK {
 		t.Errorf("a read that needs no storage, while MinIO hangs: %s", r)
 	}
 	// The answer comes while MinIO still hangs.
@@ -206,7 +206,7 @@ func (e *env) trafficOps(slug string, releaseID int64) []trafficOp {
 			return request(http.MethodGet, s.URL+"/api/apps/latest?release_version=1.0&build_version=1&channel_key="+slug, nil)
 		}},
 		{"list apps", http.StatusOK, func(s *e2e.Server, _ int) (*response, error) {
-			return request(http.MethodGet, s.URL+"/api/apps", nil)
+			return request(http.MethodGet, s.URL+"/api/apps", nil, "Authorization", "Token "+e.admin)
 		}},
 		{"create app", http.StatusCreated, func(s *e2e.Server, i int) (*response, error) {
 			return request(http.MethodPost, s.URL+"/api/apps", strings.NewReader(fmt.Sprintf(`{"name":"Traffic %d"}`, i)),

@@ -72,7 +72,7 @@ func TestSlowClients(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The replica serves others meanwhile.
-		if r := call(t, http.MethodGet, plain.URL+"/api/apps", nil); r.Status != http.StatusOK {
+		if r := call(t, http.MethodGet, plain.URL+"/api/apps", nil, "Authorization", "Token "+e.admin); r.Status != http.StatusOK {
 			t.Errorf("list apps while a client holds half a header: %s", r)
 		}
 		// Well past the 10 s header timeout, but bounded: the server must have closed by then.

@@ -23,7 +23,8 @@ import (
 
 // AppStore reads and writes apps, schemes and channels.
 type AppStore interface {
-	ListApps(ctx context.Context, p distribution.Page) ([]distribution.App, error)
+	// ListApps returns a page of apps ordered by id: those of only, when only is not nil.
+	ListApps(ctx context.Context, p distribution.Page, only []int64) ([]distribution.App, error)
 	GetApp(ctx context.Context, id int64) (*distribution.App, error)
 	CreateApp(ctx context.Context, name string) (*distribution.App, error)
 	RenameApp(ctx context.Context, id int64, name string) (*distribution.App, error)
@@ -87,12 +88,17 @@ func (a *Apps) channelFor(ctx context.Context, act policy.Action, id int64) (*di
 	return cc, a.may(ctx, act, cc.App.ID)
 }
 
-// ListApps returns a page of apps with their schemes and channels, ordered by id.
+// ListApps returns a page of the apps the context's actor may see (a token limited to apps sees
+// only those), with their schemes and channels, ordered by id.
 func (a *Apps) ListApps(ctx context.Context, p distribution.Page) ([]distribution.App, error) {
-	if err := a.Policy.Authorize(ctx, policy.ReadCatalog, policy.Installation); err != nil {
+	if err := a.Policy.Authorize(ctx, policy.ReadCatalog, policy.AppListing); err != nil {
 		return nil, err
 	}
-	return a.Store.ListApps(ctx, p)
+	only, limited := a.Policy.ListedApps(ctx)
+	if limited && len(only) == 0 {
+		return []distribution.App{}, nil
+	}
+	return a.Store.ListApps(ctx, p, only)
 }
 
 // App returns one app with its schemes and channels.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -99,7 +100,7 @@ func TestCollectorAuditsExpiredSessions(t *testing.T) {
 		t.Fatalf("rows %+v", rows.rows)
 	}
 	r := rows.rows[0]
-	if r.Actor != SystemActor("gc") || r.Action != "upload_session.expire" || r.Target.Name != "3 upload sessions" || r.Detail["sessions"] != 3 {
+	if !reflect.DeepEqual(r.Actor, SystemActor("gc")) || r.Action != "upload_session.expire" || r.Target.Name != "3 upload sessions" || r.Detail["sessions"] != 3 {
 		t.Errorf("row %+v", r)
 	}
 }

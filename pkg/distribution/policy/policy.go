@@ -10,6 +10,8 @@ package policy
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
@@ -77,10 +79,17 @@ type Resource struct {
 	UploadedBy int64
 	// SessionToken is an upload session's token, for UseSession: a token uses its own sessions.
 	SessionToken int64
+	// Listing marks a listing of apps that shows only what the actor may see (AppListing).
+	Listing bool
 }
 
 // Installation is the resource of installation-wide actions (tokens, people, devices, ...).
 var Installation = Resource{}
+
+// AppListing is the resource of ReadCatalog for a listing of apps that shows the actor only the
+// apps ListedApps names: a token limited to apps lists only those. (ReadCatalog on Installation
+// is a read across every app, refused to such a token.)
+var AppListing = Resource{Listing: true}
 
 // OnApp is the resource of an action on one app.
 func OnApp(appID int64) Resource { return Resource{AppID: appID} }
@@ -125,6 +134,16 @@ func (p *Policy) Authorize(ctx context.Context, act Action, res Resource) error 
 	return d.Err
 }
 
+// ListedApps returns the apps a listing (AppListing) may show ctx's actor: limited true and
+// their ids for a token limited to apps, limited false (every app) for anyone else.
+func (p *Policy) ListedApps(ctx context.Context) (apps []int64, limited bool) {
+	a, ok := distribution.ActorIn(ctx)
+	if !ok || !a.AppLimited() {
+		return nil, false
+	}
+	return slices.Clone(a.Apps), true
+}
+
 // Allowed reports whether ctx's actor may take act on res (a page deciding what to show).
 func (p *Policy) Allowed(ctx context.Context, act Action, res Resource) bool {
 	return p.Authorize(ctx, act, res) == nil
@@ -154,10 +173,8 @@ func Decide(a distribution.Actor, act Action, res Resource) Decision {
 	case distribution.ActorUser:
 		return decideUser(a, act, res)
 	}
-	if act == ReadCatalog {
-		// Zealot's clients list and read apps without a token.
-		return allow
-	}
+	// Listing and reading apps needs a token too: a listing hands out channel keys. The reads by
+	// channel key ask no action: whoever holds the key may read the channel.
 	return Decision{Err: errs.New(errs.Unauthenticated, "an API token is required: send it as \"Authorization: Token <token>\" or a token parameter")}
 }
 
@@ -165,6 +182,9 @@ func Decide(a distribution.Actor, act Action, res Resource) Decision {
 // own uploads, sync devices and use its own upload sessions. (A token owned by a person has the
 // scope its owner's role allows now: the store computes it at authentication.)
 func decideToken(a distribution.Actor, act Action, res Resource) Decision {
+	if d, ok := decideLimits(a, act, res); !ok {
+		return d
+	}
 	if a.Scope == distribution.ScopeAdmin {
 		return allow
 	}
@@ -188,6 +208,85 @@ func decideToken(a distribution.Actor, act Action, res Resource) Decision {
 		return refuse("pinning a release (keeping it from retention) needs an admin token")
 	}
 	return refuse("this token's scope (%s) does not allow this operation; it needs admin", a.Scope)
+}
+
+// abilityOf is the ability each action needs of a token limited to abilities; an action not
+// listed is refused to such a token.
+var abilityOf = map[Action]string{
+	ReadCatalog: distribution.AbilityRead,
+	Upload:      distribution.AbilityUpload, EditRelease: distribution.AbilityUpload, UseSession: distribution.AbilityUpload,
+	ReadDevices: distribution.AbilityDevices, SyncDevice: distribution.AbilityDevices, ManageDevices: distribution.AbilityDevices,
+}
+
+// decideLimits applies a token's limits, before its scope: a token limited to apps acts on no
+// other app, and on the installation as a whole only to list its apps (AppListing), to use its
+// own upload sessions, and to reach devices (which belong to no app) when its abilities name
+// devices; a token limited to abilities takes only the actions they cover. ok is false with the
+// refusal when the limits refuse.
+func decideLimits(a distribution.Actor, act Action, res Resource) (Decision, bool) {
+	if a.AppLimited() {
+		switch {
+		case res.AppID != 0 && !a.LimitedTo(res.AppID):
+			return refuse("this token is limited to other apps; an admin can make one for this app (slipway token create --app)"), false
+		case res.AppID == 0 && act == UseSession && res.SessionToken != a.TokenID:
+			// Its own sessions went only into its apps; another token's might not have.
+			return Decision{Err: errs.New(errs.NotFound, "no such upload session")}, false
+		case res.AppID == 0 && act == Upload:
+			return refuse("this token is limited to apps and cannot create one: upload with the channel_key of a channel of its apps"), false
+		case res.AppID == 0 && !reachesInstallation(a, act, res):
+			return refuse("this token is limited to apps; this operation is not about one app and needs a token for every app"), false
+		}
+	}
+	if len(a.Abilities) > 0 {
+		if need := abilityOf[act]; need == "" || !slices.Contains(a.Abilities, need) {
+			return refuse("this token may only %s", strings.Join(a.Abilities, ", ")), false
+		}
+	}
+	return allow, true
+}
+
+// reachesInstallation reports whether a token limited to apps may take act on a resource that
+// names no app.
+func reachesInstallation(a distribution.Actor, act Action, res Resource) bool {
+	switch act {
+	case ReadCatalog:
+		return res.Listing
+	case UseSession:
+		return res.SessionToken != 0
+	case ReadDevices, SyncDevice, ManageDevices:
+		return slices.Contains(a.Abilities, distribution.AbilityDevices)
+	}
+	return false
+}
+
+// Mint decides whether actor a may make a token of scope limited to apps and abilities (empty:
+// none): never one that may do more than a itself. An upload token makes no admin token; a token
+// limited to apps makes only tokens limited to some of them, and one limited to abilities only
+// tokens limited to some of those. (Making tokens at all is ManageTokens, which the installation
+// grants only to admins and to admin tokens without app limits.)
+func Mint(a distribution.Actor, scope string, apps []int64, abilities []string) error {
+	if a.Kind != distribution.ActorToken {
+		return nil
+	}
+	if a.Scope != distribution.ScopeAdmin && scope == distribution.ScopeAdmin {
+		return errs.New(errs.Forbidden, "a %s token cannot make an admin token", a.Scope)
+	}
+	if a.AppLimited() && (len(apps) == 0 || !subset(apps, a.Apps)) {
+		return errs.New(errs.Forbidden, "this token is limited to apps: it can make only tokens limited to some of them")
+	}
+	if len(a.Abilities) > 0 && (len(abilities) == 0 || !subset(abilities, a.Abilities)) {
+		return errs.New(errs.Forbidden, "this token may only %s: it can make only tokens limited to some of that", strings.Join(a.Abilities, ", "))
+	}
+	return nil
+}
+
+func subset[T comparable](xs, of []T) bool {
+	for _, x := range xs {
+		if !slices.Contains(of, x) {
+			return false
+		}
+	}
+	return true
 }
 
 // decideUser: admins may do everything; developers may read and change the apps they are members

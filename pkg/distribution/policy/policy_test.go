@@ -29,47 +29,63 @@ func (members) IsAppMember(_ context.Context, appID, userID int64) (bool, error)
 }
 
 // TestPolicyTable lists every actor × action and what the policy answers, on app 1 (the user's
-// app, where the token uploaded the release and owns the session) and app 2 (neither).
+// app, where the token uploaded the release and owns the session) and app 2 (neither). The
+// limited tokens: "app token" is an upload token limited to app 1, "app admin token" an admin
+// token limited to app 1, "upload-only token" an admin token limited to the upload ability.
 func TestPolicyTable(t *testing.T) {
 	const tokenID = 40
 	actors := map[string]distribution.Actor{
-		"system":         distribution.SystemActor("cli"),
-		"anonymous":      distribution.AnonymousActor(),
-		"admin token":    {Kind: distribution.ActorToken, TokenID: tokenID, Name: "ci", Scope: distribution.ScopeAdmin},
-		"upload token":   {Kind: distribution.ActorToken, TokenID: tokenID, Name: "ci", Scope: distribution.ScopeUpload},
-		"admin user":     {Kind: distribution.ActorUser, UserID: 7, TokenID: tokenID, Name: "Ada", Role: distribution.RoleAdmin},
-		"developer user": {Kind: distribution.ActorUser, UserID: 7, TokenID: tokenID, Name: "Dev", Role: distribution.RoleDeveloper},
-		"viewer user":    {Kind: distribution.ActorUser, UserID: 7, TokenID: tokenID, Name: "Vi", Role: distribution.RoleViewer},
+		"system":            distribution.SystemActor("cli"),
+		"anonymous":         distribution.AnonymousActor(),
+		"admin token":       {Kind: distribution.ActorToken, TokenID: tokenID, Name: "ci", Scope: distribution.ScopeAdmin},
+		"upload token":      {Kind: distribution.ActorToken, TokenID: tokenID, Name: "ci", Scope: distribution.ScopeUpload},
+		"admin user":        {Kind: distribution.ActorUser, UserID: 7, TokenID: tokenID, Name: "Ada", Role: distribution.RoleAdmin},
+		"developer user":    {Kind: distribution.ActorUser, UserID: 7, TokenID: tokenID, Name: "Dev", Role: distribution.RoleDeveloper},
+		"viewer user":       {Kind: distribution.ActorUser, UserID: 7, TokenID: tokenID, Name: "Vi", Role: distribution.RoleViewer},
+		"app token":         {Kind: distribution.ActorToken, TokenID: tokenID, Name: "ci-app", Scope: distribution.ScopeUpload, Apps: []int64{1}},
+		"app admin token":   {Kind: distribution.ActorToken, TokenID: tokenID, Name: "ops-app", Scope: distribution.ScopeAdmin, Apps: []int64{1, 3}},
+		"upload-only token": {Kind: distribution.ActorToken, TokenID: tokenID, Name: "up", Scope: distribution.ScopeAdmin, Abilities: []string{distribution.AbilityUpload}},
 	}
-	order := []string{"system", "anonymous", "admin token", "upload token", "admin user", "developer user", "viewer user"}
+	order := []string{"system", "anonymous", "admin token", "upload token", "admin user", "developer user", "viewer user",
+		"app token", "app admin token", "upload-only token"}
+	const n = 10
 	// Each row: the action, the resource on app 1, and the outcome for each actor in order.
 	type row struct {
 		act  policy.Action
 		res  policy.Resource
-		want [7]string
+		want [n]string
 	}
 	own := policy.Resource{AppID: 1, UploadedBy: tokenID, SessionToken: tokenID}
 	inst := policy.Installation
-	//                                                   system anon   admTok upTok  admUsr dev     viewer
+	list := policy.AppListing
+	//                                                      system anon   admTok upTok  admUsr dev     viewer appTok appAdm upOnly
 	rows := []row{
-		{policy.ReadCatalog, own, [7]string{yes, yes, yes, yes, yes, yes, yes}},
-		{policy.CreateApp, inst, [7]string{yes, login, yes, no, yes, no, no}},
-		{policy.ManageApp, own, [7]string{yes, login, yes, no, yes, member, no}},
-		{policy.DeleteApp, own, [7]string{yes, login, yes, no, yes, no, no}},
-		{policy.Upload, own, [7]string{yes, login, yes, yes, yes, member, no}},
-		{policy.EditRelease, own, [7]string{yes, login, yes, yes, yes, member, no}},
-		{policy.PinRelease, own, [7]string{yes, login, yes, no, yes, no, no}},
-		{policy.DeleteRelease, own, [7]string{yes, login, yes, no, yes, member, no}},
-		{policy.DeleteDebugFile, own, [7]string{yes, login, yes, no, yes, no, no}},
-		{policy.RotateFeedToken, own, [7]string{yes, login, yes, no, yes, no, no}},
-		{policy.ManageWebhooks, own, [7]string{yes, login, yes, no, yes, no, no}},
-		{policy.ReadDevices, inst, [7]string{yes, login, yes, yes, yes, yes, no}},
-		{policy.SyncDevice, inst, [7]string{yes, login, yes, yes, yes, no, no}},
-		{policy.ManageDevices, inst, [7]string{yes, login, yes, no, yes, no, no}},
-		{policy.ManageTokens, inst, [7]string{yes, login, yes, no, yes, no, no}},
-		{policy.ManagePeople, inst, [7]string{yes, login, yes, no, yes, no, no}},
-		{policy.ReadAudit, inst, [7]string{yes, login, yes, no, yes, no, no}},
-		{policy.UseSession, own, [7]string{yes, login, yes, yes, yes, yes, yes}},
+		{policy.ReadCatalog, own, [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, no}},
+		{policy.ReadCatalog, list, [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, no}},
+		{policy.ReadCatalog, inst, [n]string{yes, login, yes, yes, yes, yes, yes, no, no, no}},
+		{policy.CreateApp, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no}},
+		{policy.ManageApp, own, [n]string{yes, login, yes, no, yes, member, no, no, yes, no}},
+		{policy.DeleteApp, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no}},
+		{policy.Upload, own, [n]string{yes, login, yes, yes, yes, member, no, yes, yes, yes}},
+		// An upload without a channel key finds or creates its app by name: not for app tokens.
+		{policy.Upload, inst, [n]string{yes, login, yes, yes, yes, no, no, no, no, yes}},
+		{policy.EditRelease, own, [n]string{yes, login, yes, yes, yes, member, no, yes, yes, yes}},
+		{policy.PinRelease, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no}},
+		{policy.DeleteRelease, own, [n]string{yes, login, yes, no, yes, member, no, no, yes, no}},
+		{policy.DeleteDebugFile, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no}},
+		{policy.RotateFeedToken, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no}},
+		{policy.ManageWebhooks, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no}},
+		{policy.ManageWebhooks, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no}},
+		{policy.ReadDevices, inst, [n]string{yes, login, yes, yes, yes, yes, no, no, no, no}},
+		{policy.SyncDevice, inst, [n]string{yes, login, yes, yes, yes, no, no, no, no, no}},
+		{policy.ManageDevices, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no}},
+		{policy.ManageTokens, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no}},
+		{policy.ManagePeople, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no}},
+		{policy.ReadAudit, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no}},
+		{policy.UseSession, own, [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, yes}},
+		{policy.UseSession, policy.OwnSession(tokenID), [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, yes}},
+		// Another token's session: a token limited to apps uses only its own, whatever its scope.
+		{policy.UseSession, policy.OwnSession(tokenID + 1), [n]string{yes, login, yes, hidden, yes, hidden, hidden, hidden, hidden, yes}},
 	}
 	seen := map[policy.Action]bool{}
 	for _, r := range rows {
@@ -90,17 +106,20 @@ func TestPolicyTable(t *testing.T) {
 				want = yes
 			}
 			if got != want {
-				t.Errorf("%s may %s on its own app: got %s, want %s", name, r.act, got, want)
+				t.Errorf("%s may %s on %+v: got %s, want %s", name, r.act, r.res, got, want)
 			}
-			// On app 2 (not the developer's, not the token's upload or session), a member-only
-			// answer becomes a refusal, and so do the upload token's own-things answers.
+			// On app 2 (not the developer's, not the token's upload or session, not among the
+			// limited tokens' apps), a member-only answer becomes a refusal, and so do the upload
+			// token's own-things answers and everything a token limited to other apps would do.
 			other := policy.Resource{AppID: 2, UploadedBy: tokenID + 1, SessionToken: tokenID + 1}
-			if r.res == inst {
+			if r.res.AppID == 0 {
 				continue
 			}
 			want2 := r.want[i]
 			switch {
 			case want2 == member:
+				want2 = no
+			case name == "app token" || name == "app admin token":
 				want2 = no
 			case name == "upload token" && r.act == policy.EditRelease:
 				want2 = no
@@ -110,6 +129,81 @@ func TestPolicyTable(t *testing.T) {
 			if got := outcome(p.Authorize(ctx, r.act, other)); got != want2 {
 				t.Errorf("%s may %s on another app: got %s, want %s", name, r.act, got, want2)
 			}
+		}
+	}
+}
+
+// TestAppTokenWithDevices: a token limited to apps reaches devices (which belong to no app) only
+// when its abilities name devices, and then still only its apps.
+func TestAppTokenWithDevices(t *testing.T) {
+	p := &policy.Policy{Members: members{}}
+	tok := distribution.Actor{Kind: distribution.ActorToken, TokenID: 5, Scope: distribution.ScopeUpload, Apps: []int64{1},
+		Abilities: []string{distribution.AbilityDevices, distribution.AbilityUpload}}
+	ctx := distribution.WithActor(context.Background(), tok)
+	for act, want := range map[policy.Action]string{policy.ReadDevices: yes, policy.SyncDevice: yes, policy.ManageDevices: no} {
+		if got := outcome(p.Authorize(ctx, act, policy.Installation)); got != want {
+			t.Errorf("%s: %s, want %s", act, got, want)
+		}
+	}
+	if got := outcome(p.Authorize(ctx, policy.Upload, policy.OnApp(2))); got != no {
+		t.Errorf("upload into app 2: %s", got)
+	}
+	if got := outcome(p.Authorize(ctx, policy.ReadCatalog, policy.AppListing)); got != no {
+		t.Errorf("list apps without the read ability: %s", got)
+	}
+}
+
+// TestListedApps: a listing shows a token limited to apps only those apps, and everyone else
+// every app.
+func TestListedApps(t *testing.T) {
+	p := &policy.Policy{Members: members{}}
+	ctx := distribution.WithActor(context.Background(), distribution.Actor{Kind: distribution.ActorToken, Scope: distribution.ScopeUpload, Apps: []int64{3, 1}})
+	if apps, limited := p.ListedApps(ctx); !limited || len(apps) != 2 {
+		t.Errorf("an app token lists %v (limited %v)", apps, limited)
+	}
+	for _, a := range []distribution.Actor{distribution.SystemActor("cli"), {Kind: distribution.ActorToken, Scope: distribution.ScopeUpload},
+		{Kind: distribution.ActorUser, Role: distribution.RoleViewer}} {
+		if apps, limited := p.ListedApps(distribution.WithActor(context.Background(), a)); limited || apps != nil {
+			t.Errorf("%s lists only %v", a.Label(), apps)
+		}
+	}
+}
+
+// TestMint: a token never makes a token that may do more than itself: no admin scope from an
+// upload token, no app or ability outside its own limits, and no unlimited token from a limited
+// one.
+func TestMint(t *testing.T) {
+	up := distribution.Actor{Kind: distribution.ActorToken, Scope: distribution.ScopeUpload}
+	appAdmin := distribution.Actor{Kind: distribution.ActorToken, Scope: distribution.ScopeAdmin, Apps: []int64{1, 2}}
+	reader := distribution.Actor{Kind: distribution.ActorToken, Scope: distribution.ScopeAdmin, Abilities: []string{"read", "upload"}}
+	admin := distribution.Actor{Kind: distribution.ActorToken, Scope: distribution.ScopeAdmin}
+	cases := []struct {
+		name      string
+		by        distribution.Actor
+		scope     string
+		apps      []int64
+		abilities []string
+		ok        bool
+	}{
+		{"admin token, anything", admin, "admin", nil, nil, true},
+		{"admin token, limited", admin, "upload", []int64{9}, []string{"upload"}, true},
+		{"system, anything", distribution.SystemActor("cli"), "admin", nil, nil, true},
+		{"upload token, admin scope", up, "admin", nil, nil, false},
+		{"upload token, upload scope", up, "upload", []int64{1}, nil, true},
+		{"app admin, unlimited", appAdmin, "upload", nil, nil, false},
+		{"app admin, another app", appAdmin, "upload", []int64{1, 3}, nil, false},
+		{"app admin, its apps", appAdmin, "admin", []int64{2}, nil, true},
+		{"reader, unlimited abilities", reader, "upload", nil, nil, false},
+		{"reader, devices", reader, "upload", nil, []string{"devices"}, false},
+		{"reader, its abilities", reader, "upload", []int64{4}, []string{"read"}, true},
+	}
+	for _, c := range cases {
+		err := policy.Mint(c.by, c.scope, c.apps, c.abilities)
+		if (err == nil) != c.ok {
+			t.Errorf("%s: %v, want allowed %v", c.name, err, c.ok)
+		}
+		if err != nil && errs.KindOf(err) != errs.Forbidden {
+			t.Errorf("%s: %v, want forbidden", c.name, err)
 		}
 	}
 }
@@ -171,6 +265,9 @@ func TestRefusalsSayWhatWouldAllow(t *testing.T) {
 		"developer webhooks":  {distribution.Actor{Kind: distribution.ActorUser, Role: distribution.RoleDeveloper}, policy.ManageWebhooks, "needs the admin role; you are a developer"},
 		"anonymous creates":   {distribution.AnonymousActor(), policy.CreateApp, "API token is required"},
 		"upload token admins": {distribution.Actor{Kind: distribution.ActorToken, Scope: distribution.ScopeUpload}, policy.ManageTokens, "it needs admin"},
+		"app token elsewhere": {distribution.Actor{Kind: distribution.ActorToken, Scope: distribution.ScopeUpload, Apps: []int64{2}}, policy.Upload, "limited to other apps"},
+		"upload-only reads":   {distribution.Actor{Kind: distribution.ActorToken, Scope: distribution.ScopeUpload, Abilities: []string{"upload"}}, policy.ReadCatalog, "may only upload"},
+		"anonymous lists":     {distribution.AnonymousActor(), policy.ReadCatalog, "API token is required"},
 	}
 	p := &policy.Policy{Members: members{}}
 	for name, c := range cases {

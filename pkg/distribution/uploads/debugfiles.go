@@ -333,6 +333,17 @@ func (dfs *DebugFiles) DebugFileInChannel(ctx context.Context, id int64, channel
 	return cc, df, nil
 }
 
+// ReadDebugFile returns a debug file of the app of the channel channelKey names, for a reader
+// the policy lets read that app (GET /api/debug_files/:id needs a token, and a token limited to
+// other apps reads nothing of this one).
+func (dfs *DebugFiles) ReadDebugFile(ctx context.Context, id int64, channelKey string) (*distribution.DebugFile, error) {
+	_, df, err := dfs.DebugFileInChannel(ctx, id, channelKey)
+	if err != nil {
+		return nil, err
+	}
+	return df, dfs.Policy.Authorize(ctx, policy.ReadCatalog, policy.OnApp(df.AppID))
+}
+
 func (dfs *DebugFiles) channelForDebugFile(ctx context.Context, channelKey string) (*distribution.ChannelContext, error) {
 	return dfs.Channels.Channel(ctx, channelKey)
 }
