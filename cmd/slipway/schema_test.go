@@ -114,7 +114,6 @@ func TestCommandsMigrateNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	latest := m.Latest()
 	if err := m.Down(len(m.Migrations())); err != nil {
 		t.Fatal(err)
 	}
@@ -152,11 +151,14 @@ func TestCommandsMigrateNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if err := m.UpTo(latest - 1); err != nil {
+	// (The version before the newest, which need not be latest-1: numbers may have gaps.)
+	migs := m.Migrations()
+	before := migs[len(migs)-2].Version
+	if err := m.UpTo(before); err != nil {
 		t.Fatal(err)
 	}
 	refuse("run `slipway migrate up` first")
-	if v, dirty, err := store.ReadVersion(ctx, db); err != nil || dirty || v != latest-1 {
+	if v, dirty, err := store.ReadVersion(ctx, db); err != nil || dirty || v != before {
 		t.Fatalf("version %d dirty=%v err=%v: a command migrated", v, dirty, err)
 	}
 	// Dirty.
