@@ -39,6 +39,23 @@ type Family struct {
 	// Fallback families are asked after every other one has declined: a zip that merely holds
 	// an .exe is a Windows build only when it is no other platform's package.
 	Fallback bool
+
+	// MaxParseBytes is the most one parse of this family's packages may allocate beyond the zip
+	// directory, whatever the package: what its caps allow together (its entries' caps, the
+	// largest icon it decodes). A Budget reserves it, or less when the package's real sizes
+	// bound the parse lower (budget.go). 0: bounded only by the real sizes.
+	MaxParseBytes int64
+	// DecodeBytes is the most its parse allocates that no entry's size bounds: the pixels of the
+	// icon it decodes (at its pixel cap) and the icon it encodes.
+	DecodeBytes int64
+	// ReadsRaw says that its parsers of files that are not zips allocate at most what they read
+	// of the file, decompressing nothing (plus DecodeBytes): twice the file's size bounds them.
+	ReadsRaw bool
+	// NestedBytes returns, for an archive whose parse reads a zip inside it (an .app's HAP, a
+	// bundle's main package), whose entries the outer directory does not list, the most that
+	// parse may allocate (from caps, like MaxParseBytes); 0 for an archive it does not nest in.
+	// Nil: the family never nests.
+	NestedBytes func(a *zipread.Archive) int64
 }
 
 var (
@@ -87,25 +104,37 @@ func ordered() []Family {
 }
 
 func claimZip(a *zipread.Archive) ZipParser {
+	_, p := claimZipFamily(a)
+	return p
+}
+
+// claimZipFamily returns the family that claims the archive and its parser, or nils.
+func claimZipFamily(a *zipread.Archive) (*Family, ZipParser) {
 	for _, f := range ordered() {
 		if f.ClaimZip == nil {
 			continue
 		}
 		if p := f.ClaimZip(a); p != nil {
-			return p
+			return &f, p
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 func claimFile(r io.ReaderAt, size int64) FileParser {
+	_, p := claimFileFamily(r, size)
+	return p
+}
+
+// claimFileFamily returns the family that claims the file and its parser, or nils.
+func claimFileFamily(r io.ReaderAt, size int64) (*Family, FileParser) {
 	for _, f := range ordered() {
 		if f.ClaimFile == nil {
 			continue
 		}
 		if p := f.ClaimFile(r, size); p != nil {
-			return p
+			return &f, p
 		}
 	}
-	return nil
+	return nil, nil
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -76,6 +77,12 @@ type Config struct {
 	// UploadMemory bounds the bytes all uploads' storage buffers hold at once
 	// (SLIPWAY_UPLOAD_MEMORY): beyond it uploads slow down instead of failing.
 	UploadMemory int64
+	// ParseMemory is SLIPWAY_PARSE_MEMORY: the bytes all parses of packages on a replica may
+	// allocate together (0: derived from the memory limit, ParseBudget).
+	ParseMemory int64
+	// MemoryLimit is the replica's memory limit as the process starts: GOMEMLIMIT, else the
+	// cgroup's memory.max less a tenth (what the Go runtime does not count); 0 when neither says.
+	MemoryLimit int64
 	// PresignTTL is the lifetime of presigned and signed download URLs (SLIPWAY_PRESIGN_TTL).
 	PresignTTL time.Duration
 	// CDNURL, when set, makes downloads of public channels redirect to CDNURL/<object key>
@@ -189,6 +196,7 @@ var Vars = []Var{
 	{"SLIPWAY_UPLOAD_QUEUE_LENGTH", "256", "uploads that may wait for a slot; beyond it 429 with Retry-After"},
 	{"SLIPWAY_UPLOAD_QUEUE_TIMEOUT", "2m", "how long an upload waits for a slot before 429"},
 	{"SLIPWAY_UPLOAD_MEMORY", "134217728", "bytes of storage buffers all uploads hold at once (128 MiB); beyond it uploads slow down"},
+	{"SLIPWAY_PARSE_MEMORY", "0", "bytes all package parses of a replica may allocate at once; beyond it parses wait (0: three quarters of what GOMEMLIMIT or the cgroup's limit leaves beyond the other budgets, at least 64 MiB; 192 MiB with no limit)"},
 	{"SLIPWAY_PRESIGN_TTL", "15m", "lifetime of presigned download URLs"},
 	{"SLIPWAY_CDN_URL", "", "when set, downloads of public channels redirect to CDN_URL/<object key> (a password channel's objects and debug files are presigned, never on the CDN)"},
 	{"SLIPWAY_SECRET", "(generated per process)", "HMAC key for signed URLs and cookies; share it across replicas"},
@@ -298,6 +306,15 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	if c.UploadMemory < 8<<20 {
 		return nil, fmt.Errorf("SLIPWAY_UPLOAD_MEMORY: must be at least 8388608 (one 8 MiB part), got %d", c.UploadMemory)
+	}
+	if c.ParseMemory, err = nonNegativeInt("SLIPWAY_PARSE_MEMORY", get("SLIPWAY_PARSE_MEMORY")); err != nil {
+		return nil, err
+	}
+	if c.ParseMemory != 0 && c.ParseMemory < MinParseMemory {
+		return nil, fmt.Errorf("SLIPWAY_PARSE_MEMORY: must be 0 or at least %d (64 MiB), got %d", MinParseMemory, c.ParseMemory)
+	}
+	if c.MemoryLimit, err = memoryLimit(get("GOMEMLIMIT"), cgroupMemoryMax); err != nil {
+		return nil, err
 	}
 	if c.PresignTTL, err = duration("SLIPWAY_PRESIGN_TTL", get("SLIPWAY_PRESIGN_TTL"), time.Second, 7*24*time.Hour); err != nil {
 		return nil, err
@@ -439,12 +456,82 @@ func duration(name, v string, minD, maxD time.Duration) (time.Duration, error) {
 
 // MemorySoftLimit is the Go runtime's memory limit serve sets when GOMEMLIMIT is not: a quarter
 // over what a replica holds live at most (about 40 MiB for the process, the read cache,
-// UploadMemory for part buffers, 3 MiB for each upload being received; docs/deploy.md). Without it the garbage
-// collector lets the heap grow to twice the live data, and the long-lived buffer pool would
-// double with it.
+// UploadMemory for part buffers, 3 MiB for each upload being received, and the parse budget;
+// docs/deploy.md). Without it the garbage collector lets the heap grow to twice the live data,
+// and the long-lived buffer pool would double with it.
 func (c *Config) MemorySoftLimit() int64 {
-	live := 40<<20 + c.ReadCacheBytes + c.UploadMemory + int64(c.MaxConcurrentUploads)*3<<20
+	live := c.liveWithoutParses() + c.ParseBudget()
+	if c.MemoryLimit > 0 {
+		return min(live+live/4, c.MemoryLimit)
+	}
 	return live + live/4
+}
+
+// liveWithoutParses is what a replica holds live at most beside its parses.
+func (c *Config) liveWithoutParses() int64 {
+	return 40<<20 + c.ReadCacheBytes + c.UploadMemory + int64(c.MaxConcurrentUploads)*3<<20
+}
+
+// Parse budget sizes (ParseBudget).
+const (
+	// MinParseMemory is the smallest parse budget: one large package's parse.
+	MinParseMemory = 64 << 20
+	// DefaultParseMemory is the parse budget when no memory limit is known.
+	DefaultParseMemory = 192 << 20
+)
+
+// ParseBudget is the bytes all parses of packages on a replica may allocate at once
+// (appinfo.Budget): SLIPWAY_PARSE_MEMORY when set; else, under a memory limit (MemoryLimit),
+// three quarters of what the limit leaves beyond the other budgets (the rest is the garbage
+// collector's headroom), at least MinParseMemory; DefaultParseMemory with no limit. With the
+// chart's defaults (a 640 MiB limit, GOMEMLIMIT at 90%: 576 MiB; 280 MiB for the rest) it is
+// 222 MiB.
+func (c *Config) ParseBudget() int64 {
+	switch {
+	case c.ParseMemory > 0:
+		return c.ParseMemory
+	case c.MemoryLimit <= 0:
+		return DefaultParseMemory
+	}
+	return max(MinParseMemory, (c.MemoryLimit-c.liveWithoutParses())*3/4)
+}
+
+// cgroupMemoryMax is where a cgroup v2 container's memory limit is read.
+const cgroupMemoryMax = "/sys/fs/cgroup/memory.max"
+
+// memoryLimit is the replica's memory limit: GOMEMLIMIT (gomemlimit, in the runtime's syntax:
+// bytes with an optional B, KiB, MiB, GiB or TiB suffix; "off" for none), else the cgroup's
+// memory.max (the file at cgroupFile) less a tenth, else 0.
+func memoryLimit(gomemlimit, cgroupFile string) (int64, error) {
+	if v := strings.TrimSpace(gomemlimit); v != "" {
+		if v == "off" {
+			return 0, nil
+		}
+		num, mult := v, int64(1)
+		for _, u := range []struct {
+			suffix string
+			mult   int64
+		}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"B", 1}} {
+			if n, ok := strings.CutSuffix(v, u.suffix); ok {
+				num, mult = n, u.mult
+				break
+			}
+		}
+		n, err := strconv.ParseInt(num, 10, 64)
+		if err != nil || n < 0 || n > math.MaxInt64/mult {
+			return 0, fmt.Errorf("GOMEMLIMIT: must be a byte count such as 600MiB, got %q", gomemlimit)
+		}
+		return n * mult, nil
+	}
+	b, err := os.ReadFile(cgroupFile)
+	if err != nil {
+		return 0, nil // not in a cgroup v2 container
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, nil // "max": no limit
+	}
+	return n - n/10, nil
 }
 
 func (c *Config) loadRetentionAndWebhooks(get func(string) string) error {

@@ -1,6 +1,7 @@
 package zipread
 
 import (
+	"archive/zip"
 	"bufio"
 	"bytes"
 	"encoding/binary"
@@ -57,62 +58,147 @@ type directoryEnd struct {
 // than MaxEntries entries or whose central directory really holds more than MaxEntries headers or
 // MaxDirectoryBytes bytes. It reads the end records and the directory once, with memory independent
 // of either count.
-// It returns the most headers a walk found, which archive/zip's count cannot exceed.
-func checkDirectory(r io.ReaderAt, size int64) (int64, error) {
+// It returns, of the walks, the most headers, directory bytes and inflated bytes found: archive/zip
+// keeps no more than these.
+func checkDirectory(r io.ReaderAt, size int64) (Survey, error) {
 	end, err := readDirectoryEnd(r, size)
 	if err != nil {
-		return 0, err
+		return Survey{}, err
 	}
 	if end.records > MaxEntries {
-		return 0, errs.Invalidf("zip archive declares %d entries, over the limit of %d", end.records, MaxEntries)
+		return Survey{}, errs.Invalidf("zip archive declares %d entries, over the limit of %d", end.records, MaxEntries)
 	}
-	var most int64
+	var most Survey
 	for _, start := range end.starts {
-		n, err := walkDirectory(r, size, start)
+		s, err := walkDirectory(r, size, start)
 		if err != nil {
-			return 0, err
+			return Survey{}, err
 		}
-		most = max(most, n)
+		most.Entries = max(most.Entries, s.Entries)
+		most.DirectoryBytes = max(most.DirectoryBytes, s.DirectoryBytes)
+		most.InflatedBytes = max(most.InflatedBytes, s.InflatedBytes)
 	}
 	return most, nil
+}
+
+// Survey is what a walk of a zip's central directory found, before anything is allocated for it.
+type Survey struct {
+	// Entries and DirectoryBytes are the headers and their bytes.
+	Entries, DirectoryBytes int64
+	// InflatedBytes is the sum over the entries of what each can really inflate to (EntryBound):
+	// what reading every entry once, whole, could take.
+	InflatedBytes int64
+}
+
+// OpenCost is about what archive/zip allocates to open an archive with this directory: its File
+// values (about 300 bytes each, with their index entry) and a copy of every name, extra field and
+// comment, with slack.
+func (s Survey) OpenCost() int64 { return 400*s.Entries + 2*s.DirectoryBytes + 64<<10 }
+
+// SurveyDirectory walks the central directory of the zip in r (size bytes) as Open does first,
+// with memory independent of what it holds, and says what it found. Its errors are Open's.
+func SurveyDirectory(r io.ReaderAt, size int64) (Survey, error) { return checkDirectory(r, size) }
+
+// MaxDeflateRatio is the most a deflate stream can expand: a length-258 match coded in about two
+// bits, 1032 to 1, rounded up. An entry cannot inflate to more than this times its compressed size
+// (plus a little for the stream's end), whatever its header declares.
+const MaxDeflateRatio = 1040
+
+// EntryBound is the most bytes an entry of this method and these declared sizes can yield:
+// archive/zip refuses an entry that inflates past its declared uncompressed size, a stored entry
+// holds its compressed bytes, and deflate expands at most MaxDeflateRatio times. Methods other
+// than store and deflate yield nothing (Archive.Open refuses them).
+func EntryBound(method uint16, compressed, uncompressed uint64) int64 {
+	const most = 1 << 40
+	var b uint64
+	switch method {
+	case zip.Store:
+		b = min(compressed, uncompressed)
+	case zip.Deflate:
+		if compressed > most/MaxDeflateRatio {
+			b = uncompressed
+		} else {
+			b = min(uncompressed, compressed*MaxDeflateRatio+1<<10)
+		}
+	default:
+		return 0
+	}
+	return int64(min(b, most))
 }
 
 // walkDirectory counts the central-directory headers from start as archive/zip reads them: until a
 // short read or a record without the header signature. It stops with an error as soon as the
 // count passes MaxEntries or the bytes pass MaxDirectoryBytes. It may count a header more than
 // archive/zip keeps (one whose zip64 extra field archive/zip rejects), never fewer.
-func walkDirectory(r io.ReaderAt, size, start int64) (entries int64, err error) {
+func walkDirectory(r io.ReaderAt, size, start int64) (s Survey, err error) {
 	if start < 0 || start >= size {
-		return 0, nil
+		return s, nil
 	}
 	if p, ok := r.(Prefetcher); ok {
 		p.Prefetch(start, min(size-start, walkBufferSize))
 	}
 	br := bufio.NewReaderSize(io.NewSectionReader(r, start, size-start), walkBufferSize)
-	var (
-		hdr    [centralHeaderLen]byte
-		dirLen int64
-	)
+	var hdr [centralHeaderLen]byte
 	for {
 		if _, err := io.ReadFull(br, hdr[:]); err != nil {
-			return entries, readErr(err)
+			return s, readErr(err)
 		}
 		if binary.LittleEndian.Uint32(hdr[:]) != sigCentralHeader {
-			return entries, nil
+			return s, nil
 		}
-		entries++
-		if entries > MaxEntries {
-			return entries, errs.Invalidf("zip archive holds more than %d entries in its central directory (its end record declares fewer)", MaxEntries)
+		s.Entries++
+		if s.Entries > MaxEntries {
+			return s, errs.Invalidf("zip archive holds more than %d entries in its central directory (its end record declares fewer)", MaxEntries)
 		}
-		vars := int64(binary.LittleEndian.Uint16(hdr[28:])) + int64(binary.LittleEndian.Uint16(hdr[30:])) + int64(binary.LittleEndian.Uint16(hdr[32:]))
-		dirLen += centralHeaderLen + vars
-		if dirLen > MaxDirectoryBytes {
-			return entries, errs.Invalidf("zip archive's central directory is over the limit of %d bytes", MaxDirectoryBytes)
+		nameLen, extraLen := int(binary.LittleEndian.Uint16(hdr[28:])), int(binary.LittleEndian.Uint16(hdr[30:]))
+		vars := int64(nameLen) + int64(extraLen) + int64(binary.LittleEndian.Uint16(hdr[32:]))
+		s.DirectoryBytes += centralHeaderLen + vars
+		if s.DirectoryBytes > MaxDirectoryBytes {
+			return s, errs.Invalidf("zip archive's central directory is over the limit of %d bytes", MaxDirectoryBytes)
 		}
+		method := binary.LittleEndian.Uint16(hdr[10:])
+		comp, uncomp := uint64(binary.LittleEndian.Uint32(hdr[20:])), uint64(binary.LittleEndian.Uint32(hdr[24:]))
+		if comp == math.MaxUint32 || uncomp == math.MaxUint32 {
+			// The zip64 sizes are in the extra field; read them rather than trust the sentinels.
+			if _, err := br.Discard(nameLen); err != nil {
+				return s, readErr(err)
+			}
+			extra := make([]byte, extraLen)
+			if _, err := io.ReadFull(br, extra); err != nil {
+				return s, readErr(err)
+			}
+			comp, uncomp = zip64Sizes(extra, comp, uncomp)
+			vars -= int64(nameLen + extraLen)
+		}
+		s.InflatedBytes = min(s.InflatedBytes+EntryBound(method, comp, uncomp), 1<<50)
 		if _, err := br.Discard(int(vars)); err != nil {
-			return entries, readErr(err)
+			return s, readErr(err)
 		}
 	}
+}
+
+// zip64Sizes reads the zip64 extended-information extra field (APPNOTE.TXT 4.5.3): the 64-bit
+// sizes, in this order, of those whose 32-bit field is the sentinel.
+func zip64Sizes(extra []byte, comp, uncomp uint64) (uint64, uint64) {
+	for len(extra) >= 4 {
+		tag, n := binary.LittleEndian.Uint16(extra), int(binary.LittleEndian.Uint16(extra[2:]))
+		extra = extra[4:]
+		if n > len(extra) {
+			break
+		}
+		field := extra[:n]
+		extra = extra[n:]
+		if tag != 0x0001 {
+			continue
+		}
+		if uncomp == math.MaxUint32 && len(field) >= 8 {
+			uncomp, field = binary.LittleEndian.Uint64(field), field[8:]
+		}
+		if comp == math.MaxUint32 && len(field) >= 8 {
+			comp = binary.LittleEndian.Uint64(field)
+		}
+	}
+	return comp, uncomp
 }
 
 // readErr ends a walk: the end of the file ends the directory (archive/zip stops there too); any

@@ -135,21 +135,31 @@ func (a *Archive) Open(f *zip.File, max int64) (io.ReadCloser, error) {
 	return &boundedReader{rc: rc, left: max, name: f.Name, max: max}, nil
 }
 
-// ReadFile returns the whole uncompressed content of the entry, at most max bytes.
+// ReadFile returns the whole uncompressed content of the entry, at most max bytes. Its buffer is
+// allocated once, at the most the entry can really yield (EntryBound: its declared size, within
+// what its compressed bytes can inflate to), never grown by doubling; the read then goes on to the
+// stream's end, so that archive/zip checks the entry's size and CRC.
 func (a *Archive) ReadFile(f *zip.File, max int64) ([]byte, error) {
 	rc, err := a.Open(f, max)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	// The declared size is only a hint: a crafted header can claim max bytes for a tiny entry, so
-	// preallocate at most 1 MiB and let the buffer grow with what actually inflates.
-	buf := make([]byte, 0, min(int64(f.UncompressedSize64), max, 1<<20))
-	w := bytes.NewBuffer(buf)
-	if _, err := io.Copy(w, rc); err != nil {
+	buf := make([]byte, min(EntryBound(f.Method, f.CompressedSize64, f.UncompressedSize64), max))
+	n, err := io.ReadFull(rc, buf)
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return buf[:n], nil // the stream ended cleanly, sooner than its header said
+	case err != nil:
 		return nil, err
 	}
-	return w.Bytes(), nil
+	var one [1]byte
+	if k, err := rc.Read(one[:]); k > 0 {
+		return nil, errs.Invalidf("zip entry %q inflates to more than the %d bytes it declares", truncate(f.Name), len(buf))
+	} else if err != nil && err != io.EOF {
+		return nil, err
+	}
+	return buf, nil
 }
 
 // ReadName is ReadFile for the entry with exactly this name; it returns (nil, nil) when absent.

@@ -61,13 +61,16 @@ import (
 const (
 	MaxManifestBytes  = 8 << 20  // AndroidManifest.xml (binary or protobuf)
 	MaxResourcesBytes = 64 << 20 // resources.arsc, resources.pb
+	// MaxParseBytes is the most one parse allocates (appinfo.Family.MaxParseBytes): the manifest
+	// and the resource table, each with what is decoded from it, and one icon read whole.
+	MaxParseBytes = 2*MaxManifestBytes + MaxResourcesBytes + MaxResourcesBytes/2 + 2*appinfo.MaxIconBytes
 )
 
 // Family registration: an APK by its AndroidManifest.xml, an app bundle by its base module's.
 // Priority 2 keeps the order appinfo had before the families moved to folders of their own:
 // Android first, so a zip holding both an AndroidManifest.xml and an iOS Payload/ is an APK.
 func init() {
-	appinfo.Register(appinfo.Family{Name: "android", Priority: 2,
+	appinfo.Register(appinfo.Family{Name: "android", Priority: 2, MaxParseBytes: MaxParseBytes, DecodeBytes: 1 << 20,
 		ClaimZip: func(a *zipread.Archive) appinfo.ZipParser {
 			switch {
 			case a.File("AndroidManifest.xml") != nil:

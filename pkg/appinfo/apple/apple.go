@@ -62,13 +62,17 @@ const (
 	// MaxXarTOCBytes bounds a .pkg's table of contents (zlib-inflated). A real one lists a few
 	// dozen files at under 1 KB each; 4 MiB keeps the XML decoder's CPU per parse near 80 ms.
 	MaxXarTOCBytes = 4 << 20
+	// MaxParseBytes is the most one parse allocates (appinfo.Family.MaxParseBytes): the plists
+	// and the profile, each with what is decoded from it, or a .pkg's table of contents and
+	// its XML files; and one icon read whole and converted.
+	MaxParseBytes = 3*(2*MaxPlistBytes+MaxProfileBytes) + 2*maxPKGXMLBytes + appinfo.MaxIconBytes + iconDecodeBytes
 )
 
 // Family registration: an .ipa or zipped .app by its Info.plist, a .pkg by its xar magic, a
 // .dmg by its UDIF trailer. Priority 1 keeps the order appinfo had before the families moved to
 // folders of their own: after Android (2), before every other family (0).
 func init() {
-	appinfo.Register(appinfo.Family{Name: "apple", Priority: 1,
+	appinfo.Register(appinfo.Family{Name: "apple", Priority: 1, MaxParseBytes: MaxParseBytes, DecodeBytes: iconDecodeBytes,
 		ClaimZip: func(a *zipread.Archive) appinfo.ZipParser {
 			switch {
 			case findIPAInfoPlist(a) != "":

@@ -12,9 +12,13 @@ import (
 	"io"
 )
 
-// maxAppleIconPixels bounds the images decoded to check or convert an icon (16 MiB as RGBA). App icons
-// are at most 1024×1024; a PNG header claiming more is refused before anything is allocated.
-const maxAppleIconPixels = 2048 * 2048
+// maxAppleIconPixels bounds the images checked or converted as an icon (appinfo.MaxIconPixels). App
+// icons are at most 1024×1024; a PNG header claiming more is refused before anything is allocated.
+const maxAppleIconPixels = appinfo.MaxIconPixels
+
+// iconDecodeBytes is the most converting one icon allocates (appinfo.Family.DecodeBytes): a
+// crushed PNG's inflated rows, its pixels, and the PNG encoded from them, at maxAppleIconPixels.
+const iconDecodeBytes = 4 * 4 * maxAppleIconPixels
 
 // maxAppleIconAttempts is how many candidate icons, largest first, are decoded before giving up:
 // a crafted package could otherwise declare thousands of large, broken images.
@@ -63,12 +67,12 @@ func appleIconFromPNG(data []byte) (*appinfo.Icon, error) {
 			return nil, err
 		}
 	}
-	img, err := png.Decode(bytes.NewReader(data))
+	// A standard PNG (or the one converted) is checked whole, its pixels inflated but never held.
+	w, h, err := appinfo.CheckPNG(data, maxAppleIconPixels)
 	if err != nil {
 		return nil, err
 	}
-	b := img.Bounds()
-	return &appinfo.Icon{Data: data, ContentType: "image/png", Width: b.Dx(), Height: b.Dy()}, nil
+	return &appinfo.Icon{Data: data, ContentType: "image/png", Width: w, Height: h}, nil
 }
 
 // convertCgBI converts an Apple-crushed PNG, which Go's image/png cannot read, to a standard PNG.

@@ -129,6 +129,15 @@ const (
 	// MaxInflatedHAPBytes bounds a deflated entry HAP of an .app, which is inflated into
 	// memory (a stored one is read in place, whatever its size).
 	MaxInflatedHAPBytes = 32 << 20
+	// maxNestedOpenCost bounds what opening the entry HAP's directory may cost (zipread.Survey's
+	// OpenCost): about 40,000 files, ten times a large HAP's.
+	maxNestedOpenCost = 16 << 20
+	// maxHAPParseBytes is the most a HAP's parse allocates: its JSON files and resources.index,
+	// each with what is decoded from it, and one icon read whole and decoded.
+	maxHAPParseBytes = 2*(2*MaxModuleJSONBytes+MaxResourcesIndexBytes) + appinfo.MaxIconBytes + iconDecodeBytes
+	// maxAppParseBytes is the most an .app's parse allocates: pack.info, the entry HAP inflated
+	// and its directory opened, and the HAP's parse.
+	maxAppParseBytes = 2*MaxPackInfoBytes + MaxInflatedHAPBytes + maxNestedOpenCost + maxHAPParseBytes
 )
 
 const (
@@ -145,7 +154,13 @@ const (
 
 // Family registration: a HAP by its module.json, an .app by its pack.info and HAPs.
 func init() {
-	appinfo.Register(appinfo.Family{Name: "harmony", ClaimZip: Claim})
+	appinfo.Register(appinfo.Family{Name: "harmony", ClaimZip: Claim, MaxParseBytes: maxHAPParseBytes, DecodeBytes: iconDecodeBytes,
+		NestedBytes: func(a *zipread.Archive) int64 {
+			if Claim(a) == nil || a.File(moduleJSONName) != nil && (a.File(packInfoName) != nil || a.File(resourcesIndexName) != nil) {
+				return 0 // a HAP: bounded by its own entries
+			}
+			return maxAppParseBytes
+		}})
 }
 
 // Claim returns the parser for a HarmonyOS package, nil when the zip is none: ParseHAP for a

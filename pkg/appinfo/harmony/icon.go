@@ -21,6 +21,9 @@ const (
 	// maxIconPixels bounds the images decoded (a JPEG to re-encode, the layers of a layered
 	// icon): 4 MiB as RGBA, and a bounded CPU cost. HarmonyOS asks for 1024×1024 layers.
 	maxIconPixels = 1024 * 1024
+	// iconDecodeBytes is the most decoding the icon allocates (appinfo.Family.DecodeBytes): a
+	// layered icon's two layers (16-bit at most), the composite, and the PNG encoded from it.
+	iconDecodeBytes = 24 * maxIconPixels
 	// maxIconReads is how many image or layered-image files one parse reads at most.
 	maxIconReads = 6
 	// maxLayeredJSONBytes bounds a layered-image description; real ones are under 100 bytes.

@@ -122,11 +122,15 @@ const (
 	MaxDesktopFileBytes = 1 << 20
 	// maxTextLen bounds every text value kept from a package.
 	maxTextLen = 4096
+	// maxParseBytes is the most one parse allocates (appinfo.Family.MaxParseBytes): an
+	// AppImage's squashfs inflated (its directories, the .desktop file, the icon), or a .deb's
+	// control.tar inflated, or an RPM's header span.
+	maxParseBytes = maxSquashInflate + maxDirScan + MaxDesktopFileBytes + appinfo.MaxIconBytes + 2*MaxDebControlInflated
 )
 
 // Family registration: each format is recognised by its first bytes.
 func init() {
-	appinfo.Register(appinfo.Family{Name: "linux",
+	appinfo.Register(appinfo.Family{Name: "linux", MaxParseBytes: maxParseBytes, DecodeBytes: 1 << 20,
 		ClaimFile: func(r io.ReaderAt, size int64) appinfo.FileParser {
 			var head [24]byte
 			n, _ := r.ReadAt(head[:min(size, int64(len(head)))], 0)

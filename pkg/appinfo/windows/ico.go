@@ -21,6 +21,11 @@ import (
 
 const iconMaxSide = 256 // icon formats cannot express more
 
+// iconDecodeBytes is the most decoding one icon allocates (appinfo.Family.DecodeBytes): a JPEG
+// logo's pixels at appinfo.MaxIconPixels and the PNG encoded from them (a PNG is checked, never
+// decoded; an icon's bitmap is at most 256×256).
+const iconDecodeBytes = 8 * appinfo.MaxIconPixels
+
 // iconDirEntry is one image an icon directory lists.
 type iconDirEntry struct {
 	w, h     int
@@ -101,7 +106,8 @@ func iconImage(b []byte) (*appinfo.Icon, error) {
 		if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > iconMaxSide || cfg.Height > iconMaxSide {
 			return nil, errs.Invalidf("the icon's PNG is %dx%d, not an icon size", cfg.Width, cfg.Height)
 		}
-		if _, err := png.Decode(bytes.NewReader(b)); err != nil {
+		// Checked whole (a truncated image is refused) without its pixels held.
+		if _, _, err := appinfo.CheckPNG(b, iconMaxSide*iconMaxSide); err != nil {
 			return nil, errs.Wrap(errs.Invalid, err, "the icon is not a valid PNG")
 		}
 		return &appinfo.Icon{Data: b, ContentType: "image/png", Width: cfg.Width, Height: cfg.Height}, nil

@@ -356,7 +356,7 @@ func logoArea(a *zipread.Archive, f *zip.File) int {
 		return 0
 	}
 	w, ht := binary.BigEndian.Uint32(h[16:]), binary.BigEndian.Uint32(h[20:])
-	if w == 0 || ht == 0 || w > appxMaxLogoSide || ht > appxMaxLogoSide {
+	if w == 0 || ht == 0 || w > appxMaxLogoSide || ht > appxMaxLogoSide || int64(w)*int64(ht) > appinfo.MaxIconPixels {
 		return 0
 	}
 	return int(w * ht)
@@ -369,17 +369,16 @@ func readLogo(a *zipread.Archive, f *zip.File) *appinfo.Icon {
 		return nil
 	}
 	if bytes.HasPrefix(b, []byte("\x89PNG")) {
-		cfg, err := png.DecodeConfig(bytes.NewReader(b))
-		if err != nil || cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > appxMaxLogoSide || cfg.Height > appxMaxLogoSide {
+		// Checked whole (a truncated logo is refused) without its pixels held.
+		w, h, err := appinfo.CheckPNG(b, appinfo.MaxIconPixels)
+		if err != nil || w > appxMaxLogoSide || h > appxMaxLogoSide {
 			return nil
 		}
-		if _, err := png.Decode(bytes.NewReader(b)); err != nil {
-			return nil
-		}
-		return &appinfo.Icon{Data: b, ContentType: "image/png", Width: cfg.Width, Height: cfg.Height}
+		return &appinfo.Icon{Data: b, ContentType: "image/png", Width: w, Height: h}
 	}
 	cfg, err := jpeg.DecodeConfig(bytes.NewReader(b))
-	if err != nil || cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > appxMaxLogoSide || cfg.Height > appxMaxLogoSide {
+	if err != nil || cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > appxMaxLogoSide || cfg.Height > appxMaxLogoSide ||
+		cfg.Width*cfg.Height > appinfo.MaxIconPixels {
 		return nil
 	}
 	img, err := jpeg.Decode(bytes.NewReader(b))

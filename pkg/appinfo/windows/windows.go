@@ -23,13 +23,29 @@ const (
 	MaxResourceSectionKeep = 64 << 20
 	// maxTextLen bounds every text value kept from a package.
 	maxTextLen = 1024
+	// maxNestedOpenCost bounds what opening a bundle's main package's directory may cost
+	// (zipread.Survey's OpenCost): about 40,000 files.
+	maxNestedOpenCost = 16 << 20
+	// maxBundleParseBytes is the most a bundle's parse allocates: its manifest, decoded, the
+	// main package's directory and manifest, and one logo read whole and decoded.
+	maxBundleParseBytes = 2*MaxBundleManifestBytes + maxNestedOpenCost + 2*MaxManifestBytes + appinfo.MaxIconBytes + iconDecodeBytes
+	// maxParseBytes is the most any other parse allocates: a deflated .exe's kept resource
+	// section with the resources copied out of it, or an MSI's streams (each raw, from the file,
+	// as is a bare .exe's resource section), and one icon decoded.
+	maxParseBytes = 2*MaxResourceSectionKeep + iconDecodeBytes
 )
 
 // Family registration: the parsers of Windows packages that identify themselves (a PE, an MSI
 // database, an MSIX package or bundle), and separately, as a fallback, a zip that merely holds
 // an .exe (Zealot's rule), which is a Windows build only when no other platform claims the zip.
 func init() {
-	appinfo.Register(appinfo.Family{Name: "windows",
+	appinfo.Register(appinfo.Family{Name: "windows", MaxParseBytes: maxParseBytes, DecodeBytes: iconDecodeBytes, ReadsRaw: true,
+		NestedBytes: func(a *zipread.Archive) int64 {
+			if a.File(appxManifest) == nil && a.File(appxBundleManifest) != nil {
+				return maxBundleParseBytes
+			}
+			return 0
+		},
 		ClaimZip: func(a *zipread.Archive) appinfo.ZipParser {
 			switch {
 			case a.File(appxManifest) != nil:
@@ -48,7 +64,7 @@ func init() {
 			}
 			return nil
 		}})
-	appinfo.Register(appinfo.Family{Name: "windows-exe-zip", Fallback: true,
+	appinfo.Register(appinfo.Family{Name: "windows-exe-zip", Fallback: true, MaxParseBytes: maxParseBytes, DecodeBytes: iconDecodeBytes,
 		ClaimZip: func(a *zipread.Archive) appinfo.ZipParser {
 			if mainEXE(a) != nil {
 				return ParseEXEZip

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/access"
@@ -101,6 +102,9 @@ type Service struct {
 	// show.
 	Policy *policy.Policy
 
+	// Parses is the replica's parse-memory budget (appinfo.Budget), shared by every parse.
+	Parses *appinfo.Budget
+
 	// Signer signs password cookies, download and part URLs, and the profile service's
 	// challenges; Log is the logger the parts were given.
 	Signer *signing.Signer
@@ -133,10 +137,14 @@ func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, l
 
 	s.Apps = &catalog.Apps{Store: db, Effects: effects, Audit: audit, Policy: pol}
 	s.Releases = &catalog.Releases{Store: db, Effects: effects, Audit: audit, Policy: pol}
-	s.Insights = &uploads.Insights{Store: db, Objects: s.Objects, Metrics: m, Policy: pol}
+	// One parse-memory budget for the replica: uploads, sessions, snapshots and the verifier.
+	s.Parses = appinfo.NewBudget(cfg.ParseBudget())
+	s.Insights = &uploads.Insights{Store: db, Objects: s.Objects, Metrics: m, Policy: pol, Parses: s.Parses}
 	s.Verifier = uploads.NewVerifier(db, st, effects, time.Minute, log)
 	s.Verifier.SparkleKey = cfg.SparkleKey
-	s.Builds = &uploads.Builds{Store: db, Channels: s.Apps, Objects: s.Objects, Effects: effects, Metrics: m, Audit: audit, Verifier: s.Verifier, Policy: pol}
+	s.Verifier.Parses = s.Parses
+	s.Builds = &uploads.Builds{Store: db, Channels: s.Apps, Objects: s.Objects, Effects: effects, Metrics: m, Audit: audit, Verifier: s.Verifier, Policy: pol,
+		Parses: s.Parses}
 	s.DebugFiles = &uploads.DebugFiles{Store: db, Channels: s.Apps, Objects: s.Objects, Events: s.Events, Webhooks: s.Sender, Metrics: m, Audit: audit, Policy: pol}
 	s.Sessions = &uploads.Sessions{Store: db, Storage: st, Channels: s.Apps, Objects: s.Objects, Builds: s.Builds, Debug: s.DebugFiles,
 		Signer: signer, Log: log, Metrics: m, Policy: pol, Config: uploads.SessionConfig{TTL: cfg.UploadSessionTTL,

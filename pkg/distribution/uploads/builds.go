@@ -22,6 +22,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/insights"
 	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/metrics"
+	"github.com/slipwayhq/slipway/pkg/storage"
 )
 
 // ReleaseForm holds an upload's form fields (api.md, "Upload an app").
@@ -129,6 +130,9 @@ type Builds struct {
 	Verifier *Verifier
 	// Policy decides whether the context's actor may upload into the app.
 	Policy *policy.Policy
+	// Parses is the replica's parse-memory budget: every parse, by the proxy path or a
+	// session's completion, waits for its bound there (nil: unbounded).
+	Parses *appinfo.Budget
 }
 
 // CreateRelease parses the stored package and records it as a release: in the channel named by
@@ -279,7 +283,8 @@ func against(news *distribution.UploadNews, snap *insights.Snapshot, size int64,
 func (b *Builds) parse(ctx context.Context, obj *StoredObject) (*appinfo.Info, error) {
 	start := time.Now()
 	ra := b.Objects.ReaderAt(ctx, obj)
-	info, err := appinfo.Parse(ra, obj.Size)
+	// The reader's block cache is the parse's too.
+	info, err := appinfo.ParseWithin(ctx, b.Parses, ra, obj.Size, min(storage.CacheSize, obj.Size))
 	if b.Metrics != nil {
 		st := ra.Stats()
 		b.Metrics.ParseGETs.Observe(float64(st.GETs))

@@ -13,6 +13,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/insights"
 	"github.com/slipwayhq/slipway/pkg/metrics"
+	"github.com/slipwayhq/slipway/pkg/storage"
 )
 
 // InsightsStore reads and records releases' insights snapshots.
@@ -39,6 +40,9 @@ type Insights struct {
 	Store   InsightsStore
 	Objects *Objects
 	Metrics *metrics.Metrics
+	// Parses is the replica's parse-memory budget, which computing a snapshot again shares with
+	// uploads (nil: unbounded).
+	Parses *appinfo.Budget
 	// Policy decides who may read a release's insights through the API (the release page's
 	// one-line summary, Changes, goes with the page).
 	Policy *policy.Policy
@@ -176,7 +180,7 @@ func (s *Insights) snapshot(ctx context.Context, rc *distribution.ReleaseContext
 // allows: identity, versions and size.
 func (s *Insights) compute(ctx context.Context, rc *distribution.ReleaseContext) (*insights.Snapshot, error) {
 	ra := s.Objects.ReaderAt(ctx, &StoredObject{Key: rc.ObjectKey, Size: rc.Size})
-	info, err := appinfo.Parse(ra, rc.Size)
+	info, err := appinfo.ParseWithin(ctx, s.Parses, ra, rc.Size, min(storage.CacheSize, rc.Size))
 	if err != nil {
 		if errs.KindOf(err) == errs.Internal {
 			return nil, storageErr(s.Metrics, "get", err)

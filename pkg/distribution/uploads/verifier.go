@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/edsign"
 	"github.com/slipwayhq/slipway/pkg/storage"
@@ -69,9 +70,14 @@ type Verifier struct {
 	// Poll is how often it looks for unverified releases besides being woken (Wake).
 	Poll time.Duration
 	Log  *slog.Logger
+	// Parses is the replica's parse-memory budget, which its reads share (nil: unbounded).
+	Parses *appinfo.Budget
 
 	wake chan struct{}
 }
+
+// verifyBytes is what one verification's read holds: the copy buffer and the response's.
+const verifyBytes = 1 << 20
 
 // NewVerifier returns a verifier; Run starts it.
 func NewVerifier(st ChecksumStore, backend storage.Backend, effects distribution.Effects, poll time.Duration, log *slog.Logger) *Verifier {
@@ -128,6 +134,11 @@ func (v *Verifier) VerifyNext(ctx context.Context) (bool, error) {
 	if v.SparkleKey != nil && r.Platform == "macos" && r.EdSignature == "" {
 		sig = v.SparkleKey.Sign()
 	}
+	res, err := v.Parses.Reserve(ctx, verifyBytes, "the checksum verification")
+	if err != nil {
+		return true, err
+	}
+	defer res.Release()
 	sums := NewChecksums()
 	n, err := v.read(ctx, r.ObjectKey, sums, sig)
 	if err != nil {
