@@ -162,6 +162,23 @@ func (a *Archive) ReadFile(f *zip.File, max int64) ([]byte, error) {
 	return buf, nil
 }
 
+// ReadHead returns the first n bytes of the entry's content (fewer when it is shorter), inflating
+// no more than those: what a parser checks (a magic number, a header) before it reads an entry
+// whole.
+func (a *Archive) ReadHead(f *zip.File, n int) ([]byte, error) {
+	rc, err := a.Open(f, max(int64(f.UncompressedSize64), int64(n)))
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	head := make([]byte, min(int64(n), EntryBound(f.Method, f.CompressedSize64, f.UncompressedSize64)))
+	k, err := io.ReadFull(rc, head)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return nil, err
+	}
+	return head[:k], nil
+}
+
 // ReadName is ReadFile for the entry with exactly this name; it returns (nil, nil) when absent.
 func (a *Archive) ReadName(name string, max int64) ([]byte, error) {
 	f := a.File(name)

@@ -23,6 +23,15 @@ func parseAPK(a *zipread.Archive) (*appinfo.Info, error) {
 	}
 	var res androidResources
 	if f := a.File("resources.arsc"); f != nil {
+		// Its header first: a table that is none is refused before it is inflated whole.
+		head, err := a.ReadHead(f, 12)
+		if err != nil {
+			return nil, err
+		}
+		if len(head) < 12 || androidU16(head, 0) != androidChunkTable || androidU16(head, 2) < 12 || uint32(androidU16(head, 2)) > androidU32(head, 4) {
+			_, err := decodeARSC(head)
+			return nil, err
+		}
 		b, err := a.ReadFile(f, MaxResourcesBytes)
 		if err != nil {
 			return nil, err

@@ -157,6 +157,16 @@ func openNested(a *zipread.Archive, f *zip.File) (*zipread.Archive, error) {
 	if !zipread.IsZip(r, size) {
 		return nil, errs.Invalidf("the entry HAP %q is not a zip archive", name)
 	}
+	// What opening the HAP's directory costs is bounded (maxNestedOpenCost) before it is opened:
+	// the .app's own directory does not list its entries, so the parse's bound counts this cap.
+	if s, err := zipread.SurveyDirectory(r, size); err != nil {
+		if sec != nil && sec.short {
+			return nil, errs.Wrap(errs.Invalid, err, "the entry HAP %q declares %d bytes but the .app ends before them (a truncated upload, or a lying size)", name, size)
+		}
+		return nil, within(f.Name, err)
+	} else if s.OpenCost() > maxNestedOpenCost {
+		return nil, errs.Invalidf("the entry HAP %q lists %d files: over the limit for a HAP inside an .app", name, s.Entries)
+	}
 	inner, err := zipread.Open(r, size)
 	if err != nil {
 		if sec != nil && sec.short {

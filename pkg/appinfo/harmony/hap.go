@@ -147,6 +147,17 @@ func readHAP(a *zipread.Archive) (*hap, error) {
 			return nil, err
 		}
 	}
+	if f := a.File(resourcesIndexName); f != nil {
+		// Its header first: an index that is none is refused before it is inflated whole.
+		head, err := a.ReadHead(f, resV1HeaderLen)
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.HasPrefix(head, []byte("Restool")) {
+			_, err := decodeResourceIndex(head)
+			return nil, err
+		}
+	}
 	if b, err := a.ReadName(resourcesIndexName, MaxResourcesIndexBytes); err != nil {
 		return nil, err
 	} else if b != nil {

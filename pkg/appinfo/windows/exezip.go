@@ -74,7 +74,9 @@ func parseDeflatedEXE(a *zipread.Archive, f *zip.File, limit int64) (*appinfo.In
 		return nil, err
 	}
 	defer rc.Close()
-	z := &inflateReaderAt{src: rc, limit: limit}
+	// The window is never larger than what the entry can really inflate to, whatever the PE's
+	// headers say of its sections.
+	z := &inflateReaderAt{src: rc, limit: limit, size: zipread.EntryBound(f.Method, f.CompressedSize64, f.UncompressedSize64)}
 	if err := z.fillHead(min(size, exeZipHead)); err != nil {
 		return nil, err
 	}
@@ -104,6 +106,7 @@ type inflateReaderAt struct {
 	src    io.Reader
 	pos    int64 // bytes consumed from src
 	limit  int64 // at most this many bytes are consumed
+	size   int64 // the most the stream can yield (zipread.EntryBound)
 	head   []byte
 	win    []byte
 	winOff int64
@@ -170,6 +173,11 @@ func (z *inflateReaderAt) keep(off, n int64) error {
 	}
 	if off+n > z.limit {
 		return errs.Invalidf("the .exe would have to be inflated past %d bytes", z.limit)
+	}
+	if off+n > z.size {
+		// The section runs past what the entry can inflate to: the window holds what there is,
+		// and a read beyond it fails as the stream ends.
+		n = max(int64(len(pre)), z.size-off)
 	}
 	win := make([]byte, n)
 	copy(win, pre)

@@ -239,6 +239,11 @@ func ParseMSIXBundle(a *zipread.Archive) (*appinfo.Info, error) {
 	if r == nil {
 		return info, nil // compressed: reading it would mean inflating it whole
 	}
+	// What opening the main package's directory costs is bounded (maxNestedOpenCost) before it is
+	// opened: the bundle's own directory does not list its entries.
+	if s, err := zipread.SurveyDirectory(r, int64(f.UncompressedSize64)); err == nil && s.OpenCost() > maxNestedOpenCost {
+		return nil, errs.Invalidf("the bundle's main package %q lists %d files: over the limit for a package inside a bundle", clean(main), s.Entries)
+	}
 	inner, err := zipread.Open(r, int64(f.UncompressedSize64))
 	if err != nil {
 		return nil, errs.Wrap(errs.Invalid, err, "the bundle's main package %q is not a zip archive", clean(main))
