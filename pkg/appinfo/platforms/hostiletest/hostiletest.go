@@ -244,4 +244,3 @@ func IPAHugePlist() []byte {
 	p.WriteString("</string></dict></plist>\n")
 	return appletest.BuildIPA(appletest.IPAOptions{AppName: "Hostile", RawInfoPlist: []byte(p.String())})
 }
-
