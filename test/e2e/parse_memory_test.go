@@ -9,6 +9,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,8 +39,9 @@ const (
 // stays under the chart's memory limit: its parses wait for the one parse budget instead of
 // inflating together (once, 16 APKs alone took it past a gigabyte).
 //
-// SLIPWAY_PARSEMEM_ENV adds environment to the replica (e.g. SLIPWAY_PARSE_MEMORY=...), for
-// measuring; SLIPWAY_PARSEMEM_COPIES changes the 16.
+// For measuring (docs/benchmarks.md, "Parse memory"): SLIPWAY_PARSEMEM_ENV adds environment to
+// the replica (e.g. SLIPWAY_PARSE_MEMORY=...), SLIPWAY_PARSEMEM_COPIES changes the 16, and
+// SLIPWAY_PARSEMEM_KINDS (comma-separated hostiletest names) sends only those kinds.
 func TestHostilePackagesShareTheParseBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("hundreds of uploads")
@@ -57,7 +59,12 @@ func TestHostilePackagesShareTheParseBudget(t *testing.T) {
 	h := e2e.New(t, e2e.Options{Storage: e2e.S3, NoRace: true, Env: env})
 	s := h.Start(t)
 	token := h.CreateToken(t, "ci", "upload")
-	pkgs := hostiletest.Packages()
+	var pkgs []hostiletest.Package
+	for _, p := range hostiletest.Packages() {
+		if kinds := os.Getenv("SLIPWAY_PARSEMEM_KINDS"); kinds == "" || slices.Contains(strings.Split(kinds, ","), p.Name) {
+			pkgs = append(pkgs, p)
+		}
+	}
 	honest := androidtest.BuildAPK(androidtest.APKOptions{AndroidManifest: androidtest.AndroidManifest{
 		Package: "com.example.honest", VersionCode: 7, VersionName: "1.7", LabelStrings: map[string]string{"": "Honest"},
 		Icons: []androidtest.AndroidIcon{{Density: 640, Path: "res/mipmap-xxxhdpi-v4/ic_launcher.png", Data: androidtest.AndroidPNG(192, 192)}}}})
