@@ -265,6 +265,11 @@ func claimedZipBound(a *zipread.Archive, s zipread.Survey, fam *Family) int64 {
 			return n
 		}
 	}
+	if fam != nil && fam.ZipParseBytes != nil {
+		if n := fam.ZipParseBytes(a); n > 0 {
+			return min(n, zipBound(s, fam))
+		}
+	}
 	return zipBound(s, fam)
 }
 

@@ -51,6 +51,12 @@ type Family struct {
 	// ReadsRaw says that its parsers of files that are not zips allocate at most what they read
 	// of the file, decompressing nothing (plus DecodeBytes): twice the file's size bounds them.
 	ReadsRaw bool
+	// ZipParseBytes returns the bound of this archive's parse from the entries the family's
+	// parser reads (their real sizes, within its caps), for a family that can name them from
+	// the directory; 0 (or nil) leaves the bound to the sizes of all entries. It is a tighter
+	// bound for a large package, most of whose bytes (native libraries, assets) a parse never
+	// reads. MaxParseBytes still caps it.
+	ZipParseBytes func(a *zipread.Archive) int64
 	// NestedBytes returns, for an archive whose parse reads a zip inside it (an .app's HAP, a
 	// bundle's main package), whose entries the outer directory does not list, the most that
 	// parse may allocate (from caps, like MaxParseBytes); 0 for an archive it does not nest in.

@@ -70,7 +70,7 @@ const (
 // Priority 2 keeps the order appinfo had before the families moved to folders of their own:
 // Android first, so a zip holding both an AndroidManifest.xml and an iOS Payload/ is an APK.
 func init() {
-	appinfo.Register(appinfo.Family{Name: "android", Priority: 2, MaxParseBytes: MaxParseBytes, DecodeBytes: 1 << 20,
+	appinfo.Register(appinfo.Family{Name: "android", Priority: 2, MaxParseBytes: MaxParseBytes, DecodeBytes: 1 << 20, ZipParseBytes: parseBytes,
 		ClaimZip: func(a *zipread.Archive) appinfo.ZipParser {
 			switch {
 			case a.File("AndroidManifest.xml") != nil:
@@ -80,6 +80,28 @@ func init() {
 			}
 			return nil
 		}})
+}
+
+// parseBytes is the bound of an APK's or app bundle's parse from the entries it reads
+// (appinfo.Family.ZipParseBytes): the manifest, and what is decoded from it; the resource table,
+// and its index; and an icon, read whole, no larger than the largest entry within the icon cap
+// (the icon's path comes from the table, so any entry may be it).
+func parseBytes(a *zipread.Archive) int64 {
+	size := func(name string, max int64) int64 {
+		if f := a.File(name); f != nil {
+			return min(zipread.EntryBound(f.Method, f.CompressedSize64, f.UncompressedSize64), max)
+		}
+		return 0
+	}
+	m, r := size("AndroidManifest.xml", MaxManifestBytes), size("resources.arsc", MaxResourcesBytes)
+	if a.File("AndroidManifest.xml") == nil {
+		m, r = size("base/manifest/AndroidManifest.xml", MaxManifestBytes), size("base/resources.pb", MaxResourcesBytes)
+	}
+	var icon int64
+	for _, f := range a.Files() {
+		icon = max(icon, min(zipread.EntryBound(f.Method, f.CompressedSize64, f.UncompressedSize64), appinfo.MaxIconBytes))
+	}
+	return 2*m + r + r/2 + 2*icon + 1<<20
 }
 
 // androidNS is the namespace URI of the android: attributes.

@@ -35,10 +35,12 @@ type Package struct {
 func Packages() []Package {
 	return []Package{
 		{Name: "apk-arsc-zeros", Family: "android", File: "bomb.apk", Platform: "android", Data: APKResourcesZeros()},
+		{Name: "apk-arsc-header", Family: "android", File: "table.apk", Platform: "android", Data: APKResourcesHeader()},
 		{Name: "aab-resources-zeros", Family: "android", File: "bomb.aab", Platform: "android", Data: AABResourcesZeros()},
 		{Name: "msix-4096-logos", Family: "windows", File: "logos.msix", Platform: "windows", Data: MSIXLogos()},
 		{Name: "exe-zip-window", Family: "windows-exe-zip", File: "window.zip", Platform: "windows", Data: EXEZipWindow()},
 		{Name: "hap-index-zeros", Family: "harmony", File: "bomb.hap", Platform: "harmonyos", Data: HAPIndexZeros()},
+		{Name: "hap-index-header", Family: "harmony", File: "index.hap", Platform: "harmonyos", Data: HAPIndexHeader()},
 		{Name: "app-inflated-hap", Family: "harmony", File: "bomb.app", Platform: "harmonyos", Data: AppInflatedHAP()},
 		{Name: "ipa-huge-plist", Family: "apple", File: "plist.ipa", Platform: "ios", Data: IPAHugePlist()},
 	}
@@ -89,6 +91,19 @@ var manifest = androidtest.AndroidManifest{Package: "com.example.hostile", Versi
 func APKResourcesZeros() []byte {
 	return zipOf(entry{Name: "AndroidManifest.xml", Data: androidtest.BuildAXML(androidtest.APKOptions{AndroidManifest: manifest})},
 		entry{Name: "resources.arsc", Zeros: 64 << 20}, entry{Name: "classes.dex", Data: []byte("dex\n035\x00")})
+}
+
+// APKResourcesHeader is APKResourcesZeros with a resource table's header at the start of its
+// 64 MiB: the parser reads the table whole before its first chunk fails.
+func APKResourcesHeader() []byte {
+	const size = 64 << 20
+	head := make([]byte, 12)
+	binary.LittleEndian.PutUint16(head, 0x0002) // RES_TABLE_TYPE
+	binary.LittleEndian.PutUint16(head[2:], 12)
+	binary.LittleEndian.PutUint32(head[4:], size)
+	binary.LittleEndian.PutUint32(head[8:], 1)
+	return zipOf(entry{Name: "AndroidManifest.xml", Data: androidtest.BuildAXML(androidtest.APKOptions{AndroidManifest: manifest})},
+		entry{Name: "resources.arsc", Data: head, Zeros: size - int64(len(head))}, entry{Name: "classes.dex", Data: []byte("dex\n035\x00")})
 }
 
 // AABResourcesZeros is an app bundle whose base/resources.pb is 64 MiB of deflated zeros.
@@ -200,6 +215,20 @@ func hapEntries(bomb bool) []entry {
 
 // HAPIndexZeros is a HAP whose resources.index is 16 MiB of deflated zeros.
 func HAPIndexZeros() []byte { return zipOf(hapEntries(true)...) }
+
+// HAPIndexHeader is HAPIndexZeros with a restool version at the start of its resources.index:
+// the parser reads the index whole before its header fails.
+func HAPIndexHeader() []byte {
+	entries := hapEntries(true)
+	for i := range entries {
+		if entries[i].Name == "resources.index" {
+			head := make([]byte, 128)
+			copy(head, "Restool 4.105")
+			entries[i].Data, entries[i].Zeros = head, 16<<20-128
+		}
+	}
+	return zipOf(entries...)
+}
 
 // AppInflatedHAP is a HarmonyOS .app whose entry HAP is deflated and inflates to 32 MiB
 // (harmony.MaxInflatedHAPBytes): a stored filler of zeros, and resources.index of 16 MiB of
