@@ -47,8 +47,12 @@ type Channel struct {
 	Budget SizeBudget
 	// FeedTokenHash is the SHA-256 (hex) of the channel's feed token ("" when none was made).
 	FeedTokenHash string
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// SparkleSigning: an admin allowed Slipway to sign this channel's macOS builds with the
+	// operator's Sparkle key (those uploaded without a signature, by uploaders who may have them
+	// signed; Release.SparkleSign).
+	SparkleSigning bool
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 // SizeBudget bounds the builds of a channel: a maximum download size and a maximum growth over
@@ -66,6 +70,13 @@ type SizeBudget struct {
 
 // Set reports whether the budget bounds anything.
 func (b SizeBudget) Set() bool { return b.MaxBytes != nil || b.MaxGrowthPercent != nil }
+
+// AwaitsSignature reports whether Slipway signs r with the operator's Sparkle key: it was marked
+// at upload (SparkleSign), it has no signature, and it is rolled out to someone (a build at
+// rollout 0 waits: nobody should trust it yet).
+func (r *Release) AwaitsSignature() bool {
+	return r.SparkleSign && r.Platform == "macos" && r.EdSignature == "" && r.RolloutPercent > 0
+}
 
 // HasPassword reports whether downloads from the channel need a password.
 func (c *Channel) HasPassword() bool { return c.PasswordHash != nil && *c.PasswordHash != "" }
@@ -115,6 +126,10 @@ type Release struct {
 	ChecksumError string
 	// EdSignature is the package's Sparkle EdDSA (Ed25519) signature, base64 ("" when none).
 	EdSignature string
+	// SparkleSign: the release was uploaded without a signature to a channel with Sparkle signing
+	// on, by an uploader allowed to have it signed; the verifier signs it once it is verified and
+	// rolled out to someone (RolloutPercent above 0).
+	SparkleSign bool
 	// TauriSignature is the Tauri updater's signature of the package (the .sig file's content).
 	TauriSignature string
 	// RolloutPercent is the share of installs a staged rollout offers the update to (100: all);

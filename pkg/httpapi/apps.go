@@ -106,7 +106,10 @@ func channelChanges(c *gin.Context) (ch catalog.ChannelChanges, err error) {
 	if ch.MaxGrowthPercent, err = p.optNumText("max_growth_percent"); err != nil {
 		return ch, err
 	}
-	ch.EnforceBudget, err = p.optBool("enforce_budget")
+	if ch.EnforceBudget, err = p.optBool("enforce_budget"); err != nil {
+		return ch, err
+	}
+	ch.SparkleSigning, err = p.optBool("sparkle_signing")
 	return ch, err
 }
 

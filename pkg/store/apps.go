@@ -24,11 +24,11 @@ func schemeDest(s *distribution.Scheme) []any {
 }
 
 const channelColumns = `c.id, c.scheme_id, c.name, c.slug, c.device_type, c.bundle_id, c.git_url, c.password_hash,
-	c.download_filename_type, c.max_size_bytes, c.max_growth_percent, c.enforce_budget, c.feed_token_hash, c.created_at, c.updated_at`
+	c.download_filename_type, c.max_size_bytes, c.max_growth_percent, c.enforce_budget, c.feed_token_hash, c.sparkle_signing, c.created_at, c.updated_at`
 
 func channelDest(c *distribution.Channel) []any {
 	return []any{&c.ID, &c.SchemeID, &c.Name, &c.Slug, &c.DeviceType, &c.BundleID, &c.GitURL, &c.PasswordHash,
-		&c.DownloadFilenameType, &c.Budget.MaxBytes, &c.Budget.MaxGrowthPercent, &c.Budget.Enforce, &c.FeedTokenHash, &c.CreatedAt, &c.UpdatedAt}
+		&c.DownloadFilenameType, &c.Budget.MaxBytes, &c.Budget.MaxGrowthPercent, &c.Budget.Enforce, &c.FeedTokenHash, &c.SparkleSigning, &c.CreatedAt, &c.UpdatedAt}
 }
 
 func scanChannel(row pgx.Row, c *distribution.Channel) error { return row.Scan(channelDest(c)...) }
@@ -394,10 +394,10 @@ func insertChannel(ctx context.Context, q querier, c *distribution.Channel) (*di
 	}
 	var out distribution.Channel
 	err := scanChannel(q.QueryRow(ctx, `INSERT INTO channels AS c (scheme_id, name, slug, device_type, bundle_id, git_url,
-		password_hash, download_filename_type, max_size_bytes, max_growth_percent, enforce_budget)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING `+channelColumns,
+		password_hash, download_filename_type, max_size_bytes, max_growth_percent, enforce_budget, sparkle_signing)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING `+channelColumns,
 		c.SchemeID, c.Name, slug, c.DeviceType, c.BundleID, c.GitURL, c.PasswordHash, c.DownloadFilenameType,
-		c.Budget.MaxBytes, c.Budget.MaxGrowthPercent, c.Budget.Enforce), &out)
+		c.Budget.MaxBytes, c.Budget.MaxGrowthPercent, c.Budget.Enforce, c.SparkleSigning), &out)
 	if err := channelWriteErr(err, c); err != nil {
 		return nil, err
 	}
@@ -411,10 +411,10 @@ func (db *DB) UpdateChannel(ctx context.Context, c *distribution.Channel) (*dist
 	var out distribution.Channel
 	err := scanChannel(db.Pool.QueryRow(ctx, `UPDATE channels AS c SET name = $2, slug = $3, device_type = $4, bundle_id = $5,
 		git_url = $6, password_hash = $7, download_filename_type = $8, max_size_bytes = $10, max_growth_percent = $11,
-		enforce_budget = $12, feed_token_hash = $13, updated_at = clock_timestamp()
+		enforce_budget = $12, feed_token_hash = $13, sparkle_signing = $14, updated_at = clock_timestamp()
 		WHERE c.id = $1 AND c.updated_at = $9 RETURNING `+channelColumns,
 		c.ID, c.Name, c.Slug, c.DeviceType, c.BundleID, c.GitURL, c.PasswordHash, c.DownloadFilenameType, c.UpdatedAt,
-		c.Budget.MaxBytes, c.Budget.MaxGrowthPercent, c.Budget.Enforce, c.FeedTokenHash), &out)
+		c.Budget.MaxBytes, c.Budget.MaxGrowthPercent, c.Budget.Enforce, c.FeedTokenHash, c.SparkleSigning), &out)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, db.staleOrMissing(ctx, "channels", c.ID, errs.New(errs.NotFound, "channel %d not found", c.ID))
 	}

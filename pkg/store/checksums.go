@@ -14,15 +14,15 @@ import (
 // LeaseUnverified takes the oldest release whose checksums are still to be computed from its
 // stored object and leases it for lease (another replica's verifier skips it meanwhile); nil when
 // there is none. With unsigned, when there is none, it takes the oldest verified macOS release
-// without a Sparkle signature (Slipway has a Sparkle key: it signs them, releases verified before
-// it had one too). A lease that ran out (its verifier died) is taken again. Each look-up has its
-// own partial index (releases_unverified, releases_unsigned_macos).
+// still to be signed (Slipway has a Sparkle key: a release marked at upload for signing, rolled
+// out to someone, without a signature yet). A lease that ran out (its verifier died) is taken
+// again. Each look-up has its own partial index (releases_unverified, releases_to_sign).
 func (db *DB) LeaseUnverified(ctx context.Context, lease time.Duration, unsigned bool) (*distribution.Release, error) {
 	r, err := db.leaseChecksums(ctx, lease, `checksum_state IN ('pending', 'unverified')`)
 	if r != nil || err != nil || !unsigned {
 		return r, err
 	}
-	return db.leaseChecksums(ctx, lease, `platform = 'macos' AND checksum_state = 'verified' AND ed_signature = ''`)
+	return db.leaseChecksums(ctx, lease, `platform = 'macos' AND checksum_state = 'verified' AND ed_signature = '' AND sparkle_sign AND rollout_percent > 0`)
 }
 
 // leaseChecksums leases the oldest release that where (a constant condition) selects.

@@ -114,7 +114,7 @@ const releaseColumns = `r.id, r.channel_id, r.version, r.name, r.bundle_id, r.re
 	r.target_sdk, r.profile, r.size, r.sha256, r.object_key, r.filename, r.icon_key, r.icon_type, coalesce(r.uploaded_by, 0),
 	r.created_at, r.updated_at, r.pinned, r.sha512, r.sha1, r.checksum_state, r.checksum_error, r.ed_signature, r.tauri_signature,
 	r.rollout_percent, r.critical, coalesce((SELECT d.downloads FROM release_downloads d WHERE d.release_id = r.id), 0),
-	r.platform_facts`
+	r.platform_facts, r.sparkle_sign`
 
 const releaseContextColumns = releaseColumns + `, ` + channelContextColumns
 
@@ -126,7 +126,7 @@ func scanRelease(row pgx.Row, r *distribution.Release, extra ...any) error {
 		&r.Source, &r.Branch, &r.GitCommit, &r.CIURL, &changelog, &custom, &r.Platform, &r.Format, &r.Device, &r.MinOS,
 		&r.TargetSDK, &profile, &r.Size, &r.SHA256, &r.ObjectKey, &r.Filename, &r.IconKey, &r.IconType, &r.UploadedBy,
 		&r.CreatedAt, &r.UpdatedAt, &r.Pinned, &r.SHA512, &r.SHA1, &r.ChecksumState, &r.ChecksumError, &r.EdSignature, &r.TauriSignature,
-		&r.RolloutPercent, &r.Critical, &r.Downloads, &facts}
+		&r.RolloutPercent, &r.Critical, &r.Downloads, &facts, &r.SparkleSign}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return err
 	}
@@ -230,13 +230,13 @@ func insertRelease(ctx context.Context, q querier, r *distribution.Release, devi
 	err := q.QueryRow(ctx, `INSERT INTO releases (channel_id, version, name, bundle_id, release_version, build_version, release_type,
 		source, branch, git_commit, ci_url, changelog, custom_fields, platform, format, device, min_os, target_sdk, profile,
 		size, sha256, object_key, filename, icon_key, icon_type, uploaded_by, profile_devices, platform_facts,
-		sha512, sha1, checksum_state, ed_signature, rollout_percent, critical, tauri_signature)
+		sha512, sha1, checksum_state, ed_signature, rollout_percent, critical, tauri_signature, sparkle_sign)
 		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,
-		$29,$30,$31,$32,$33,$34,$35) RETURNING id`,
+		$29,$30,$31,$32,$33,$34,$35,$36) RETURNING id`,
 		r.ChannelID, r.Version, r.Name, r.BundleID, r.ReleaseVersion, r.BuildVersion, r.ReleaseType, r.Source, r.Branch, r.GitCommit,
 		r.CIURL, changelog, custom, r.Platform, r.Format, r.Device, r.MinOS, r.TargetSDK, profile, r.Size, r.SHA256,
 		r.ObjectKey, r.Filename, r.IconKey, r.IconType, uploadedBy, profileDevices(devices), encodeFacts(&r.Facts),
-		r.SHA512, r.SHA1, checksumStateOrUnverified(r.ChecksumState), r.EdSignature, r.RolloutPercent, r.Critical, r.TauriSignature).Scan(&id)
+		r.SHA512, r.SHA1, checksumStateOrUnverified(r.ChecksumState), r.EdSignature, r.RolloutPercent, r.Critical, r.TauriSignature, r.SparkleSign).Scan(&id)
 	return id, err
 }
 

@@ -55,17 +55,18 @@ func (u *uploadTx) KeepKey(ctx context.Context, tokenID int64, key string, relea
 	return first, err
 }
 
-func (u *uploadTx) LockChannel(ctx context.Context, slug string) (*distribution.Channel, error) {
+func (u *uploadTx) LockChannel(ctx context.Context, slug string) (*distribution.Channel, int64, error) {
 	var c distribution.Channel
-	err := scanChannel(u.tx.QueryRow(ctx, `SELECT `+channelColumns+` FROM channels c JOIN schemes s ON s.id = c.scheme_id
-		JOIN apps a ON a.id = s.app_id WHERE c.slug = $1 FOR KEY SHARE OF a`, slug), &c)
+	var appID int64
+	err := u.tx.QueryRow(ctx, `SELECT `+channelColumns+`, a.id FROM channels c JOIN schemes s ON s.id = c.scheme_id
+		JOIN apps a ON a.id = s.app_id WHERE c.slug = $1 FOR KEY SHARE OF a`, slug).Scan(append(channelDest(&c), &appID)...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errs.New(errs.NotFound, "channel not found: check channel_key")
+		return nil, 0, errs.New(errs.NotFound, "channel not found: check channel_key")
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return &c, nil
+	return &c, appID, nil
 }
 
 func (u *uploadTx) LockAppName(ctx context.Context, name string) error {

@@ -26,7 +26,9 @@ type consoleChannelView struct {
 	// ConsoleURL is the channel's console page.
 	ConsoleURL  string
 	HasPassword bool
-	Retention   distribution.RetentionRules
+	// SparkleSigning: Slipway signs the channel's macOS builds (an admin's switch).
+	SparkleSigning bool
+	Retention      distribution.RetentionRules
 	// Own is the channel's own policy, as its form shows it ("" inherits).
 	Own struct{ KeepBuilds, MaxAgeDays, MaxBytes, ExpiredProfileDays string }
 	// OlderURL and NewerURL page through the channel's builds.

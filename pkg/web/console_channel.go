@@ -127,7 +127,8 @@ func (h *Handler) renderChannel(c *gin.Context, session string, u *distribution.
 	v := channelPageView{App: &app, User: u, CSRF: h.csrfToken(session), Base: h.links.Base,
 		Can: h.grants(c, app.ID), Form: form, Preview: preview, Events: webhook.Events}
 	cv := consoleChannelView{ID: ch.ID, SchemeID: cc.Scheme.ID, Name: ch.Name, Scheme: cc.Scheme.Name, Key: ch.Slug,
-		DeviceType: ch.DeviceType, URL: h.links.Channel(ch.Slug), HasPassword: ch.HasPassword(), ConsoleURL: h.channelURL(ch.ID)}
+		DeviceType: ch.DeviceType, URL: h.links.Channel(ch.Slug), HasPassword: ch.HasPassword(), ConsoleURL: h.channelURL(ch.ID),
+		SparkleSigning: ch.SparkleSigning}
 	pg := 1
 	if n, err := strconv.Atoi(c.Query("page")); err == nil && n > 1 && n <= 100_000 {
 		pg = n

@@ -60,6 +60,34 @@ func (h *Handler) consoleRotateFeedToken(c *gin.Context, f *formCall) (string, e
 	return h.channelURL(id) + "#feeds", nil
 }
 
+// consoleSetSigning: POST /console/channels/:id/signing (admins) switches Slipway's Sparkle
+// signing of the channel's macOS builds on ("sparkle_signing" ticked) or off.
+func (h *Handler) consoleSetSigning(c *gin.Context, f *formCall) (string, error) {
+	ctx := reqCtx(c)
+	id, err := idParam(c, "id", "channel")
+	if err != nil {
+		return "", err
+	}
+	h.onChannel(c, f, id, "sparkle-signing-"+strconv.FormatInt(id, 10), nil)
+	cc, err := h.svc.Apps.ChannelByID(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if err := h.may(c, policy.ConfigureSigning, policy.OnApp(cc.App.ID)); err != nil {
+		return "", err
+	}
+	on := c.PostForm("sparkle_signing") != ""
+	if _, err := h.svc.Apps.UpdateChannel(ctx, id, catalog.ChannelChanges{SparkleSigning: &on}); err != nil {
+		return "", err
+	}
+	if on {
+		f.ok("Slipway signs the builds uploaded to %s from now on, by admin tokens and the app's people, once they are rolled out.", cc.Channel.Name)
+	} else {
+		f.ok("Slipway no longer signs the builds uploaded to %s.", cc.Channel.Name)
+	}
+	return h.channelURL(id) + "#feeds", nil
+}
+
 // consoleSetUpdates: POST /console/releases/:id/updates sets what the update feeds announce of a
 // desktop build: its staged-rollout percentage (0 takes it out of the feeds) and whether it is
 // a critical update.
@@ -121,9 +149,15 @@ func releaseUpdates(r *distribution.Release) *updatesView {
 		v.State = "being verified: the feeds leave it out until Slipway has read the stored bytes (seconds)"
 	}
 	if r.Platform == "macos" {
-		v.Sparkle = "none: Sparkle refuses an update without one (upload with ed_signature, or configure SLIPWAY_SPARKLE_KEY_FILE)"
-		if r.EdSignature != "" {
+		switch {
+		case r.EdSignature != "":
 			v.Sparkle = "signed (EdDSA)"
+		case r.SparkleSign && r.RolloutPercent == 0:
+			v.Sparkle = "none yet: Slipway signs it once it is rolled out above 0%"
+		case r.SparkleSign:
+			v.Sparkle = "none yet: Slipway signs it once it has read the stored bytes (needs SLIPWAY_SPARKLE_KEY_FILE)"
+		default:
+			v.Sparkle = "none: Sparkle refuses an update without one (upload with ed_signature, or have an admin switch on Slipway's signing for the channel before uploading)"
 		}
 	}
 	return v

@@ -11,7 +11,7 @@ import (
 // again; a page never decides on its own).
 type grants struct {
 	// On the page's app (or the installation, for pages of none).
-	ManageApp, DeleteApp, PinRelease, RotateFeedToken, ManageWebhooks bool
+	ManageApp, DeleteApp, PinRelease, RotateFeedToken, ManageWebhooks, ConfigureSigning bool
 	// On the installation.
 	CreateApp, ManagePeople, ManageTokens, ReadAudit, ReadDevices, ManageDevices bool
 }
@@ -21,17 +21,18 @@ func (h *Handler) grants(c *gin.Context, appID int64) grants {
 	ctx, p := reqCtx(c), h.svc.Policy
 	app, inst := policy.OnApp(appID), policy.Installation
 	return grants{
-		ManageApp:       appID != 0 && p.Allowed(ctx, policy.ManageApp, app),
-		DeleteApp:       appID != 0 && p.Allowed(ctx, policy.DeleteApp, app),
-		PinRelease:      appID != 0 && p.Allowed(ctx, policy.PinRelease, app),
-		RotateFeedToken: appID != 0 && p.Allowed(ctx, policy.RotateFeedToken, app),
-		ManageWebhooks:  p.Allowed(ctx, policy.ManageWebhooks, app),
-		CreateApp:       p.Allowed(ctx, policy.CreateApp, inst),
-		ManagePeople:    p.Allowed(ctx, policy.ManagePeople, inst),
-		ManageTokens:    p.Allowed(ctx, policy.ManageTokens, inst),
-		ReadAudit:       p.Allowed(ctx, policy.ReadAudit, inst),
-		ReadDevices:     p.Allowed(ctx, policy.ReadDevices, inst),
-		ManageDevices:   p.Allowed(ctx, policy.ManageDevices, inst),
+		ManageApp:        appID != 0 && p.Allowed(ctx, policy.ManageApp, app),
+		DeleteApp:        appID != 0 && p.Allowed(ctx, policy.DeleteApp, app),
+		PinRelease:       appID != 0 && p.Allowed(ctx, policy.PinRelease, app),
+		RotateFeedToken:  appID != 0 && p.Allowed(ctx, policy.RotateFeedToken, app),
+		ManageWebhooks:   p.Allowed(ctx, policy.ManageWebhooks, app),
+		ConfigureSigning: appID != 0 && p.Allowed(ctx, policy.ConfigureSigning, app),
+		CreateApp:        p.Allowed(ctx, policy.CreateApp, inst),
+		ManagePeople:     p.Allowed(ctx, policy.ManagePeople, inst),
+		ManageTokens:     p.Allowed(ctx, policy.ManageTokens, inst),
+		ReadAudit:        p.Allowed(ctx, policy.ReadAudit, inst),
+		ReadDevices:      p.Allowed(ctx, policy.ReadDevices, inst),
+		ManageDevices:    p.Allowed(ctx, policy.ManageDevices, inst),
 	}
 }
 

@@ -316,6 +316,18 @@ type ChannelChanges struct {
 	MaxSizeBytes     *string
 	MaxGrowthPercent *string
 	EnforceBudget    *bool
+	// SparkleSigning switches Slipway's Sparkle signing of the channel's macOS builds on or off
+	// (an admin's decision: policy.ConfigureSigning).
+	SparkleSigning *bool
+}
+
+// authorizeSigning asks the policy when ch changes a channel's Sparkle signing (was: its setting
+// so far) on the app appID.
+func (a *Apps) authorizeSigning(ctx context.Context, ch ChannelChanges, was bool, appID int64) error {
+	if ch.SparkleSigning == nil || *ch.SparkleSigning == was {
+		return nil
+	}
+	return a.Policy.Authorize(ctx, policy.ConfigureSigning, policy.OnApp(appID))
 }
 
 // maxBudgetPercent bounds a channel's maximum growth.
@@ -347,6 +359,14 @@ func (ch ChannelChanges) applyBudget(b *distribution.SizeBudget) error {
 		b.Enforce = *ch.EnforceBudget
 	}
 	return nil
+}
+
+// signingDetail is the audit detail of a change of Sparkle signing ("" when none).
+func signingDetail(ch ChannelChanges, was bool) string {
+	if ch.SparkleSigning == nil || *ch.SparkleSigning == was {
+		return ""
+	}
+	return map[bool]string{true: "on", false: "off"}[*ch.SparkleSigning]
 }
 
 // apply validates ch and writes it into c. hasReleases forbids changing the device type of a
@@ -407,6 +427,9 @@ func (ch ChannelChanges) apply(c *distribution.Channel, hasReleases bool) error 
 		}
 		c.DownloadFilenameType = t
 	}
+	if ch.SparkleSigning != nil {
+		c.SparkleSigning = *ch.SparkleSigning
+	}
 	if ch.Password != nil {
 		hash, err := distribution.HashPassword(*ch.Password)
 		if err != nil {
@@ -447,7 +470,11 @@ func (a *Apps) Channel(ctx context.Context, key string) (*distribution.ChannelCo
 // CreateChannel adds a channel to a scheme. name and device_type are required; slug defaults to
 // a random unguessable key, bundle_id to * and download_filename_type to original.
 func (a *Apps) CreateChannel(ctx context.Context, schemeID int64, ch ChannelChanges) (*distribution.Channel, error) {
-	if _, err := a.schemeFor(ctx, policy.ManageApp, schemeID); err != nil {
+	sc, err := a.schemeFor(ctx, policy.ManageApp, schemeID)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.authorizeSigning(ctx, ch, false, sc.AppID); err != nil {
 		return nil, err
 	}
 	if ch.Name == nil {
@@ -462,7 +489,11 @@ func (a *Apps) CreateChannel(ctx context.Context, schemeID int64, ch ChannelChan
 	}
 	made, err := a.Store.CreateChannel(ctx, c)
 	if err == nil {
-		a.auditChannel(ctx, "channel.create", made.ID, nil)
+		var detail map[string]any
+		if s := signingDetail(ch, false); s != "" {
+			detail = map[string]any{"sparkle_signing": s}
+		}
+		a.auditChannel(ctx, "channel.create", made.ID, detail)
 	}
 	return made, err
 }
@@ -484,6 +515,9 @@ func (a *Apps) UpdateChannel(ctx context.Context, id int64, ch ChannelChanges) (
 	return distribution.RetryStale(func() (*distribution.Channel, error) {
 		cc, err := a.channelFor(ctx, policy.ManageApp, id)
 		if err != nil {
+			return nil, err
+		}
+		if err := a.authorizeSigning(ctx, ch, cc.Channel.SparkleSigning, cc.App.ID); err != nil {
 			return nil, err
 		}
 		c := cc.Channel
@@ -511,6 +545,9 @@ func (a *Apps) UpdateChannel(ctx context.Context, id int64, ch ChannelChanges) (
 			}
 			if ch.Password != nil {
 				detail["password"] = map[bool]string{true: "removed", false: "changed"}[*ch.Password == ""]
+			}
+			if s := signingDetail(ch, cc.Channel.SparkleSigning); s != "" {
+				detail["sparkle_signing"] = s
 			}
 			a.auditChannel(ctx, "channel.update", id, detail)
 		}

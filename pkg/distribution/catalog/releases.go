@@ -46,6 +46,8 @@ type Releases struct {
 	Audit *distribution.AuditLog
 	// Policy decides whether the context's actor may read or change a release.
 	Policy *policy.Policy
+	// Signer is woken when an edit makes a release await its Sparkle signature (rolled out from 0).
+	Signer distribution.Waker
 }
 
 // The reads by channel key (ReleaseInChannel, ReleaseInView, Versions, Latest, FindVersion,
@@ -304,6 +306,9 @@ func (rs *Releases) UpdateRelease(ctx context.Context, id int64, ch ReleaseChang
 		out, err := rs.Store.UpdateRelease(ctx, &r)
 		if err == nil {
 			rs.auditUpdate(ctx, rc, out, ch)
+			if out.AwaitsSignature() && !rc.AwaitsSignature() && rs.Signer != nil {
+				rs.Signer.Wake()
+			}
 		}
 		return out, err
 	})

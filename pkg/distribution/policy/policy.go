@@ -62,12 +62,17 @@ const (
 	ReadAudit Action = "audit.read"
 	// UseSession reads, completes or aborts a resumable upload session (OwnSession names whose).
 	UseSession Action = "session.use"
+	// ConfigureSigning switches Slipway's Sparkle signing of a channel's builds on or off.
+	ConfigureSigning Action = "channel.signing"
+	// SignRelease has an upload signed with the operator's Sparkle key (in a channel where signing
+	// is on): whoever may do it can make every app that trusts the key install what they upload.
+	SignRelease Action = "release.sign"
 )
 
 // Actions lists every action, for the table test and the documentation.
 var Actions = []Action{ReadCatalog, CreateApp, ManageApp, DeleteApp, Upload, EditRelease, PinRelease, DeleteRelease,
 	DeleteDebugFile, RotateFeedToken, ManageWebhooks, ReadDevices, SyncDevice, ManageDevices, ManageTokens, ManagePeople,
-	ReadAudit, UseSession}
+	ReadAudit, UseSession, ConfigureSigning, SignRelease}
 
 // Resource is what an action is taken on: an app (AppID), or the installation (AppID 0), with
 // what the rules need to know of it.
@@ -159,7 +164,7 @@ type Decision struct {
 var allow = Decision{}
 
 // appActions are those a developer may take on the apps they are members of.
-var appActions = map[Action]bool{ManageApp: true, Upload: true, EditRelease: true, DeleteRelease: true}
+var appActions = map[Action]bool{ManageApp: true, Upload: true, EditRelease: true, DeleteRelease: true, SignRelease: true}
 
 // Decide is the rule table: what each kind of actor may do. It reads nothing but its arguments,
 // so the table test covers it whole.
@@ -184,6 +189,15 @@ func Decide(a distribution.Actor, act Action, res Resource) Decision {
 func decideToken(a distribution.Actor, act Action, res Resource) Decision {
 	if d, ok := decideLimits(a, act, res); !ok {
 		return d
+	}
+	if act == SignRelease {
+		// A signature is trusted by every app that embeds the key: a token's uploads are signed
+		// only when it is limited to the app (decideLimits checked which), or when it is an
+		// unlimited admin token, the operator's own.
+		if a.AppLimited() || a.Scope == distribution.ScopeAdmin && len(a.Abilities) == 0 {
+			return allow
+		}
+		return refuse("Slipway signs the builds of tokens limited to the app (slipway token create --app) and of admin tokens; sign the build in CI (ed_signature) instead")
 	}
 	if a.Scope == distribution.ScopeAdmin {
 		return allow
@@ -215,6 +229,7 @@ func decideToken(a distribution.Actor, act Action, res Resource) Decision {
 var abilityOf = map[Action]string{
 	ReadCatalog: distribution.AbilityRead,
 	Upload:      distribution.AbilityUpload, EditRelease: distribution.AbilityUpload, UseSession: distribution.AbilityUpload,
+	SignRelease: distribution.AbilityUpload,
 	ReadDevices: distribution.AbilityDevices, SyncDevice: distribution.AbilityDevices, ManageDevices: distribution.AbilityDevices,
 }
 

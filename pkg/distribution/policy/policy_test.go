@@ -86,6 +86,10 @@ func TestPolicyTable(t *testing.T) {
 		{policy.UseSession, policy.OwnSession(tokenID), [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, yes}},
 		// Another token's session: a token limited to apps uses only its own, whatever its scope.
 		{policy.UseSession, policy.OwnSession(tokenID + 1), [n]string{yes, login, yes, hidden, yes, hidden, hidden, hidden, hidden, yes}},
+		{policy.ConfigureSigning, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no}},
+		// Signing reaches every app that trusts the key: never for a token that reaches every app
+		// but an unlimited admin token's.
+		{policy.SignRelease, own, [n]string{yes, login, yes, no, yes, member, no, yes, yes, no}},
 	}
 	seen := map[policy.Action]bool{}
 	for _, r := range rows {

@@ -143,6 +143,8 @@ func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, l
 	s.Verifier = uploads.NewVerifier(db, st, effects, time.Minute, log)
 	s.Verifier.SparkleKey = cfg.SparkleKey
 	s.Verifier.Parses = s.Parses
+	s.Verifier.Audit = audit
+	s.Releases.Signer = s.Verifier
 	s.Builds = &uploads.Builds{Store: db, Channels: s.Apps, Objects: s.Objects, Effects: effects, Metrics: m, Audit: audit, Verifier: s.Verifier, Policy: pol,
 		Parses: s.Parses}
 	s.DebugFiles = &uploads.DebugFiles{Store: db, Channels: s.Apps, Objects: s.Objects, Events: s.Events, Webhooks: s.Sender, Metrics: m, Audit: audit, Policy: pol}

@@ -139,14 +139,14 @@ func (t memTx) KeepKey(_ context.Context, tokenID int64, key string, releaseID i
 	return 0, nil
 }
 
-func (t memTx) LockChannel(_ context.Context, slug string) (*Channel, error) {
+func (t memTx) LockChannel(_ context.Context, slug string) (*Channel, int64, error) {
 	t.db.step("LockChannel")
 	for _, c := range t.db.rows.channels {
 		if c.Slug == slug {
-			return &c, nil
+			return &c, t.db.rows.schemes[c.SchemeID].AppID, nil
 		}
 	}
-	return nil, errs.New(errs.NotFound, "channel not found: check channel_key")
+	return nil, 0, errs.New(errs.NotFound, "channel not found: check channel_key")
 }
 
 func (t memTx) LockAppName(_ context.Context, name string) error {

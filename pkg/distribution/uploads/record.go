@@ -6,6 +6,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/insights"
 	"github.com/slipwayhq/slipway/pkg/webhook"
 )
@@ -26,10 +27,10 @@ type UploadTx interface {
 	// release (0 otherwise).
 	KeepKey(ctx context.Context, tokenID int64, key string, releaseID int64) (int64, error)
 
-	// LockChannel returns the channel a key names and locks its app's row FOR KEY SHARE until the
-	// commit: an app being destroyed is destroyed after this release, or is gone already and the
-	// upload fails (errs.NotFound).
-	LockChannel(ctx context.Context, slug string) (*distribution.Channel, error)
+	// LockChannel returns the channel a key names with its app's id, and locks the app's row FOR
+	// KEY SHARE until the commit: an app being destroyed is destroyed after this release, or is
+	// gone already and the upload fails (errs.NotFound).
+	LockChannel(ctx context.Context, slug string) (*distribution.Channel, int64, error)
 	// LockAppName makes the auto-creating uploads of one app name take turns until the commit, so
 	// that concurrent ones create one app, one scheme and one channel.
 	LockAppName(ctx context.Context, name string) error
@@ -124,7 +125,7 @@ func (b *Builds) record(ctx context.Context, up *upload, keys []string) (*distri
 				return &errReplay{first}
 			}
 		}
-		ch, err := up.channel(ctx, tx)
+		ch, appID, err := up.channel(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -142,6 +143,7 @@ func (b *Builds) record(ctx context.Context, up *upload, keys []string) (*distri
 		}
 		r := up.release
 		r.ChannelID = ch.ID
+		r.SparkleSign = b.signs(ctx, ch, appID, &r)
 		if r.Version, err = tx.NextVersion(ctx, ch.ID); err != nil {
 			return err
 		}
@@ -186,42 +188,54 @@ func (b *Builds) record(ctx context.Context, up *upload, keys []string) (*distri
 	return rc, nil
 }
 
-// channel returns the channel the upload goes into: the one its key names, which must take the
-// package (its app row locked), or the app's channel of the package's platform, found or created
-// with the app and the scheme, one upload of the name at a time.
-func (up *upload) channel(ctx context.Context, tx UploadTx) (*distribution.Channel, error) {
+// signs decides whether Slipway signs release r with the operator's Sparkle key once it is
+// verified and rolled out: only a macOS package that came without a signature, in a channel an
+// admin switched signing on for, uploaded by an actor the policy lets have builds of the app
+// signed (never an upload token that reaches every app).
+func (b *Builds) signs(ctx context.Context, ch *distribution.Channel, appID int64, r *distribution.Release) bool {
+	if !ch.SparkleSigning || r.Platform != "macos" || r.EdSignature != "" {
+		return false
+	}
+	return b.Policy.Allowed(ctx, policy.SignRelease, policy.OnApp(appID))
+}
+
+// channel returns the channel the upload goes into, with its app's id: the one its key names,
+// which must take the package (its app row locked), or the app's channel of the package's
+// platform, found or created with the app and the scheme, one upload of the name at a time.
+func (up *upload) channel(ctx context.Context, tx UploadTx) (*distribution.Channel, int64, error) {
 	if up.channelSlug != "" {
-		ch, err := tx.LockChannel(ctx, up.channelSlug)
+		ch, appID, err := tx.LockChannel(ctx, up.channelSlug)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if err := checkChannel(ch, up.info); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		return ch, nil
+		return ch, appID, nil
 	}
 	if err := tx.LockAppName(ctx, up.appName); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	appID, err := tx.AppNamed(ctx, up.appName)
 	if err == nil && appID == 0 {
 		appID, err = tx.CreateApp(ctx, up.appName)
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	schemeID, err := tx.EnsureScheme(ctx, appID, up.schemeName)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	platform := up.release.Platform
 	ch, err := tx.ChannelFor(ctx, schemeID, platform)
 	if err != nil || ch != nil {
-		return ch, err
+		return ch, appID, err
 	}
 	// A channel an upload makes is named after its platform and takes any bundle id.
-	return tx.CreateChannel(ctx, &distribution.Channel{SchemeID: schemeID, Name: platform, DeviceType: platform,
+	ch, err = tx.CreateChannel(ctx, &distribution.Channel{SchemeID: schemeID, Name: platform, DeviceType: platform,
 		BundleID: "*", DownloadFilenameType: "original"})
+	return ch, appID, err
 }
 
 // replayed reports whether err is an upload's replay, and of which release.

@@ -22,12 +22,15 @@ import (
 // ChecksumStore is what the verifier asks of the database.
 type ChecksumStore interface {
 	// LeaseUnverified takes the oldest unverified release for lease, and with unsigned the oldest
-	// verified macOS release that has no Sparkle signature too; nil when there is none.
+	// verified release still to be signed (Release.SparkleSign, rolled out to someone, no
+	// signature yet) too; nil when there is none.
 	LeaseUnverified(ctx context.Context, lease time.Duration, unsigned bool) (*distribution.Release, error)
 	// RecordChecksums records a release's checksums and state, and the Sparkle signature Slipway
 	// made when edSignature is not "" (a signature the release already has is kept); false when
 	// the release is gone.
 	RecordChecksums(ctx context.Context, id int64, sha256, sha512, sha1, state, reason, edSignature string) (bool, error)
+	// GetRelease reads a release with its channel, scheme and app (the audit row of a signature).
+	GetRelease(ctx context.Context, id int64) (*distribution.ReleaseContext, error)
 }
 
 // Checksums hashes what passes through it: SHA-256, SHA-512 and SHA-1, the checksums releases
@@ -57,14 +60,17 @@ func (c *Checksums) Sums() (sha256Hex, sha512Hex, sha1Hex string) {
 // Verifier computes the checksums of releases recorded as unverified (a resumable session's
 // package, whose SHA-256 was the client's word; releases recorded before the checksums were kept)
 // by one read of the stored object, and records them: verified, or mismatch when the SHA-256 the
-// client declared is not the bytes'. With a Sparkle key it also signs the macOS packages that came
-// without a Sparkle signature, which takes a second read (pure Ed25519 hashes the message twice;
-// see package edsign). It is a background component: Run works until ctx ends.
+// client declared is not the bytes'. With a Sparkle key it also signs the releases marked for it at
+// upload (Release.AwaitsSignature), which takes a second read (pure Ed25519 hashes the message twice; see package
+// edsign), and writes an audit row for each signature. It is a background component: Run works
+// until ctx ends.
 type Verifier struct {
 	Store   ChecksumStore
 	Storage storage.Backend
-	// SparkleKey, when set, signs macOS packages uploaded without a Sparkle signature.
+	// SparkleKey, when set, signs the releases marked for it (Release.AwaitsSignature).
 	SparkleKey *edsign.Key
+	// Audit records each signature, as the verifier.
+	Audit *distribution.AuditLog
 	// Effects: a verified release changes its channel's feeds (the read cache drops the views).
 	Effects distribution.Effects
 	// Poll is how often it looks for unverified releases besides being woken (Wake).
@@ -131,7 +137,7 @@ func (v *Verifier) VerifyNext(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	var sig *edsign.Signature
-	if v.SparkleKey != nil && r.Platform == "macos" && r.EdSignature == "" {
+	if v.SparkleKey != nil && r.AwaitsSignature() {
 		sig = v.SparkleKey.Sign()
 	}
 	res, err := v.Parses.Reserve(ctx, verifyBytes, "the checksum verification")
@@ -175,12 +181,27 @@ func (v *Verifier) VerifyNext(ctx context.Context) (bool, error) {
 		v.Effects.Changed(distribution.Change{ChannelID: r.ChannelID})
 		if edSignature != "" {
 			v.Log.InfoContext(ctx, "signed a macOS package for Sparkle", slog.Int64("release_id", r.ID), slog.Any("key", v.SparkleKey))
+			v.auditSignature(ctx, r.ID)
 		}
 		if state == distribution.ChecksumMismatch {
 			v.Log.WarnContext(ctx, "a release's stored bytes do not match its declared checksum", slog.Int64("release_id", r.ID))
 		}
 	}
 	return true, nil
+}
+
+// auditSignature writes the audit row of a signature Slipway made.
+func (v *Verifier) auditSignature(ctx context.Context, id int64) {
+	if v.Audit == nil {
+		return
+	}
+	rc, err := v.Store.GetRelease(context.WithoutCancel(ctx), id)
+	if err != nil {
+		v.Log.WarnContext(ctx, "reading a signed release for its audit row failed", slog.Int64("release_id", id), slog.String("error", err.Error()))
+		return
+	}
+	v.Audit.RecordAs(ctx, distribution.SystemActor("verifier"), "release.sign", distribution.ReleaseTarget(rc),
+		map[string]any{"channel_id": rc.Channel.ID, "channel": rc.Channel.Name, "public_key": base64.StdEncoding.EncodeToString(v.SparkleKey.Public())})
 }
 
 // read copies the object at key into w and, when sig is not nil, into the signature's pass too; it
