@@ -235,7 +235,7 @@ var Vars = []Var{
 	{"SLIPWAY_OIDC_TRUST_EMAILS", "false", "true: an email the provider sends without an email_verified claim counts as verified for SLIPWAY_OIDC_ALLOWED_DOMAINS (an explicit false never does); docs/deploy.md, Console sign-in, says which providers need it"},
 	{"SLIPWAY_OIDC_ADMIN_GROUPS", "", "comma-separated groups whose members are console admins, re-evaluated at every sign-in (leaving them takes the admin role back); nobody else becomes an admin by signing in"},
 	{"SLIPWAY_OIDC_GROUPS_CLAIM", "groups", "the ID token claim that lists a user's groups"},
-	{"SLIPWAY_SPARKLE_KEY_FILE", "", "file of the Ed25519 private key with which Slipway signs macOS packages uploaded without a Sparkle signature (generate_keys -x export, base64 or PEM); empty: Slipway signs nothing"},
+	{"SLIPWAY_SPARKLE_KEY_FILE", "", "file of the Ed25519 private key with which Slipway signs the macOS packages of channels an admin switched sparkle_signing on for, uploaded without a Sparkle signature (generate_keys -x export, base64 or PEM); empty: Slipway signs nothing"},
 	{"SLIPWAY_TRUSTED_PROXIES", "", "comma-separated CIDRs of the reverse proxies (the ingress) whose X-Forwarded-For and X-Real-IP are believed; empty: none, the peer is the client"},
 }
 

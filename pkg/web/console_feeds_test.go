@@ -147,3 +147,49 @@ func TestConsoleUpdateFeeds(t *testing.T) {
 		t.Error("an iOS build's page shows an updates card")
 	}
 }
+
+// A macOS channel's page says whether Slipway signs its builds with the installation's Sparkle
+// key; only an admin sees the switch and may use it (a developer's post is refused and changes
+// nothing), and switching it is an audit row.
+func TestConsoleSparkleSigning(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	admin, _ := signedIn(t, e, "alice")
+	carol, _ := signedIn(t, e, "carol")
+	zip := appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk", Version: "1.0", Build: "100", MinOS: "12.0"})
+	rel := e.UploadApp(t, "Desk-1.0.zip", zip)
+	chID := int64(rel["channel"].(map[string]any)["id"].(float64))
+	chURL := fmt.Sprintf("%s/console/channels/%d", e.URL, chID)
+	signingURL := chURL + "/signing"
+	signing := func() bool {
+		var on bool
+		if err := e.DB.Pool.QueryRow(context.Background(), `SELECT sparkle_signing FROM channels WHERE id = $1`, chID).Scan(&on); err != nil {
+			t.Fatal(err)
+		}
+		return on
+	}
+	if resp, _ := fetch(t, admin, http.MethodPost, fmt.Sprintf("%s/console/users/%d", e.URL, userID(t, e, "carol@example.com")),
+		url.Values{"csrf": {csrfOf(t, admin, e.URL+"/console/users")}, "role": {"developer"}}); resp.StatusCode != 200 {
+		t.Fatalf("make carol a developer: %d", resp.StatusCode)
+	}
+
+	_, page := fetch(t, admin, http.MethodGet, chURL, nil)
+	if feeds := between(page, `id="feeds"`, "</section>"); !strings.Contains(feeds, "Slipway does not sign this channel's builds") ||
+		!strings.Contains(feeds, fmt.Sprintf(`id="sparkle-signing-%d"`, chID)) {
+		t.Fatalf("the admin's feeds card: %s", feeds)
+	}
+	if resp, _ := fetch(t, carol, http.MethodPost, signingURL, url.Values{"csrf": {csrfOf(t, carol, e.URL+"/console")}, "sparkle_signing": {"1"}}); resp.StatusCode != http.StatusForbidden || signing() {
+		t.Fatalf("a developer switches signing on: %d, on %v", resp.StatusCode, signing())
+	}
+	resp, page := fetch(t, admin, http.MethodPost, signingURL, url.Values{"csrf": {csrfOf(t, admin, chURL)}, "sparkle_signing": {"1"}})
+	if resp.StatusCode != 200 || !signing() || !strings.Contains(between(page, `id="feeds"`, "</section>"), "Slipway signs this channel's builds that arrive without") {
+		t.Fatalf("the admin switches signing on: %d, on %v", resp.StatusCode, signing())
+	}
+	if resp, _ := fetch(t, admin, http.MethodPost, signingURL, url.Values{"csrf": {csrfOf(t, admin, chURL)}}); resp.StatusCode != 200 || signing() {
+		t.Fatalf("the admin switches signing off: %d, on %v", resp.StatusCode, signing())
+	}
+	var audit string
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT string_agg(detail->>'sparkle_signing', ',' ORDER BY id) FROM audit_log
+		WHERE action = 'channel.update' AND detail ? 'sparkle_signing'`).Scan(&audit); err != nil || audit != "on,off" {
+		t.Fatalf("the audit rows: %q (%v)", audit, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,7 +13,9 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	. "github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -440,4 +443,43 @@ func (d destroyedApp) Channel(ctx context.Context, key string) (*ChannelContext,
 		d.db.mu.Unlock()
 	}
 	return cc, err
+}
+
+// Whether Slipway signs a build is decided in the upload's transaction: a macOS package without a
+// signature, in a channel with Sparkle signing on, by an actor the policy lets have it signed. An
+// upload token (it reaches every app) and a channel with signing off get nothing marked, and so
+// does a package that came with its own signature.
+func TestUploadMarksForSigning(t *testing.T) {
+	e := newUploadEnv()
+	e.builds.Policy = &policy.Policy{}
+	signing := e.db.channel("Desk", "Release", Channel{Name: "Mac", Slug: "signing", DeviceType: "macos", BundleID: "*", SparkleSigning: true})
+	plain := e.db.channel("Desk2", "Release", Channel{Name: "Mac", Slug: "plain", DeviceType: "macos", BundleID: "*"})
+	zip := appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk", Version: "1.0", Build: "1", MinOS: "12.0"})
+	sig := base64.StdEncoding.EncodeToString(make([]byte, 64))
+	admin := Actor{Kind: ActorToken, TokenID: 1, Name: "admin", Scope: ScopeAdmin}
+	upload := Actor{Kind: ActorToken, TokenID: 2, Name: "ci", Scope: ScopeUpload}
+	for _, c := range []struct {
+		name  string
+		actor Actor
+		form  ReleaseForm
+		want  bool
+	}{
+		{"an admin token, signing on", admin, ReleaseForm{ChannelKey: signing.Slug}, true},
+		{"an upload token, signing on", upload, ReleaseForm{ChannelKey: signing.Slug}, false},
+		{"an admin token, signing off", admin, ReleaseForm{ChannelKey: plain.Slug}, false},
+		{"an admin token, its own signature", admin, ReleaseForm{ChannelKey: signing.Slug, EdSignature: sig}, false},
+	} {
+		ctx := WithActor(context.Background(), c.actor)
+		obj, err := e.objects.StoreUpload(ctx, PackagePrefix, bytes.NewReader(zip), "Desk.zip")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := e.builds.CreateRelease(ctx, obj, c.form, c.actor.TokenID, "")
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if rc.SparkleSign != c.want {
+			t.Errorf("%s: marked for signing %v, want %v", c.name, rc.SparkleSign, c.want)
+		}
+	}
 }
