@@ -110,6 +110,9 @@ var fills = map[uint]string{
 		UPDATE api_tokens SET expires_at = now() + interval '90 days' WHERE id = 1;`,
 	19: `
 		INSERT INTO api_tokens (id, name, scope, token_hash, app_ids, abilities) VALUES (4, 'ci-one-app', 'upload', '\x04', '{1}', '{upload,read}');`,
+	20: `
+		UPDATE channels SET sparkle_signing = true WHERE id = 1;
+		UPDATE releases SET sparkle_sign = true WHERE id = 1;`,
 	21: `
 		INSERT INTO users (id, subject, email, name, role, admin_by_groups) VALUES (3, 'https://idp.example.com|ops', 'ops@example.com', 'Ops', 'admin', true);`,
 }
