@@ -257,7 +257,9 @@ var fullReleaseFields = func() map[string]string {
 var channelFields = map[string]string{"id": tInt, "slug": tString, "name": tString, "device_type": tString, "bundle_id": tString,
 	"git_url": tStringNil, "has_password": tBool, "download_filename_type": tString,
 	// Slipway's own: the size budget (issue 24), null when not set.
-	"max_size_bytes": "", "max_growth_percent": "", "enforce_budget": tBool}
+	"max_size_bytes": "", "max_growth_percent": "", "enforce_budget": tBool,
+	// Slipway's own: whether Slipway signs the channel's macOS builds (docs/feeds.md).
+	"sparkle_signing": tBool}
 
 var refFields = map[string]string{"id": tInt, "name": tString}
 

@@ -26,7 +26,7 @@ var (
 	jsonHeader  = http.Header{"Content-Type": {"application/json; charset=utf-8"}}
 	etagHeader  = http.Header{"Content-Type": {"application/json; charset=utf-8"}, "Etag": {`"0123456789abcdef0123456789abcdef"`}}
 	errorHeader = http.Header{"Content-Type": {"application/json; charset=utf-8"}, "Cache-Control": {"no-store"}, "X-Request-Id": {"abc"}}
-	appJSON     = `{"id":1,"name":"Demo","schemes":[{"id":2,"name":"Adhoc","new_build_callout":true,"retained_builds":0,"channels":[{"id":3,"slug":"k","name":"ios","device_type":"ios","bundle_id":"*","git_url":null,"has_password":false,"download_filename_type":"original","max_size_bytes":null,"max_growth_percent":null,"enforce_budget":false}]}]}`
+	appJSON     = `{"id":1,"name":"Demo","schemes":[{"id":2,"name":"Adhoc","new_build_callout":true,"retained_builds":0,"channels":[{"id":3,"slug":"k","name":"ios","device_type":"ios","bundle_id":"*","git_url":null,"has_password":false,"download_filename_type":"original","max_size_bytes":null,"max_growth_percent":null,"enforce_budget":false,"sparkle_signing":false}]}]}`
 	release     = `{"version":1,"app_name":"Demo Adhoc ios","bundle_id":"com.example","release_version":"1.0","build_version":"1","source":"api","branch":"","git_commit":"","ci_url":"","size":10,"icon_url":"http://x/static/default-icon.png","install_url":"itms-services://?action=download-manifest&url=http://x/channels/k/releases/1/install","changelog":[{"message":"m"}],"created_at":"2026-11-21T05:18:00.123+00:00"}`
 )
 
