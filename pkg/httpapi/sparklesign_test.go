@@ -49,8 +49,8 @@ func (f feedEnv) appcastSignatureOf(slug, build string) ([]byte, []byte) {
 }
 
 // signingChannel makes a macOS channel (app "Desk") with Slipway's Sparkle signing switched on by
-// the admin token, and returns its key.
-func (f feedEnv) signingChannel() string {
+// the admin token, and returns its key and the app's id.
+func (f feedEnv) signingChannel() (string, int64) {
 	f.t.Helper()
 	app := f.want(f.call("POST", "/api/apps", f.e.AdminToken, `{"name":"Desk"}`), 201, "create app")
 	scheme := f.want(f.call("POST", fmt.Sprintf("/api/apps/%d/schemes", id(app)), f.e.AdminToken, `{"name":"Release"}`), 201, "create scheme")
@@ -59,7 +59,7 @@ func (f feedEnv) signingChannel() string {
 	if ch["sparkle_signing"] != true {
 		f.t.Fatalf("the channel: %v", ch)
 	}
-	return ch["slug"].(string)
+	return ch["slug"].(string), id(app)
 }
 
 // uploadMac uploads an unsigned macOS zip to the channel with token and waits until its checksums
@@ -105,7 +105,8 @@ func (f feedEnv) signatureOf(relID int64) string {
 // shell script in a zip without a signature and got back a valid ed_signature, in any channel,
 // even at rollout 0, and at rollout 100 it went straight into the appcast. Now Slipway signs only
 // in a channel where an admin switched signing on, only what an admin token (or the app's people
-// in the console) uploaded there, and only once rolled out; each signature is an audit row.
+// in the console, or a token limited to that app) uploaded there, and only once rolled out; each
+// signature is an audit row.
 func TestSparkleSigningOracle(t *testing.T) {
 	priv, key := sparkleKey(t)
 	f := feedEnv{newMgmt(t, apptest.Options{}), nil}
@@ -116,7 +117,7 @@ func TestSparkleSigningOracle(t *testing.T) {
 	auto := f.want(f.e.Upload(t, "/api/apps/upload", f.e.UploadToken, apptest.File("Desk.zip", script)), 201, "upload")
 	f.waitRelease(id(auto), func(r map[string]any) bool { return r["checksum_state"] == "verified" })
 	// An upload token's build in a channel with signing on: the token reaches every app.
-	slug := f.signingChannel()
+	slug, deskID := f.signingChannel()
 	byToken := f.uploadMac(f.e.UploadToken, slug, script)
 	// The admin token's build at rollout 0: nobody is offered it, so nothing trusts it yet.
 	held := f.uploadMac(f.e.AdminToken, slug, appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk",
@@ -142,9 +143,21 @@ func TestSparkleSigningOracle(t *testing.T) {
 		t.Fatalf("signed after a refused switch: %s", sig)
 	}
 
+	// A token limited to the app is the CI credential that may have its builds signed there; one
+	// limited to another app may not even upload there.
+	appToken := f.want(f.call("POST", "/api/tokens", f.e.AdminToken, fmt.Sprintf(`{"name":"ci-desk","apps":[%d],"abilities":"upload,read"}`, deskID)), 201, "app token")["token"].(string)
+	f.want(f.call("POST", "/api/apps", f.e.AdminToken, `{"name":"Other"}`), 201, "another app")
+	otherToken := f.want(f.call("POST", "/api/tokens", f.e.AdminToken, `{"name":"ci-other","apps":["Other"]}`), 201, "other app token")["token"].(string)
+	f.want(f.e.Upload(t, "/api/apps/upload", otherToken, apptest.Field("channel_key", slug), apptest.File("Desk.zip", script)), 403, "another app's token uploads")
+	byAppToken := f.uploadMac(appToken, slug, appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk",
+		Version: "1.1", Build: "2", MinOS: "12.0"}))
+
 	// Rolled out, the admin's build is signed, verifiably, with one audit row naming the key.
 	f.want(f.call("PATCH", fmt.Sprintf("/api/releases/%d", id(held)), f.e.AdminToken, `{"rollout":100}`), 200, "roll out")
 	f.drain(key)
+	if got := f.signatureOf(id(byAppToken)); got == "" {
+		t.Error("the app token's build was not signed")
+	}
 	want := ed25519.Sign(priv, appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk", Version: "1.0", Build: "1", MinOS: "12.0"}))
 	if got := f.signatureOf(id(held)); got != base64.StdEncoding.EncodeToString(want) {
 		t.Fatalf("the rolled-out build: signature %q", got)
@@ -156,7 +169,11 @@ func TestSparkleSigningOracle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1 || rows[0].Target.ID != id(held) || rows[0].Detail["public_key"] != base64.StdEncoding.EncodeToString(key.Public()) {
+	signedIDs := map[int64]bool{}
+	for _, r := range rows {
+		signedIDs[r.Target.ID] = r.Detail["public_key"] == base64.StdEncoding.EncodeToString(key.Public())
+	}
+	if len(rows) != 2 || !signedIDs[id(held)] || !signedIDs[id(byAppToken)] {
 		t.Fatalf("the audit rows of signatures: %+v", rows)
 	}
 }
@@ -172,7 +189,7 @@ func TestSlipwaySignsSparkleEnclosures(t *testing.T) {
 	_, ciKey, _ := ed25519.GenerateKey(nil)
 	f := feedEnv{newMgmt(t, apptest.Options{Configure: func(c *config.Config) { c.SparkleKey = key }}), ciKey}
 
-	slug := f.signingChannel()
+	slug, _ := f.signingChannel()
 	zip := appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk", Version: "1.0.0", Build: "1", MinOS: "12.0"})
 	unsigned := f.uploadMac(f.e.AdminToken, slug, zip)
 	signed := f.waitRelease(id(unsigned), func(r map[string]any) bool { return r["ed_signature"] != "" })
@@ -226,7 +243,7 @@ func TestSparkleKeySignsEarlierBuilds(t *testing.T) {
 	priv, key := sparkleKey(t)
 	_, ciKey, _ := ed25519.GenerateKey(nil)
 	f := feedEnv{newMgmt(t, apptest.Options{}), ciKey}
-	slug := f.signingChannel()
+	slug, _ := f.signingChannel()
 	zip := appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk", Version: "1.0.0", Build: "1", MinOS: "12.0"})
 	unsigned := f.uploadMac(f.e.AdminToken, slug, zip)
 	if unsigned["ed_signature"] != "" {

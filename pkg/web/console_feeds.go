@@ -81,7 +81,7 @@ func (h *Handler) consoleSetSigning(c *gin.Context, f *formCall) (string, error)
 		return "", err
 	}
 	if on {
-		f.ok("Slipway signs the builds uploaded to %s from now on, by admin tokens and the app's people, once they are rolled out.", cc.Channel.Name)
+		f.ok("Slipway signs the builds uploaded to %s from now on, by tokens limited to the app, admin tokens and the app's people, once they are rolled out.", cc.Channel.Name)
 	} else {
 		f.ok("Slipway no longer signs the builds uploaded to %s.", cc.Channel.Name)
 	}
