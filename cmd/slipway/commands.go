@@ -32,6 +32,15 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 	serverURL := fs.String("url", "", "manage tokens of the server at this URL over its API (needs an admin token) instead of in the database")
 	adminToken := fs.String("token", "", "with --url: an admin token (default $SLIPWAY_TOKEN)")
 	expires := fs.String("expires", "", "create: the token stops working after this long (90d, 36h) or at this date (2027-01-31, RFC 3339); default: never")
+	var limits tokenLimits
+	fs.Func("app", "create: limit the token to this app, by id or name (repeatable, or comma-separated); default: every app", func(v string) error {
+		limits.apps = append(limits.apps, strings.Split(v, ",")...)
+		return nil
+	})
+	fs.Func("ability", "create: limit the token to these abilities, comma-separated: "+strings.Join(distribution.Abilities, ", ")+" (repeatable); default: all its scope allows", func(v string) error {
+		limits.abilities = append(limits.abilities, strings.Split(v, ",")...)
+		return nil
+	})
 	rest := args[1:]
 	if action == "revoke" && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		*name, rest = rest[0], rest[1:] // revoke NAME [flags]: the name may come before the flags
@@ -46,6 +55,9 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	if action == "revoke" && *name == "" {
 		return usageError("usage: slipway token revoke NAME [--url URL --token ADMIN_TOKEN]")
+	}
+	if action != "create" && (len(limits.apps) > 0 || len(limits.abilities) > 0) {
+		return usageError("--app and --ability go with token create")
 	}
 	var until *time.Time
 	if *expires != "" {
@@ -83,14 +95,21 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 		if *name == "" {
 			return usageError("--name is required")
 		}
-		secret, tok, err := tokens.create(ctx, *name, *scope, until)
+		secret, tok, err := tokens.create(ctx, *name, *scope, until, limits)
 		if err != nil {
 			return err
 		}
+		var limited string
+		if tok.apps != "any" {
+			limited += ", limited to apps " + tok.apps
+		}
+		if tok.abilities != "all" {
+			limited += ", limited to " + tok.abilities
+		}
 		if until != nil {
-			fmt.Fprintf(stdout, "Created token %q with scope %s, expiring %s. It is shown only now; store it safely:\n", tok.name, tok.scope, tok.expires)
+			fmt.Fprintf(stdout, "Created token %q with scope %s%s, expiring %s. It is shown only now; store it safely:\n", tok.name, tok.scope, limited, tok.expires)
 		} else {
-			fmt.Fprintf(stdout, "Created token %q with scope %s. It is shown only now; store it safely:\n", tok.name, tok.scope)
+			fmt.Fprintf(stdout, "Created token %q with scope %s%s. It is shown only now; store it safely:\n", tok.name, tok.scope, limited)
 		}
 		fmt.Fprintln(stdout, secret)
 		return nil
@@ -100,9 +119,9 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 			return err
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tSCOPE\tCREATED\tLAST USED\tEXPIRES\tSTATE")
+		fmt.Fprintln(tw, "ID\tNAME\tSCOPE\tAPPS\tABILITIES\tCREATED\tLAST USED\tEXPIRES\tSTATE")
 		for _, t := range toks {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.id, t.name, t.scope, t.created, t.lastUsed, t.expires, t.state)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.id, t.name, t.scope, t.apps, t.abilities, t.created, t.lastUsed, t.expires, t.state)
 		}
 		return tw.Flush()
 	case "revoke":
@@ -117,21 +136,44 @@ func tokenCmd(ctx context.Context, args []string, getenv func(string) string, st
 
 // tokenManager is where token commands act: the database, or a server's API.
 type tokenManager interface {
-	create(ctx context.Context, name, scope string, expires *time.Time) (secret string, t tokenRow, err error)
+	create(ctx context.Context, name, scope string, expires *time.Time, limits tokenLimits) (secret string, t tokenRow, err error)
 	list(ctx context.Context) ([]tokenRow, error)
 	revoke(ctx context.Context, name string) error
 }
 
-// tokenRow is a token as `token list` prints it.
+// tokenLimits are what `token create --app --ability` limits a token to (apps by id or name).
+type tokenLimits struct {
+	apps, abilities []string
+}
+
+// tokenRow is a token as `token list` prints it: apps "any" and abilities "all" when the token
+// has no such limit, comma-separated lists otherwise.
 type tokenRow struct {
-	id                                             int64
-	name, scope, created, lastUsed, expires, state string
+	id                                                              int64
+	name, scope, apps, abilities, created, lastUsed, expires, state string
+}
+
+// limitsText renders a token's limits for tokenRow.
+func limitsText(apps []int64, abilities []string) (string, string) {
+	a, b := "any", "all"
+	if len(apps) > 0 {
+		ids := make([]string, len(apps))
+		for i, id := range apps {
+			ids[i] = strconv.FormatInt(id, 10)
+		}
+		a = strings.Join(ids, ",")
+	}
+	if len(abilities) > 0 {
+		b = strings.Join(abilities, ",")
+	}
+	return a, b
 }
 
 type localTokens struct{ tokens *access.Tokens }
 
 func localRow(t *distribution.Token) tokenRow {
 	r := tokenRow{id: t.ID, name: t.Name, scope: t.Scope, created: t.CreatedAt.UTC().Format(time.RFC3339), lastUsed: "never", expires: "never", state: "active"}
+	r.apps, r.abilities = limitsText(t.Apps, t.Abilities)
 	if t.ExpiresAt != nil {
 		r.expires = t.ExpiresAt.UTC().Format(time.RFC3339)
 		if !t.ExpiresAt.After(time.Now()) {
@@ -147,14 +189,9 @@ func localRow(t *distribution.Token) tokenRow {
 	return r
 }
 
-func (l localTokens) create(ctx context.Context, name, scope string, expires *time.Time) (string, tokenRow, error) {
-	create := l.tokens.CreateToken
-	if expires != nil {
-		create = func(ctx context.Context, name, scope string) (string, *distribution.Token, error) {
-			return l.tokens.CreateTokenUntil(ctx, name, scope, *expires)
-		}
-	}
-	secret, t, err := create(ctx, name, scope)
+func (l localTokens) create(ctx context.Context, name, scope string, expires *time.Time, limits tokenLimits) (string, tokenRow, error) {
+	secret, t, err := l.tokens.MakeToken(ctx, access.TokenRequest{Name: name, Scope: scope, Expires: expires,
+		Apps: limits.apps, Abilities: limits.abilities})
 	if err != nil {
 		return "", tokenRow{}, err
 	}
@@ -178,6 +215,7 @@ type remoteTokens struct{ c *uploader.Client }
 
 func remoteRow(t *uploader.Token) tokenRow {
 	r := tokenRow{id: t.ID, name: t.Name, scope: t.Scope, created: t.CreatedAt, lastUsed: "never", expires: "never", state: "active"}
+	r.apps, r.abilities = limitsText(t.AppIDs, t.Abilities)
 	if t.LastUsedAt != nil {
 		r.lastUsed = *t.LastUsedAt
 	}
@@ -187,8 +225,8 @@ func remoteRow(t *uploader.Token) tokenRow {
 	return r
 }
 
-func (r remoteTokens) create(ctx context.Context, name, scope string, _ *time.Time) (string, tokenRow, error) {
-	t, err := r.c.CreateToken(ctx, name, scope)
+func (r remoteTokens) create(ctx context.Context, name, scope string, _ *time.Time, limits tokenLimits) (string, tokenRow, error) {
+	t, err := r.c.CreateLimitedToken(ctx, name, scope, limits.apps, limits.abilities)
 	if err != nil {
 		return "", tokenRow{}, err
 	}

@@ -30,8 +30,9 @@ Commands:
   migrate up|version                  apply the pending migrations; print the schema's version (exit 1 when dirty)
   migrate down [N] [--yes]            revert the N newest migrations (default 1); without --yes, only list them
   migrate force VERSION               record VERSION and clear the dirty flag, running nothing (after an interrupted migration)
-  token create --name NAME [--scope upload|admin] [--expires 90d|DATE]
-                                      create an API token (printed once, on the last line)
+  token create --name NAME [--scope upload|admin] [--expires 90d|DATE] [--app APP]... [--ability upload,read,devices]
+                                      create an API token (printed once, on the last line), limited to
+                                      apps (by id or name) and abilities when given
   token list                          list tokens (never their secrets)
   token revoke NAME                   revoke the active token named NAME
   gc [--grace DURATION]               delete orphaned objects once

@@ -19,15 +19,30 @@ type Token struct {
 	CreatedAt  string  `json:"created_at"`
 	LastUsedAt *string `json:"last_used_at"`
 	RevokedAt  *string `json:"revoked_at"`
-	Secret     string  `json:"token"`
+	// AppIDs and Abilities are the token's limits (empty: none).
+	AppIDs    []int64  `json:"app_ids"`
+	Abilities []string `json:"abilities"`
+	Secret    string   `json:"token"`
 }
 
 // CreateToken creates a token (POST /api/tokens, admin) and returns it with its secret, which
 // the server shows only this once.
 func (c *Client) CreateToken(ctx context.Context, name, scope string) (*Token, error) {
+	return c.CreateLimitedToken(ctx, name, scope, nil, nil)
+}
+
+// CreateLimitedToken is CreateToken for a token limited to apps (by id or name) and abilities
+// (none: no limit).
+func (c *Client) CreateLimitedToken(ctx context.Context, name, scope string, apps, abilities []string) (*Token, error) {
 	var t Token
-	err := c.doJSON(ctx, http.MethodPost, "/api/tokens", map[string]string{"name": name, "scope": scope}, &t)
-	if err != nil {
+	in := map[string]any{"name": name, "scope": scope}
+	if len(apps) > 0 {
+		in["apps"] = apps
+	}
+	if len(abilities) > 0 {
+		in["abilities"] = abilities
+	}
+	if err := c.doJSON(ctx, http.MethodPost, "/api/tokens", in, &t); err != nil {
 		return nil, err
 	}
 	return &t, nil

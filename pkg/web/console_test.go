@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -606,4 +607,48 @@ func freePort(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return port
+}
+
+// TestConsoleLimitedToken: the tokens page makes a token limited to apps and abilities, shows
+// the limits in its list, and keeps the choices when the form is refused.
+func TestConsoleLimitedToken(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	admin, _ := signedIn(t, e, "alice")
+	ctx := apptest.AsSystem(context.Background())
+	alpha, err := e.Service.Apps.CreateApp(ctx, "Alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Service.Apps.CreateApp(ctx, "Bravo"); err != nil {
+		t.Fatal(err)
+	}
+	csrf := csrfOf(t, admin, e.URL+"/console/tokens")
+	_, page := fetch(t, admin, http.MethodGet, e.URL+"/console/tokens", nil)
+	if !strings.Contains(page, `id="token-apps"`) || !strings.Contains(page, `value="devices"`) {
+		t.Fatalf("the tokens form offers no limits: %.500s", page)
+	}
+	aid := strconv.FormatInt(alpha.ID, 10)
+	resp, body := fetch(t, admin, http.MethodPost, e.URL+"/console/tokens", url.Values{"name": {"ci-alpha"}, "scope": {"upload"},
+		"apps": {aid}, "abilities": {"upload", "read"}, "csrf": {csrf}})
+	m := regexp.MustCompile(`id="new-token-secret">([^<]+)<`).FindStringSubmatch(body)
+	if resp.StatusCode != 200 || m == nil {
+		t.Fatalf("create: %d %.500s", resp.StatusCode, body)
+	}
+	tok, err := e.DB.Authenticate(context.Background(), m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tok.Apps) != 1 || tok.Apps[0] != alpha.ID || strings.Join(tok.Abilities, ",") != "read,upload" {
+		t.Errorf("the console's token: apps %v abilities %v", tok.Apps, tok.Abilities)
+	}
+	row := regexp.MustCompile(fmt.Sprintf(`(?s)<tr id="token-%d">.*?</tr>`, tok.ID)).FindString(body)
+	if !strings.Contains(row, "<td>Alpha</td>") || !strings.Contains(row, "<td>read, upload</td>") {
+		t.Errorf("the list shows the limited token as %s", row)
+	}
+	// Refused (an unknown ability): the choices are kept, nothing is made.
+	resp, body = fetch(t, admin, http.MethodPost, e.URL+"/console/tokens", url.Values{"name": {"ci-x"}, "scope": {"upload"},
+		"apps": {aid}, "abilities": {"root"}, "csrf": {csrf}})
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, `value="`+aid+`" selected`) || !strings.Contains(body, "unknown ability") {
+		t.Errorf("a refused limited token: %d %.800s", resp.StatusCode, body)
+	}
 }

@@ -2,12 +2,14 @@ package web
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
@@ -20,6 +22,22 @@ type tokenRowView struct {
 	LastUsed  string
 	Revoked   bool
 	RevokeURL string
+	// Apps names the apps the token is limited to ("" for every app); Abilities its abilities
+	// ("" for all its scope allows).
+	Apps, Abilities string
+}
+
+// tokenAppOption is an app the tokens form can limit a token to.
+type tokenAppOption struct {
+	ID       int64
+	Name     string
+	Selected bool
+}
+
+// tokenAbilityOption is an ability the tokens form can limit a token to.
+type tokenAbilityOption struct {
+	Name    string
+	Checked bool
 }
 
 type tokensView struct {
@@ -28,6 +46,9 @@ type tokensView struct {
 	CreateURL string
 	Tokens    []tokenRowView
 	Form      formState
+	// Apps and Abilities are the limits the form offers, with a failed form's choices kept.
+	Apps      []tokenAppOption
+	Abilities []tokenAbilityOption
 }
 
 // consoleForm checks the signed-in user and the form's CSRF token.
@@ -60,10 +81,32 @@ func (h *Handler) renderTokens(c *gin.Context, session string, u *distribution.U
 	if err != nil {
 		return err
 	}
+	apps, err := h.svc.Apps.ListApps(reqCtx(c), distribution.Page{Page: 1, PerPage: 1000})
+	if err != nil {
+		return err
+	}
 	v := tokensView{User: u, CSRF: h.csrfToken(session), CreateURL: h.links.Base + "/console/tokens", Form: form}
+	chosenApps, chosenAbilities := c.PostFormArray("apps"), c.PostFormArray("abilities")
+	names := map[int64]string{}
+	for _, a := range apps {
+		names[a.ID] = a.Name
+		v.Apps = append(v.Apps, tokenAppOption{ID: a.ID, Name: a.Name, Selected: slices.Contains(chosenApps, strconv.FormatInt(a.ID, 10))})
+	}
+	for _, ab := range distribution.Abilities {
+		v.Abilities = append(v.Abilities, tokenAbilityOption{Name: ab, Checked: slices.Contains(chosenAbilities, ab)})
+	}
 	for _, t := range toks {
 		row := tokenRowView{ID: t.ID, Name: t.Name, Scope: t.Scope, Owner: t.Owner, Created: h.when(t.CreatedAt), LastUsed: "never", Revoked: t.RevokedAt != nil,
-			RevokeURL: h.links.Base + "/console/tokens/" + strconv.FormatInt(t.ID, 10) + "/revoke"}
+			RevokeURL: h.links.Base + "/console/tokens/" + strconv.FormatInt(t.ID, 10) + "/revoke", Abilities: strings.Join(t.Abilities, ", ")}
+		var limited []string
+		for _, id := range t.Apps {
+			if n, ok := names[id]; ok {
+				limited = append(limited, n)
+			} else {
+				limited = append(limited, "#"+strconv.FormatInt(id, 10)+" (deleted)")
+			}
+		}
+		row.Apps = strings.Join(limited, ", ")
 		if t.LastUsedAt != nil {
 			row.LastUsed = h.when(*t.LastUsedAt)
 		}
@@ -89,10 +132,12 @@ func (h *Handler) consoleCreateToken(c *gin.Context, f *formCall) (string, error
 	if err := h.may(c, policy.ManageTokens, policy.Installation); err != nil {
 		return "", err
 	}
-	f.inPlace("create-token", map[string]fieldLabel{"name": {"name", "Name"}, "scope": {"scope", "Scope"}}, func(s formState) error {
+	f.inPlace("create-token", map[string]fieldLabel{"name": {"name", "Name"}, "scope": {"scope", "Scope"},
+		"apps": {"apps", "Apps"}, "abilities": {"abilities", "Abilities"}}, func(s formState) error {
 		return h.renderTokens(c, f.session, f.user, s, http.StatusUnprocessableEntity)
 	})
-	secret, t, err := h.svc.Tokens.CreateToken(ctx, strings.TrimSpace(c.PostForm("name")), c.PostForm("scope"))
+	secret, t, err := h.svc.Tokens.MakeToken(ctx, access.TokenRequest{Name: strings.TrimSpace(c.PostForm("name")), Scope: c.PostForm("scope"),
+		Apps: c.PostFormArray("apps"), Abilities: c.PostFormArray("abilities")})
 	if err != nil {
 		return "", err
 	}

@@ -51,6 +51,9 @@ type guarded struct {
 	// token is not "". nil for endpoints without a body.
 	body func(token string) (contentType string, body []byte)
 	ok   int // status of a correct request
+	// listing: a token limited to another app is not refused but sees none of this app (the
+	// list of apps); every other endpoint refuses it (403).
+	listing bool
 }
 
 func (g guarded) request(t *testing.T, base string, c credential) *response {
@@ -138,17 +141,29 @@ func TestAuthRequired(t *testing.T) {
 	}
 	endpoints := []guarded{
 		{"upload app", http.MethodPost, "/api/apps/upload", false,
-			multipartWith([]string{"channel_key", slug}, "App.ipa", ipa("com.example.guarded", "2", 0)), http.StatusCreated},
-		{"create app", http.MethodPost, "/api/apps", true, jsonWith(map[string]string{"name": "Intruder"}), http.StatusCreated},
-		{"update app", http.MethodPut, fmt.Sprintf("/api/apps/%d", rel.App.ID), true, jsonWith(map[string]string{"name": "Renamed"}), http.StatusOK},
+			multipartWith([]string{"channel_key", slug}, "App.ipa", ipa("com.example.guarded", "2", 0)), http.StatusCreated, false},
+		{"create app", http.MethodPost, "/api/apps", true, jsonWith(map[string]string{"name": "Intruder"}), http.StatusCreated, false},
+		{"update app", http.MethodPut, fmt.Sprintf("/api/apps/%d", rel.App.ID), true, jsonWith(map[string]string{"name": "Renamed"}), http.StatusOK, false},
 		{"upload debug file", http.MethodPost, "/api/debug_files/upload", false,
-			multipartWith([]string{"channel_key", slug}, "Demo.app.dSYM.zip", dsymZip("com.example.guarded", "B2B2B2B2-0000-0000-0000-000000000002")), http.StatusCreated},
-		{"get debug file", http.MethodGet, fmt.Sprintf("/api/debug_files/%d?channel_key=%s", df.ID, slug), false, nil, http.StatusOK},
+			multipartWith([]string{"channel_key", slug}, "Demo.app.dSYM.zip", dsymZip("com.example.guarded", "B2B2B2B2-0000-0000-0000-000000000002")), http.StatusCreated, false},
+		{"get debug file", http.MethodGet, fmt.Sprintf("/api/debug_files/%d?channel_key=%s", df.ID, slug), false, nil, http.StatusOK, false},
 		{"update debug file", http.MethodPut, fmt.Sprintf("/api/debug_files/%d", df.ID), false,
-			multipartWith([]string{"channel_key", slug}, "Demo.app.dSYM.zip", dsymZip("com.example.guarded", "C3C3C3C3-0000-0000-0000-000000000003")), http.StatusOK},
-		{"delete debug file", http.MethodDelete, fmt.Sprintf("/api/debug_files/%d?channel_key=%s", df.ID, slug), true, nil, http.StatusOK},
-		{"destroy app", http.MethodDelete, fmt.Sprintf("/api/apps/%d", rel.App.ID), true, nil, http.StatusOK},
+			multipartWith([]string{"channel_key", slug}, "Demo.app.dSYM.zip", dsymZip("com.example.guarded", "C3C3C3C3-0000-0000-0000-000000000003")), http.StatusOK, false},
+		{"delete debug file", http.MethodDelete, fmt.Sprintf("/api/debug_files/%d?channel_key=%s", df.ID, slug), true, nil, http.StatusOK, false},
+		// Listing and reading apps need a token too (they hand out channel keys).
+		{"list apps", http.MethodGet, "/api/apps", false, nil, http.StatusOK, true},
+		{"get app", http.MethodGet, fmt.Sprintf("/api/apps/%d", rel.App.ID), false, nil, http.StatusOK, false},
+		{"destroy app", http.MethodDelete, fmt.Sprintf("/api/apps/%d", rel.App.ID), true, nil, http.StatusOK, false},
 	}
+	// Tokens limited to another app (by name, on the command line): every request above is
+	// refused to them, an upload token's and an admin token's alike.
+	r = call(t, http.MethodPost, e.server(0).URL+"/api/apps", strings.NewReader(`{"name":"Elsewhere"}`),
+		"Content-Type", "application/json", "Authorization", "Token "+e.admin)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create the other app: %s", r)
+	}
+	elsewhere := e.h.MustRun(t, "token", "create", "--name", "ci-elsewhere", "--app", "Elsewhere").LastLine()
+	elsewhereAdmin := e.h.MustRun(t, "token", "create", "--name", "ops-elsewhere", "--scope", "admin", "--app", "Elsewhere").LastLine()
 
 	waitQuiet(t, e)
 	before := tableSnapshot(t, e)
@@ -167,6 +182,14 @@ func TestAuthRequired(t *testing.T) {
 			creds = append(creds,
 				credential{"wrong token in the body", wrong, "body", http.StatusUnauthorized},
 				credential{"revoked token in the body", revokedAdmin, "body", http.StatusUnauthorized})
+		}
+		if !g.listing {
+			creds = append(creds,
+				credential{"upload token limited to another app", elsewhere, "header", http.StatusForbidden},
+				credential{"admin token limited to another app", elsewhereAdmin, "bearer", http.StatusForbidden})
+			if g.body != nil {
+				creds = append(creds, credential{"token limited to another app in the body", elsewhere, "body", http.StatusForbidden})
+			}
 		}
 		if g.admin {
 			creds = append(creds,
@@ -187,11 +210,17 @@ func TestAuthRequired(t *testing.T) {
 		t.Errorf("refused requests changed the database or storage:\nbefore: %s\nafter:  %s", before, after)
 	}
 	t.Logf("%d refusals over %d endpoints", refusals, len(endpoints))
+	// The token limited to another app lists only that app.
+	if r := call(t, http.MethodGet, e.server(0).URL+"/api/apps", nil, "Authorization", "Token "+elsewhere); r.Status != http.StatusOK ||
+		!strings.Contains(string(r.Body), "Elsewhere") || strings.Contains(string(r.Body), slug) {
+		t.Errorf("the app token's list of apps: %s", r)
+	}
 
 	// Downloads through every replica: presigned URLs, with the channel password and an access
 	// token, all of which must stay out of the logs.
 	secrets := map[string]string{
 		"admin token": e.admin, "upload token": e.upload, "revoked admin token": revokedAdmin,
+		"app token": elsewhere, "app admin token": elsewhereAdmin,
 		"revoked upload token": revokedUpload, "wrong token": wrong, "channel password": channelPassword,
 		"database password": dbPassword, "S3 secret key": e.h.S3.SecretKey, "SLIPWAY_SECRET": e2e.Secret,
 	}
