@@ -203,7 +203,7 @@ func ParseWithin(ctx context.Context, b *Budget, r io.ReaderAt, size, extra int6
 	if parse == nil {
 		return nil, unrecognisedFile(r, size)
 	}
-	res, err := b.Reserve(ctx, ParseOverhead+extra+fileBound(fam, size), "the package's parse")
+	res, err := b.Reserve(ctx, ParseOverhead+extra+fileBound(fam, r, size), "the package's parse")
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +228,7 @@ func Bound(r io.ReaderAt, size int64) (int64, error) {
 		return ParseOverhead + s.OpenCost() + claimedZipBound(a, s, fam), nil
 	}
 	fam, _ := claimFileFamily(r, size)
-	return ParseOverhead + fileBound(fam, size), nil
+	return ParseOverhead + fileBound(fam, r, size), nil
 }
 
 // openClaim opens the zip in r and finds the family that claims it.
@@ -274,9 +274,14 @@ func claimedZipBound(a *zipread.Archive, s zipread.Survey, fam *Family) int64 {
 }
 
 // fileBound is the bound of a parse by fam of a file that is not a zip, of size bytes.
-func fileBound(fam *Family, size int64) int64 {
+func fileBound(fam *Family, r io.ReaderAt, size int64) int64 {
 	if fam == nil {
 		return 0
+	}
+	if fam.FileParseBytes != nil {
+		if n := fam.FileParseBytes(r, size); n > 0 {
+			return min(n, fam.MaxParseBytes)
+		}
 	}
 	if fam.ReadsRaw && 2*size+fam.DecodeBytes < fam.MaxParseBytes {
 		return 2*size + fam.DecodeBytes

@@ -51,6 +51,10 @@ type Family struct {
 	// ReadsRaw says that its parsers of files that are not zips allocate at most what they read
 	// of the file, decompressing nothing (plus DecodeBytes): twice the file's size bounds them.
 	ReadsRaw bool
+	// FileParseBytes is ZipParseBytes for a file that is not a zip: the bound of its parse by the
+	// family's parser for it (known from its first bytes, as the claim is); 0 (or nil) leaves it
+	// to MaxParseBytes (or ReadsRaw).
+	FileParseBytes func(r io.ReaderAt, size int64) int64
 	// ZipParseBytes returns the bound of this archive's parse from the entries the family's
 	// parser reads (their real sizes, within its caps), for a family that can name them from
 	// the directory; 0 (or nil) leaves the bound to the sizes of all entries. It is a tighter

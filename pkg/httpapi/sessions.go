@@ -143,7 +143,9 @@ func (s *Server) putPart(c *gin.Context) error {
 // completeSession: POST /api/uploads/:id/complete (optionally with the file's sha256) → 201 with
 // the release (or debug file), as the upload answers; again for a completed session. The session
 // is counted in slipway_upload_duration_seconds (via="session"), from its start, as an upload in
-// one request is: once, when it completes or its package is refused.
+// one request is: once, when it completes or its package is refused. Its parse waits for the
+// replica's parse-memory budget as every upload's does (uploads.Builds.Parses), so completions
+// at once cannot take more memory than proxied uploads can.
 func (s *Server) completeSession(c *gin.Context) (err error) {
 	ctx := reqCtx(c)
 	p, err := readParams(c)

@@ -123,14 +123,34 @@ const (
 	// maxTextLen bounds every text value kept from a package.
 	maxTextLen = 4096
 	// maxParseBytes is the most one parse allocates (appinfo.Family.MaxParseBytes): an
-	// AppImage's squashfs inflated (its directories, the .desktop file, the icon), or a .deb's
-	// control.tar inflated, or an RPM's header span.
-	maxParseBytes = maxSquashInflate + maxDirScan + MaxDesktopFileBytes + appinfo.MaxIconBytes + 2*MaxDebControlInflated
+	// AppImage's squashfs inflated (its directories, the .desktop file, the icon), the most of
+	// the formats' bounds.
+	maxParseBytes = maxAppImageParseBytes
+	// maxAppImageParseBytes bounds an AppImage's parse: what its squashfs may inflate, the
+	// directories scanned, the .desktop file and the icon.
+	maxAppImageParseBytes = maxSquashInflate + maxDirScan + MaxDesktopFileBytes + appinfo.MaxIconBytes + 1<<20
+	// maxDebParseBytes bounds a .deb's parse: the control member as stored, inflated, and its
+	// control file, each with a copy.
+	maxDebParseBytes = MaxDebControlBytes + 2*MaxDebControlInflated + 2*MaxDebControlFile
 )
+
+// parseBytes is the bound of a parse of the file in r, by the parser its first bytes pick
+// (appinfo.Family.FileParseBytes): an RPM's header is read raw from the file.
+func parseBytes(r io.ReaderAt, size int64) int64 {
+	var b [24]byte
+	n, _ := r.ReadAt(b[:min(size, int64(len(b)))], 0)
+	switch h := b[:n]; {
+	case isDebHead(h):
+		return maxDebParseBytes
+	case isRPMHead(h):
+		return 2*size + 1<<20
+	}
+	return maxAppImageParseBytes
+}
 
 // Family registration: each format is recognised by its first bytes.
 func init() {
-	appinfo.Register(appinfo.Family{Name: "linux", MaxParseBytes: maxParseBytes, DecodeBytes: 1 << 20,
+	appinfo.Register(appinfo.Family{Name: "linux", MaxParseBytes: maxParseBytes, DecodeBytes: 1 << 20, FileParseBytes: parseBytes,
 		ClaimFile: func(r io.ReaderAt, size int64) appinfo.FileParser {
 			var head [24]byte
 			n, _ := r.ReadAt(head[:min(size, int64(len(head)))], 0)

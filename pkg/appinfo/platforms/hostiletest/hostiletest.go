@@ -18,6 +18,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/appinfo/harmony/harmonytest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/linux/linuxtest"
 	"github.com/slipwayhq/slipway/pkg/appinfo/windows/windowstest"
 )
 
@@ -42,6 +43,7 @@ func Packages() []Package {
 		{Name: "hap-index-zeros", Family: "harmony", File: "bomb.hap", Platform: "harmonyos", Data: HAPIndexZeros()},
 		{Name: "hap-index-header", Family: "harmony", File: "index.hap", Platform: "harmonyos", Data: HAPIndexHeader()},
 		{Name: "app-inflated-hap", Family: "harmony", File: "bomb.app", Platform: "harmonyos", Data: AppInflatedHAP()},
+		{Name: "deb-control-zeros", Family: "linux", File: "bomb.deb", Platform: "linux", Data: DebControlZeros()},
 		{Name: "ipa-huge-plist", Family: "apple", File: "plist.ipa", Platform: "ios", Data: IPAHugePlist()},
 	}
 }
@@ -257,6 +259,13 @@ func AppInflatedHAP() []byte {
 		panic(err)
 	}
 	return b.Bytes()
+}
+
+// DebControlZeros is a .deb whose control.tar.gz inflates to 16 MiB (linux.MaxDebControlInflated)
+// of zeros before its ./control.
+func DebControlZeros() []byte {
+	return linuxtest.BuildDeb(linuxtest.DebOptions{Package: "hostile",
+		Before: []linuxtest.TarFile{{Name: "./md5sums", Data: make([]byte, 16<<20-8<<10)}}})
 }
 
 // IPAHugePlist is an .ipa whose Info.plist is apple.MaxPlistBytes (4 MiB): the identity keys,
