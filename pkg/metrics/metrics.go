@@ -208,3 +208,20 @@ func (c *dependencyCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, up, d.Name)
 	}
 }
+
+// WatchParseBudget exports the replica's parse-memory budget (appinfo.Budget): its size, the bytes
+// parses hold, and how many wait for it, read when scraped. A second call for the same Metrics
+// changes nothing.
+func (m *Metrics) WatchParseBudget(total, held, waiting func() int64) {
+	for _, g := range []struct {
+		name, help string
+		v          func() int64
+	}{
+		{"slipway_parse_memory_bytes", "This replica's parse-memory budget (SLIPWAY_PARSE_MEMORY, or derived from the memory limit).", total},
+		{"slipway_parse_memory_held_bytes", "Bytes of the parse-memory budget reserved by parses (and the checksum verifier) now.", held},
+		{"slipway_parses_waiting", "Parses waiting for the parse-memory budget.", waiting},
+	} {
+		v := g.v
+		_ = m.Registry.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: g.name, Help: g.help}, func() float64 { return float64(v()) }))
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
 	"github.com/slipwayhq/slipway/pkg/appinfo/platforms/hostiletest"
+	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/test/e2e"
 	"github.com/slipwayhq/slipway/test/testkit"
 )
@@ -57,7 +58,7 @@ func TestHostilePackagesShareTheParseBudget(t *testing.T) {
 		env = append(env, strings.Fields(extra)...)
 	}
 	h := e2e.New(t, e2e.Options{Storage: e2e.S3, NoRace: true, Env: env})
-	s := h.Start(t)
+	s := h.Start(t, "SLIPWAY_INTERNAL_ADDR=auto")
 	token := h.CreateToken(t, "ci", "upload")
 	var pkgs []hostiletest.Package
 	for _, p := range hostiletest.Packages() {
@@ -139,6 +140,51 @@ func TestHostilePackagesShareTheParseBudget(t *testing.T) {
 	if peak >= chartMemoryLimit {
 		t.Errorf("peak RSS %d MiB: over the chart's memory limit of %d MiB, where the kernel kills the pod", peak>>20, chartMemoryLimit>>20)
 	}
+
+	// The budget is the one derived from GOMEMLIMIT, and every parse gave back what it held.
+	cfg, err := config.Load(func(k string) string {
+		if k == "GOMEMLIMIT" {
+			return strconv.Itoa(chartGoMemLimit)
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (The checksum verifier may still be reading the sessions' packages, holding its share.)
+	wants := []string{fmt.Sprintf("slipway_parse_memory_bytes %d", cfg.ParseBudget()), "slipway_parse_memory_held_bytes 0", "slipway_parses_waiting 0"}
+	testkit.EventuallyOK(t, 3*time.Minute, "the parse budget to be given back", func() error {
+		resp, err := http.Get(s.InternalURL + "/metrics")
+		if err != nil {
+			return err
+		}
+		metrics, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, want := range wants {
+			if !containsGauge(string(metrics), want) {
+				return fmt.Errorf("/metrics lacks %q", want)
+			}
+		}
+		return nil
+	})
+}
+
+// containsGauge reports whether the exposition text holds the gauge "name value", the value
+// compared as a number (Prometheus writes 2.33e+08 for large ones).
+func containsGauge(text, want string) bool {
+	name, val, _ := strings.Cut(want, " ")
+	w, err := strconv.ParseFloat(val, 64)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if n, v, ok := strings.Cut(line, " "); ok && n == name {
+			if f, err := strconv.ParseFloat(v, 64); err == nil && f == w {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // proxyUpload sends data as the file of POST /api/apps/upload and returns the answer.

@@ -139,6 +139,9 @@ func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, l
 	s.Releases = &catalog.Releases{Store: db, Effects: effects, Audit: audit, Policy: pol}
 	// One parse-memory budget for the replica: uploads, sessions, snapshots and the verifier.
 	s.Parses = appinfo.NewBudget(cfg.ParseBudget())
+	if m != nil {
+		m.WatchParseBudget(s.Parses.Total, s.Parses.Held, s.Parses.Waiting)
+	}
 	s.Insights = &uploads.Insights{Store: db, Objects: s.Objects, Metrics: m, Policy: pol, Parses: s.Parses}
 	s.Verifier = uploads.NewVerifier(db, st, effects, time.Minute, log)
 	s.Verifier.SparkleKey = cfg.SparkleKey
