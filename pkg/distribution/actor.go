@@ -26,7 +26,8 @@ type Actor struct {
 	UserID  int64
 	TokenID int64
 	Name    string
-	// Role is a console user's role (RoleAdmin, RoleDeveloper, RoleViewer).
+	// Role is a console user's role (RoleAdmin, RoleDeveloper, RoleViewer), or, for a token
+	// owned by one, its owner's role now (empty for a token without an owner).
 	Role string
 	// Scope is a token's scope as its owner's rights allow it now (ScopeAdmin, ScopeUpload).
 	Scope string
@@ -76,7 +77,7 @@ func (a Actor) ConsoleUploader(t *Token) Actor {
 // TokenActor is an API token, with its owner (a console user, 0 for none) as the row's user, and
 // the limits it was made with (the apps and abilities it is limited to).
 func TokenActor(t *Token) Actor {
-	return Actor{Kind: ActorToken, TokenID: t.ID, UserID: t.UserID, Name: t.Name, Scope: t.Scope,
+	return Actor{Kind: ActorToken, TokenID: t.ID, UserID: t.UserID, Name: t.Name, Scope: t.Scope, Role: t.OwnerRole,
 		Apps: slices.Clone(t.Apps), Abilities: slices.Clone(t.Abilities)}
 }
 

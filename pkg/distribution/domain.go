@@ -305,7 +305,10 @@ type Token struct {
 	// made with a token belongs to the same owner.
 	UserID int64
 	// Owner names the owner in listings (their name or email; empty without one).
-	Owner      string
+	Owner string
+	// OwnerRole is the owner's role now, as authentication reads it (empty without an owner):
+	// the policy lets the token do only what its owner may.
+	OwnerRole  string
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time

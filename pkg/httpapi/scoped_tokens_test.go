@@ -4,6 +4,7 @@ package httpapi_test
 // token limited to app A reaches nothing of app B, and an anonymous client lists no channel keys.
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,8 @@ import (
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/debuginfo/debuginfotest"
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
 
@@ -243,4 +246,52 @@ func TestCatalogueNeedsAToken(t *testing.T) {
 		"/api/debug_files?channel_key=quiet-ios"} {
 		m.want(m.call("GET", path, "", ""), 200, "GET "+path+" without a token")
 	}
+}
+
+// TestDevelopersTokenStaysWithinTheirApps: a token made by an admin who is now a developer does
+// only what the developer may: upload into the apps they are a member of, not into others, not
+// create an app by uploading without a channel key, not register devices.
+func TestDevelopersTokenStaysWithinTheirApps(t *testing.T) {
+	m := newMgmt(t, apptest.Options{})
+	e := m.e
+	ctx := context.Background()
+	signIn := func(subject string, groups ...string) *distribution.User {
+		_, u, err := e.Service.Logins.SignIn(ctx, access.Identity{Issuer: "https://idp.example", Subject: subject,
+			Email: subject + "@example.com", Name: subject, EmailVerified: true, Groups: groups}, access.SignInPolicy{AllowAnyone: true, AdminGroups: []string{"admins"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	alice := signIn("alice", "admins")
+	asAlice := distribution.WithActor(ctx, distribution.UserActor(alice))
+	bob := signIn("bob")
+	if _, err := e.Service.People.SetUserAccess(asAlice, bob.ID, distribution.RoleAdmin, false); err != nil {
+		t.Fatal(err)
+	}
+	bobToken, _, err := e.Service.Tokens.CreateToken(distribution.WithActor(ctx, distribution.UserActor(mustUser(t, e, bob.ID))), "bob-laptop", distribution.ScopeAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.scopedApp("Mine", "mine-ios")
+	m.scopedApp("Theirs", "theirs-ios")
+	var apps []struct {
+		ID   int64  `json:"id"`
+		Name string `json:"name"`
+	}
+	m.call("GET", "/api/apps", m.e.AdminToken, "").JSON(t, &apps)
+	if err := e.Service.People.AddAppMember(asAlice, apps[0].ID, "bob@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Service.People.SetUserAccess(asAlice, bob.ID, distribution.RoleDeveloper, false); err != nil {
+		t.Fatal(err)
+	}
+	m.want(m.e.Upload(t, "/api/apps/upload", bobToken, apptest.Field("channel_key", "mine-ios"), apptest.File("m.ipa", scopedIPA("Mine", "1"))), 201,
+		"the developer's token uploads into their app")
+	m.want(m.e.Upload(t, "/api/apps/upload", bobToken, apptest.Field("channel_key", "theirs-ios"), apptest.File("t.ipa", scopedIPA("Theirs", "1"))), 403,
+		"the developer's token uploads into another app")
+	m.want(m.e.Upload(t, "/api/apps/upload", bobToken, apptest.File("n.ipa", scopedIPA("New", "1"))), 403,
+		"the developer's token creates an app by uploading")
+	m.want(m.call("PUT", "/api/devices/00008030-001A2B3C4D5E6F70", bobToken, `{"name":"x"}`), 403, "the developer's token registers a device")
+	m.want(m.call("GET", "/api/apps", bobToken, ""), 200, "the developer's token lists apps")
 }

@@ -93,14 +93,14 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (*distribution.To
 		WHERE t.id = t0.id AND t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
 			AND (t.last_used_at IS NULL OR t.last_used_at < now() - interval '1 minute')
 			AND (t0.user_id IS NULL OR u.id IS NOT NULL)
-		RETURNING t.id, t.name, `+effective+`, coalesce(t.user_id, 0), t.created_at, t.app_ids, t.abilities`, HashToken(secret)).
-		Scan(&t.ID, &t.Name, &scope, &t.UserID, &t.CreatedAt, &t.Apps, &t.Abilities)
+		RETURNING t.id, t.name, `+effective+`, coalesce(t.user_id, 0), t.created_at, t.app_ids, t.abilities, coalesce(u.role, '')`, HashToken(secret)).
+		Scan(&t.ID, &t.Name, &scope, &t.UserID, &t.CreatedAt, &t.Apps, &t.Abilities, &t.OwnerRole)
 	if errors.Is(err, pgx.ErrNoRows) {
-		err = db.Pool.QueryRow(ctx, `SELECT t.id, t.name, `+effective+`, coalesce(t.user_id, 0), t.created_at, t.app_ids, t.abilities FROM api_tokens t
+		err = db.Pool.QueryRow(ctx, `SELECT t.id, t.name, `+effective+`, coalesce(t.user_id, 0), t.created_at, t.app_ids, t.abilities, coalesce(u.role, '') FROM api_tokens t
 			LEFT JOIN users u ON u.id = t.user_id AND u.disabled_at IS NULL
 			WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
 				AND (t.user_id IS NULL OR u.id IS NOT NULL)`,
-			HashToken(secret)).Scan(&t.ID, &t.Name, &scope, &t.UserID, &t.CreatedAt, &t.Apps, &t.Abilities)
+			HashToken(secret)).Scan(&t.ID, &t.Name, &scope, &t.UserID, &t.CreatedAt, &t.Apps, &t.Abilities, &t.OwnerRole)
 	}
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && scope == nil) {
 		return nil, errs.New(errs.Unauthenticated, "the API token is invalid, revoked or expired")

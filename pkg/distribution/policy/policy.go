@@ -174,7 +174,14 @@ func Decide(a distribution.Actor, act Action, res Resource) Decision {
 		// The command line on the server and the background components act for the operator.
 		return allow
 	case distribution.ActorToken:
-		return decideToken(a, act, res)
+		d := decideToken(a, act, res)
+		if d.Err == nil && a.Role != "" && a.Role != distribution.RoleAdmin {
+			// A token owned by a console user never does more than its owner may now: what the
+			// token's rules allow, the owner's role must allow too (a developer's token uploads
+			// only into the apps they are a member of).
+			return decideUser(a, act, res)
+		}
+		return d
 	case distribution.ActorUser:
 		return decideUser(a, act, res)
 	}

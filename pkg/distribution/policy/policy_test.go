@@ -31,7 +31,9 @@ func (members) IsAppMember(_ context.Context, appID, userID int64) (bool, error)
 // TestPolicyTable lists every actor × action and what the policy answers, on app 1 (the user's
 // app, where the token uploaded the release and owns the session) and app 2 (neither). The
 // limited tokens: "app token" is an upload token limited to app 1, "app admin token" an admin
-// token limited to app 1, "upload-only token" an admin token limited to the upload ability.
+// token limited to app 1, "upload-only token" an admin token limited to the upload ability;
+// "developer's token" is a token owned by user 7, now a developer (a member of app 1), so of
+// scope upload at most: it never does more than its owner may either.
 func TestPolicyTable(t *testing.T) {
 	const tokenID = 40
 	actors := map[string]distribution.Actor{
@@ -45,10 +47,11 @@ func TestPolicyTable(t *testing.T) {
 		"app token":         {Kind: distribution.ActorToken, TokenID: tokenID, Name: "ci-app", Scope: distribution.ScopeUpload, Apps: []int64{1}},
 		"app admin token":   {Kind: distribution.ActorToken, TokenID: tokenID, Name: "ops-app", Scope: distribution.ScopeAdmin, Apps: []int64{1, 3}},
 		"upload-only token": {Kind: distribution.ActorToken, TokenID: tokenID, Name: "up", Scope: distribution.ScopeAdmin, Abilities: []string{distribution.AbilityUpload}},
+		"developer's token": {Kind: distribution.ActorToken, TokenID: tokenID, UserID: 7, Name: "dev-laptop", Scope: distribution.ScopeUpload, Role: distribution.RoleDeveloper},
 	}
 	order := []string{"system", "anonymous", "admin token", "upload token", "admin user", "developer user", "viewer user",
-		"app token", "app admin token", "upload-only token"}
-	const n = 10
+		"app token", "app admin token", "upload-only token", "developer's token"}
+	const n = 11
 	// Each row: the action, the resource on app 1, and the outcome for each actor in order.
 	type row struct {
 		act  policy.Action
@@ -60,36 +63,36 @@ func TestPolicyTable(t *testing.T) {
 	list := policy.AppListing
 	//                                                      system anon   admTok upTok  admUsr dev     viewer appTok appAdm upOnly
 	rows := []row{
-		{policy.ReadCatalog, own, [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, no}},
-		{policy.ReadCatalog, list, [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, no}},
-		{policy.ReadCatalog, inst, [n]string{yes, login, yes, yes, yes, yes, yes, no, no, no}},
-		{policy.CreateApp, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no}},
-		{policy.ManageApp, own, [n]string{yes, login, yes, no, yes, member, no, no, yes, no}},
-		{policy.DeleteApp, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no}},
-		{policy.Upload, own, [n]string{yes, login, yes, yes, yes, member, no, yes, yes, yes}},
+		{policy.ReadCatalog, own, [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, no, yes}},
+		{policy.ReadCatalog, list, [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, no, yes}},
+		{policy.ReadCatalog, inst, [n]string{yes, login, yes, yes, yes, yes, yes, no, no, no, yes}},
+		{policy.CreateApp, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no}},
+		{policy.ManageApp, own, [n]string{yes, login, yes, no, yes, member, no, no, yes, no, no}},
+		{policy.DeleteApp, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no, no}},
+		{policy.Upload, own, [n]string{yes, login, yes, yes, yes, member, no, yes, yes, yes, member}},
 		// An upload without a channel key finds or creates its app by name: not for app tokens.
-		{policy.Upload, inst, [n]string{yes, login, yes, yes, yes, no, no, no, no, yes}},
-		{policy.EditRelease, own, [n]string{yes, login, yes, yes, yes, member, no, yes, yes, yes}},
-		{policy.PinRelease, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no}},
-		{policy.DeleteRelease, own, [n]string{yes, login, yes, no, yes, member, no, no, yes, no}},
-		{policy.DeleteDebugFile, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no}},
-		{policy.RotateFeedToken, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no}},
-		{policy.ManageWebhooks, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no}},
-		{policy.ManageWebhooks, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no}},
-		{policy.ReadDevices, inst, [n]string{yes, login, yes, yes, yes, yes, no, no, no, no}},
-		{policy.SyncDevice, inst, [n]string{yes, login, yes, yes, yes, no, no, no, no, no}},
-		{policy.ManageDevices, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no}},
-		{policy.ManageTokens, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no}},
-		{policy.ManagePeople, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no}},
-		{policy.ReadAudit, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no}},
-		{policy.UseSession, own, [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, yes}},
-		{policy.UseSession, policy.OwnSession(tokenID), [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, yes}},
+		{policy.Upload, inst, [n]string{yes, login, yes, yes, yes, no, no, no, no, yes, no}},
+		{policy.EditRelease, own, [n]string{yes, login, yes, yes, yes, member, no, yes, yes, yes, member}},
+		{policy.PinRelease, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no, no}},
+		{policy.DeleteRelease, own, [n]string{yes, login, yes, no, yes, member, no, no, yes, no, no}},
+		{policy.DeleteDebugFile, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no, no}},
+		{policy.RotateFeedToken, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no, no}},
+		{policy.ManageWebhooks, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no, no}},
+		{policy.ManageWebhooks, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no}},
+		{policy.ReadDevices, inst, [n]string{yes, login, yes, yes, yes, yes, no, no, no, no, yes}},
+		{policy.SyncDevice, inst, [n]string{yes, login, yes, yes, yes, no, no, no, no, no, no}},
+		{policy.ManageDevices, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no}},
+		{policy.ManageTokens, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no}},
+		{policy.ManagePeople, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no}},
+		{policy.ReadAudit, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no}},
+		{policy.UseSession, own, [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, yes, yes}},
+		{policy.UseSession, policy.OwnSession(tokenID), [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, yes, yes}},
 		// Another token's session: a token limited to apps uses only its own, whatever its scope.
-		{policy.UseSession, policy.OwnSession(tokenID + 1), [n]string{yes, login, yes, hidden, yes, hidden, hidden, hidden, hidden, yes}},
-		{policy.ConfigureSigning, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no}},
+		{policy.UseSession, policy.OwnSession(tokenID + 1), [n]string{yes, login, yes, hidden, yes, hidden, hidden, hidden, hidden, yes, hidden}},
+		{policy.ConfigureSigning, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no, no}},
 		// Signing reaches every app that trusts the key: never for a token that reaches every app
 		// but an unlimited admin token's.
-		{policy.SignRelease, own, [n]string{yes, login, yes, no, yes, member, no, yes, yes, no}},
+		{policy.SignRelease, own, [n]string{yes, login, yes, no, yes, member, no, yes, yes, no, no}},
 	}
 	seen := map[policy.Action]bool{}
 	for _, r := range rows {
@@ -127,7 +130,9 @@ func TestPolicyTable(t *testing.T) {
 				want2 = no
 			case name == "upload token" && r.act == policy.EditRelease:
 				want2 = no
-			case r.act == policy.UseSession && (name == "upload token" || strings.HasSuffix(name, "user") && name != "admin user"):
+			case name == "developer's token" && r.act == policy.EditRelease:
+				want2 = no
+			case r.act == policy.UseSession && (name == "upload token" || name == "developer's token" || strings.HasSuffix(name, "user") && name != "admin user"):
 				want2 = hidden
 			}
 			if got := outcome(p.Authorize(ctx, r.act, other)); got != want2 {
