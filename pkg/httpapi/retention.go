@@ -56,7 +56,8 @@ func (s *Server) planView(p *lifecycle.RetentionPlan) retentionPlanView {
 	return v
 }
 
-// readPolicy reads a whole policy from the body: a field that is absent, null or "" inherits.
+// readPolicy reads a whole policy from the body: a field that is absent, null or "" inherits. It
+// reads types only; what a policy may hold is checked once, by the domain.
 func readPolicy(c *gin.Context) (*distribution.RetentionPolicy, error) {
 	p, err := readParams(c)
 	if err != nil {
@@ -76,10 +77,7 @@ func readPolicy(c *gin.Context) (*distribution.RetentionPolicy, error) {
 			return nil, err
 		}
 		if n != nil {
-			if *n > 1_000_000 || *n < 0 {
-				return nil, errs.Field(name, "must be a whole number from 0 (off) to 1000000, or null to inherit")
-			}
-			v := int(*n)
+			v := int(*n) // the ranges are the domain's rule (lifecycle.checkPolicy)
 			*dst = &v
 		}
 	}
@@ -110,9 +108,6 @@ func (p *params) nullableInt(name string) (*int64, error) {
 	n, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil {
 		return nil, errs.Field(name, "must be a whole number, or null to inherit")
-	}
-	if n < 0 {
-		return nil, errs.Field(name, "must be 0 (off) or more, or null to inherit")
 	}
 	return &n, nil
 }

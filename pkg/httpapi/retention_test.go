@@ -229,8 +229,17 @@ func TestRetentionInheritanceAndRefusals(t *testing.T) {
 		{"PUT", fmt.Sprintf("/api/channels/%d/retention", chID), admin, `{"keep_build":3}`},
 		{"PUT", fmt.Sprintf("/api/schemes/%d/retention", schemeID), admin, `{"expired_profile_days":-3}`},
 		{"POST", fmt.Sprintf("/api/channels/%d/retention/plan", chID), upload, `{"max_bytes":-1}`},
+		{"PUT", fmt.Sprintf("/api/channels/%d/retention", chID), admin, `{"keep_builds":1000001}`},
 	} {
 		m.want(m.call(c.method, c.path, c.token, c.body), 422, c.method+" "+c.body)
+	}
+	// The ranges are the domain's rule, said in its words whichever edge asks (the console's form
+	// gets the same sentence).
+	for body, want := range map[string]string{`{"keep_builds":-1}`: "keep_builds must be a whole number from 0 (off) to 1000000, or null to inherit",
+		`{"max_bytes":-1}`: "max_bytes must be 0 (off) or more, or null to inherit"} {
+		if got := m.call("PUT", fmt.Sprintf("/api/channels/%d/retention", chID), admin, body).Error(t); got != want {
+			t.Errorf("%s: %q, want the domain's %q", body, got, want)
+		}
 	}
 	m.want(m.call("PUT", fmt.Sprintf("/api/channels/%d/retention", chID), upload, `{"keep_builds":1}`), 403, "upload token")
 	m.want(m.call("PUT", "/api/channels/999999/retention", admin, `{"keep_builds":1}`), 404, "unknown channel")
