@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/catalog"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -435,4 +436,51 @@ func channelWriteErr(err error, c *distribution.Channel) error {
 		return errs.New(errs.NotFound, "scheme %d not found", c.SchemeID)
 	}
 	return dbErr(err)
+}
+
+// InChannelTx runs fn in one transaction (catalog.Apps.CreateChannelIn).
+func (db *DB) InChannelTx(ctx context.Context, fn func(tx catalog.ChannelTx) error) error {
+	return db.Tx(ctx, func(tx pgx.Tx) error { return fn(channelTx{tx}) })
+}
+
+// channelTx is catalog.ChannelTx on one transaction.
+type channelTx struct{ tx pgx.Tx }
+
+func (t channelTx) LockApp(ctx context.Context, appID int64) error { return lockApp(ctx, t.tx, appID) }
+
+func (t channelTx) SchemeNamed(ctx context.Context, appID int64, name string) (int64, error) {
+	var id int64
+	err := t.tx.QueryRow(ctx, `SELECT id FROM schemes WHERE app_id = $1 AND lower(name) = lower($2) ORDER BY id LIMIT 1`, appID, name).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return id, err
+}
+
+func (t channelTx) CreateScheme(ctx context.Context, s *distribution.Scheme) (int64, error) {
+	var id int64
+	err := t.tx.QueryRow(ctx, `INSERT INTO schemes (app_id, name, new_build_callout, retained_builds) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (app_id, name) DO UPDATE SET updated_at = schemes.updated_at RETURNING id`,
+		s.AppID, s.Name, s.NewBuildCallout, s.RetainedBuilds).Scan(&id)
+	return id, schemeWriteErr(err, s)
+}
+
+func (t channelTx) LockScheme(ctx context.Context, schemeID int64) error {
+	var one int
+	err := t.tx.QueryRow(ctx, `SELECT 1 FROM schemes WHERE id = $1 FOR UPDATE`, schemeID).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errs.New(errs.NotFound, "scheme %d not found", schemeID)
+	}
+	return err
+}
+
+func (t channelTx) ChannelNamed(ctx context.Context, schemeID int64, name string) (bool, error) {
+	var taken bool
+	err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM channels WHERE scheme_id = $1 AND lower(btrim(name)) = lower(btrim($2)))`,
+		schemeID, name).Scan(&taken)
+	return taken, err
+}
+
+func (t channelTx) CreateChannel(ctx context.Context, c *distribution.Channel) (*distribution.Channel, error) {
+	return insertChannel(ctx, t.tx, c)
 }

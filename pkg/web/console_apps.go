@@ -224,26 +224,16 @@ func (h *Handler) consoleCreateChannel(c *gin.Context, f *formCall) (string, err
 	}
 	h.onApp(c, f, appID, "create-channel", channelLabels)
 	schemeName := strings.TrimSpace(c.PostForm("scheme"))
-	name := strings.TrimSpace(c.PostForm("name"))
 	if schemeName == "" {
 		return "", errs.Field("scheme", "can't be blank")
 	}
-	if err := h.channelNameFree(c, appID, schemeName, name, 0); err != nil {
-		return "", err
-	}
-	schemeID, madeScheme, err := h.schemeNamed(c, appID, schemeName)
-	if err != nil {
-		return "", err
-	}
+	name := strings.TrimSpace(c.PostForm("name"))
 	ch := catalog.ChannelChanges{Name: &name, DeviceType: optionalForm(c, "device_type")}
 	if pw := c.PostForm("password"); pw != "" {
 		ch.Password = &pw
 	}
-	made, err := h.svc.Apps.CreateChannel(ctx, schemeID, ch)
+	made, err := h.svc.Apps.CreateChannelIn(ctx, appID, schemeName, ch)
 	if err != nil {
-		if madeScheme { // (a refused channel leaves no empty scheme behind)
-			_ = h.svc.Apps.DeleteScheme(ctx, schemeID)
-		}
 		return "", err
 	}
 	f.ok("Channel %s made; its key is %s.", made.Name, made.Slug)
@@ -270,24 +260,6 @@ func (h *Handler) channelNameFree(c *gin.Context, appID int64, scheme, name stri
 	return nil
 }
 
-// schemeNamed returns the app's scheme of that name, making it when missing (made: true).
-func (h *Handler) schemeNamed(c *gin.Context, appID int64, name string) (int64, bool, error) {
-	ctx := reqCtx(c)
-	schemes, err := h.svc.Apps.Schemes(ctx, appID)
-	if err != nil {
-		return 0, false, err
-	}
-	for _, s := range schemes {
-		if strings.EqualFold(s.Name, name) {
-			return s.ID, false, nil
-		}
-	}
-	s, err := h.svc.Apps.CreateScheme(ctx, appID, catalog.SchemeChanges{Name: &name})
-	if err != nil {
-		return 0, false, err
-	}
-	return s.ID, true, nil
-}
 
 // channelApp returns the app a channel belongs to.
 func (h *Handler) channelApp(c *gin.Context) (int64, int64, error) {

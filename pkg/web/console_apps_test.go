@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
@@ -145,5 +147,63 @@ func TestConsoleAppAuthorization(t *testing.T) {
 		if !strings.Contains(audit, want) {
 			t.Errorf("the audit log lacks %s", want)
 		}
+	}
+}
+
+// Making a channel with its scheme is one unit of work: eight forms making channel "QA" in a new
+// scheme at once make one scheme and one channel, the others are told the name is taken; a
+// channel refused after its scheme was found missing leaves no scheme behind.
+func TestConsoleCreateChannelIsOneTransaction(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	admin, _ := signedIn(t, e, "alice")
+	app := e.Do(t, http.MethodPost, "/api/apps", strings.NewReader(`{"name":"Team"}`),
+		http.Header{"Authorization": {"Token " + e.AdminToken}, "Content-Type": {"application/json"}}).Map(t)
+	appID := int64(app["id"].(float64))
+	appURL := fmt.Sprintf("%s/console/apps/%d", e.URL, appID)
+	count := func(sql string) int {
+		var n int
+		if err := e.DB.Pool.QueryRow(context.Background(), sql, appID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	const n = 8
+	csrfs := make([]string, n)
+	for i := range csrfs {
+		csrfs[i] = csrfOf(t, admin, appURL)
+	}
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, _ := fetch(t, admin, http.MethodPost, appURL+"/channels", url.Values{"scheme": {"Nightly"}, "name": {"QA"},
+				"device_type": {"android"}, "csrf": {csrfs[i]}})
+			statuses[i] = resp.StatusCode
+		}()
+	}
+	wg.Wait()
+	slices.Sort(statuses)
+	want := append([]int{200}, slices.Repeat([]int{422}, n-1)...)
+	if !slices.Equal(statuses, want) {
+		t.Errorf("eight forms at once: %v, want one 200 and seven 422", statuses)
+	}
+	if s, c := count(`SELECT count(*) FROM schemes WHERE app_id = $1 AND name = 'Nightly'`),
+		count(`SELECT count(*) FROM channels c JOIN schemes s ON s.id = c.scheme_id WHERE s.app_id = $1 AND c.name = 'QA'`); s != 1 || c != 1 {
+		t.Errorf("%d schemes and %d channels, want one of each", s, c)
+	}
+	// The same name in another letter case, in the scheme named in another letter case: taken.
+	if resp, body := fetch(t, admin, http.MethodPost, appURL+"/channels", url.Values{"scheme": {"nightly"}, "name": {"qa"},
+		"device_type": {"android"}, "csrf": {csrfOf(t, admin, appURL)}}); resp.StatusCode != 422 || !strings.Contains(body, "is already the name of a channel") {
+		t.Errorf("the same name in other letters: %d", resp.StatusCode)
+	}
+	// A refused channel (an unknown device type) in a scheme that did not exist leaves none.
+	if resp, _ := fetch(t, admin, http.MethodPost, appURL+"/channels", url.Values{"scheme": {"Weekly"}, "name": {"QA"},
+		"device_type": {"toaster"}, "csrf": {csrfOf(t, admin, appURL)}}); resp.StatusCode != 422 {
+		t.Errorf("an unknown device type: %d", resp.StatusCode)
+	}
+	if s := count(`SELECT count(*) FROM schemes WHERE app_id = $1 AND name = 'Weekly'`); s != 0 {
+		t.Errorf("a refused channel left %d schemes behind", s)
 	}
 }

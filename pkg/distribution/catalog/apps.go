@@ -50,6 +50,27 @@ type AppStore interface {
 	CountReleases(ctx context.Context, channelID int64) (int, error)
 	// SetFeedToken records the SHA-256 (hex) of the channel's feed token.
 	SetFeedToken(ctx context.Context, channelID int64, hash string) error
+	// InChannelTx runs fn in one transaction: it commits when fn returns nil.
+	InChannelTx(ctx context.Context, fn func(tx ChannelTx) error) error
+}
+
+// ChannelTx is what making a channel with its scheme (CreateChannelIn) asks of the database in
+// its one transaction. A method's error ends the transaction (rolled back).
+type ChannelTx interface {
+	// LockApp holds the app's row FOR KEY SHARE until the commit (errs.NotFound: it is gone).
+	LockApp(ctx context.Context, appID int64) error
+	// SchemeNamed returns the app's oldest scheme whose name is name, in any letter case (0: none).
+	SchemeNamed(ctx context.Context, appID int64, name string) (int64, error)
+	// CreateScheme records a scheme, or returns the one of exactly that name a concurrent
+	// transaction recorded first (the schema keeps a scheme's name unique within its app).
+	CreateScheme(ctx context.Context, s *distribution.Scheme) (int64, error)
+	// LockScheme holds the scheme's row FOR UPDATE until the commit: channels made in one scheme
+	// take turns, so a name checked free stays free until the insert.
+	LockScheme(ctx context.Context, schemeID int64) error
+	// ChannelNamed reports whether the scheme has a channel of that name, in any letter case.
+	ChannelNamed(ctx context.Context, schemeID int64, name string) (bool, error)
+	// CreateChannel records a channel (a random key when c.Slug is empty) and returns it.
+	CreateChannel(ctx context.Context, c *distribution.Channel) (*distribution.Channel, error)
 }
 
 // Apps runs the use cases of apps, schemes and channels.
@@ -496,6 +517,76 @@ func (a *Apps) CreateChannel(ctx context.Context, schemeID int64, ch ChannelChan
 		a.auditChannel(ctx, "channel.create", made.ID, detail)
 	}
 	return made, err
+}
+
+// CreateChannelIn makes a channel in the app's scheme named schemeName, making the scheme too
+// when the app has none of that name (in any letter case), in one transaction: a refused channel
+// leaves no scheme behind. Channel names are unique within a scheme here, as the console asks
+// (the API, as Zealot, allows two of one name): the scheme's row is locked while the name is
+// checked and the channel recorded, so two such requests at once make one channel.
+func (a *Apps) CreateChannelIn(ctx context.Context, appID int64, schemeName string, ch ChannelChanges) (*distribution.Channel, error) {
+	if err := a.may(ctx, policy.ManageApp, appID); err != nil {
+		return nil, err
+	}
+	if err := a.authorizeSigning(ctx, ch, false, appID); err != nil {
+		return nil, err
+	}
+	sc := &distribution.Scheme{AppID: appID, NewBuildCallout: true}
+	if err := (SchemeChanges{Name: &schemeName}).apply(sc); err != nil {
+		return nil, errs.Field("scheme", "can't be blank")
+	}
+	if ch.Name == nil {
+		return nil, errs.Field("name", "can't be blank")
+	}
+	if ch.DeviceType == nil {
+		return nil, errs.Field("device_type", "must be one of %s", strings.Join(DeviceTypes, ", "))
+	}
+	c := &distribution.Channel{BundleID: "*", DownloadFilenameType: "original"}
+	if err := ch.apply(c, false); err != nil {
+		return nil, err
+	}
+	var made *distribution.Channel
+	madeScheme := false
+	err := a.Store.InChannelTx(ctx, func(tx ChannelTx) error {
+		if err := tx.LockApp(ctx, appID); err != nil {
+			return err
+		}
+		schemeID, err := tx.SchemeNamed(ctx, appID, sc.Name)
+		if err == nil && schemeID == 0 {
+			schemeID, err = tx.CreateScheme(ctx, sc)
+			madeScheme = true
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.LockScheme(ctx, schemeID); err != nil {
+			return err
+		}
+		taken, err := tx.ChannelNamed(ctx, schemeID, c.Name)
+		if err != nil {
+			return err
+		}
+		if taken {
+			return errs.Field("name", "is already the name of a channel of the scheme %s; choose another name", sc.Name)
+		}
+		c.SchemeID = schemeID
+		made, err = tx.CreateChannel(ctx, c)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if madeScheme {
+		if s, err := a.Store.GetScheme(ctx, made.SchemeID); err == nil {
+			a.Audit.Record(ctx, "scheme.create", a.schemeTarget(ctx, s), nil)
+		}
+	}
+	var detail map[string]any
+	if s := signingDetail(ch, false); s != "" {
+		detail = map[string]any{"sparkle_signing": s}
+	}
+	a.auditChannel(ctx, "channel.create", made.ID, detail)
+	return made, nil
 }
 
 // auditChannel records a change to a channel, named with its app.
