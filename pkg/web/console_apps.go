@@ -260,7 +260,6 @@ func (h *Handler) channelNameFree(c *gin.Context, appID int64, scheme, name stri
 	return nil
 }
 
-
 // channelApp returns the app a channel belongs to.
 func (h *Handler) channelApp(c *gin.Context) (int64, int64, error) {
 	ctx := reqCtx(c)
