@@ -196,7 +196,7 @@ var Vars = []Var{
 	{"SLIPWAY_UPLOAD_QUEUE_LENGTH", "256", "uploads that may wait for a slot; beyond it 429 with Retry-After"},
 	{"SLIPWAY_UPLOAD_QUEUE_TIMEOUT", "2m", "how long an upload waits for a slot before 429"},
 	{"SLIPWAY_UPLOAD_MEMORY", "134217728", "bytes of storage buffers all uploads hold at once (128 MiB); beyond it uploads slow down"},
-	{"SLIPWAY_PARSE_MEMORY", "0", "bytes all package parses of a replica may allocate at once; beyond it parses wait (0: three quarters of what GOMEMLIMIT or the cgroup's limit leaves beyond the other budgets, at least 64 MiB; 192 MiB with no limit)"},
+	{"SLIPWAY_PARSE_MEMORY", "0", "bytes all package parses of a replica may allocate at once; beyond it parses wait (0: three quarters of what GOMEMLIMIT or the cgroup's limit leaves beyond the other budgets, at least 176 MiB; 192 MiB with no limit)"},
 	{"SLIPWAY_PRESIGN_TTL", "15m", "lifetime of presigned download URLs"},
 	{"SLIPWAY_CDN_URL", "", "when set, downloads of public channels redirect to CDN_URL/<object key> (a password channel's objects and debug files are presigned, never on the CDN)"},
 	{"SLIPWAY_SECRET", "(generated per process)", "HMAC key for signed URLs and cookies; share it across replicas"},
@@ -474,8 +474,13 @@ func (c *Config) liveWithoutParses() int64 {
 
 // Parse budget sizes (ParseBudget).
 const (
-	// MinParseMemory is the smallest parse budget: one large package's parse.
+	// MinParseMemory is the smallest SLIPWAY_PARSE_MEMORY that may be set.
 	MinParseMemory = 64 << 20
+	// MinDerivedParseMemory is the smallest budget derived from a memory limit: the largest
+	// bound of an honest package's parse (a zipped .exe of 64 MiB of resources, with the
+	// reader's cache), so that a small pod never refuses a package for its size alone; it
+	// waits for its turn instead.
+	MinDerivedParseMemory = 176 << 20
 	// DefaultParseMemory is the parse budget when no memory limit is known.
 	DefaultParseMemory = 192 << 20
 )
@@ -483,7 +488,7 @@ const (
 // ParseBudget is the bytes all parses of packages on a replica may allocate at once
 // (appinfo.Budget): SLIPWAY_PARSE_MEMORY when set; else, under a memory limit (MemoryLimit),
 // three quarters of what the limit leaves beyond the other budgets (the rest is the garbage
-// collector's headroom), at least MinParseMemory; DefaultParseMemory with no limit. With the
+// collector's headroom), at least MinDerivedParseMemory; DefaultParseMemory with no limit. With the
 // chart's defaults (a 640 MiB limit, GOMEMLIMIT at 90%: 576 MiB; 280 MiB for the rest) it is
 // 222 MiB.
 func (c *Config) ParseBudget() int64 {
@@ -493,7 +498,7 @@ func (c *Config) ParseBudget() int64 {
 	case c.MemoryLimit <= 0:
 		return DefaultParseMemory
 	}
-	return max(MinParseMemory, (c.MemoryLimit-c.liveWithoutParses())*3/4)
+	return max(MinDerivedParseMemory, (c.MemoryLimit-c.liveWithoutParses())*3/4)
 }
 
 // cgroupMemoryMax is where a cgroup v2 container's memory limit is read.
