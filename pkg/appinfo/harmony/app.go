@@ -115,6 +115,39 @@ func isHAPName(name string) bool {
 	return strings.HasSuffix(strings.ToLower(name), ".hap") && !strings.HasSuffix(name, "/")
 }
 
+// appParseBytes is the bound of an .app's parse (appinfo.Family.NestedBytes): pack.info, decoded,
+// and the largest bound of its HAPs' parses. A stored HAP, read in place, is bounded by its own
+// directory, surveyed where it lies in the .app (ranged reads, nothing kept); a deflated one, or
+// an .app of more HAPs than are worth surveying, by the caps (maxAppParseBytes).
+func appParseBytes(a *zipread.Archive) int64 {
+	const maxSurveyed = 16
+	var pack int64
+	if f := a.File(packInfoName); f != nil {
+		pack = min(zipread.EntryBound(f.Method, f.CompressedSize64, f.UncompressedSize64), MaxPackInfoBytes)
+	}
+	var most int64
+	n := 0
+	for _, f := range a.Files() {
+		if !isHAPName(f.Name) {
+			continue
+		}
+		if n++; n > maxSurveyed || f.Method != zip.Store || f.CompressedSize64 != f.UncompressedSize64 {
+			return maxAppParseBytes
+		}
+		raw, err := f.OpenRaw()
+		sr, ok := raw.(*io.SectionReader)
+		if err != nil || !ok {
+			return maxAppParseBytes
+		}
+		s, err := zipread.SurveyDirectory(sr, sr.Size())
+		if err != nil {
+			continue // refused when it is opened, before its parse allocates
+		}
+		most = max(most, min(s.OpenCost(), maxNestedOpenCost)+min(maxHAPParseBytes, 2*s.InflatedBytes+iconDecodeBytes))
+	}
+	return min(2*pack+most+1<<20, maxAppParseBytes)
+}
+
 // openNested opens the HAP entry f of the archive a as a zip archive of its own. A stored entry
 // is read in place through a section of the outer reader (its bytes are never copied out, and
 // prefetch hints reach the outer reader); a deflated one is inflated into memory when it is at

@@ -159,7 +159,7 @@ func init() {
 			if Claim(a) == nil || a.File(moduleJSONName) != nil && (a.File(packInfoName) != nil || a.File(resourcesIndexName) != nil) {
 				return 0 // a HAP: bounded by its own entries
 			}
-			return maxAppParseBytes
+			return appParseBytes(a)
 		}})
 }
 

@@ -43,6 +43,7 @@ func Packages() []Package {
 		{Name: "hap-index-zeros", Family: "harmony", File: "bomb.hap", Platform: "harmonyos", Data: HAPIndexZeros()},
 		{Name: "hap-index-header", Family: "harmony", File: "index.hap", Platform: "harmonyos", Data: HAPIndexHeader()},
 		{Name: "app-inflated-hap", Family: "harmony", File: "bomb.app", Platform: "harmonyos", Data: AppInflatedHAP()},
+		{Name: "app-stored-hap", Family: "harmony", File: "stored.app", Platform: "harmonyos", Data: AppStoredHAP()},
 		{Name: "deb-control-zeros", Family: "linux", File: "bomb.deb", Platform: "linux", Data: DebControlZeros()},
 		{Name: "ipa-huge-plist", Family: "apple", File: "plist.ipa", Platform: "ios", Data: IPAHugePlist()},
 	}
@@ -236,29 +237,20 @@ func HAPIndexHeader() []byte {
 // (harmony.MaxInflatedHAPBytes): a stored filler of zeros, and resources.index of 16 MiB of
 // deflated zeros inside it.
 func AppInflatedHAP() []byte {
-	hap := zipOf(append(hapEntries(true), entry{Name: "libs/arm64-v8a/libfiller.so", Zeros: 14 << 20, Store: true})...)
+	return app(zipOf(append(hapEntries(true), entry{Name: "libs/arm64-v8a/libfiller.so", Zeros: 31 << 20, Store: true})...), false)
+}
+
+// AppStoredHAP is a HarmonyOS .app whose entry HAP is stored, as the packing tool writes it (read
+// in place), and is HAPIndexHeader: a resources.index with a header, then 16 MiB of deflated
+// zeros, read whole.
+func AppStoredHAP() []byte { return app(HAPIndexHeader(), true) }
+
+// app is an .app of pack.info and the entry HAP hap, stored or deflated.
+func app(hap []byte, store bool) []byte {
 	packInfo := fmt.Sprintf(`{"summary":{"app":{"bundleName":"com.example.hostile","version":{"code":1000000,"name":"1.0.0"}},`+
 		`"modules":[{"mainAbility":"EntryAbility","deviceType":["phone"],"distro":{"moduleType":"entry","moduleName":"entry"}}]},`+
 		`"packages":[{"name":"entry-default","moduleType":"entry","deviceType":["phone"],"deliveryWithInstall":true}],"size":%d}`, len(hap))
-	// The HAP itself (32 MiB of mostly zeros) deflates to a few hundred KiB.
-	var b bytes.Buffer
-	zw := zip.NewWriter(&b)
-	for _, e := range []struct {
-		name string
-		data []byte
-	}{{"pack.info", []byte(packInfo)}, {"entry-default.hap", hap}} {
-		w, err := zw.CreateHeader(&zip.FileHeader{Name: e.name, Method: zip.Deflate})
-		if err == nil {
-			_, err = w.Write(e.data)
-		}
-		if err != nil {
-			panic(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		panic(err)
-	}
-	return b.Bytes()
+	return zipOf(entry{Name: "pack.info", Data: []byte(packInfo)}, entry{Name: "entry-default.hap", Data: hap, Store: store})
 }
 
 // DebControlZeros is a .deb whose control.tar.gz inflates to 16 MiB (linux.MaxDebControlInflated)
