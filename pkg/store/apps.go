@@ -44,7 +44,7 @@ func channelContextDest(cc *distribution.ChannelContext) []any {
 
 // ListApps returns a page of apps ordered by id (those of only, when only is not nil), each with
 // its schemes and channels.
-func (db *DB) ListApps(ctx context.Context, p distribution.Page, only []int64) ([]distribution.App, error) {
+func (db *Catalog) ListApps(ctx context.Context, p distribution.Page, only []int64) ([]distribution.App, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT `+appColumns+` FROM apps a WHERE $3::bigint[] IS NULL OR a.id = ANY($3)
 		ORDER BY a.id LIMIT $1 OFFSET $2`, p.PerPage, p.Offset(), only)
 	if err != nil {
@@ -61,7 +61,7 @@ func (db *DB) ListApps(ctx context.Context, p distribution.Page, only []int64) (
 }
 
 // GetApp returns one app with its schemes and channels, or errs.NotFound.
-func (db *DB) GetApp(ctx context.Context, id int64) (*distribution.App, error) {
+func (db *Catalog) GetApp(ctx context.Context, id int64) (*distribution.App, error) {
 	var a distribution.App
 	err := db.Pool.QueryRow(ctx, `SELECT `+appColumns+` FROM apps a WHERE a.id = $1`, id).Scan(appDest(&a)...)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -78,7 +78,7 @@ func (db *DB) GetApp(ctx context.Context, id int64) (*distribution.App, error) {
 }
 
 // nest fills the schemes and channels of apps with two queries, whatever the number of apps.
-func (db *DB) nest(ctx context.Context, apps []distribution.App) error {
+func (db *Catalog) nest(ctx context.Context, apps []distribution.App) error {
 	if len(apps) == 0 {
 		return nil
 	}
@@ -116,7 +116,7 @@ func (db *DB) nest(ctx context.Context, apps []distribution.App) error {
 	return nil
 }
 
-func (db *DB) schemesWhere(ctx context.Context, where string, args ...any) ([]distribution.Scheme, error) {
+func (db *Catalog) schemesWhere(ctx context.Context, where string, args ...any) ([]distribution.Scheme, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT `+schemeColumns+` FROM schemes s WHERE `+where+` ORDER BY s.id`, args...)
 	if err != nil {
 		return nil, dbErr(err)
@@ -131,7 +131,7 @@ func (db *DB) schemesWhere(ctx context.Context, where string, args ...any) ([]di
 	return out, dbErr(err)
 }
 
-func (db *DB) channelsWhere(ctx context.Context, where string, args ...any) ([]distribution.Channel, error) {
+func (db *Catalog) channelsWhere(ctx context.Context, where string, args ...any) ([]distribution.Channel, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT `+channelColumns+` FROM channels c WHERE `+where+` ORDER BY c.id`, args...)
 	if err != nil {
 		return nil, dbErr(err)
@@ -147,7 +147,7 @@ func (db *DB) channelsWhere(ctx context.Context, where string, args ...any) ([]d
 }
 
 // CreateApp inserts an app with no schemes.
-func (db *DB) CreateApp(ctx context.Context, name string) (*distribution.App, error) {
+func (db *Catalog) CreateApp(ctx context.Context, name string) (*distribution.App, error) {
 	a := distribution.App{Name: name, Schemes: []distribution.Scheme{}}
 	err := db.Pool.QueryRow(ctx, `INSERT INTO apps (name) VALUES ($1) RETURNING id, created_at, updated_at`, name).
 		Scan(&a.ID, &a.CreatedAt, &a.UpdatedAt)
@@ -158,7 +158,7 @@ func (db *DB) CreateApp(ctx context.Context, name string) (*distribution.App, er
 }
 
 // RenameApp changes an app's name and returns the app, or errs.NotFound.
-func (db *DB) RenameApp(ctx context.Context, id int64, name string) (*distribution.App, error) {
+func (db *Catalog) RenameApp(ctx context.Context, id int64, name string) (*distribution.App, error) {
 	tag, err := db.Pool.Exec(ctx, `UPDATE apps SET name = $2, updated_at = now() WHERE id = $1`, id, name)
 	if err != nil {
 		return nil, dbErr(err)
@@ -182,21 +182,21 @@ const ownedObjects = `
 // transaction, and records every object they owned as 'deleted' in the same transaction. It
 // returns those object keys so the caller can delete them after commit; whatever it fails to
 // delete, the collector deletes later.
-func (db *DB) DestroyApp(ctx context.Context, id int64) ([]string, error) {
+func (db *Catalog) DestroyApp(ctx context.Context, id int64) ([]string, error) {
 	return db.deleteOwner(ctx, `SELECT 1 FROM apps WHERE id = $1 FOR UPDATE`, "s.app_id = $1", `DELETE FROM apps WHERE id = $1`,
 		id, errs.New(errs.NotFound, "app %d not found", id), nil)
 }
 
 // DeleteScheme deletes a scheme with its channels, releases and debug files (as DestroyApp),
 // writing emit's events for each release.
-func (db *DB) DeleteScheme(ctx context.Context, id int64, emit distribution.EventFunc) ([]string, error) {
+func (db *Catalog) DeleteScheme(ctx context.Context, id int64, emit distribution.EventFunc) ([]string, error) {
 	return db.deleteOwner(ctx, `SELECT 1 FROM apps a JOIN schemes s ON s.app_id = a.id WHERE s.id = $1 FOR UPDATE OF a`,
 		"s.id = $1", `DELETE FROM schemes WHERE id = $1`, id, errs.New(errs.NotFound, "scheme %d not found", id), emit)
 }
 
 // DeleteChannel deletes a channel with its releases and debug files (as DestroyApp), writing
 // emit's events for each release.
-func (db *DB) DeleteChannel(ctx context.Context, id int64, emit distribution.EventFunc) ([]string, error) {
+func (db *Catalog) DeleteChannel(ctx context.Context, id int64, emit distribution.EventFunc) ([]string, error) {
 	return db.deleteOwner(ctx, `SELECT 1 FROM apps a JOIN schemes s ON s.app_id = a.id JOIN channels c ON c.scheme_id = s.id
 		WHERE c.id = $1 FOR UPDATE OF a`, "c.id = $1", `DELETE FROM channels WHERE id = $1`, id,
 		errs.New(errs.NotFound, "channel %d not found", id), emit)
@@ -234,7 +234,7 @@ func emitOwnedReleases(ctx context.Context, tx pgx.Tx, cond string, id int64, em
 // app row first (uploads into its channels lock the same row FOR KEY SHARE, so no release can be
 // recorded into something being deleted), records the owned objects as deleted, and deletes the
 // row (foreign keys cascade). It returns the object keys.
-func (db *DB) deleteOwner(ctx context.Context, lock, cond, del string, id int64, notFound error, emit distribution.EventFunc) ([]string, error) {
+func (db *Catalog) deleteOwner(ctx context.Context, lock, cond, del string, id int64, notFound error, emit distribution.EventFunc) ([]string, error) {
 	var keys []string
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		var one int
@@ -267,7 +267,7 @@ func (db *DB) deleteOwner(ctx context.Context, lock, cond, del string, id int64,
 }
 
 // ListSchemes returns an app's schemes with their channels, or errs.NotFound for an unknown app.
-func (db *DB) ListSchemes(ctx context.Context, appID int64) ([]distribution.Scheme, error) {
+func (db *Catalog) ListSchemes(ctx context.Context, appID int64) ([]distribution.Scheme, error) {
 	app, err := db.GetApp(ctx, appID)
 	if err != nil {
 		return nil, err
@@ -276,7 +276,7 @@ func (db *DB) ListSchemes(ctx context.Context, appID int64) ([]distribution.Sche
 }
 
 // GetScheme returns a scheme with its channels, or errs.NotFound.
-func (db *DB) GetScheme(ctx context.Context, id int64) (*distribution.Scheme, error) {
+func (db *Catalog) GetScheme(ctx context.Context, id int64) (*distribution.Scheme, error) {
 	schemes, err := db.schemesWhere(ctx, `s.id = $1`, id)
 	if err != nil {
 		return nil, err
@@ -293,7 +293,7 @@ func (db *DB) GetScheme(ctx context.Context, id int64) (*distribution.Scheme, er
 
 // CreateScheme inserts a scheme into its app: errs.NotFound for an unknown app, errs.Conflict for
 // a name the app already uses.
-func (db *DB) CreateScheme(ctx context.Context, s *distribution.Scheme) (*distribution.Scheme, error) {
+func (db *Catalog) CreateScheme(ctx context.Context, s *distribution.Scheme) (*distribution.Scheme, error) {
 	var id int64
 	err := db.Pool.QueryRow(ctx, `INSERT INTO schemes (app_id, name, new_build_callout, retained_builds)
 		VALUES ($1, $2, $3, $4) RETURNING id`, s.AppID, s.Name, s.NewBuildCallout, s.RetainedBuilds).Scan(&id)
@@ -305,7 +305,7 @@ func (db *DB) CreateScheme(ctx context.Context, s *distribution.Scheme) (*distri
 
 // UpdateScheme saves a scheme's name, callout and retention if the row is still as read (its
 // updated_at is s.UpdatedAt; distribution.ErrStale otherwise): errs.NotFound or errs.Conflict.
-func (db *DB) UpdateScheme(ctx context.Context, s *distribution.Scheme) (*distribution.Scheme, error) {
+func (db *Catalog) UpdateScheme(ctx context.Context, s *distribution.Scheme) (*distribution.Scheme, error) {
 	tag, err := db.Pool.Exec(ctx, `UPDATE schemes SET name = $2, new_build_callout = $3, retained_builds = $4,
 		updated_at = clock_timestamp() WHERE id = $1 AND updated_at = $5`, s.ID, s.Name, s.NewBuildCallout, s.RetainedBuilds, s.UpdatedAt)
 	if err := schemeWriteErr(err, s); err != nil {
@@ -319,7 +319,7 @@ func (db *DB) UpdateScheme(ctx context.Context, s *distribution.Scheme) (*distri
 
 // staleOrMissing tells why an update guarded by updated_at changed no row: the row changed since
 // it was read (distribution.ErrStale), or it is gone (notFound).
-func (db *DB) staleOrMissing(ctx context.Context, table string, id int64, notFound error) error {
+func (db *pool) staleOrMissing(ctx context.Context, table string, id int64, notFound error) error {
 	var exists bool
 	if err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE id = $1)`, id).Scan(&exists); err != nil {
 		return dbErr(err)
@@ -337,7 +337,7 @@ func schemeWriteErr(err error, s *distribution.Scheme) error {
 	case isUniqueViolation(err, "schemes_app_id_name_key"):
 		return &errs.Error{Kind: errs.Conflict, Msg: "name is already the name of another scheme of this app",
 			Entry: map[string][]string{"name": {"is already the name of another scheme of this app"}}}
-	case isCode(err, "23503"): // foreign_key_violation: the app is gone
+	case isForeignKeyViolation(err): // the app is gone
 		return errs.New(errs.NotFound, "app %d not found", s.AppID)
 	}
 	return dbErr(err)
@@ -351,16 +351,16 @@ func NewSlug() string {
 }
 
 // ChannelContextBySlug returns the channel with its app and scheme, or errs.NotFound.
-func (db *DB) ChannelContextBySlug(ctx context.Context, slug string) (*distribution.ChannelContext, error) {
+func (db *Catalog) ChannelContextBySlug(ctx context.Context, slug string) (*distribution.ChannelContext, error) {
 	return db.channelContext(ctx, `c.slug = $1`, slug)
 }
 
 // ChannelContextByID returns the channel with its app and scheme, or errs.NotFound.
-func (db *DB) ChannelContextByID(ctx context.Context, id int64) (*distribution.ChannelContext, error) {
+func (db *Catalog) ChannelContextByID(ctx context.Context, id int64) (*distribution.ChannelContext, error) {
 	return db.channelContext(ctx, `c.id = $1`, id)
 }
 
-func (db *DB) channelContext(ctx context.Context, where string, arg any) (*distribution.ChannelContext, error) {
+func (db *Catalog) channelContext(ctx context.Context, where string, arg any) (*distribution.ChannelContext, error) {
 	var cc distribution.ChannelContext
 	err := db.Pool.QueryRow(ctx, `SELECT `+channelContextColumns+channelContextFrom+` WHERE `+where, arg).Scan(channelContextDest(&cc)...)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -373,7 +373,7 @@ func (db *DB) channelContext(ctx context.Context, where string, arg any) (*distr
 }
 
 // ListChannels returns a scheme's channels, or errs.NotFound for an unknown scheme.
-func (db *DB) ListChannels(ctx context.Context, schemeID int64) ([]distribution.Channel, error) {
+func (db *Catalog) ListChannels(ctx context.Context, schemeID int64) ([]distribution.Channel, error) {
 	s, err := db.GetScheme(ctx, schemeID)
 	if err != nil {
 		return nil, err
@@ -383,7 +383,7 @@ func (db *DB) ListChannels(ctx context.Context, schemeID int64) ([]distribution.
 
 // CreateChannel inserts a channel into its scheme (a random slug when none is given):
 // errs.NotFound for an unknown scheme, errs.Conflict for a slug in use.
-func (db *DB) CreateChannel(ctx context.Context, c *distribution.Channel) (*distribution.Channel, error) {
+func (db *Catalog) CreateChannel(ctx context.Context, c *distribution.Channel) (*distribution.Channel, error) {
 	return insertChannel(ctx, db.Pool, c)
 }
 
@@ -408,7 +408,7 @@ func insertChannel(ctx context.Context, q querier, c *distribution.Channel) (*di
 // UpdateChannel saves a channel's settings (not its scheme) if the row is still as read (its
 // updated_at is c.UpdatedAt; distribution.ErrStale otherwise): errs.NotFound or errs.Conflict.
 // Changing the password hash revokes the cookies and links made with the old one.
-func (db *DB) UpdateChannel(ctx context.Context, c *distribution.Channel) (*distribution.Channel, error) {
+func (db *Catalog) UpdateChannel(ctx context.Context, c *distribution.Channel) (*distribution.Channel, error) {
 	var out distribution.Channel
 	err := scanChannel(db.Pool.QueryRow(ctx, `UPDATE channels AS c SET name = $2, slug = $3, device_type = $4, bundle_id = $5,
 		git_url = $6, password_hash = $7, download_filename_type = $8, max_size_bytes = $10, max_growth_percent = $11,
@@ -432,7 +432,7 @@ func channelWriteErr(err error, c *distribution.Channel) error {
 	case isUniqueViolation(err, "channels_slug_key"):
 		return &errs.Error{Kind: errs.Conflict, Msg: "slug is already the key of another channel",
 			Entry: map[string][]string{"slug": {"is already the key of another channel"}}}
-	case isCode(err, "23503"):
+	case isForeignKeyViolation(err):
 		return errs.New(errs.NotFound, "scheme %d not found", c.SchemeID)
 	}
 	return dbErr(err)

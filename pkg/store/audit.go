@@ -14,7 +14,7 @@ import (
 )
 
 // WriteAudit writes one audit row (distribution.AuditLog.Record is its one caller in the domain).
-func (db *DB) WriteAudit(ctx context.Context, r distribution.AuditRecord) error {
+func (db *Audit) WriteAudit(ctx context.Context, r distribution.AuditRecord) error {
 	return dbErr(insertAudit(ctx, db.Pool, r))
 }
 
@@ -39,7 +39,7 @@ func insertAudit(ctx context.Context, q querier, r distribution.AuditRecord) err
 }
 
 // AuditEntries returns audit rows newest first, filtered (see distribution.AuditFilter).
-func (db *DB) AuditEntries(ctx context.Context, f distribution.AuditFilter) ([]distribution.AuditEntry, error) {
+func (db *Audit) AuditEntries(ctx context.Context, f distribution.AuditFilter) ([]distribution.AuditEntry, error) {
 	var where []string
 	var args []any
 	arg := func(v any) string {
@@ -122,7 +122,7 @@ func insertTombstone(ctx context.Context, tx pgx.Tx, rc *distribution.ReleaseCon
 
 // ReleaseTombstone returns what a deleted release left, with its channel's newest release id (0
 // when it has none), or errs.NotFound.
-func (db *DB) ReleaseTombstone(ctx context.Context, id int64) (*distribution.Tombstone, error) {
+func (db *Audit) ReleaseTombstone(ctx context.Context, id int64) (*distribution.Tombstone, error) {
 	var t distribution.Tombstone
 	err := db.Pool.QueryRow(ctx, `SELECT t.release_id, t.channel_id, c.slug, c.name, t.app_name, t.release_version, t.build_version,
 		t.deleted_at, t.actor_kind, t.actor_name, t.reason, coalesce(n.id, 0), coalesce(n.release_version, ''), coalesce(n.build_version, '')

@@ -19,7 +19,7 @@ const changesChannel = "slipway_changes"
 // connection of its own, outside the pool. Whenever it (re)connects it calls onConnect first:
 // notifications sent while it was not listening are lost, so the caller must forget what it
 // cached. A lost connection is retried with backoff; the error is returned only when ctx ends.
-func (db *DB) ListenChanges(ctx context.Context, onConnect func(), onChange func(distribution.Change)) error {
+func (db *Events) ListenChanges(ctx context.Context, onConnect func(), onChange func(distribution.Change)) error {
 	wait := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := db.listen(ctx, func() { wait = 100 * time.Millisecond; onConnect() }, onChange)
@@ -36,7 +36,7 @@ func (db *DB) ListenChanges(ctx context.Context, onConnect func(), onChange func
 	return ctx.Err()
 }
 
-func (db *DB) listen(ctx context.Context, onConnect func(), onChange func(distribution.Change)) error {
+func (db *Events) listen(ctx context.Context, onConnect func(), onChange func(distribution.Change)) error {
 	conn, err := pgx.ConnectConfig(ctx, db.Pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return dbErr(err)

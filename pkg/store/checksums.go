@@ -17,7 +17,7 @@ import (
 // still to be signed (Slipway has a Sparkle key: a release marked at upload for signing, rolled
 // out to someone, without a signature yet). A lease that ran out (its verifier died) is taken
 // again. Each look-up has its own partial index (releases_unverified, releases_to_sign).
-func (db *DB) LeaseUnverified(ctx context.Context, lease time.Duration, unsigned bool) (*distribution.Release, error) {
+func (db *Releases) LeaseUnverified(ctx context.Context, lease time.Duration, unsigned bool) (*distribution.Release, error) {
 	r, err := db.leaseChecksums(ctx, lease, `checksum_state IN ('pending', 'unverified')`)
 	if r != nil || err != nil || !unsigned {
 		return r, err
@@ -26,7 +26,7 @@ func (db *DB) LeaseUnverified(ctx context.Context, lease time.Duration, unsigned
 }
 
 // leaseChecksums leases the oldest release that where (a constant condition) selects.
-func (db *DB) leaseChecksums(ctx context.Context, lease time.Duration, where string) (*distribution.Release, error) {
+func (db *Releases) leaseChecksums(ctx context.Context, lease time.Duration, where string) (*distribution.Release, error) {
 	var r distribution.Release
 	err := scanRelease(db.Pool.QueryRow(ctx, `UPDATE releases r SET checksum_lease = clock_timestamp() + $1::interval
 		WHERE r.id = (SELECT id FROM releases WHERE `+where+`
@@ -45,7 +45,7 @@ func (db *DB) leaseChecksums(ctx context.Context, lease time.Duration, where str
 // state (verified or mismatch, with the reason), and the Sparkle signature Slipway made unless it
 // is "" (a signature the release has, the uploader's, is never replaced). It reports false when
 // the release is gone.
-func (db *DB) RecordChecksums(ctx context.Context, id int64, sha256, sha512, sha1, state, reason, edSignature string) (bool, error) {
+func (db *Releases) RecordChecksums(ctx context.Context, id int64, sha256, sha512, sha1, state, reason, edSignature string) (bool, error) {
 	tag, err := db.Pool.Exec(ctx, `UPDATE releases SET sha256 = $2, sha512 = $3, sha1 = $4, checksum_state = $5,
 		checksum_error = $6, checksum_lease = NULL, ed_signature = CASE WHEN ed_signature = '' THEN $7 ELSE ed_signature END
 		WHERE id = $1`, id, sha256, sha512, sha1, state, reason, edSignature)
@@ -56,7 +56,7 @@ func (db *DB) RecordChecksums(ctx context.Context, id int64, sha256, sha512, sha
 }
 
 // SetFeedToken records the hash of a channel's new feed token, or errs.NotFound.
-func (db *DB) SetFeedToken(ctx context.Context, channelID int64, hash string) error {
+func (db *Releases) SetFeedToken(ctx context.Context, channelID int64, hash string) error {
 	tag, err := db.Pool.Exec(ctx, `UPDATE channels SET feed_token_hash = $2, updated_at = now() WHERE id = $1`, channelID, hash)
 	if err != nil {
 		return dbErr(err)

@@ -5,10 +5,8 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -21,12 +19,51 @@ import (
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
-// DB is a pool of connections to Slipway's database.
+// DB is Slipway's database: one pool of connections, and the store's parts on it. Each part
+// holds the queries of one part of the domain (its tables); DB declares only what concerns the
+// connection itself (Open, Ping, Writable, Tx), and the parts' methods are DB's by embedding, so
+// a caller that needs several parts (the service's wiring, the commands, tests) holds one value.
 type DB struct {
-	Pool *pgxpool.Pool
-	log  *slog.Logger
+	*pool
 	// conn is the pool's connection configuration (CreateIfMissing).
 	conn *pgx.ConnConfig
+
+	*Catalog
+	*Releases
+	*People
+	*Devices
+	*Audit
+	*Events
+}
+
+// pool is what every part shares: the connections and the store's logger. Helpers two parts use
+// are its methods.
+type pool struct {
+	Pool *pgxpool.Pool
+	log  *slog.Logger
+}
+
+// The parts of the store, each on the one pool.
+type (
+	// Catalog holds apps, schemes, channels, their insights and channel passwords.
+	Catalog struct{ *pool }
+	// Releases holds releases, their checksums and uploads, debug files, the objects ledger,
+	// upload sessions, retention and reconciliation with the bucket.
+	Releases struct{ *pool }
+	// People holds console users, their app memberships and sessions, and API tokens.
+	People struct{ *pool }
+	// Devices holds the registered devices (UDIDs).
+	Devices struct{ *pool }
+	// Audit holds the audit trail and the tombstones of deleted releases.
+	Audit struct{ *pool }
+	// Events holds webhooks, their deliveries (the outbox) and the change notifications.
+	Events struct{ *pool }
+)
+
+// newDB returns the store on p.
+func newDB(p *pool, conn *pgx.ConnConfig) *DB {
+	return &DB{pool: p, conn: conn, Catalog: &Catalog{p}, Releases: &Releases{p}, People: &People{p},
+		Devices: &Devices{p}, Audit: &Audit{p}, Events: &Events{p}}
 }
 
 // Options tune Open.
@@ -66,11 +103,11 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 			return nil, err
 		}
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pgPool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
-	return &DB{Pool: pool, log: opts.Log, conn: cfg.ConnConfig}, nil
+	return newDB(&pool{Pool: pgPool, log: opts.Log}, cfg.ConnConfig), nil
 }
 
 // CreateIfMissing creates the database named in the URL when it does not exist and the server lets
@@ -133,7 +170,7 @@ func (readOnlyTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tr
 }
 
 func (readOnlyTracer) TraceQueryEnd(_ context.Context, c *pgx.Conn, data pgx.TraceQueryEndData) {
-	if isCode(data.Err, "25006") {
+	if isReadOnly(data.Err) {
 		markReadOnly(c.PgConn())
 	}
 }
@@ -146,8 +183,7 @@ func createDatabase(ctx context.Context, cfg *pgx.ConnConfig) error {
 	if err == nil {
 		return probe.Close(ctx)
 	}
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "3D000" { // invalid_catalog_name
+	if !IsMissingDatabase(err) {
 		return fmt.Errorf("database: %w", err)
 	}
 	admin := cfg.Copy()
@@ -158,14 +194,14 @@ func createDatabase(ctx context.Context, cfg *pgx.ConnConfig) error {
 	}
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{cfg.Database}.Sanitize())
-	if err != nil && !isCode(err, "42P04") { // duplicate_database: another replica won the race
+	if err != nil && !isDuplicateDatabase(err) { // another replica won the race
 		return fmt.Errorf("creating database %q: %w", cfg.Database, err)
 	}
 	return nil
 }
 
 // Tx runs fn in a transaction, committing when it returns nil and rolling back otherwise.
-func (db *DB) Tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+func (db *pool) Tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	tx, err := db.Pool.Begin(ctx)
 	if err != nil {
 		return dbErr(err)
@@ -183,80 +219,6 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
-
-// dbErr classifies a database error once, where it arises: failures to reach the database (and a
-// database that cannot write, during a failover) become errs.Unavailable (503 with Retry-After),
-// as do transactions the database aborted in a conflict with another (serialization failure,
-// deadlock), which a retry resolves; values the database refuses (NUL bytes, invalid UTF-8,
-// check constraints) become errs.Invalid; the rest are left as they are (internal). Errors that
-// are already *errs.Error pass through.
-func dbErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var e *errs.Error
-	if errors.As(err, &e) {
-		return err
-	}
-	if IsUnavailable(err) {
-		return errs.Wrap(errs.Unavailable, err, "the database is unavailable; retry later")
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch pgErr.Code {
-		case "40001", "40P01": // serialization_failure, deadlock_detected: the other transaction won
-			e := errs.Wrap(errs.Unavailable, err, "the database ended the transaction in a conflict with another; retry")
-			e.RetryAfter = time.Second
-			return e
-		case "22021", "22P05": // character_not_in_repertoire, untranslatable_character: NUL or bad UTF-8
-			return errs.Wrap(errs.Invalid, err, "a parameter holds a NUL byte or invalid UTF-8")
-		case "22001", "22003": // string_data_right_truncation, numeric_value_out_of_range
-			return errs.Wrap(errs.Invalid, err, "a parameter is too long or out of range")
-		case "23514": // check_violation: a value the schema refuses (the domain checks first)
-			return errs.Wrap(errs.Invalid, err, "a parameter has a value that is not allowed")
-		}
-	}
-	return err
-}
-
-// IsUnavailable reports whether err means the database could not be reached, went away or cannot
-// write (a standby, during a failover), as opposed to a query that the database refused.
-func IsUnavailable(err error) bool {
-	var connErr *pgconn.ConnectError
-	var netErr net.Error
-	var pgErr *pgconn.PgError
-	switch {
-	case errors.As(err, &pgErr):
-		// Class 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot
-		// connect now; 53300: too many connections; 25006: read_only_sql_transaction, a write on
-		// a connection left on a demoted primary (or a read-only database).
-		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" ||
-			pgErr.Code == "57P03" || pgErr.Code == "53300" || pgErr.Code == "25006"
-	case errors.As(err, &connErr), errors.As(err, &netErr):
-		return true
-	case pgconn.SafeToRetry(err), pgconn.Timeout(err):
-		return true
-	case errors.Is(err, pgx.ErrTxClosed), errors.Is(err, net.ErrClosed):
-		return true
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "unexpected EOF") ||
-		strings.Contains(msg, "connection reset") || strings.Contains(msg, "broken pipe")
-}
-
-func isCode(err error, code string) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == code
-}
-
-// isUniqueViolation reports a unique constraint violation, optionally on the named constraint.
-func isUniqueViolation(err error, constraint string) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505" && (constraint == "" || pgErr.ConstraintName == constraint)
-}
-
-// isForeignKeyViolation reports a foreign key violation (the referenced row is gone).
-func isForeignKeyViolation(err error) bool { return isCode(err, "23503") }
 
 // redactParseError keeps a URL parse error from echoing a password.
 func redactParseError(err error) string {

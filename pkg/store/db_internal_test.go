@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,11 +21,17 @@ func TestDBErrClassifies(t *testing.T) {
 		err  error
 		kind errs.Kind
 	}{
-		{&pgconn.PgError{Code: "57P01"}, errs.Unavailable},                  // admin shutdown
-		{&pgconn.PgError{Code: "08006"}, errs.Unavailable},                  // connection failure
-		{&pgconn.PgError{Code: "53300"}, errs.Unavailable},                  // too many connections
-		{&pgconn.PgError{Code: "25006"}, errs.Unavailable},                  // read-only: a demoted primary
-		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), errs.Unavailable},     // connection cut
+		{&pgconn.PgError{Code: "57P01"}, errs.Unavailable},               // admin shutdown
+		{&pgconn.PgError{Code: "08006"}, errs.Unavailable},               // connection failure
+		{&pgconn.PgError{Code: "53300"}, errs.Unavailable},               // too many connections
+		{&pgconn.PgError{Code: "25006"}, errs.Unavailable},               // read-only: a demoted primary
+		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), errs.Unavailable},  // connection cut
+		{fmt.Errorf("write: %w", syscall.ECONNRESET), errs.Unavailable},  // reset by a proxy
+		{fmt.Errorf("write: %w", syscall.EPIPE), errs.Unavailable},       // the server went away
+		{fmt.Errorf("exec: %w", pgconn.ErrConnClosed), errs.Unavailable}, // pgx closed it earlier
+		// Decided by the error's type, never its text: a message that only says so is a bug.
+		{errors.New("connection reset by peer"), errs.Internal},
+		{errors.New("conn closed"), errs.Internal},
 		{&pgconn.PgError{Code: "22021"}, errs.Invalid},                      // NUL byte / bad UTF-8
 		{&pgconn.PgError{Code: "23514", ConstraintName: "x"}, errs.Invalid}, // check constraint
 		{&pgconn.PgError{Code: "42P01"}, errs.Internal},                     // undefined table: a bug

@@ -19,7 +19,7 @@ func scanDebugFile(row pgx.Row, d *distribution.DebugFile) error {
 }
 
 // GetDebugFile returns a debug file with its metadata, or errs.NotFound.
-func (db *DB) GetDebugFile(ctx context.Context, id int64) (*distribution.DebugFile, error) {
+func (db *Releases) GetDebugFile(ctx context.Context, id int64) (*distribution.DebugFile, error) {
 	var d distribution.DebugFile
 	err := scanDebugFile(db.Pool.QueryRow(ctx, `SELECT `+debugFileColumns+` FROM debug_files d JOIN apps a ON a.id = d.app_id WHERE d.id = $1`, id), &d)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -36,7 +36,7 @@ func (db *DB) GetDebugFile(ctx context.Context, id int64) (*distribution.DebugFi
 }
 
 // ListDebugFiles returns a page of an app's debug files of one device type, newest first.
-func (db *DB) ListDebugFiles(ctx context.Context, appID int64, deviceType string, p distribution.Page) ([]distribution.DebugFile, error) {
+func (db *Releases) ListDebugFiles(ctx context.Context, appID int64, deviceType string, p distribution.Page) ([]distribution.DebugFile, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT `+debugFileColumns+` FROM debug_files d JOIN apps a ON a.id = d.app_id
 		WHERE d.app_id = $1 AND d.device_type = $2 ORDER BY d.id DESC LIMIT $3 OFFSET $4`, appID, deviceType, p.PerPage, p.Offset())
 	if err != nil {
@@ -57,7 +57,7 @@ func (db *DB) ListDebugFiles(ctx context.Context, appID int64, deviceType string
 
 // DebugFileVersions lists the versions of an app's debug files of one device type, optionally
 // only those with releaseVersion (and buildVersion), newest upload first.
-func (db *DB) DebugFileVersions(ctx context.Context, appID int64, deviceType, releaseVersion, buildVersion string) ([]distribution.DebugFileVersion, error) {
+func (db *Releases) DebugFileVersions(ctx context.Context, appID int64, deviceType, releaseVersion, buildVersion string) ([]distribution.DebugFileVersion, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT id, release_version, build_version, created_at FROM debug_files
 		WHERE app_id = $1 AND device_type = $2 AND ($3 = '' OR release_version = $3) AND ($4 = '' OR build_version = $4)
 		ORDER BY id DESC LIMIT 10000`, appID, deviceType, releaseVersion, buildVersion)
@@ -71,7 +71,7 @@ func (db *DB) DebugFileVersions(ctx context.Context, appID int64, deviceType, re
 	return out, dbErr(err)
 }
 
-func (db *DB) loadMetadata(ctx context.Context, files []distribution.DebugFile) error {
+func (db *Releases) loadMetadata(ctx context.Context, files []distribution.DebugFile) error {
 	if len(files) == 0 {
 		return nil
 	}
@@ -111,7 +111,7 @@ func lockApp(ctx context.Context, tx pgx.Tx, appID int64) error {
 }
 
 // DeleteDebugFile removes a debug file and records its object as deleted; it returns the key.
-func (db *DB) DeleteDebugFile(ctx context.Context, id int64) (string, error) {
+func (db *Releases) DeleteDebugFile(ctx context.Context, id int64) (string, error) {
 	var key string
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `DELETE FROM debug_files WHERE id = $1 RETURNING object_key`, id).Scan(&key)
@@ -128,7 +128,7 @@ func (db *DB) DeleteDebugFile(ctx context.Context, id int64) (string, error) {
 
 // ReleaseBundleIDs returns the distinct bundle ids of an app's releases on a platform, which tell
 // which dSYM of an upload is the app's own ("main").
-func (db *DB) ReleaseBundleIDs(ctx context.Context, appID int64, platform string) ([]string, error) {
+func (db *Releases) ReleaseBundleIDs(ctx context.Context, appID int64, platform string) ([]string, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT DISTINCT r.bundle_id FROM releases r JOIN channels c ON c.id = r.channel_id
 		JOIN schemes s ON s.id = c.scheme_id WHERE s.app_id = $1 AND r.platform = $2`, appID, platform)
 	if err != nil {
@@ -140,7 +140,7 @@ func (db *DB) ReleaseBundleIDs(ctx context.Context, appID int64, platform string
 
 // FindDebugFile returns the newest debug file matching the non-zero fields of q, or
 // errs.NotFound.
-func (db *DB) FindDebugFile(ctx context.Context, q distribution.DebugFileQuery) (*distribution.DebugFile, error) {
+func (db *Releases) FindDebugFile(ctx context.Context, q distribution.DebugFileQuery) (*distribution.DebugFile, error) {
 	var id int64
 	err := db.Pool.QueryRow(ctx, `SELECT d.id FROM debug_files d
 		WHERE ($1 = 0 OR d.app_id = $1) AND ($2 = '' OR d.device_type = $2)

@@ -21,7 +21,7 @@ func deviceDest(d *distribution.Device) []any {
 // UpsertDevice creates the device with d.UDID, or updates it: empty fields of d leave the stored
 // ones as they are, so a sync that sends only a name keeps the model a profile answer recorded.
 // One statement, so concurrent syncs of one UDID make one row.
-func (db *DB) UpsertDevice(ctx context.Context, d *distribution.Device) (*distribution.Device, bool, error) {
+func (db *Devices) UpsertDevice(ctx context.Context, d *distribution.Device) (*distribution.Device, bool, error) {
 	out, created, err := upsertDevice(ctx, db.Pool, d)
 	return out, created, dbErr(err)
 }
@@ -64,7 +64,7 @@ func upsertDevice(ctx context.Context, q querier, d *distribution.Device) (*dist
 // hash) in the same transaction: errs.Invalid when the challenge was used already. Used
 // challenges are kept until expires, when they would be refused anyway (expired ones are removed
 // as new ones are recorded).
-func (db *DB) RegisterAnswer(ctx context.Context, challengeHash []byte, expires time.Time, d *distribution.Device) (*distribution.Device, error) {
+func (db *Devices) RegisterAnswer(ctx context.Context, challengeHash []byte, expires time.Time, d *distribution.Device) (*distribution.Device, error) {
 	var out *distribution.Device
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM udid_challenges WHERE expires_at < now()`); err != nil {
@@ -89,7 +89,7 @@ func (db *DB) RegisterAnswer(ctx context.Context, challengeHash []byte, expires 
 
 // ApproveDevice marks an unverified device as approved by an admin: it is exported from now on.
 // errs.NotFound for an unknown device.
-func (db *DB) ApproveDevice(ctx context.Context, udid string) (*distribution.Device, error) {
+func (db *Devices) ApproveDevice(ctx context.Context, udid string) (*distribution.Device, error) {
 	var d distribution.Device
 	err := db.Pool.QueryRow(ctx, `UPDATE devices SET unverified = false, updated_at = CASE WHEN unverified THEN now() ELSE updated_at END
 		WHERE udid = $1 RETURNING `+deviceColumns, udid).Scan(deviceDest(&d)...)
@@ -103,7 +103,7 @@ func (db *DB) ApproveDevice(ctx context.Context, udid string) (*distribution.Dev
 }
 
 // ListDevices returns a page of devices, newest first.
-func (db *DB) ListDevices(ctx context.Context, p distribution.Page) ([]distribution.Device, error) {
+func (db *Devices) ListDevices(ctx context.Context, p distribution.Page) ([]distribution.Device, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT `+deviceColumns+` FROM devices ORDER BY id DESC LIMIT $1 OFFSET $2`, p.PerPage, p.Offset())
 	if err != nil {
 		return nil, dbErr(err)
@@ -127,7 +127,7 @@ func profileDevices(udids []string) []string {
 }
 
 // GetDevice returns the device with this (canonical) UDID, or errs.NotFound.
-func (db *DB) GetDevice(ctx context.Context, udid string) (*distribution.Device, error) {
+func (db *Devices) GetDevice(ctx context.Context, udid string) (*distribution.Device, error) {
 	var d distribution.Device
 	err := db.Pool.QueryRow(ctx, `SELECT `+deviceColumns+` FROM devices WHERE udid = $1`, udid).Scan(deviceDest(&d)...)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -140,7 +140,7 @@ func (db *DB) GetDevice(ctx context.Context, udid string) (*distribution.Device,
 }
 
 // DeleteDevice deletes a device, or answers errs.NotFound.
-func (db *DB) DeleteDevice(ctx context.Context, udid string) error {
+func (db *Devices) DeleteDevice(ctx context.Context, udid string) error {
 	tag, err := db.Pool.Exec(ctx, `DELETE FROM devices WHERE udid = $1`, udid)
 	if err != nil {
 		return dbErr(err)
@@ -152,7 +152,7 @@ func (db *DB) DeleteDevice(ctx context.Context, udid string) error {
 }
 
 // ExportableDevices lists every device but those awaiting approval, oldest first.
-func (db *DB) ExportableDevices(ctx context.Context) ([]distribution.Device, error) {
+func (db *Devices) ExportableDevices(ctx context.Context) ([]distribution.Device, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT `+deviceColumns+` FROM devices WHERE NOT unverified ORDER BY id`)
 	if err != nil {
 		return nil, dbErr(err)
@@ -166,7 +166,7 @@ func (db *DB) ExportableDevices(ctx context.Context) ([]distribution.Device, err
 
 // ReleasesForDevice: see devices.DeviceStore. The GIN index on profile_devices answers the
 // containment test.
-func (db *DB) ReleasesForDevice(ctx context.Context, udid string, limit int) ([]distribution.ReleaseContext, error) {
+func (db *Devices) ReleasesForDevice(ctx context.Context, udid string, limit int) ([]distribution.ReleaseContext, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT `+releaseContextColumns+releaseContextFrom+`
 		WHERE r.platform = 'ios' AND (r.profile_devices @> ARRAY[$1] OR coalesce((r.profile->>'all_devices')::boolean, false))
 		ORDER BY r.id DESC LIMIT $2`, udid, limit)
@@ -186,7 +186,7 @@ func (db *DB) ReleasesForDevice(ctx context.Context, udid string, limit int) ([]
 }
 
 // ReleaseHasDevice reports whether a release's profile lists udid.
-func (db *DB) ReleaseHasDevice(ctx context.Context, releaseID int64, udid string) (bool, error) {
+func (db *Devices) ReleaseHasDevice(ctx context.Context, releaseID int64, udid string) (bool, error) {
 	var ok bool
 	err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM releases WHERE id = $1 AND profile_devices @> ARRAY[$2])`, releaseID, udid).Scan(&ok)
 	return ok, dbErr(err)

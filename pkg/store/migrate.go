@@ -391,7 +391,7 @@ func (m *Migrator) retry(ctx context.Context, deadline time.Time, what string, f
 	delay := time.Second
 	for attempt := 1; ; attempt++ {
 		err := fn()
-		if err == nil || !isLockTimeout(err) {
+		if err == nil || !isMigrationLockTimeout(err) {
 			return err
 		}
 		wait := min(delay, time.Until(deadline))
@@ -407,14 +407,14 @@ func (m *Migrator) retry(ctx context.Context, deadline time.Time, what string, f
 	}
 }
 
-// isLockTimeout reports a statement cancelled by lock_timeout (lock_not_available), also inside
+// isMigrationLockTimeout reports a statement cancelled by lock_timeout (lock_not_available), also inside
 // golang-migrate's database.Error, which does not unwrap.
-func isLockTimeout(err error) bool {
+func isMigrationLockTimeout(err error) bool {
 	var de database.Error
 	if errors.As(err, &de) {
 		err = de.OrigErr
 	}
-	return isCode(err, "55P03")
+	return isLockNotAvailable(err)
 }
 
 // failed turns golang-migrate's error for a step into ours, putting the version back where the
@@ -509,7 +509,7 @@ func (m *Migrator) backfill(ctx context.Context, db *pgxpool.Conn, mig Migration
 // again, it needs its backfill again.
 func (m *Migrator) forgetBackfill(v uint) error {
 	_, err := m.pool.Pool.Exec(context.Background(), `DELETE FROM schema_backfills WHERE version >= $1`, v)
-	if isCode(err, "42P01") { // no backfill ever ran here
+	if isUndefinedTable(err) { // no backfill ever ran here
 		return nil
 	}
 	return dbErr(err)
@@ -711,7 +711,7 @@ func ReadVersion(ctx context.Context, db *DB) (version uint, dirty bool, err err
 	var v int64
 	err = db.Pool.QueryRow(ctx, `SELECT version, dirty FROM schema_migrations LIMIT 1`).Scan(&v, &dirty)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows), isCode(err, "42P01"): // no row, or no table: nothing applied
+	case errors.Is(err, pgx.ErrNoRows), isUndefinedTable(err): // no row, or no table: nothing applied
 		return 0, false, nil
 	case err != nil:
 		return 0, false, schemaReadErr(db, err)
@@ -745,7 +745,6 @@ func CheckSchema(ctx context.Context, db *DB) error {
 }
 
 // IsMissingDatabase reports whether err says the database named in the URL does not exist.
-func IsMissingDatabase(err error) bool { return isCode(err, "3D000") } // invalid_catalog_name
 
 // schemaReadErr explains a failure to read the schema's version; a missing database gets a
 // sentence of its own (SLIPWAY_CREATE_DATABASE), the rest dbErr's classification.

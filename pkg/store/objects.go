@@ -12,14 +12,14 @@ import (
 
 // MarkPending records that an upload is about to stream into key. The row is committed before any
 // byte is stored, so an object left by a crash is always known to the collector.
-func (db *DB) MarkPending(ctx context.Context, key string) error {
+func (db *Releases) MarkPending(ctx context.Context, key string) error {
 	_, err := db.Pool.Exec(ctx, `INSERT INTO storage_objects (key, state) VALUES ($1, 'pending')`, key)
 	return dbErr(err)
 }
 
 // Forget removes the bookkeeping row of key: after its object was deleted, or when a committed
 // transaction made it a live object (see claim).
-func (db *DB) Forget(ctx context.Context, key string) error {
+func (db *Releases) Forget(ctx context.Context, key string) error {
 	_, err := db.Pool.Exec(ctx, `DELETE FROM storage_objects WHERE key = $1`, key)
 	return dbErr(err)
 }
@@ -28,7 +28,7 @@ func (db *DB) Forget(ctx context.Context, key string) error {
 // them: their uploads failed, and they may be deleted now. A key whose pending row is gone is not
 // returned: a committed transaction claimed it (the upload may have failed after its commit, when
 // the database went away), or the collector already took it; either way it must not be deleted.
-func (db *DB) Abandon(ctx context.Context, keys ...string) ([]string, error) {
+func (db *Releases) Abandon(ctx context.Context, keys ...string) ([]string, error) {
 	rows, err := db.Pool.Query(ctx, `UPDATE storage_objects SET state = 'deleted' WHERE key = ANY($1) AND state = 'pending'
 		RETURNING key`, keys)
 	if err != nil {
@@ -63,7 +63,7 @@ func claim(ctx context.Context, tx pgx.Tx, keys ...string) error {
 
 // Collectable lists up to limit objects the collector may delete: every 'deleted' one, and
 // 'pending' ones older than grace (an upload that died with its process).
-func (db *DB) Collectable(ctx context.Context, grace time.Duration, limit int) ([]string, error) {
+func (db *Releases) Collectable(ctx context.Context, grace time.Duration, limit int) ([]string, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT key FROM storage_objects WHERE `+collectableWhere+`
 		ORDER BY attempts, created_at LIMIT $2`, grace.Seconds(), limit)
 	if err != nil {
@@ -83,7 +83,7 @@ const collectableWhere = `(state = 'deleted' OR (state = 'pending' AND created_a
 // removes the row. The lock orders it against claim: an upload committing at the same moment
 // either claims the row first (then Collect skips the key) or finds it gone and fails. It returns
 // false when the key was not collectable (any more) or another collector holds it.
-func (db *DB) Collect(ctx context.Context, key string, grace time.Duration, del func(ctx context.Context, key string) error) (bool, error) {
+func (db *Releases) Collect(ctx context.Context, key string, grace time.Duration, del func(ctx context.Context, key string) error) (bool, error) {
 	collected := false
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		var k string

@@ -18,7 +18,7 @@ const channelWide = "*"
 // transaction that holds both rows, so concurrent attempts are counted one after the other and
 // none of them is checked without being counted. When either count says the attempt comes too
 // soon, nothing is counted and the time left is returned instead.
-func (db *DB) ReservePasswordAttempt(ctx context.Context, channelID int64, client string, perClient, perChannel distribution.AttemptLimit) (time.Duration, error) {
+func (db *Catalog) ReservePasswordAttempt(ctx context.Context, channelID int64, client string, perClient, perChannel distribution.AttemptLimit) (time.Duration, error) {
 	var left time.Duration
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		// The rows exist before they are locked; '*' first, as the SELECT below locks them.
@@ -71,7 +71,7 @@ func (db *DB) ReservePasswordAttempt(ctx context.Context, channelID int64, clien
 
 // FailPasswordAttempt follows a wrong password: the waits count from when it was known wrong, so
 // both rows' last attempt moves to now (the attempt itself was counted when it was reserved).
-func (db *DB) FailPasswordAttempt(ctx context.Context, channelID int64, client string) error {
+func (db *Catalog) FailPasswordAttempt(ctx context.Context, channelID int64, client string) error {
 	_, err := db.Pool.Exec(ctx, `UPDATE password_failures SET last_at = greatest(last_at, clock_timestamp())
 		WHERE channel_id = $1 AND client IN ($2, $3)`, channelID, client, channelWide)
 	return dbErr(err)
@@ -79,7 +79,7 @@ func (db *DB) FailPasswordAttempt(ctx context.Context, channelID int64, client s
 
 // ForgivePasswordAttempt follows a right password: the client's count is cleared, and the
 // attempt it reserved is taken off the channel's count (the others' wrong guesses stay counted).
-func (db *DB) ForgivePasswordAttempt(ctx context.Context, channelID int64, client string) error {
+func (db *Catalog) ForgivePasswordAttempt(ctx context.Context, channelID int64, client string) error {
 	_, err := db.Pool.Exec(ctx, `WITH gone AS (DELETE FROM password_failures WHERE channel_id = $1 AND client = $2)
 		UPDATE password_failures SET failures = greatest(failures - 1, 0) WHERE channel_id = $1 AND client = $3`,
 		channelID, client, channelWide)

@@ -22,7 +22,7 @@ const ownersSQL = `SELECT object_key AS key, 'release' AS kind, id FROM releases
 // the order Go compares strings in and storage.Lister lists), from one query and so one snapshot.
 // Rows are streamed: memory stays small however many there are. A key may come more than once
 // (an open session's object is also in the ledger).
-func (db *DB) ObjectOwners(ctx context.Context) iter.Seq2[distribution.ObjectOwner, error] {
+func (db *Releases) ObjectOwners(ctx context.Context) iter.Seq2[distribution.ObjectOwner, error] {
 	return func(yield func(distribution.ObjectOwner, error) bool) {
 		rows, err := db.Pool.Query(ctx, `SELECT key, kind, id FROM (`+ownersSQL+`) o ORDER BY key COLLATE "C", kind`)
 		if err != nil {
@@ -48,7 +48,7 @@ func (db *DB) ObjectOwners(ctx context.Context) iter.Seq2[distribution.ObjectOwn
 
 // Unowned returns those of keys that no row names now: reconciliation asks again, in a fresh
 // snapshot, right before it deletes anything.
-func (db *DB) Unowned(ctx context.Context, keys []string) ([]string, error) {
+func (db *Releases) Unowned(ctx context.Context, keys []string) ([]string, error) {
 	rows, err := db.Pool.Query(ctx, `WITH c(k) AS (SELECT DISTINCT unnest($1::text[]))
 		SELECT k FROM c WHERE NOT EXISTS (SELECT 1 FROM (`+ownersSQL+`) o WHERE o.key = c.k) ORDER BY k COLLATE "C"`, keys)
 	if err != nil {

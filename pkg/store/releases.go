@@ -146,7 +146,7 @@ func scanReleaseContext(row pgx.Row, rc *distribution.ReleaseContext) error {
 }
 
 // GetRelease returns a release with its channel, scheme and app, or errs.NotFound.
-func (db *DB) GetRelease(ctx context.Context, id int64) (*distribution.ReleaseContext, error) {
+func (db *Releases) GetRelease(ctx context.Context, id int64) (*distribution.ReleaseContext, error) {
 	return getRelease(ctx, db.Pool, id)
 }
 
@@ -163,7 +163,7 @@ func getRelease(ctx context.Context, q querier, id int64) (*distribution.Release
 }
 
 // ListReleases returns a page of a channel's releases, newest (highest version) first.
-func (db *DB) ListReleases(ctx context.Context, channelID int64, p distribution.Page) ([]distribution.Release, error) {
+func (db *Releases) ListReleases(ctx context.Context, channelID int64, p distribution.Page) ([]distribution.Release, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT `+releaseColumns+` FROM releases r WHERE r.channel_id = $1
 		ORDER BY r.version DESC LIMIT $2 OFFSET $3`, channelID, p.PerPage, p.Offset())
 	if err != nil {
@@ -173,7 +173,7 @@ func (db *DB) ListReleases(ctx context.Context, channelID int64, p distribution.
 }
 
 // CountReleases returns the number of releases in a channel.
-func (db *DB) CountReleases(ctx context.Context, channelID int64) (int, error) {
+func (db *Releases) CountReleases(ctx context.Context, channelID int64) (int, error) {
 	var n int
 	err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM releases WHERE channel_id = $1`, channelID).Scan(&n)
 	return n, dbErr(err)
@@ -181,7 +181,7 @@ func (db *DB) CountReleases(ctx context.Context, channelID int64) (int, error) {
 
 // RecentReleases returns up to limit of a channel's newest releases, optionally only those with
 // bundleID ("" for any).
-func (db *DB) RecentReleases(ctx context.Context, channelID int64, bundleID string, limit int) ([]distribution.Release, error) {
+func (db *Releases) RecentReleases(ctx context.Context, channelID int64, bundleID string, limit int) ([]distribution.Release, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT `+releaseColumns+` FROM releases r WHERE r.channel_id = $1 AND ($2 = '' OR r.bundle_id = $2)
 		ORDER BY r.version DESC LIMIT $3`, channelID, bundleID, limit)
 	if err != nil {
@@ -192,7 +192,7 @@ func (db *DB) RecentReleases(ctx context.Context, channelID int64, bundleID stri
 
 // FindRelease returns the newest release of a channel matching bundle id and either both versions
 // or a git commit (empty arguments are not compared), or errs.NotFound.
-func (db *DB) FindRelease(ctx context.Context, channelID int64, bundleID, releaseVersion, buildVersion, gitCommit string) (*distribution.Release, error) {
+func (db *Releases) FindRelease(ctx context.Context, channelID int64, bundleID, releaseVersion, buildVersion, gitCommit string) (*distribution.Release, error) {
 	var r distribution.Release
 	err := scanRelease(db.Pool.QueryRow(ctx, `SELECT `+releaseColumns+` FROM releases r
 		WHERE r.channel_id = $1 AND r.bundle_id = $2
@@ -259,7 +259,7 @@ func newestRelease(ctx context.Context, q querier, channelID int64) (*distributi
 // UpdateRelease saves the editable fields of a release (versions, type, source, git and CI
 // fields, changelog, custom fields) if the row is still as read (its updated_at is r.UpdatedAt;
 // distribution.ErrStale otherwise) and returns it, or errs.NotFound.
-func (db *DB) UpdateRelease(ctx context.Context, r *distribution.Release) (*distribution.ReleaseContext, error) {
+func (db *Releases) UpdateRelease(ctx context.Context, r *distribution.Release) (*distribution.ReleaseContext, error) {
 	changelog, custom, _ := encodeReleaseJSON(r)
 	tag, err := db.Pool.Exec(ctx, `UPDATE releases SET release_version = $2, build_version = $3, release_type = $4, source = $5,
 		branch = $6, git_commit = $7, ci_url = $8, changelog = $9, custom_fields = $10, pinned = $12,
@@ -279,7 +279,7 @@ func (db *DB) UpdateRelease(ctx context.Context, r *distribution.Release) (*dist
 // DeleteRelease deletes a release and records its package and icon as deleted in the same
 // transaction, with its tombstone and audit row (by is who deleted it); it returns their keys, or
 // errs.NotFound.
-func (db *DB) DeleteRelease(ctx context.Context, id int64, by distribution.Actor, emit distribution.EventFunc) ([]string, error) {
+func (db *Releases) DeleteRelease(ctx context.Context, id int64, by distribution.Actor, emit distribution.EventFunc) ([]string, error) {
 	var keys []string
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		var err error

@@ -12,7 +12,7 @@ import (
 
 // RetentionPolicy returns the policy of a scheme (schemeID) or a channel (channelID); a scheme's
 // keep_builds is its retained_builds (0: not set).
-func (db *DB) RetentionPolicy(ctx context.Context, schemeID, channelID int64) (*distribution.RetentionPolicy, error) {
+func (db *Releases) RetentionPolicy(ctx context.Context, schemeID, channelID int64) (*distribution.RetentionPolicy, error) {
 	return retentionPolicy(ctx, db.Pool, schemeID, channelID)
 }
 
@@ -43,7 +43,7 @@ func retentionPolicy(ctx context.Context, q querier, schemeID, channelID int64) 
 
 // SetRetentionPolicy replaces the policy of a scheme or a channel; a scheme's keep_builds is
 // saved as its retained_builds.
-func (db *DB) SetRetentionPolicy(ctx context.Context, schemeID, channelID int64, p *distribution.RetentionPolicy) error {
+func (db *Releases) SetRetentionPolicy(ctx context.Context, schemeID, channelID int64, p *distribution.RetentionPolicy) error {
 	return db.Tx(ctx, func(tx pgx.Tx) error {
 		keep := p.KeepBuilds
 		if schemeID != 0 {
@@ -80,7 +80,7 @@ func (db *DB) SetRetentionPolicy(ctx context.Context, schemeID, channelID int64,
 }
 
 // RetentionState reads a channel's policies and releases.
-func (db *DB) RetentionState(ctx context.Context, channelID int64) (*distribution.RetentionState, error) {
+func (db *Releases) RetentionState(ctx context.Context, channelID int64) (*distribution.RetentionState, error) {
 	return retentionState(ctx, db.Pool, channelID)
 }
 
@@ -123,7 +123,7 @@ func retentionState(ctx context.Context, q querier, channelID int64) (*distribut
 // ApplyRetention: see lifecycle.RetentionStore. The channel row is locked FOR UPDATE SKIP
 // LOCKED, so replicas enforcing at once split the channels between them, and uploads to the
 // channel (which lock it to take a version) wait for the few milliseconds it takes.
-func (db *DB) ApplyRetention(ctx context.Context, channelID int64, decide func(*distribution.RetentionState) []distribution.RetentionVictim,
+func (db *Releases) ApplyRetention(ctx context.Context, channelID int64, decide func(*distribution.RetentionState) []distribution.RetentionVictim,
 	emit distribution.EventFunc) (deleted []distribution.RetentionVictim, keys []string, skipped bool, err error) {
 	err = db.Tx(ctx, func(tx pgx.Tx) error {
 		var id int64
@@ -165,7 +165,7 @@ func (db *DB) ApplyRetention(ctx context.Context, channelID int64, decide func(*
 
 // RetentionChannels lists the channels that have two releases or more (a channel's newest
 // release is never deleted), by id.
-func (db *DB) RetentionChannels(ctx context.Context) ([]int64, error) {
+func (db *Releases) RetentionChannels(ctx context.Context) ([]int64, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT channel_id FROM releases GROUP BY channel_id HAVING count(*) > 1 ORDER BY channel_id`)
 	if err != nil {
 		return nil, dbErr(err)

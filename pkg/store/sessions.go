@@ -18,7 +18,7 @@ const sessionColumns = `id, token_id, kind, object_key, storage_upload_id, filen
 // CreateSession records an upload session and marks its object pending, in one transaction, so
 // the collector knows the object from its first byte. When the token already has maxOpen open
 // sessions (0: no cap), it records nothing and returns *distribution.TooManySessionsError.
-func (db *DB) CreateSession(ctx context.Context, s *distribution.UploadSession, maxOpen int) error {
+func (db *Releases) CreateSession(ctx context.Context, s *distribution.UploadSession, maxOpen int) error {
 	fields, err := json.Marshal(s.Fields)
 	if err != nil {
 		return err
@@ -48,7 +48,7 @@ func (db *DB) CreateSession(ctx context.Context, s *distribution.UploadSession, 
 
 // OpenSessions counts a token's open upload sessions (open or completing, and not expired: an
 // expired one waits for the collector but counts no more).
-func (db *DB) OpenSessions(ctx context.Context, tokenID int64) (distribution.OpenSessions, error) {
+func (db *Releases) OpenSessions(ctx context.Context, tokenID int64) (distribution.OpenSessions, error) {
 	o, err := openSessions(ctx, db.Pool, tokenID)
 	return o, dbErr(err)
 }
@@ -70,7 +70,7 @@ func openSessions(ctx context.Context, q querier, tokenID int64) (distribution.O
 }
 
 // GetSession returns an upload session, or errs.NotFound.
-func (db *DB) GetSession(ctx context.Context, id string) (*distribution.UploadSession, error) {
+func (db *Releases) GetSession(ctx context.Context, id string) (*distribution.UploadSession, error) {
 	var s distribution.UploadSession
 	var fields []byte
 	err := db.Pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM upload_sessions WHERE id = $1`, id).Scan(&s.ID, &s.TokenID, &s.Kind,
@@ -89,7 +89,7 @@ func (db *DB) GetSession(ctx context.Context, id string) (*distribution.UploadSe
 }
 
 // SwitchSession moves a session from one state to another, and reports whether it was in from.
-func (db *DB) SwitchSession(ctx context.Context, id, from, to string, resultID int64, errMsg string) (bool, error) {
+func (db *Releases) SwitchSession(ctx context.Context, id, from, to string, resultID int64, errMsg string) (bool, error) {
 	tag, err := db.Pool.Exec(ctx, `UPDATE upload_sessions SET state = $3, result_id = nullif($4, 0), error = nullif($5, ''),
 		updated_at = now() WHERE id = $1 AND state = $2`, id, from, to, resultID, errMsg)
 	if err != nil {
@@ -100,7 +100,7 @@ func (db *DB) SwitchSession(ctx context.Context, id, from, to string, resultID i
 
 // ExpireSessions ends the sessions still open (or stuck completing) past their expiry and hands
 // their objects to the collector, in one transaction.
-func (db *DB) ExpireSessions(ctx context.Context) (int, error) {
+func (db *Releases) ExpireSessions(ctx context.Context) (int, error) {
 	var n int
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `UPDATE upload_sessions SET state = 'expired', updated_at = now()

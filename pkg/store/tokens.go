@@ -28,14 +28,14 @@ func HashToken(token string) []byte {
 
 // CreateToken makes a token with no owner (the CLI's `slipway token create` on the server),
 // audited as the context's actor. See NewToken.
-func (db *DB) CreateToken(ctx context.Context, name, scope string) (string, *distribution.Token, error) {
+func (db *People) CreateToken(ctx context.Context, name, scope string) (string, *distribution.Token, error) {
 	return db.NewToken(ctx, distribution.NewToken{Name: name, Scope: scope, By: distribution.ActorOf(ctx)})
 }
 
 // NewToken makes a random token (160 bits) with a name, scope and owner (checked by the domain),
 // stores its hash with an audit entry naming who made it, in one transaction, and returns the
 // token itself, which cannot be recovered later.
-func (db *DB) NewToken(ctx context.Context, in distribution.NewToken) (string, *distribution.Token, error) {
+func (db *People) NewToken(ctx context.Context, in distribution.NewToken) (string, *distribution.Token, error) {
 	b := make([]byte, 20)
 	if _, err := rand.Read(b); err != nil {
 		return "", nil, err
@@ -79,7 +79,7 @@ func (db *DB) NewToken(ctx context.Context, in distribution.NewToken) (string, *
 
 // Authenticate returns the active token matching secret, or errs.Unauthenticated. It records the
 // time of use at most once a minute per token, to keep reads cheap.
-func (db *DB) Authenticate(ctx context.Context, secret string) (*distribution.Token, error) {
+func (db *People) Authenticate(ctx context.Context, secret string) (*distribution.Token, error) {
 	if secret == "" {
 		return nil, errs.New(errs.Unauthenticated, "an API token is required")
 	}
@@ -115,7 +115,7 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (*distribution.To
 }
 
 // ListTokens returns every token, active ones first, newest first.
-func (db *DB) ListTokens(ctx context.Context) ([]distribution.Token, error) {
+func (db *People) ListTokens(ctx context.Context) ([]distribution.Token, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT t.id, t.name, t.scope, coalesce(t.user_id, 0), coalesce(nullif(u.name, ''), u.email, ''),
 		t.created_at, t.last_used_at, t.revoked_at, t.expires_at, t.app_ids, t.abilities FROM api_tokens t LEFT JOIN users u ON u.id = t.user_id
 		ORDER BY t.revoked_at IS NOT NULL, t.created_at DESC, t.id DESC`)
@@ -131,7 +131,7 @@ func (db *DB) ListTokens(ctx context.Context) ([]distribution.Token, error) {
 
 // RevokeToken revokes the active token with this name, audited as the context's actor (the
 // CLI's), or returns errs.NotFound.
-func (db *DB) RevokeToken(ctx context.Context, name string) error {
+func (db *People) RevokeToken(ctx context.Context, name string) error {
 	_, err := db.revokeToken(ctx, `name = $1`, name, distribution.ActorOf(ctx))
 	if errs.KindOf(err) == errs.NotFound {
 		return errs.New(errs.NotFound, "no active token named %q", name)
@@ -140,7 +140,7 @@ func (db *DB) RevokeToken(ctx context.Context, name string) error {
 }
 
 // RevokeTokenByID revokes an active token, audited as done by by, and returns it, or errs.NotFound.
-func (db *DB) RevokeTokenByID(ctx context.Context, id int64, by distribution.Actor) (*distribution.Token, error) {
+func (db *People) RevokeTokenByID(ctx context.Context, id int64, by distribution.Actor) (*distribution.Token, error) {
 	t, err := db.revokeToken(ctx, `id = $1`, id, by)
 	if errs.KindOf(err) == errs.NotFound {
 		return nil, errs.New(errs.NotFound, "no active token with id %d", id)
@@ -148,7 +148,7 @@ func (db *DB) RevokeTokenByID(ctx context.Context, id int64, by distribution.Act
 	return t, err
 }
 
-func (db *DB) revokeToken(ctx context.Context, where string, arg any, by distribution.Actor) (*distribution.Token, error) {
+func (db *People) revokeToken(ctx context.Context, where string, arg any, by distribution.Actor) (*distribution.Token, error) {
 	var t distribution.Token
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `UPDATE api_tokens SET revoked_at = now() WHERE `+where+` AND revoked_at IS NULL
@@ -179,7 +179,7 @@ func nilIfEmpty[T any](xs []T) []T {
 
 // AppIDsOf resolves apps named by id or by name to their ids, in order: errs.Field("apps") for
 // an app that does not exist, or a name that several apps share.
-func (db *DB) AppIDsOf(ctx context.Context, refs []string) ([]int64, error) {
+func (db *People) AppIDsOf(ctx context.Context, refs []string) ([]int64, error) {
 	ids := make([]int64, 0, len(refs))
 	for _, ref := range refs {
 		ref = strings.TrimSpace(ref)

@@ -24,12 +24,12 @@ type uploadTx struct {
 
 // InUploadTx runs fn in the one transaction that records an upload: it commits when fn returns
 // nil and rolls back otherwise.
-func (db *DB) InUploadTx(ctx context.Context, fn func(tx uploads.UploadTx) error) error {
+func (db *Releases) InUploadTx(ctx context.Context, fn func(tx uploads.UploadTx) error) error {
 	return db.Tx(ctx, func(tx pgx.Tx) error { return fn(&uploadTx{tx: tx, pool: db.Pool}) })
 }
 
 // InDebugFileTx runs fn in the one transaction that records (or replaces) a debug file.
-func (db *DB) InDebugFileTx(ctx context.Context, fn func(tx uploads.DebugFileTx) error) error {
+func (db *Releases) InDebugFileTx(ctx context.Context, fn func(tx uploads.DebugFileTx) error) error {
 	return db.Tx(ctx, func(tx pgx.Tx) error { return fn(&uploadTx{tx: tx, pool: db.Pool}) })
 }
 

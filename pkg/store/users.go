@@ -21,7 +21,7 @@ func scanUser(row pgx.Row, u *distribution.User) error {
 // SignInUser: see access.LoginStore. The user's row is locked first, so the role is decided
 // from the row the statement updates (a concurrent change in the console is never overwritten
 // with a stale one), and a demotion ends the user's sessions in the same transaction.
-func (db *DB) SignInUser(ctx context.Context, in *distribution.User, inAdminGroups bool) (*distribution.User, error) {
+func (db *People) SignInUser(ctx context.Context, in *distribution.User, inAdminGroups bool) (*distribution.User, error) {
 	var u distribution.User
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		var wasGroupAdmin bool
@@ -55,7 +55,7 @@ func (db *DB) SignInUser(ctx context.Context, in *distribution.User, inAdminGrou
 }
 
 // EndSessionsOf: see access.LoginStore.
-func (db *DB) EndSessionsOf(ctx context.Context, subject string) error {
+func (db *People) EndSessionsOf(ctx context.Context, subject string) error {
 	_, err := db.Pool.Exec(ctx, `UPDATE user_sessions s SET revoked_at = now() FROM users u
 		WHERE u.id = s.user_id AND u.subject = $1 AND s.revoked_at IS NULL`, subject)
 	return dbErr(err)
@@ -65,7 +65,7 @@ func (db *DB) EndSessionsOf(ctx context.Context, subject string) error {
 const localAdminSubject = "local|admin"
 
 // LocalAdmin returns the local admin, making it on first use.
-func (db *DB) LocalAdmin(ctx context.Context) (*distribution.User, error) {
+func (db *People) LocalAdmin(ctx context.Context) (*distribution.User, error) {
 	var u distribution.User
 	err := scanUser(db.Pool.QueryRow(ctx, `INSERT INTO users AS u (subject, name, role) VALUES ($1, 'Administrator', 'admin')
 		ON CONFLICT (subject) DO UPDATE SET subject = EXCLUDED.subject RETURNING `+userColumns, localAdminSubject), &u)
@@ -76,13 +76,13 @@ func (db *DB) LocalAdmin(ctx context.Context) (*distribution.User, error) {
 }
 
 // CreateUserSession records a console session by the hash of its secret.
-func (db *DB) CreateUserSession(ctx context.Context, idHash string, userID int64, expires time.Time) error {
+func (db *People) CreateUserSession(ctx context.Context, idHash string, userID int64, expires time.Time) error {
 	_, err := db.Pool.Exec(ctx, `INSERT INTO user_sessions (id, user_id, expires_at) VALUES ($1, $2, $3)`, idHash, userID, expires)
 	return dbErr(err)
 }
 
 // SessionUser: see access.LoginStore.
-func (db *DB) SessionUser(ctx context.Context, idHash string) (*distribution.User, error) {
+func (db *People) SessionUser(ctx context.Context, idHash string) (*distribution.User, error) {
 	var u distribution.User
 	err := scanUser(db.Pool.QueryRow(ctx, `SELECT `+userColumns+` FROM user_sessions s JOIN users u ON u.id = s.user_id
 		WHERE s.id = $1 AND s.revoked_at IS NULL AND s.expires_at > now() AND u.disabled_at IS NULL`, idHash), &u)
@@ -96,19 +96,19 @@ func (db *DB) SessionUser(ctx context.Context, idHash string) (*distribution.Use
 }
 
 // RevokeUserSession ends a console session.
-func (db *DB) RevokeUserSession(ctx context.Context, idHash string) error {
+func (db *People) RevokeUserSession(ctx context.Context, idHash string) error {
 	_, err := db.Pool.Exec(ctx, `UPDATE user_sessions SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, idHash)
 	return dbErr(err)
 }
 
 // CreateLoginLink records a login link by the hash of its secret.
-func (db *DB) CreateLoginLink(ctx context.Context, idHash string, userID int64, expires time.Time) error {
+func (db *People) CreateLoginLink(ctx context.Context, idHash string, userID int64, expires time.Time) error {
 	_, err := db.Pool.Exec(ctx, `INSERT INTO login_links (id, user_id, expires_at) VALUES ($1, $2, $3)`, idHash, userID, expires)
 	return dbErr(err)
 }
 
 // UseLoginLink marks a link used, once, and returns its user.
-func (db *DB) UseLoginLink(ctx context.Context, idHash string) (*distribution.User, error) {
+func (db *People) UseLoginLink(ctx context.Context, idHash string) (*distribution.User, error) {
 	var userID int64
 	err := db.Pool.QueryRow(ctx, `UPDATE login_links SET used_at = now() WHERE id = $1 AND used_at IS NULL AND expires_at > now()
 		RETURNING user_id`, idHash).Scan(&userID)
@@ -130,14 +130,14 @@ func (db *DB) UseLoginLink(ctx context.Context, idHash string) (*distribution.Us
 }
 
 // IsAppMember reports whether a user is a member of an app.
-func (db *DB) IsAppMember(ctx context.Context, appID, userID int64) (bool, error) {
+func (db *People) IsAppMember(ctx context.Context, appID, userID int64) (bool, error) {
 	var ok bool
 	err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM app_members WHERE app_id = $1 AND user_id = $2)`, appID, userID).Scan(&ok)
 	return ok, dbErr(err)
 }
 
 // AddAppMember: see access.PeopleStore.
-func (db *DB) AddAppMember(ctx context.Context, appID int64, email string) error {
+func (db *People) AddAppMember(ctx context.Context, appID int64, email string) error {
 	return db.Tx(ctx, func(tx pgx.Tx) error {
 		var userID int64
 		err := tx.QueryRow(ctx, `UPDATE users SET role = CASE WHEN role = 'viewer' THEN 'developer' ELSE role END
@@ -154,17 +154,17 @@ func (db *DB) AddAppMember(ctx context.Context, appID int64, email string) error
 }
 
 // ListUsers returns every user, enabled ones first, then by email.
-func (db *DB) ListUsers(ctx context.Context) ([]distribution.User, error) {
+func (db *People) ListUsers(ctx context.Context) ([]distribution.User, error) {
 	return db.users(ctx, `SELECT `+userColumns+` FROM users u ORDER BY u.disabled_at IS NOT NULL, lower(u.email), u.id`)
 }
 
 // AppMembers returns the members of an app.
-func (db *DB) AppMembers(ctx context.Context, appID int64) ([]distribution.User, error) {
+func (db *People) AppMembers(ctx context.Context, appID int64) ([]distribution.User, error) {
 	return db.users(ctx, `SELECT `+userColumns+` FROM app_members m JOIN users u ON u.id = m.user_id
 		WHERE m.app_id = $1 ORDER BY lower(u.email), u.id`, appID)
 }
 
-func (db *DB) users(ctx context.Context, sql string, args ...any) ([]distribution.User, error) {
+func (db *People) users(ctx context.Context, sql string, args ...any) ([]distribution.User, error) {
 	rows, err := db.Pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, dbErr(err)
@@ -177,7 +177,7 @@ func (db *DB) users(ctx context.Context, sql string, args ...any) ([]distributio
 }
 
 // RemoveAppMember removes a user from an app (errs.NotFound when not a member).
-func (db *DB) RemoveAppMember(ctx context.Context, appID, userID int64) error {
+func (db *People) RemoveAppMember(ctx context.Context, appID, userID int64) error {
 	tag, err := db.Pool.Exec(ctx, `DELETE FROM app_members WHERE app_id = $1 AND user_id = $2`, appID, userID)
 	if err != nil {
 		return dbErr(err)
@@ -190,7 +190,7 @@ func (db *DB) RemoveAppMember(ctx context.Context, appID, userID int64) error {
 
 // SetUserAccess sets a user's role and whether they are disabled. Disabling ends their sessions
 // at once (SessionUser and Authenticate refuse disabled users; the sessions are revoked too).
-func (db *DB) SetUserAccess(ctx context.Context, id int64, role string, disabled bool) (*distribution.User, error) {
+func (db *People) SetUserAccess(ctx context.Context, id int64, role string, disabled bool) (*distribution.User, error) {
 	var u distribution.User
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		err := scanUser(tx.QueryRow(ctx, `UPDATE users u SET role = $2,
@@ -220,7 +220,7 @@ func consoleUploadTokenName(userID int64) string {
 }
 
 // UserUploadToken returns the user's console upload token, making it on first use.
-func (db *DB) UserUploadToken(ctx context.Context, userID int64) (*distribution.Token, error) {
+func (db *People) UserUploadToken(ctx context.Context, userID int64) (*distribution.Token, error) {
 	name := consoleUploadTokenName(userID)
 	for range 2 {
 		var t distribution.Token
@@ -246,7 +246,7 @@ func (db *DB) UserUploadToken(ctx context.Context, userID int64) (*distribution.
 }
 
 // RecentUploads returns the newest releases across every app.
-func (db *DB) RecentUploads(ctx context.Context, limit int) ([]distribution.ReleaseContext, error) {
+func (db *People) RecentUploads(ctx context.Context, limit int) ([]distribution.ReleaseContext, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT `+releaseContextColumns+releaseContextFrom+` ORDER BY r.created_at DESC, r.id DESC LIMIT $1`, limit)
 	if err != nil {
 		return nil, dbErr(err)
@@ -259,16 +259,16 @@ func (db *DB) RecentUploads(ctx context.Context, limit int) ([]distribution.Rele
 }
 
 // GetUser returns a user by id, or errs.NotFound.
-func (db *DB) GetUser(ctx context.Context, id int64) (*distribution.User, error) {
+func (db *People) GetUser(ctx context.Context, id int64) (*distribution.User, error) {
 	return db.oneUser(ctx, `SELECT `+userColumns+` FROM users u WHERE u.id = $1`, id)
 }
 
 // UserByEmail returns the user with this email (case-insensitive), or errs.NotFound.
-func (db *DB) UserByEmail(ctx context.Context, email string) (*distribution.User, error) {
+func (db *People) UserByEmail(ctx context.Context, email string) (*distribution.User, error) {
 	return db.oneUser(ctx, `SELECT `+userColumns+` FROM users u WHERE lower(u.email) = lower($1) ORDER BY u.id LIMIT 1`, email)
 }
 
-func (db *DB) oneUser(ctx context.Context, sql string, arg any) (*distribution.User, error) {
+func (db *People) oneUser(ctx context.Context, sql string, arg any) (*distribution.User, error) {
 	var u distribution.User
 	err := scanUser(db.Pool.QueryRow(ctx, sql, arg), &u)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -282,7 +282,7 @@ func (db *DB) oneUser(ctx context.Context, sql string, arg any) (*distribution.U
 
 // DeleteUser deletes a user with their sessions, memberships and tokens (the audit log keeps
 // their entries, without the name).
-func (db *DB) DeleteUser(ctx context.Context, id int64) error {
+func (db *People) DeleteUser(ctx context.Context, id int64) error {
 	tag, err := db.Pool.Exec(ctx, `DELETE FROM users WHERE id = $1`, id)
 	if err != nil {
 		return dbErr(err)
@@ -295,7 +295,7 @@ func (db *DB) DeleteUser(ctx context.Context, id int64) error {
 
 // AddAppMemberByID adds a user to an app, making a viewer a developer when promote is set;
 // errs.Conflict when already a member, errs.NotFound when there is no such user.
-func (db *DB) AddAppMemberByID(ctx context.Context, appID, userID int64, promote bool) error {
+func (db *People) AddAppMemberByID(ctx context.Context, appID, userID int64, promote bool) error {
 	return db.Tx(ctx, func(tx pgx.Tx) error {
 		var ok bool
 		err := tx.QueryRow(ctx, `UPDATE users SET role = CASE WHEN role = 'viewer' AND $2 THEN 'developer' ELSE role END
@@ -318,14 +318,14 @@ func (db *DB) AddAppMemberByID(ctx context.Context, appID, userID int64, promote
 }
 
 // PromoteUser makes a viewer a developer (a collaborator given the developer role).
-func (db *DB) PromoteUser(ctx context.Context, id int64) error {
+func (db *People) PromoteUser(ctx context.Context, id int64) error {
 	_, err := db.Pool.Exec(ctx, `UPDATE users SET role = 'developer' WHERE id = $1 AND role = 'viewer'`, id)
 	return dbErr(err)
 }
 
 // ClaimForm: see access.FormStore. Claims made before olderThan are deleted in the same statement
 // (an index range on created_at; a handful of rows at a time in practice).
-func (db *DB) ClaimForm(ctx context.Context, id string, olderThan time.Time) (bool, string, error) {
+func (db *People) ClaimForm(ctx context.Context, id string, olderThan time.Time) (bool, string, error) {
 	if _, err := db.Pool.Exec(ctx, `DELETE FROM console_forms WHERE created_at < $1`, olderThan); err != nil {
 		return false, "", dbErr(err)
 	}
@@ -346,13 +346,13 @@ func (db *DB) ClaimForm(ctx context.Context, id string, olderThan time.Time) (bo
 }
 
 // FinishForm: see access.FormStore.
-func (db *DB) FinishForm(ctx context.Context, id, resultURL string) error {
+func (db *People) FinishForm(ctx context.Context, id, resultURL string) error {
 	_, err := db.Pool.Exec(ctx, `UPDATE console_forms SET result_url = $2 WHERE id = $1`, id, resultURL)
 	return dbErr(err)
 }
 
 // ReleaseForm: see access.FormStore.
-func (db *DB) ReleaseForm(ctx context.Context, id string) error {
+func (db *People) ReleaseForm(ctx context.Context, id string) error {
 	_, err := db.Pool.Exec(ctx, `DELETE FROM console_forms WHERE id = $1`, id)
 	return dbErr(err)
 }

@@ -53,7 +53,7 @@ func nullID(id int64) *int64 {
 }
 
 // CreateWebhook records a webhook of an app or a channel (errs.NotFound when it is gone).
-func (db *DB) CreateWebhook(ctx context.Context, w *distribution.Webhook) (*distribution.Webhook, error) {
+func (db *Events) CreateWebhook(ctx context.Context, w *distribution.Webhook) (*distribution.Webhook, error) {
 	var out distribution.Webhook
 	err := scanWebhook(db.Pool.QueryRow(ctx, `INSERT INTO webhooks (app_id, channel_id, url, format, events, secret, robot_secret, enabled)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+webhookColumns,
@@ -71,7 +71,7 @@ func (db *DB) CreateWebhook(ctx context.Context, w *distribution.Webhook) (*dist
 }
 
 // GetWebhook returns a webhook or errs.NotFound.
-func (db *DB) GetWebhook(ctx context.Context, id int64) (*distribution.Webhook, error) {
+func (db *Events) GetWebhook(ctx context.Context, id int64) (*distribution.Webhook, error) {
 	var w distribution.Webhook
 	err := scanWebhook(db.Pool.QueryRow(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE id = $1`, id), &w)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -84,7 +84,7 @@ func (db *DB) GetWebhook(ctx context.Context, id int64) (*distribution.Webhook, 
 }
 
 // ListWebhooks lists the webhooks of an app or a channel (or all, both 0), oldest first.
-func (db *DB) ListWebhooks(ctx context.Context, appID, channelID int64) ([]distribution.Webhook, error) {
+func (db *Events) ListWebhooks(ctx context.Context, appID, channelID int64) ([]distribution.Webhook, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks
 		WHERE ($1 = 0 OR app_id = $1) AND ($2 = 0 OR channel_id = $2) ORDER BY id`, appID, channelID)
 	if err != nil {
@@ -103,7 +103,7 @@ func (db *DB) ListWebhooks(ctx context.Context, appID, channelID int64) ([]distr
 }
 
 // UpdateWebhook saves a webhook's URL, format, events, robot secret and enabled flag.
-func (db *DB) UpdateWebhook(ctx context.Context, w *distribution.Webhook) (*distribution.Webhook, error) {
+func (db *Events) UpdateWebhook(ctx context.Context, w *distribution.Webhook) (*distribution.Webhook, error) {
 	var out distribution.Webhook
 	err := scanWebhook(db.Pool.QueryRow(ctx, `UPDATE webhooks SET url = $2, format = $3, events = $4, enabled = $5, robot_secret = $6,
 		updated_at = now() WHERE id = $1 RETURNING `+webhookColumns, w.ID, w.URL, w.Format, w.Events, w.Enabled, w.RobotSecret), &out)
@@ -117,7 +117,7 @@ func (db *DB) UpdateWebhook(ctx context.Context, w *distribution.Webhook) (*dist
 }
 
 // DeleteWebhook deletes a webhook and its deliveries.
-func (db *DB) DeleteWebhook(ctx context.Context, id int64) error {
+func (db *Events) DeleteWebhook(ctx context.Context, id int64) error {
 	tag, err := db.Pool.Exec(ctx, `DELETE FROM webhooks WHERE id = $1`, id)
 	if err != nil {
 		return dbErr(err)
@@ -135,7 +135,7 @@ func deliveryDest(d *distribution.WebhookDelivery) []any {
 }
 
 // ListDeliveries returns a webhook's newest deliveries with their attempts.
-func (db *DB) ListDeliveries(ctx context.Context, webhookID int64, limit int) ([]distribution.WebhookDelivery, error) {
+func (db *Events) ListDeliveries(ctx context.Context, webhookID int64, limit int) ([]distribution.WebhookDelivery, error) {
 	rows, err := db.Pool.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d WHERE d.webhook_id = $1
 		ORDER BY d.id DESC LIMIT $2`, webhookID, limit)
 	if err != nil {
@@ -182,7 +182,7 @@ func (db *DB) ListDeliveries(ctx context.Context, webhookID int64, limit int) ([
 // LeaseDeliveries takes due pending deliveries of enabled webhooks for lease, oldest first; rows
 // another replica is leasing are skipped (FOR UPDATE SKIP LOCKED), and a lease that ran out (its
 // replica died mid-send) makes the row due again.
-func (db *DB) LeaseDeliveries(ctx context.Context, limit int, lease time.Duration) ([]distribution.DueDelivery, error) {
+func (db *Events) LeaseDeliveries(ctx context.Context, limit int, lease time.Duration) ([]distribution.DueDelivery, error) {
 	rows, err := db.Pool.Query(ctx, `WITH due AS (
 			SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
 			WHERE d.state = 'pending' AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until < now()) AND w.enabled
@@ -206,7 +206,7 @@ func (db *DB) LeaseDeliveries(ctx context.Context, limit int, lease time.Duratio
 }
 
 // FinishAttempt records an attempt and moves the delivery on, ending its lease.
-func (db *DB) FinishAttempt(ctx context.Context, id int64, a distribution.WebhookAttempt, state string, next time.Time) error {
+func (db *Events) FinishAttempt(ctx context.Context, id int64, a distribution.WebhookAttempt, state string, next time.Time) error {
 	return db.Tx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, latency_ms, error)
 			VALUES ($1, $2, $3, $4, $5)`, id, a.At, a.StatusCode, a.Latency.Milliseconds(), a.Error); err != nil {
@@ -220,7 +220,7 @@ func (db *DB) FinishAttempt(ctx context.Context, id int64, a distribution.Webhoo
 }
 
 // RecordDelivery records a delivery already made (a test ping) with its one attempt.
-func (db *DB) RecordDelivery(ctx context.Context, d *distribution.WebhookDelivery, a distribution.WebhookAttempt) error {
+func (db *Events) RecordDelivery(ctx context.Context, d *distribution.WebhookDelivery, a distribution.WebhookAttempt) error {
 	return db.Tx(ctx, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `INSERT INTO webhook_deliveries (webhook_id, event_id, event, payload, state, attempts, finished_at)
 			VALUES ($1, $2, $3, $4, $5, $6, now()) RETURNING id, created_at, next_attempt_at, finished_at`,
@@ -238,7 +238,7 @@ func (db *DB) RecordDelivery(ctx context.Context, d *distribution.WebhookDeliver
 
 // AddDownloads adds download counts and writes each release's release.downloaded events, in one
 // transaction; releases deleted since they were counted are skipped.
-func (db *DB) AddDownloads(ctx context.Context, counts map[int64]int64, emit func(rc *distribution.ReleaseContext, n int64) ([]distribution.Event, error)) error {
+func (db *Events) AddDownloads(ctx context.Context, counts map[int64]int64, emit func(rc *distribution.ReleaseContext, n int64) ([]distribution.Event, error)) error {
 	ids := make([]int64, 0, len(counts))
 	ns := make([]int64, 0, len(counts))
 	for id, n := range counts {
@@ -277,7 +277,7 @@ func (db *DB) AddDownloads(ctx context.Context, counts map[int64]int64, emit fun
 
 // hasWebhooksFor reports whether any enabled webhook subscribes to event, so that a flush of
 // download counts reads releases only when someone listens.
-func (db *DB) hasWebhooksFor(ctx context.Context, q querier, event string) (bool, error) {
+func (db *Events) hasWebhooksFor(ctx context.Context, q querier, event string) (bool, error) {
 	var ok bool
 	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhooks WHERE enabled AND $1 = ANY (events))`, event).Scan(&ok)
 	return ok, err
