@@ -439,7 +439,7 @@ func channelWriteErr(err error, c *distribution.Channel) error {
 }
 
 // InChannelTx runs fn in one transaction (catalog.Apps.CreateChannelIn).
-func (db *DB) InChannelTx(ctx context.Context, fn func(tx catalog.ChannelTx) error) error {
+func (db *Catalog) InChannelTx(ctx context.Context, fn func(tx catalog.ChannelTx) error) error {
 	return db.Tx(ctx, func(tx pgx.Tx) error { return fn(channelTx{tx}) })
 }
 
