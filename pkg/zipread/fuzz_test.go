@@ -36,6 +36,7 @@ func fuzzAttack(f *testing.F, header, tail []byte, times uint32) {
 func FuzzOpen(f *testing.F) {
 	f.Add(realZip(f, "Payload/A.app/Info.plist", "Payload/A.app/icon.png"), uint16(0), uint16(0), uint32(0))
 	f.Add(realZip(f, "a"), uint16(0), uint16(0), uint32(0))
+	f.Add(zip64Archive(f), uint16(0), uint16(0), uint32(0))
 	one := centralHeader("a", 0)
 	const n = 2_600_000
 	// Issue 20, finding 5, and its variants (hostile_test.go).
@@ -63,6 +64,17 @@ func FuzzOpen(f *testing.F) {
 		if zr != nil && int64(len(zr.File)) > walked.Entries {
 			t.Fatalf("archive/zip read %d headers, the walk counted %d", len(zr.File), walked.Entries)
 		}
+		// The survey's inflated bytes bound what archive/zip's entries can yield: the parse
+		// budget's bounds rest on it.
+		if zr != nil {
+			var sum int64
+			for _, f := range zr.File {
+				sum = min(sum+EntryBound(f.Method, f.CompressedSize64, f.UncompressedSize64), 1<<50)
+			}
+			if sum > walked.InflatedBytes {
+				t.Fatalf("archive/zip's entries can yield %d bytes, the survey says %d", sum, walked.InflatedBytes)
+			}
+		}
 		for _, f := range a.Files() {
 			if CheckName(f.Name) != nil {
 				t.Fatalf("Open returned the unsafe name %q", f.Name)
@@ -82,5 +94,41 @@ func TestFuzzFile(t *testing.T) {
 	got := make([]byte, 100)
 	if _, err := f.ReadAt(got, 47*1000-3); err != nil || !bytes.Equal(got[3:50], one) {
 		t.Fatalf("ReadAt = %x, %v", got, err)
+	}
+}
+
+// zip64Archive is an archive whose entries declare sizes past 4 GiB, so that their central
+// directory records carry zip64 extra fields (the survey reads the sizes from them).
+func zip64Archive(t testing.TB) []byte {
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	for i, h := range []*zip.FileHeader{
+		{Name: "big.bin", Method: zip.Deflate, CompressedSize64: 10, UncompressedSize64: 1 << 33},
+		{Name: "stored.bin", Method: zip.Store, CompressedSize64: 1<<32 + 5, UncompressedSize64: 1<<32 + 5},
+	} {
+		w, err := zw.CreateRaw(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			_, _ = w.Write(make([]byte, 10))
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// The survey reads zip64 sizes from the extra field: a deflated entry's bound is within what its
+// compressed bytes can inflate to, a stored one's its size.
+func TestSurveyZip64(t *testing.T) {
+	data := zip64Archive(t)
+	s, err := SurveyDirectory(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(10*MaxDeflateRatio+1<<10) + 1<<32 + 5; s.Entries != 2 || s.InflatedBytes != want {
+		t.Errorf("survey %+v, want 2 entries and %d inflated bytes", s, want)
 	}
 }
