@@ -437,7 +437,7 @@ func readXarFile(r io.ReaderAt, size, heap int64, f *xarFile) ([]byte, error) {
 	default:
 		return nil, errs.Invalidf("the .pkg's %s file uses unsupported encoding %.60q", f.Name, style)
 	}
-	data, err := io.ReadAll(io.LimitReader(src, maxXarFileBytes+1))
+	data, err := readAllSized(io.LimitReader(src, maxXarFileBytes+1), d.Length)
 	switch {
 	case err != nil:
 		return nil, errs.Wrap(errs.Invalid, err, "the .pkg's %s file is corrupt", f.Name)
@@ -445,4 +445,24 @@ func readXarFile(r io.ReaderAt, size, heap int64, f *xarFile) ([]byte, error) {
 		return nil, errs.Invalidf("the .pkg's %s file inflates to more than %d bytes", f.Name, maxXarFileBytes)
 	}
 	return data, nil
+}
+
+// readAllSized is io.ReadAll with a first buffer of hint bytes (and one for the end), so that
+// content of the size declared is read into one allocation; only content longer than it grows
+// the buffer.
+func readAllSized(r io.Reader, hint int64) ([]byte, error) {
+	b := make([]byte, 0, hint+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }

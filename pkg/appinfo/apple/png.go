@@ -86,9 +86,23 @@ func convertCgBI(data []byte) ([]byte, error) {
 	}
 	var (
 		ihdr     []byte
-		idat     bytes.Buffer
+		idat     []byte
 		finished bool
 	)
+	// The image data is gathered into one buffer of its real size (the IDAT chunks' lengths, all
+	// within data), never grown by doubling.
+	var total uint64
+	for p := data[len(applePNGSig):]; len(p) >= 12; {
+		n := uint64(binary.BigEndian.Uint32(p))
+		if n > uint64(len(p)-12) {
+			break
+		}
+		if string(p[4:8]) == "IDAT" {
+			total += n
+		}
+		p = p[12+n:]
+	}
+	idat = make([]byte, 0, total)
 	for p := data[len(applePNGSig):]; len(p) > 0 && !finished; {
 		if len(p) < 12 {
 			return nil, errors.New("truncated PNG chunk")
@@ -105,7 +119,7 @@ func convertCgBI(data []byte) ([]byte, error) {
 			if ihdr == nil {
 				return nil, errors.New("IDAT before IHDR")
 			}
-			idat.Write(body)
+			idat = append(idat, body...)
 		case typ == "IEND":
 			finished = true
 		}
@@ -133,7 +147,7 @@ func convertCgBI(data []byte) ([]byte, error) {
 	}
 	stride := w * bpp
 	raw := make([]byte, h*(stride+1))
-	zr := flate.NewReader(&idat)
+	zr := flate.NewReader(bytes.NewReader(idat))
 	if _, err := io.ReadFull(zr, raw); err != nil {
 		return nil, fmt.Errorf("CgBI image data: %w", err)
 	}
