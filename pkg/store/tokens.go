@@ -97,7 +97,7 @@ func (db *People) Authenticate(ctx context.Context, secret string) (*distributio
 		Scan(&t.ID, &t.Name, &scope, &t.UserID, &t.CreatedAt, &t.Apps, &t.Abilities, &t.OwnerRole)
 	// Recording the use is not worth refusing the request: on a read-only database (a failover
 	// under way) the token is read without it, and the reads it opens keep working.
-	if errors.Is(err, pgx.ErrNoRows) || isCode(err, "25006") { // read_only_sql_transaction
+	if errors.Is(err, pgx.ErrNoRows) || isReadOnly(err) {
 		err = db.Pool.QueryRow(ctx, `SELECT t.id, t.name, `+effective+`, coalesce(t.user_id, 0), t.created_at, t.app_ids, t.abilities, coalesce(u.role, '') FROM api_tokens t
 			LEFT JOIN users u ON u.id = t.user_id AND u.disabled_at IS NULL
 			WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
