@@ -501,13 +501,13 @@ const (
 // scheme → the replica's defaults); 0 turns the rule off.
 type RetentionPolicy struct {
 	// KeepBuilds keeps the newest N builds of each channel (a scheme's is Zealot's retained_builds).
-	KeepBuilds *int
+	KeepBuilds *int `param:"keep_builds,nullable"`
 	// MaxAgeDays deletes builds older than this many days.
-	MaxAgeDays *int
+	MaxAgeDays *int `param:"max_age_days,nullable"`
 	// MaxBytes deletes the oldest builds while the channel's packages total more.
-	MaxBytes *int64
+	MaxBytes *int64 `param:"max_bytes,nullable"`
 	// ExpiredProfileDays deletes iOS builds whose provisioning profile expired this many days ago.
-	ExpiredProfileDays *int
+	ExpiredProfileDays *int `param:"expired_profile_days,nullable"`
 }
 
 // RetentionRules are a channel's effective rules; 0 is off.

@@ -20,11 +20,11 @@ func (s *Server) getApp(c *gin.Context) error {
 
 // nameParam reads the name parameter (the domain trims and validates it).
 func nameParam(c *gin.Context) (string, error) {
-	p, err := readParams(c)
-	if err != nil {
-		return "", err
+	var req struct {
+		Name string `param:"name"`
 	}
-	return p.str("name")
+	err := bind(c, &req)
+	return req.Name, err
 }
 
 // createApp: POST /api/apps → 201 with the bare App (schemes: []).
@@ -49,17 +49,7 @@ func (s *Server) listSchemes(c *gin.Context) error {
 
 // schemeChanges reads the scheme fields a client sent.
 func schemeChanges(c *gin.Context) (ch catalog.SchemeChanges, err error) {
-	p, err := readParams(c)
-	if err != nil {
-		return ch, err
-	}
-	if ch.Name, err = p.optStr("name"); err != nil {
-		return ch, err
-	}
-	if ch.NewBuildCallout, err = p.optBool("new_build_callout"); err != nil {
-		return ch, err
-	}
-	ch.RetainedBuilds, err = p.optInt("retained_builds")
+	err = bind(c, &ch)
 	return ch, err
 }
 
@@ -90,26 +80,7 @@ func (s *Server) listChannels(c *gin.Context) error {
 
 // channelChanges reads the channel fields a client sent.
 func channelChanges(c *gin.Context) (ch catalog.ChannelChanges, err error) {
-	p, err := readParams(c)
-	if err != nil {
-		return ch, err
-	}
-	for name, dst := range map[string]**string{"name": &ch.Name, "slug": &ch.Slug, "device_type": &ch.DeviceType,
-		"bundle_id": &ch.BundleID, "password": &ch.Password, "git_url": &ch.GitURL, "download_filename_type": &ch.DownloadFilenameType} {
-		if *dst, err = p.optStr(name); err != nil {
-			return ch, err
-		}
-	}
-	if ch.MaxSizeBytes, err = p.optNumText("max_size_bytes"); err != nil {
-		return ch, err
-	}
-	if ch.MaxGrowthPercent, err = p.optNumText("max_growth_percent"); err != nil {
-		return ch, err
-	}
-	if ch.EnforceBudget, err = p.optBool("enforce_budget"); err != nil {
-		return ch, err
-	}
-	ch.SparkleSigning, err = p.optBool("sparkle_signing")
+	err = bind(c, &ch)
 	return ch, err
 }
 

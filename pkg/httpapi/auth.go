@@ -31,13 +31,13 @@ func (s *Server) requireToken() func(c *gin.Context) error {
 		ctx := reqCtx(c)
 		secret := headerOrQueryToken(c)
 		if secret == "" {
-			p, err := readParams(c)
-			if err != nil {
+			var form struct {
+				Token string `param:"token"`
+			}
+			if err := bind(c, &form); err != nil {
 				return err
 			}
-			if secret, err = p.str("token"); err != nil {
-				return err
-			}
+			secret = form.Token
 		}
 		tok, err := s.svc.Tokens.Authenticate(ctx, secret)
 		if err != nil {

@@ -119,12 +119,11 @@ func (s *Server) debugFileParams(c *gin.Context) (int64, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	p, err := readParams(c)
-	if err != nil {
-		return 0, "", err
+	var req struct {
+		ChannelKey string `param:"channel_key"`
 	}
-	key, err := p.str("channel_key")
-	return id, key, err
+	err = bind(c, &req)
+	return id, req.ChannelKey, err
 }
 
 // getDebugFile: GET /api/debug_files/:id (token, channel_key).

@@ -17,16 +17,9 @@ func (s *Server) listDevices(c *gin.Context) error {
 // sent (fastlane's zealot_sync_devices sends name and model). 201 when it was created.
 func (s *Server) syncDevice(c *gin.Context) error {
 	ctx := reqCtx(c)
-	p, err := readParams(c)
-	if err != nil {
-		return err
-	}
 	var ch devices.DeviceChanges
-	for name, dst := range map[string]*string{"name": &ch.Name, "model": &ch.Model, "platform": &ch.Platform,
-		"device_id": &ch.DeviceID, "status": &ch.Status} {
-		if *dst, err = p.str(name); err != nil {
-			return err
-		}
+	if err := bind(c, &ch); err != nil {
+		return err
 	}
 	d, created, err := s.svc.Devices.SyncDevice(ctx, c.Param("udid"), ch)
 	if err != nil {

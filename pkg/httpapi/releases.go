@@ -147,36 +147,8 @@ func (s *Server) updateRelease(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := readParams(c)
-	if err != nil {
-		return err
-	}
 	var ch catalog.ReleaseChanges
-	for name, dst := range map[string]**string{"release_version": &ch.ReleaseVersion, "build_version": &ch.BuildVersion,
-		"release_type": &ch.ReleaseType, "source": &ch.Source, "branch": &ch.Branch, "git_commit": &ch.GitCommit, "ci_url": &ch.CIURL} {
-		if *dst, err = p.optStr(name); err != nil {
-			return err
-		}
-	}
-	if ch.Changelog, err = p.optJSONText("changelog"); err != nil {
-		return err
-	}
-	if ch.CustomFields, err = p.optJSONText("custom_fields"); err != nil {
-		return err
-	}
-	if ch.Pinned, err = p.optBool("pinned"); err != nil {
-		return err
-	}
-	if ch.EdSignature, err = p.optStr("ed_signature"); err != nil {
-		return err
-	}
-	if ch.TauriSignature, err = p.optStr("tauri_signature"); err != nil {
-		return err
-	}
-	if ch.RolloutPercent, err = p.optInt("rollout"); err != nil {
-		return err
-	}
-	if ch.Critical, err = p.optBool("critical"); err != nil {
+	if err := bind(c, &ch); err != nil {
 		return err
 	}
 	rc, err := s.svc.Releases.UpdateRelease(ctx, id, ch)

@@ -11,7 +11,6 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/lifecycle"
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/httperr"
 )
 
 // retentionPolicyView is a scheme's or channel's own policy: null inherits, 0 is off.
@@ -59,29 +58,8 @@ func (s *Server) planView(p *lifecycle.RetentionPlan) retentionPlanView {
 // readPolicy reads a whole policy from the body: a field that is absent, null or "" inherits. It
 // reads types only; what a policy may hold is checked once, by the domain.
 func readPolicy(c *gin.Context) (*distribution.RetentionPolicy, error) {
-	p, err := readParams(c)
-	if err != nil {
-		return nil, err
-	}
-	known := map[string]bool{"keep_builds": true, "max_age_days": true, "max_bytes": true, "expired_profile_days": true}
-	for k := range p.values {
-		if !known[k] && c.Request.URL.Query().Get(k) == "" {
-			return nil, errs.Field(httperr.SafeName(k), "is not a retention setting; send keep_builds, max_age_days, max_bytes or expired_profile_days")
-		}
-	}
 	var pol distribution.RetentionPolicy
-	ints := map[string]**int{"keep_builds": &pol.KeepBuilds, "max_age_days": &pol.MaxAgeDays, "expired_profile_days": &pol.ExpiredProfileDays}
-	for name, dst := range ints {
-		n, err := p.nullableInt(name)
-		if err != nil {
-			return nil, err
-		}
-		if n != nil {
-			v := int(*n) // the ranges are the domain's rule (lifecycle.checkPolicy)
-			*dst = &v
-		}
-	}
-	if pol.MaxBytes, err = p.nullableInt("max_bytes"); err != nil {
+	if err := bindStrict(c, &pol); err != nil {
 		return nil, err
 	}
 	return &pol, nil

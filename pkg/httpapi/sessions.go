@@ -60,28 +60,24 @@ func (s *Server) sessionView(sess *distribution.UploadSession, parts []uploads.S
 // startSession: POST /api/uploads (kind, filename, size, sha256 and the upload's fields) → 201.
 func (s *Server) startSession(c *gin.Context) error {
 	ctx := reqCtx(c)
+	var req struct {
+		Kind     string `param:"kind"`
+		Filename string `param:"filename"`
+		SHA256   string `param:"sha256"`
+		Size     *int   `param:"size"`
+	}
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	if req.Size == nil {
+		return errs.Field("size", "is required: the file's size in bytes")
+	}
+	in := uploads.NewSession{Kind: req.Kind, Filename: req.Filename, SHA256: req.SHA256, Size: int64(*req.Size), Fields: map[string]string{}}
+	// The upload's own fields (those of a proxied upload's form) pass through by name.
 	p, err := readParams(c)
 	if err != nil {
 		return err
 	}
-	in := uploads.NewSession{Fields: map[string]string{}}
-	if in.Kind, err = p.str("kind"); err != nil {
-		return err
-	}
-	if in.Filename, err = p.str("filename"); err != nil {
-		return err
-	}
-	if in.SHA256, err = p.str("sha256"); err != nil {
-		return err
-	}
-	size, err := p.optInt("size")
-	if err != nil {
-		return err
-	}
-	if size == nil {
-		return errs.Field("size", "is required: the file's size in bytes")
-	}
-	in.Size = int64(*size)
 	for _, name := range sessionFields {
 		v, err := p.optJSONText(name)
 		if err != nil {
@@ -148,14 +144,13 @@ func (s *Server) putPart(c *gin.Context) error {
 // at once cannot take more memory than proxied uploads can.
 func (s *Server) completeSession(c *gin.Context) (err error) {
 	ctx := reqCtx(c)
-	p, err := readParams(c)
-	if err != nil {
+	var req struct {
+		SHA256 string `param:"sha256"`
+	}
+	if err := bind(c, &req); err != nil {
 		return err
 	}
-	sum, err := p.str("sha256")
-	if err != nil {
-		return err
-	}
+	sum := req.SHA256
 	if s.metrics != nil {
 		if sess, serr := s.svc.Sessions.OwnSession(ctx, c.Param("session")); serr == nil && sess.State == distribution.SessionOpen {
 			defer func() {

@@ -27,27 +27,11 @@ func (s *Server) listTokens(c *gin.Context) error {
 // The new token belongs to the requesting token's owner and never exceeds its rights.
 func (s *Server) createToken(c *gin.Context) error {
 	ctx := reqCtx(c)
-	p, err := readParams(c)
-	if err != nil {
+	var req access.TokenRequest
+	if err := bind(c, &req); err != nil {
 		return err
 	}
-	name, err := p.str("name")
-	if err != nil {
-		return err
-	}
-	scope, err := p.str("scope")
-	if err != nil {
-		return err
-	}
-	apps, err := p.list("apps")
-	if err != nil {
-		return err
-	}
-	abilities, err := p.list("abilities")
-	if err != nil {
-		return err
-	}
-	secret, tok, err := s.svc.Tokens.MakeToken(ctx, access.TokenRequest{Name: name, Scope: scope, Apps: apps, Abilities: abilities})
+	secret, tok, err := s.svc.Tokens.MakeToken(ctx, req)
 	if err != nil {
 		return err
 	}

@@ -98,17 +98,13 @@ func (s *Server) updateUser(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := readParams(c)
-	if err != nil {
-		return err
-	}
-	role, err := p.optStr("role")
-	if err != nil {
+	var req roleRequest
+	if err := bind(c, &req); err != nil {
 		return err
 	}
 	var u *distribution.User
-	if role != nil {
-		u, err = s.svc.People.SetUserRole(ctx, id, *role)
+	if req.Role != nil {
+		u, err = s.svc.People.SetUserRole(ctx, id, *req.Role)
 	} else {
 		u, err = s.svc.People.User(ctx, id)
 	}
@@ -151,27 +147,28 @@ func (s *Server) deleteUser(c *gin.Context) error {
 }
 
 // collaboratorIDs reads the app id from the path and the user id from the path or the params.
-func collaboratorIDs(c *gin.Context, p *params) (int64, int64, error) {
+func collaboratorIDs(c *gin.Context, bodyUserID *int) (int64, int64, error) {
 	appID, err := pathID(c)
 	if err != nil {
 		return 0, 0, err
 	}
 	raw := c.Param("user_id")
-	if raw == "" && p != nil {
-		v, err := p.optInt("user_id")
-		if err != nil {
-			return 0, 0, err
-		}
-		if v == nil {
+	if raw == "" {
+		if bodyUserID == nil {
 			return 0, 0, errs.Field("user_id", "is required: the id of the user to add")
 		}
-		raw = strconv.Itoa(*v)
+		raw = strconv.Itoa(*bodyUserID)
 	}
 	userID, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
 	if err != nil || userID <= 0 {
 		return 0, 0, errs.Field("user_id", "must be a user's id (a positive integer)")
 	}
 	return appID, userID, nil
+}
+
+// roleRequest is a request that sets a role (a user's, a collaborator's).
+type roleRequest struct {
+	Role *string `param:"role"`
 }
 
 // getCollaborator: GET /api/apps/:id/collaborators/:user_id.
@@ -192,19 +189,18 @@ func (s *Server) getCollaborator(c *gin.Context) error {
 // addCollaborator: POST /api/apps/:id/collaborators (user_id, role) → 201; 409 when a member.
 func (s *Server) addCollaborator(c *gin.Context) error {
 	ctx := reqCtx(c)
-	p, err := readParams(c)
+	var req struct {
+		roleRequest
+		UserID *int `param:"user_id"`
+	}
+	if err := bind(c, &req); err != nil {
+		return err
+	}
+	appID, userID, err := collaboratorIDs(c, req.UserID)
 	if err != nil {
 		return err
 	}
-	appID, userID, err := collaboratorIDs(c, p)
-	if err != nil {
-		return err
-	}
-	role, err := p.optStr("role")
-	if err != nil {
-		return err
-	}
-	m, err := s.svc.People.AddCollaborator(ctx, appID, userID, deref(role))
+	m, err := s.svc.People.AddCollaborator(ctx, appID, userID, deref(req.Role))
 	if err != nil {
 		return err
 	}
@@ -215,19 +211,15 @@ func (s *Server) addCollaborator(c *gin.Context) error {
 // updateCollaborator: PUT/PATCH /api/apps/:id/collaborators/:user_id (role).
 func (s *Server) updateCollaborator(c *gin.Context) error {
 	ctx := reqCtx(c)
-	p, err := readParams(c)
-	if err != nil {
+	var req roleRequest
+	if err := bind(c, &req); err != nil {
 		return err
 	}
 	appID, userID, err := collaboratorIDs(c, nil)
 	if err != nil {
 		return err
 	}
-	role, err := p.optStr("role")
-	if err != nil {
-		return err
-	}
-	m, err := s.svc.People.UpdateCollaborator(ctx, appID, userID, deref(role))
+	m, err := s.svc.People.UpdateCollaborator(ctx, appID, userID, deref(req.Role))
 	if err != nil {
 		return err
 	}

@@ -2,13 +2,11 @@ package httpapi
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/events"
-	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
 // webhookView is a webhook as the API shows it: the secret only in the answer that creates it.
@@ -88,44 +86,8 @@ func (s *Server) deliveryView(d *distribution.WebhookDelivery) webhookDeliveryVi
 // enabled and robot_secret.
 func readWebhookInput(c *gin.Context) (events.WebhookInput, error) {
 	var in events.WebhookInput
-	p, err := readParams(c)
-	if err != nil {
-		return in, err
-	}
-	if in.URL, err = p.optStr("url"); err != nil {
-		return in, err
-	}
-	if in.Format, err = p.optStr("format"); err != nil {
-		return in, err
-	}
-	if in.Enabled, err = p.optBool("enabled"); err != nil {
-		return in, err
-	}
-	if in.RobotSecret, err = p.optStr("robot_secret"); err != nil {
-		return in, err
-	}
-	switch v := p.values["events"].(type) {
-	case nil:
-	case string:
-		in.Events = []string{}
-		for _, e := range strings.Split(v, ",") {
-			if e = strings.TrimSpace(e); e != "" {
-				in.Events = append(in.Events, e)
-			}
-		}
-	case []any:
-		in.Events = []string{}
-		for _, e := range v {
-			str, ok := e.(string)
-			if !ok {
-				return in, errs.Field("events", "must be a list of event names")
-			}
-			in.Events = append(in.Events, strings.TrimSpace(str))
-		}
-	default:
-		return in, errs.Field("events", "must be a list of event names")
-	}
-	return in, nil
+	err := bind(c, &in)
+	return in, err
 }
 
 // createWebhook: POST /api/apps/:id/webhooks or /api/channels/:id/webhooks → 201 with the

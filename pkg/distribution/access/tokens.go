@@ -55,12 +55,13 @@ func (t *Tokens) Authenticate(ctx context.Context, secret string) (*distribution
 // TokenRequest is a token to make, as its maker asks for it.
 type TokenRequest struct {
 	// Name is unique among active tokens; Scope is upload (when empty) or admin.
-	Name, Scope string
+	Name  string `param:"name"`
+	Scope string `param:"scope"`
 	// Apps limits the token to these apps, each named by its id or its name; empty: every app.
-	Apps []string
+	Apps []string `param:"apps"`
 	// Abilities limits the token to these abilities (distribution.Abilities); empty: all its
 	// scope allows.
-	Abilities []string
+	Abilities []string `param:"abilities"`
 	// Expires, when set, is when the token stops working; it must be in the future.
 	Expires *time.Time
 }

@@ -212,9 +212,9 @@ func requiredName(field, name string) (string, error) {
 
 // SchemeChanges are the fields of a scheme a client sets; nil leaves a field as it is.
 type SchemeChanges struct {
-	Name            *string
-	NewBuildCallout *bool
-	RetainedBuilds  *int
+	Name            *string `param:"name"`
+	NewBuildCallout *bool   `param:"new_build_callout"`
+	RetainedBuilds  *int    `param:"retained_builds"`
 }
 
 // maxRetainedBuilds bounds retained_builds to something a channel could hold.
@@ -325,21 +325,21 @@ var bundleIDRe = regexp.MustCompile(`^[A-Za-z0-9._*-]{1,255}$`)
 // ChannelChanges are the fields of a channel a client sets; nil leaves a field as it is. An empty
 // Password clears the channel's password; an empty GitURL clears it too.
 type ChannelChanges struct {
-	Name                 *string
-	Slug                 *string
-	DeviceType           *string
-	BundleID             *string
-	Password             *string
-	GitURL               *string
-	DownloadFilenameType *string
+	Name                 *string `param:"name"`
+	Slug                 *string `param:"slug"`
+	DeviceType           *string `param:"device_type"`
+	BundleID             *string `param:"bundle_id"`
+	Password             *string `param:"password"`
+	GitURL               *string `param:"git_url"`
+	DownloadFilenameType *string `param:"download_filename_type"`
 	// MaxSizeBytes and MaxGrowthPercent set the size budget ("" clears one); EnforceBudget says
 	// whether crossing it refuses an upload.
-	MaxSizeBytes     *string
-	MaxGrowthPercent *string
-	EnforceBudget    *bool
+	MaxSizeBytes     *string `param:"max_size_bytes,number"`
+	MaxGrowthPercent *string `param:"max_growth_percent,number"`
+	EnforceBudget    *bool   `param:"enforce_budget"`
 	// SparkleSigning switches Slipway's Sparkle signing of the channel's macOS builds on or off
 	// (an admin's decision: policy.ConfigureSigning).
-	SparkleSigning *bool
+	SparkleSigning *bool `param:"sparkle_signing"`
 }
 
 // authorizeSigning asks the policy when ch changes a channel's Sparkle signing (was: its setting

@@ -195,17 +195,24 @@ func (rs *Releases) FindVersion(ctx context.Context, v *readcache.ChannelView, q
 // ReleaseChanges are the fields of a release a client edits; nil leaves a field as it is. They
 // follow the upload's rules: Changelog is plain text or the JSON form, CustomFields a JSON array.
 type ReleaseChanges struct {
-	ReleaseVersion, BuildVersion, ReleaseType, Source *string
-	Branch, GitCommit, CIURL                          *string
-	Changelog, CustomFields                           *string
+	ReleaseVersion *string `param:"release_version"`
+	BuildVersion   *string `param:"build_version"`
+	ReleaseType    *string `param:"release_type"`
+	Source         *string `param:"source"`
+	Branch         *string `param:"branch"`
+	GitCommit      *string `param:"git_commit"`
+	CIURL          *string `param:"ci_url"`
+	// Changelog and CustomFields are JSON text (a form's string, or a JSON body's array).
+	Changelog    *string `param:"changelog,json"`
+	CustomFields *string `param:"custom_fields,json"`
 	// Pinned keeps the release from retention; only an admin token may change it.
-	Pinned *bool
+	Pinned *bool `param:"pinned"`
 	// EdSignature (Sparkle's EdDSA signature, base64), RolloutPercent (0-100) and Critical are
 	// what the update feeds announce.
-	EdSignature    *string
-	TauriSignature *string
-	RolloutPercent *int
-	Critical       *bool
+	EdSignature    *string `param:"ed_signature"`
+	TauriSignature *string `param:"tauri_signature"`
+	RolloutPercent *int    `param:"rollout"`
+	Critical       *bool   `param:"critical"`
 }
 
 func (ch ReleaseChanges) apply(r *distribution.Release) (err error) {

@@ -54,7 +54,11 @@ type Devices struct {
 // DeviceChanges are a device's fields as a sync or a client sends them; empty ones leave the
 // stored value as it is.
 type DeviceChanges struct {
-	Name, Model, Platform, DeviceID, Status string
+	Name     string `param:"name"`
+	Model    string `param:"model"`
+	Platform string `param:"platform"`
+	DeviceID string `param:"device_id"`
+	Status   string `param:"status"`
 }
 
 // SyncDevice creates the device with this UDID or updates the fields ch sets (fastlane's

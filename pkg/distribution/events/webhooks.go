@@ -31,11 +31,13 @@ type WebhookStore interface {
 
 // WebhookInput is what a client sets on a webhook; nil fields are left as they are.
 type WebhookInput struct {
-	URL, Format *string
-	Events      []string
-	Enabled     *bool
+	URL    *string `param:"url"`
+	Format *string `param:"format"`
+	// Events are the event names the webhook subscribes to (nil: leave them; empty: every event).
+	Events  []string `param:"events,names"`
+	Enabled *bool    `param:"enabled"`
 	// RobotSecret sets a DingTalk or Feishu robot's signing secret ("" removes it).
-	RobotSecret *string
+	RobotSecret *string `param:"robot_secret"`
 }
 
 // Webhooks runs the use cases of webhooks: making, changing and deleting them, their delivery
