@@ -194,12 +194,17 @@ func (p *params) names(name string) ([]string, error) {
 		for _, e := range v {
 			s, ok := e.(string)
 			if !ok {
-				return nil, errs.Field(name, "must be a list of names")
+				return nil, namesErr(name)
 			}
 			out = append(out, strings.TrimSpace(s))
 		}
 	default:
-		return nil, errs.Field(name, "must be a list of names")
+		return nil, namesErr(name)
 	}
 	return out, nil
+}
+
+// namesErr says what a list of names must be, naming them after the field ("events": event names).
+func namesErr(name string) error {
+	return errs.Field(name, "must be a list of %s names: a JSON array of strings, or comma-separated text", strings.TrimSuffix(name, "s"))
 }
