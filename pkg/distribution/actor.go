@@ -3,6 +3,7 @@ package distribution
 import (
 	"context"
 	"slices"
+	"strings"
 )
 
 // Who acts. Every request carries its actor in its context: httpapi sets the token a request was
@@ -118,4 +119,12 @@ func ActorOf(ctx context.Context) Actor {
 		return a
 	}
 	return SystemActor("slipway")
+}
+
+// WithArticle puts "a" or "an" before a word, by its first letter: "an android", "a macos".
+func WithArticle(word string) string {
+	if word != "" && strings.ContainsRune("aeiouAEIOU", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
 }

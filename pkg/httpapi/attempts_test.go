@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/config"
-	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
@@ -67,7 +66,7 @@ func guesses(t *testing.T, e *testEnv, releaseID int64, passwords []string, head
 
 // allowed is the most attempts a limit lets through in a burst that lasted took: its free ones,
 // then one after 1 s, one 2 s later, 4 s later and so on (the doubling waits sum to 2^k - 1).
-func allowed(l distribution.AttemptLimit, took time.Duration) int {
+func allowed(l access.AttemptLimit, took time.Duration) int {
 	return l.Free + int(math.Log2(took.Seconds()+1)) + 1
 }
 

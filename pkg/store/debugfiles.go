@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -140,7 +141,7 @@ func (db *Releases) ReleaseBundleIDs(ctx context.Context, appID int64, platform 
 
 // FindDebugFile returns the newest debug file matching the non-zero fields of q, or
 // errs.NotFound.
-func (db *Releases) FindDebugFile(ctx context.Context, q distribution.DebugFileQuery) (*distribution.DebugFile, error) {
+func (db *Releases) FindDebugFile(ctx context.Context, q uploads.DebugFileQuery) (*distribution.DebugFile, error) {
 	var id int64
 	err := db.Pool.QueryRow(ctx, `SELECT d.id FROM debug_files d
 		WHERE ($1 = 0 OR d.app_id = $1) AND ($2 = '' OR d.device_type = $2)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/store"
@@ -261,7 +262,7 @@ func TestFindDebugFileAndRevokeByID(t *testing.T) {
 	if err != nil || df.MD5 != "bb" {
 		t.Fatalf("create debug file: %+v %v", df, err)
 	}
-	for _, q := range []distribution.DebugFileQuery{
+	for _, q := range []uploads.DebugFileQuery{
 		{AppID: rc.App.ID, DeviceType: "ios", ReleaseVersion: "1.0", BuildVersion: "1"},
 		{UUID: "0A1B2C3D-4E5F-6071-8293-A4B5C6D7E8F9"}, {SHA256: "aa"}, {MD5: "bb"},
 	} {
@@ -269,7 +270,7 @@ func TestFindDebugFileAndRevokeByID(t *testing.T) {
 			t.Errorf("%+v: %v %v", q, got, err)
 		}
 	}
-	for _, q := range []distribution.DebugFileQuery{{AppID: rc.App.ID, DeviceType: "android"}, {UUID: "nope"}, {MD5: "cc"}} {
+	for _, q := range []uploads.DebugFileQuery{{AppID: rc.App.ID, DeviceType: "android"}, {UUID: "nope"}, {MD5: "cc"}} {
 		if _, err := db.FindDebugFile(ctx, q); errs.KindOf(err) != errs.NotFound {
 			t.Errorf("%+v: %v", q, err)
 		}
@@ -363,13 +364,13 @@ func TestPasswordAttemptsPruneStaleRows(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.DB(t)
 	a, b := release(t, db, "a", "1"), release(t, db, "b", "1")
-	limit := distribution.AttemptLimit{Free: 5, Window: 15 * time.Minute}
+	limit := access.AttemptLimit{Free: 5, Window: 15 * time.Minute}
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO password_failures (channel_id, client, failures, last_at) VALUES
 		($1, '10.0.0.1', 3, now() - interval '1 hour'), ($1, '10.0.0.2', 3, now() - interval '5 minutes'),
 		($2, '10.0.0.3', 3, now() - interval '1 hour')`, a.Channel.ID, b.Channel.ID); err != nil {
 		t.Fatal(err)
 	}
-	if left, err := db.ReservePasswordAttempt(ctx, a.Channel.ID, "10.0.0.9", limit, distribution.AttemptLimit{Free: 30, Window: limit.Window}); err != nil || left != 0 {
+	if left, err := db.ReservePasswordAttempt(ctx, a.Channel.ID, "10.0.0.9", limit, access.AttemptLimit{Free: 30, Window: limit.Window}); err != nil || left != 0 {
 		t.Fatalf("reserve: %v %v", left, err)
 	}
 	var got []string

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/access"
 )
 
 // channelWide is the password_failures row that counts a channel's attempts from every client.
@@ -18,7 +18,7 @@ const channelWide = "*"
 // transaction that holds both rows, so concurrent attempts are counted one after the other and
 // none of them is checked without being counted. When either count says the attempt comes too
 // soon, nothing is counted and the time left is returned instead.
-func (db *Catalog) ReservePasswordAttempt(ctx context.Context, channelID int64, client string, perClient, perChannel distribution.AttemptLimit) (time.Duration, error) {
+func (db *Catalog) ReservePasswordAttempt(ctx context.Context, channelID int64, client string, perClient, perChannel access.AttemptLimit) (time.Duration, error) {
 	var left time.Duration
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		// The rows exist before they are locked; '*' first, as the SELECT below locks them.

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -17,7 +18,7 @@ const sessionColumns = `id, token_id, kind, object_key, storage_upload_id, filen
 
 // CreateSession records an upload session and marks its object pending, in one transaction, so
 // the collector knows the object from its first byte. When the token already has maxOpen open
-// sessions (0: no cap), it records nothing and returns *distribution.TooManySessionsError.
+// sessions (0: no cap), it records nothing and returns *uploads.TooManySessionsError.
 func (db *Releases) CreateSession(ctx context.Context, s *distribution.UploadSession, maxOpen int) error {
 	fields, err := json.Marshal(s.Fields)
 	if err != nil {
@@ -34,7 +35,7 @@ func (db *Releases) CreateSession(ctx context.Context, s *distribution.UploadSes
 			return err
 		}
 		if maxOpen > 0 && open.Count >= maxOpen {
-			return &distribution.TooManySessionsError{Open: open}
+			return &uploads.TooManySessionsError{Open: open}
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO storage_objects (key, state) VALUES ($1, 'pending')`, s.ObjectKey); err != nil {
 			return err
@@ -48,13 +49,13 @@ func (db *Releases) CreateSession(ctx context.Context, s *distribution.UploadSes
 
 // OpenSessions counts a token's open upload sessions (open or completing, and not expired: an
 // expired one waits for the collector but counts no more).
-func (db *Releases) OpenSessions(ctx context.Context, tokenID int64) (distribution.OpenSessions, error) {
+func (db *Releases) OpenSessions(ctx context.Context, tokenID int64) (uploads.OpenSessions, error) {
 	o, err := openSessions(ctx, db.Pool, tokenID)
 	return o, dbErr(err)
 }
 
-func openSessions(ctx context.Context, q querier, tokenID int64) (distribution.OpenSessions, error) {
-	var o distribution.OpenSessions
+func openSessions(ctx context.Context, q querier, tokenID int64) (uploads.OpenSessions, error) {
+	var o uploads.OpenSessions
 	var oldest *string
 	var next *time.Time
 	// The partial index on open sessions' expiry finds them; there are few per token.

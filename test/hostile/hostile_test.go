@@ -24,7 +24,6 @@ import (
 	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/config"
-	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/pkg/profileservice/profileservicetest"
 	"github.com/slipwayhq/slipway/pkg/zipread/ziptest"
@@ -525,7 +524,7 @@ type guessResult struct {
 
 // allowed is how many attempts a limit lets through in d: the free ones, then one per doubling
 // wait that fits (1 s, 2 s, 4 s, ...), and one more for the boundary.
-func allowed(l distribution.AttemptLimit, d time.Duration) int {
+func allowed(l access.AttemptLimit, d time.Duration) int {
 	return l.Free + int(math.Log2(d.Seconds()+1)) + 1
 }
 

@@ -19,7 +19,7 @@ type PasswordGuard interface {
 	// ReservePasswordAttempt counts an attempt before its password is checked, atomically with
 	// the check that it may be made, so concurrent attempts cannot slip past the limits. It
 	// returns how long the attempt must still wait (nothing is counted then), or 0.
-	ReservePasswordAttempt(ctx context.Context, channelID int64, client string, perClient, perChannel distribution.AttemptLimit) (time.Duration, error)
+	ReservePasswordAttempt(ctx context.Context, channelID int64, client string, perClient, perChannel AttemptLimit) (time.Duration, error)
 	// FailPasswordAttempt follows a wrong password: the waits count from now, when it was known
 	// wrong, rather than from when it was reserved (bcrypt takes a while).
 	FailPasswordAttempt(ctx context.Context, channelID int64, client string) error
@@ -40,12 +40,12 @@ const passwordFailureWindow = 15 * time.Minute
 
 // ClientPasswordLimit: a client address may make 5 attempts at a channel's password; each further
 // one must wait, doubling from one second, until the address has made none for 15 minutes.
-var ClientPasswordLimit = distribution.AttemptLimit{Free: 5, Window: passwordFailureWindow}
+var ClientPasswordLimit = AttemptLimit{Free: 5, Window: passwordFailureWindow}
 
 // ChannelPasswordLimit: all addresses together may make 30 attempts at one channel's password
 // (right ones are not counted), then the same doubling wait, so that many addresses cannot guess
 // one channel's password any faster than a few dozen times per quarter hour.
-var ChannelPasswordLimit = distribution.AttemptLimit{Free: 30, Window: passwordFailureWindow}
+var ChannelPasswordLimit = AttemptLimit{Free: 30, Window: passwordFailureWindow}
 
 // CheckChannelPassword verifies a channel password given by client (an IP address). Each attempt
 // is counted before bcrypt compares it, for its client and for the channel; an attempt past

@@ -21,7 +21,7 @@ type DebugFileStore interface {
 	DebugFileVersions(ctx context.Context, appID int64, deviceType, releaseVersion, buildVersion string) ([]distribution.DebugFileVersion, error)
 	// FindDebugFile returns the newest debug file of a channel's app matching the query, or
 	// errs.NotFound.
-	FindDebugFile(ctx context.Context, q distribution.DebugFileQuery) (*distribution.DebugFile, error)
+	FindDebugFile(ctx context.Context, q DebugFileQuery) (*distribution.DebugFile, error)
 	// InDebugFileTx runs fn in one transaction (a debug file recorded or replaced), committed
 	// when fn returns nil and rolled back otherwise.
 	InDebugFileTx(ctx context.Context, fn func(tx DebugFileTx) error) error
@@ -426,7 +426,7 @@ func (dfs *DebugFiles) DebugFileByVersion(ctx context.Context, cc *distribution.
 	if releaseVersion == "" || buildVersion == "" {
 		return nil, errs.Invalidf("give release_version and build_version")
 	}
-	return dfs.Store.FindDebugFile(ctx, distribution.DebugFileQuery{AppID: cc.App.ID, DeviceType: cc.Channel.DeviceType,
+	return dfs.Store.FindDebugFile(ctx, DebugFileQuery{AppID: cc.App.ID, DeviceType: cc.Channel.DeviceType,
 		ReleaseVersion: releaseVersion, BuildVersion: buildVersion})
 }
 
@@ -442,9 +442,9 @@ func (dfs *DebugFiles) DebugFileByChecksum(ctx context.Context, checksum string)
 	checksum = strings.ToLower(strings.TrimSpace(checksum))
 	switch {
 	case md5Re.MatchString(checksum):
-		return dfs.Store.FindDebugFile(ctx, distribution.DebugFileQuery{MD5: checksum})
+		return dfs.Store.FindDebugFile(ctx, DebugFileQuery{MD5: checksum})
 	case sha256Re.MatchString(checksum):
-		return dfs.Store.FindDebugFile(ctx, distribution.DebugFileQuery{SHA256: checksum})
+		return dfs.Store.FindDebugFile(ctx, DebugFileQuery{SHA256: checksum})
 	}
 	return nil, errs.Field("checksum", "must be the archive's MD5 (32 hex digits) or SHA-256 (64 hex digits)")
 }
@@ -457,9 +457,9 @@ func (dfs *DebugFiles) DebugFileByUUID(ctx context.Context, uuid string) (*distr
 		return nil, errs.Field("uuid", "must be a UUID such as 0A1B2C3D-4E5F-6071-8293-A4B5C6D7E8F9")
 	}
 	// dSYM UUIDs are stored upper case, mapping UUIDs lower case (decisions.md): try both.
-	df, err := dfs.Store.FindDebugFile(ctx, distribution.DebugFileQuery{UUID: strings.ToUpper(uuid)})
+	df, err := dfs.Store.FindDebugFile(ctx, DebugFileQuery{UUID: strings.ToUpper(uuid)})
 	if errs.Is(err, errs.NotFound) {
-		df, err = dfs.Store.FindDebugFile(ctx, distribution.DebugFileQuery{UUID: strings.ToLower(uuid)})
+		df, err = dfs.Store.FindDebugFile(ctx, DebugFileQuery{UUID: strings.ToLower(uuid)})
 	}
 	return df, err
 }

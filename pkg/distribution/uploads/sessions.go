@@ -35,10 +35,10 @@ import (
 // SessionStore keeps upload sessions.
 type SessionStore interface {
 	// CreateSession records a session and its object as pending, in one transaction, unless the
-	// token already has maxOpen open sessions (*distribution.TooManySessionsError).
+	// token already has maxOpen open sessions (*TooManySessionsError).
 	CreateSession(ctx context.Context, s *distribution.UploadSession, maxOpen int) error
 	// OpenSessions counts a token's open, unexpired sessions.
-	OpenSessions(ctx context.Context, tokenID int64) (distribution.OpenSessions, error)
+	OpenSessions(ctx context.Context, tokenID int64) (OpenSessions, error)
 	GetSession(ctx context.Context, id string) (*distribution.UploadSession, error)
 	// SwitchSession moves a session from state from to state to (recording resultID and errMsg),
 	// and reports whether it was in from: concurrent completions do the work once.
@@ -139,7 +139,7 @@ func ReleaseFormOf(fields map[string]string) ReleaseForm { return releaseFormOf(
 const sessionRetryAfter = time.Minute
 
 // tooManySessions is the 429 of a token at its cap of open sessions, saying how to get out of it.
-func (ss *Sessions) tooManySessions(open distribution.OpenSessions) error {
+func (ss *Sessions) tooManySessions(open OpenSessions) error {
 	e := errs.New(errs.TooManyRequests, "this token has %d open upload sessions, the most it may have (SLIPWAY_UPLOAD_SESSIONS_PER_TOKEN): "+
 		"complete or abort one (DELETE /api/uploads/<id>; the oldest is %s), or wait until one expires (the first at %s)",
 		open.Count, open.OldestID, open.NextExpiry.UTC().Format(time.RFC3339))
@@ -236,7 +236,7 @@ func (ss *Sessions) StartSession(ctx context.Context, in NewSession) (*distribut
 	}
 	if err := ss.Store.CreateSession(ctx, sess, ss.Config.MaxOpenPerToken); err != nil {
 		_ = mp.AbortMultipart(context.WithoutCancel(ctx), sess.ObjectKey, sess.StorageUploadID)
-		var full *distribution.TooManySessionsError
+		var full *TooManySessionsError
 		if errors.As(err, &full) {
 			return nil, nil, ss.tooManySessions(full.Open)
 		}
