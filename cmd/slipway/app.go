@@ -7,21 +7,21 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/slipwayhq/slipway/pkg/blob"
+	"github.com/slipwayhq/slipway/pkg/blob/backends"
 	"github.com/slipwayhq/slipway/pkg/buildinfo"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution/service"
 	"github.com/slipwayhq/slipway/pkg/metrics"
-	"github.com/slipwayhq/slipway/pkg/storage"
-	"github.com/slipwayhq/slipway/pkg/storage/backends"
-	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/postgres"
 )
 
 // app is the wiring every server-side command shares.
 type app struct {
 	cfg     *config.Config
 	log     *slog.Logger
-	db      *store.DB
-	storage storage.Backend
+	db      *postgres.DB
+	storage blob.Backend
 	metrics *metrics.Metrics
 	svc     *service.Service
 }
@@ -47,7 +47,7 @@ func openApp(ctx context.Context, getenv func(string) string, stderr io.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: int32(cfg.DBMaxConns), Log: log})
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{MaxConns: int32(cfg.DBMaxConns), Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func openChecked(ctx context.Context, getenv func(string) string, stderr io.Writ
 	if err != nil {
 		return nil, err
 	}
-	if err := store.CheckSchema(ctx, a.db); err != nil {
+	if err := postgres.CheckSchema(ctx, a.db); err != nil {
 		a.close()
 		return nil, err
 	}
@@ -96,12 +96,12 @@ func (a *app) close() { a.db.Close() }
 
 // openDB connects to the database only (migrate, token). With create (`migrate up` when
 // SLIPWAY_CREATE_DATABASE is true) it creates the database first when it is missing.
-func openDB(ctx context.Context, getenv func(string) string, stderr io.Writer, create bool) (*store.DB, *config.Config, error) {
+func openDB(ctx context.Context, getenv func(string) string, stderr io.Writer, create bool) (*postgres.DB, *config.Config, error) {
 	cfg, log, err := loadConfig(getenv, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := store.Open(ctx, cfg.DatabaseURL, store.Options{CreateDatabase: create && cfg.CreateDatabase, MaxConns: 2, Log: log})
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{CreateDatabase: create && cfg.CreateDatabase, MaxConns: 2, Log: log})
 	return db, cfg, err
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/pkg/distribution/lifecycle"
 	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
-	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/postgres"
 	"github.com/slipwayhq/slipway/pkg/uploader"
 )
 
@@ -257,13 +257,13 @@ func (r remoteTokens) revoke(ctx context.Context, name string) error {
 }
 
 // openSchema opens the database for the token commands, refusing one whose schema this binary
-// does not serve (store.CheckSchema): they never migrate nor create it.
-func openSchema(ctx context.Context, getenv func(string) string, stderr io.Writer) (*store.DB, error) {
+// does not serve (postgres.CheckSchema): they never migrate nor create it.
+func openSchema(ctx context.Context, getenv func(string) string, stderr io.Writer) (*postgres.DB, error) {
 	db, _, err := openDB(ctx, getenv, stderr, false)
 	if err != nil {
 		return nil, err
 	}
-	if err := store.CheckSchema(ctx, db); err != nil {
+	if err := postgres.CheckSchema(ctx, db); err != nil {
 		db.Close()
 		return nil, err
 	}

@@ -8,12 +8,12 @@ import (
 	"strings"
 
 	"github.com/slipwayhq/slipway/pkg/config"
-	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/postgres"
 )
 
 // newMigrator is the migrator with the configuration's lock timeout and retry budget.
-func newMigrator(db *store.DB, cfg *config.Config) (*store.Migrator, error) {
-	return store.NewMigratorWith(db, store.MigrateOptions{LockTimeout: cfg.MigrateLockTimeout, Timeout: cfg.MigrateTimeout})
+func newMigrator(db *postgres.DB, cfg *config.Config) (*postgres.Migrator, error) {
+	return postgres.NewMigratorWith(db, postgres.MigrateOptions{LockTimeout: cfg.MigrateLockTimeout, Timeout: cfg.MigrateTimeout})
 }
 
 // migrateCmd: slipway migrate up | down [N] [--yes] | force VERSION | version. See
@@ -78,7 +78,7 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 	case "up":
 		err = m.UpContext(ctx)
 	case "down":
-		var plan []store.Migration
+		var plan []postgres.Migration
 		if plan, err = m.DownPlan(steps); err != nil {
 			break
 		}

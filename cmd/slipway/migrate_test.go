@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/postgres"
 	"github.com/slipwayhq/slipway/test/testenv"
 )
 
@@ -24,12 +24,12 @@ func TestMigrateCommandsRepairAndRollBack(t *testing.T) {
 		return ""
 	}
 	ctx := context.Background()
-	db, err := store.Open(ctx, url, store.Options{})
+	db, err := postgres.Open(ctx, url, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	m, err := store.NewMigrator(db)
+	m, err := postgres.NewMigrator(db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/postgres"
 	"github.com/slipwayhq/slipway/test/testenv"
 )
 
@@ -105,12 +105,12 @@ func TestCommandsCreateNoDatabase(t *testing.T) {
 func TestCommandsMigrateNothing(t *testing.T) {
 	ctx := context.Background()
 	dbURL := testenv.DatabaseURL(t)
-	db, err := store.Open(ctx, dbURL, store.Options{})
+	db, err := postgres.Open(ctx, dbURL, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	m, err := store.NewMigrator(db)
+	m, err := postgres.NewMigrator(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestCommandsMigrateNothing(t *testing.T) {
 	}
 
 	// One migration behind.
-	m, err = store.NewMigrator(db)
+	m, err = postgres.NewMigrator(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestCommandsMigrateNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	refuse("run `slipway migrate up` first")
-	if v, dirty, err := store.ReadVersion(ctx, db); err != nil || dirty || v != before {
+	if v, dirty, err := postgres.ReadVersion(ctx, db); err != nil || dirty || v != before {
 		t.Fatalf("version %d dirty=%v err=%v: a command migrated", v, dirty, err)
 	}
 	// Dirty.

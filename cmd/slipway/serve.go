@@ -16,7 +16,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/buildinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/httpapi"
-	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/postgres"
 )
 
 // serve listens at once, then brings the database to the schema it needs (startUp) while it
@@ -64,7 +64,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		log.Info("serving metrics and the detailed readiness", slog.String("internal_addr", iln.Addr().String()))
 	}
 	log.Info("serving", slog.String("addr", ln.Addr().String()), slog.String("public_url", a.cfg.PublicURL),
-		slog.String("version", buildinfo.Version), slog.String("storage", store.RedactURL(a.cfg.StorageURL)))
+		slog.String("version", buildinfo.Version), slog.String("storage", postgres.RedactURL(a.cfg.StorageURL)))
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(api.Listener(ln)) }()
@@ -152,7 +152,7 @@ func startBackground(ctx context.Context, a *app) *background.Group {
 // ends (false): it creates the database when it is missing and SLIPWAY_CREATE_DATABASE allows it,
 // then applies the pending migrations
 // (SLIPWAY_MIGRATE_ON_START) or, when a hook Job migrates, waits until the schema is one it can
-// serve (store.Migrator.Check). Neither a database still coming up nor a failed or dirty
+// serve (postgres.Migrator.Check). Neither a database still coming up nor a failed or dirty
 // migration makes serve exit: a crash loop would help neither, and the replica keeps answering
 // health checks and 503s with Retry-After meanwhile. What it waits for is logged when it changes,
 // and shown by the internal readiness report.
@@ -192,7 +192,7 @@ func prepareSchema(ctx context.Context, a *app) (reason string, err error) {
 	}
 	if !a.cfg.MigrateOnStart {
 		// Read-only: a replica that does not migrate changes nothing in the database.
-		if err := store.CheckSchema(cctx, a.db); err != nil {
+		if err := postgres.CheckSchema(cctx, a.db); err != nil {
 			return "waiting for the schema (SLIPWAY_MIGRATE_ON_START=false: `slipway migrate up` migrates it)", err
 		}
 		return "", nil

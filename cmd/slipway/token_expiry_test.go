@@ -11,7 +11,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/postgres"
 	"github.com/slipwayhq/slipway/test/testenv"
 )
 
@@ -58,7 +58,7 @@ func TestTokenExpires(t *testing.T) {
 	runCmd(2, "token", "list", "--expires", "3d")
 	runCmd(2, "token", "create", "--name", "remote", "--expires", "3d", "--url", "http://127.0.0.1:1", "--token", "x")
 
-	db, err := store.Open(ctx, dbURL, store.Options{})
+	db, err := postgres.Open(ctx, dbURL, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestTokenLimits(t *testing.T) {
 		return stdout.String() + stderr.String()
 	}
 	runCmd(0, "token", "list") // migrates nothing, but checks the schema is there
-	db, err := store.Open(ctx, dbURL, store.Options{})
+	db, err := postgres.Open(ctx, dbURL, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

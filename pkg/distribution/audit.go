@@ -90,7 +90,7 @@ type AuditFilter struct {
 	TargetIDs  []int64
 }
 
-// AuditStore writes and reads audit rows (pkg/store).
+// AuditStore writes and reads audit rows (pkg/postgres).
 type AuditStore interface {
 	WriteAudit(ctx context.Context, r AuditRecord) error
 	AuditEntries(ctx context.Context, f AuditFilter) ([]AuditEntry, error)

@@ -10,7 +10,7 @@ import (
 // The store interfaces themselves are declared by each part, next to the use cases that call
 // them (catalog.AppStore, uploads.Ledger, ...), with the values only they take (uploads'
 // DebugFileQuery, access's AttemptLimit): each part asks for the few methods it uses.
-// pkg/store implements all of them on Postgres; unit tests implement the few a rule touches.
+// pkg/postgres implements all of them on Postgres; unit tests implement the few a rule touches.
 // Every method returns *errs.Error for conditions a client can act on (not found, conflict,
 // unavailable), classified where they arise.
 

@@ -9,7 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/httperr"
+	"github.com/slipwayhq/slipway/pkg/problem"
 )
 
 // bind reads a request's parameters (the query string merged with the body, as Zealot's Rails
@@ -55,7 +55,7 @@ func bindStrict(c *gin.Context, dst any) error {
 	}
 	for k := range p.values {
 		if !known[k] && c.Request.URL.Query().Get(k) == "" {
-			return errs.Field(httperr.SafeName(k), "is not a parameter of this request; send %s", strings.Join(names, ", "))
+			return errs.Field(problem.SafeName(k), "is not a parameter of this request; send %s", strings.Join(names, ", "))
 		}
 	}
 	return p.bind(dst)

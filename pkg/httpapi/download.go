@@ -8,11 +8,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/slipwayhq/slipway/pkg/blob"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/links"
-	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/web"
 )
 
@@ -68,7 +68,7 @@ func (s *Server) serveObject(c *gin.Context) error {
 		return err
 	}
 	if name != "" {
-		c.Header("Content-Disposition", storage.ContentDisposition(name))
+		c.Header("Content-Disposition", blob.ContentDisposition(name))
 	}
 	if ctype != "" {
 		c.Header("Content-Type", ctype)

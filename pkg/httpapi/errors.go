@@ -7,7 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/httperr"
+	"github.com/slipwayhq/slipway/pkg/problem"
 )
 
 // fail renders err as {"error": ...} with the status of its kind (httperr) and aborts the
@@ -15,7 +15,7 @@ import (
 // "internal error" with that id.
 func (s *Server) fail(c *gin.Context, err error) {
 	ctx := reqCtx(c)
-	p := httperr.Describe(err)
+	p := problem.Describe(err)
 	body := gin.H{"error": p.Message}
 	if len(p.Entry) > 0 {
 		body["entry"] = p.Entry

@@ -27,8 +27,8 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
+	"github.com/slipwayhq/slipway/pkg/blob"
 	"github.com/slipwayhq/slipway/pkg/debuginfo/debuginfotest"
-	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
 
@@ -619,7 +619,7 @@ func (c mc) stored(keys []string, want bool) {
 		switch {
 		case want && (err != nil || rerr != nil):
 			c.t.Errorf("object %s should be stored: %v / %v", k, err, rerr)
-		case !want && (!errors.Is(err, storage.ErrNotFound) || !errors.Is(rerr, storage.ErrNotFound)):
+		case !want && (!errors.Is(err, blob.ErrNotFound) || !errors.Is(rerr, blob.ErrNotFound)):
 			c.t.Errorf("object %s should be gone: Stat %v, GetRange %v", k, err, rerr)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/httperr"
+	"github.com/slipwayhq/slipway/pkg/problem"
 )
 
 // maxParamBodyBytes bounds JSON and form bodies of the non-upload endpoints.
@@ -93,7 +93,7 @@ func cleanValue(name string, v any) error {
 	ok := true
 	switch v := v.(type) {
 	case string:
-		ok = httperr.CleanText(name) && httperr.CleanText(v)
+		ok = problem.CleanText(name) && problem.CleanText(v)
 	case []any:
 		for _, item := range v {
 			if err := cleanValue(name, item); err != nil {
@@ -108,7 +108,7 @@ func cleanValue(name string, v any) error {
 		}
 	}
 	if !ok {
-		return errs.Field(httperr.SafeName(name), "holds a NUL byte or invalid UTF-8")
+		return errs.Field(problem.SafeName(name), "holds a NUL byte or invalid UTF-8")
 	}
 	return nil
 }

@@ -15,9 +15,9 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution/service"
-	"github.com/slipwayhq/slipway/pkg/httperr"
 	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/metrics"
+	"github.com/slipwayhq/slipway/pkg/problem"
 	"github.com/slipwayhq/slipway/pkg/web"
 )
 
@@ -78,7 +78,7 @@ func New(d Deps) *Server {
 
 	// Every route but the pages refuses a NUL byte or invalid UTF-8 in its path or query with a
 	// JSON 422; the pages check the same and answer with an HTML page.
-	r := e.Group("", h(func(c *gin.Context) error { return httperr.CheckRequestText(c.Request) }))
+	r := e.Group("", h(func(c *gin.Context) error { return problem.CheckRequestText(c.Request) }))
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
 	// With an internal port (SLIPWAY_INTERNAL_ADDR), /metrics and the detailed readiness are

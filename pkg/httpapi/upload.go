@@ -16,7 +16,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/httperr"
+	"github.com/slipwayhq/slipway/pkg/problem"
 )
 
 // Bounds on the non-file fields of an upload form.
@@ -191,8 +191,8 @@ func (f *uploadForm) readField(name string, part *multipart.Part) error {
 	if f.fieldBytes += len(v); f.fieldBytes > maxFormFieldBytes {
 		return errs.New(errs.TooLarge, "the form fields are larger than %d bytes in all", maxFormFieldBytes)
 	}
-	if !httperr.CleanText(name) || !httperr.CleanText(string(v)) {
-		return errs.Field(httperr.SafeName(name), "holds a NUL byte or invalid UTF-8")
+	if !problem.CleanText(name) || !problem.CleanText(string(v)) {
+		return errs.Field(problem.SafeName(name), "holds a NUL byte or invalid UTF-8")
 	}
 	if _, seen := f.fields[name]; !seen {
 		f.fields[name] = string(v)

@@ -18,8 +18,8 @@ import (
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution/service"
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/httperr"
 	"github.com/slipwayhq/slipway/pkg/links"
+	"github.com/slipwayhq/slipway/pkg/problem"
 )
 
 // Deps are what the pages need.
@@ -147,7 +147,7 @@ func (h *Handler) json(fn func(c *gin.Context) error) gin.HandlerFunc {
 }
 
 func checked(c *gin.Context, fn func(c *gin.Context) error) error {
-	if err := httperr.CheckRequestText(c.Request); err != nil {
+	if err := problem.CheckRequestText(c.Request); err != nil {
 		return err
 	}
 	if c.Request.Method == http.MethodPost && strings.HasPrefix(c.Request.URL.Path, "/console/") {
@@ -284,9 +284,9 @@ func (h *Handler) render(c *gin.Context, status int, name string, p page, privat
 
 // describe is what a client may see of err (httperr, shared with the API); internal errors are
 // logged here with the request id, which the client is shown.
-func (h *Handler) describe(c *gin.Context, err error) httperr.Problem {
+func (h *Handler) describe(c *gin.Context, err error) problem.Problem {
 	ctx := reqCtx(c)
-	p := httperr.Describe(err)
+	p := problem.Describe(err)
 	if p.Internal() {
 		id := c.Writer.Header().Get("X-Request-ID")
 		h.log.ErrorContext(ctx, "internal error", slog.String("request_id", id), slog.String("error", err.Error()))

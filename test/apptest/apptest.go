@@ -23,14 +23,14 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/slipwayhq/slipway/pkg/background"
+	"github.com/slipwayhq/slipway/pkg/blob"
+	"github.com/slipwayhq/slipway/pkg/blob/backends"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/service"
 	"github.com/slipwayhq/slipway/pkg/httpapi"
 	"github.com/slipwayhq/slipway/pkg/metrics"
-	"github.com/slipwayhq/slipway/pkg/storage"
-	"github.com/slipwayhq/slipway/pkg/storage/backends"
-	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/postgres"
 	"github.com/slipwayhq/slipway/test/testenv"
 	"github.com/slipwayhq/slipway/test/testkit"
 )
@@ -67,8 +67,8 @@ func sessionPartSize(opts Options) int64 {
 type Env struct {
 	URL         string
 	Config      *config.Config
-	DB          *store.DB
-	Storage     storage.Backend
+	DB          *postgres.DB
+	Storage     blob.Backend
 	Service     *service.Service
 	Metrics     *metrics.Metrics
 	AdminToken  string

@@ -16,14 +16,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/slipwayhq/slipway/pkg/storage"
+	"github.com/slipwayhq/slipway/pkg/blob"
 )
 
 // BenchmarkIngest models the server half of an upload in one process, to weigh changes to the
 // hot path before making them in pkg/: an HTTP handler reads a multipart body the way
 // httpapi.readUpload and distribution.StoreUpload do (mime/multipart, then a TeeReader into
-// SHA-256 and a storage.Tail) and hands it to a sink that consumes it the way storage/s3
-// (readFull into 8 MiB parts) or storage/fs (io.CopyBuffer into a file, then fsync) does. The
+// SHA-256 and a blob.Tail) and hands it to a sink that consumes it the way blob/s3
+// (readFull into 8 MiB parts) or blob/fs (io.CopyBuffer into a file, then fsync) does. The
 // variants change one thing each. The client and the network are the same in every variant, so
 // differences in cpu-ms/op and syscalls/op are the server's.
 //
@@ -66,7 +66,7 @@ func BenchmarkIngest(b *testing.B) {
 					return
 				}
 				var h hash.Hash = sha256.New()
-				tail := storage.NewTail(2 << 20)
+				tail := blob.NewTail(2 << 20)
 				var sinkW io.Writer = tail
 				if !v.noHash {
 					sinkW = io.MultiWriter(h, tail)
@@ -121,7 +121,7 @@ func BenchmarkIngest(b *testing.B) {
 	}
 }
 
-// sinkParts consumes r as storage/s3.Put does: readFull into 8 MiB part buffers (3 of them,
+// sinkParts consumes r as blob/s3.Put does: readFull into 8 MiB part buffers (3 of them,
 // rotating), here without sending them anywhere.
 func sinkParts(r io.Reader) error {
 	bufs := [3][]byte{make([]byte, 8<<20), make([]byte, 8<<20), make([]byte, 8<<20)}
@@ -141,7 +141,7 @@ func sinkParts(r io.Reader) error {
 	}
 }
 
-// sinkFile consumes r as storage/fs.Put does (io.CopyBuffer into a file with a 256 KiB buffer,
+// sinkFile consumes r as blob/fs.Put does (io.CopyBuffer into a file with a 256 KiB buffer,
 // then fsync), or, with fill, filling the buffer before each write.
 func sinkFile(ctx context.Context, path string, r io.Reader, fill bool) error {
 	f, err := os.Create(path)
@@ -173,7 +173,7 @@ func sinkFile(ctx context.Context, path string, r io.Reader, fill bool) error {
 	return f.Sync()
 }
 
-// ctxReaderModel is storage/fs's ctxReader: it hides nothing, so io.CopyBuffer takes the file's
+// ctxReaderModel is blob/fs's ctxReader: it hides nothing, so io.CopyBuffer takes the file's
 // ReadFrom path as the real one does.
 type ctxReaderModel struct {
 	ctx context.Context

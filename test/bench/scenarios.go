@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
-	"github.com/slipwayhq/slipway/pkg/storage"
+	"github.com/slipwayhq/slipway/pkg/blob"
 	"github.com/slipwayhq/slipway/pkg/uploader"
 	"github.com/slipwayhq/slipway/test/testkit"
 )
@@ -83,7 +83,7 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 	var (
 		storageURL string
 		direct     func(ctx context.Context, key string) (time.Duration, error)
-		store      storage.Backend
+		store      blob.Backend
 		cleanup    func()
 		err        error
 	)

@@ -17,9 +17,9 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/slipwayhq/slipway/pkg/storage"
-	"github.com/slipwayhq/slipway/pkg/storage/fs"
-	"github.com/slipwayhq/slipway/pkg/storage/s3"
+	"github.com/slipwayhq/slipway/pkg/blob"
+	"github.com/slipwayhq/slipway/pkg/blob/fs"
+	"github.com/slipwayhq/slipway/pkg/blob/s3"
 )
 
 // plainReader hides *os.File's WriterTo and ReaderFrom, so no client gets a zero-copy sendfile
@@ -194,30 +194,30 @@ func (e *env) directPut(ctx context.Context, path, key string) (time.Duration, e
 	return took, nil
 }
 
-// directStore puts the file into a backend through Slipway's own storage code (storage/s3's
-// multipart strategy, or storage/fs's temp file, fsync and rename), without the HTTP server,
+// directStore puts the file into a backend through Slipway's own storage code (blob/s3's
+// multipart strategy, or blob/fs's temp file, fsync and rename), without the HTTP server,
 // hashing, parsing or database: the storage half of an upload alone.
-func directStore(ctx context.Context, b storage.Backend, path, key string) (time.Duration, error) {
+func directStore(ctx context.Context, b blob.Backend, path, key string) (time.Duration, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
 	start := time.Now()
-	if _, err := b.Put(ctx, key, plainReader{f}, storage.PutOptions{ContentType: "application/octet-stream"}); err != nil {
+	if _, err := b.Put(ctx, key, plainReader{f}, blob.PutOptions{ContentType: "application/octet-stream"}); err != nil {
 		return 0, err
 	}
 	return time.Since(start), nil
 }
 
-// s3Backend is storage/s3 over the benchmark bucket with Slipway's defaults.
-func (e *env) s3Backend(ctx context.Context) (storage.Backend, error) {
+// s3Backend is blob/s3 over the benchmark bucket with Slipway's defaults.
+func (e *env) s3Backend(ctx context.Context) (blob.Backend, error) {
 	return s3.New(ctx, s3.Config{Bucket: e.bucket, Region: e.s3Region, Endpoint: e.s3Endpoint, PathStyle: true,
 		AccessKey: e.s3Access, SecretKey: e.s3Secret})
 }
 
-// fsBackend is storage/fs over dir.
-func fsBackend(dir string) (storage.Backend, error) {
+// fsBackend is blob/fs over dir.
+func fsBackend(dir string) (blob.Backend, error) {
 	return fs.New(dir)
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/slipwayhq/slipway/pkg/metrics"
-	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/postgres"
 	"github.com/slipwayhq/slipway/test/testenv"
 )
 
@@ -31,7 +31,7 @@ type pod struct {
 	steps int
 }
 
-func newPod(t *testing.T, name string, db *store.DB) *pod {
+func newPod(t *testing.T, name string, db *postgres.DB) *pod {
 	t.Helper()
 	p := &pod{name: name, m: metrics.New(), deps: map[string]string{"database": "ok", "storage": "ok"}, pool: db.Pool}
 	p.m.Registry.MustRegister(db.PoolCollector())
@@ -252,7 +252,7 @@ func runAlert(t *testing.T, dbURL, alert, expr string, step func(w *world, i int
 	t.Helper()
 	w := &world{available: 2, step: step}
 	for i := range max(pods, 1) {
-		db, err := store.Open(context.Background(), dbURL, store.Options{MaxConns: 2})
+		db, err := postgres.Open(context.Background(), dbURL, postgres.Options{MaxConns: 2})
 		if err != nil {
 			t.Fatal(err)
 		}

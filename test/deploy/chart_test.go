@@ -283,7 +283,7 @@ func portNamed(t *testing.T, c corev1.Container, name string) int32 {
 }
 
 // checkMemory: about 40 MiB base, plus SLIPWAY_READ_CACHE_BYTES, plus SLIPWAY_UPLOAD_MEMORY (the part buffers all S3 uploads of
-// a pod share, pkg/storage/s3), plus about 3 MiB per upload being received
+// a pod share, pkg/blob/s3), plus about 3 MiB per upload being received
 // (SLIPWAY_MAX_CONCURRENT_UPLOADS of them), must fit the memory limit.
 func checkMemory(t *testing.T, s server) {
 	t.Helper()

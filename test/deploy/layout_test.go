@@ -11,10 +11,10 @@ import (
 // driver, and the domain depends on none of them either (the store implements its interfaces).
 func TestHandlersReachDataOnlyThroughTheDomain(t *testing.T) {
 	forbidden := []string{
-		"github.com/slipwayhq/slipway/pkg/store",
-		"github.com/slipwayhq/slipway/pkg/storage/s3",
-		"github.com/slipwayhq/slipway/pkg/storage/fs",
-		"github.com/slipwayhq/slipway/pkg/storage/backends",
+		"github.com/slipwayhq/slipway/pkg/postgres",
+		"github.com/slipwayhq/slipway/pkg/blob/s3",
+		"github.com/slipwayhq/slipway/pkg/blob/fs",
+		"github.com/slipwayhq/slipway/pkg/blob/backends",
 		"github.com/jackc/pgx/v5",
 	}
 	for _, pkgs := range [][]string{{"./pkg/httpapi", "./pkg/web"}, {"./pkg/distribution/...", "./pkg/background"}} {

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slipwayhq/slipway/pkg/metrics"
-	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/postgres"
 )
 
 // metricInfo is what the alert and dashboard checks know about one metric name.
@@ -86,7 +86,7 @@ func knownMetrics(t testing.TB) map[string]metricInfo {
 		histogram := strings.Contains(f.Type().String(), "Histogram")
 		describe(f.Interface().(prometheus.Collector), "pkg/metrics."+v.Type().Field(i).Name, histogram)
 	}
-	describe((&store.DB{}).PoolCollector(), "pkg/store.PoolCollector", false)
+	describe((&postgres.DB{}).PoolCollector(), "pkg/postgres.PoolCollector", false)
 	// The dependency gauge exists once serve gives it its checks.
 	m.WatchDependencies(func(context.Context) []metrics.DependencyState {
 		return []metrics.DependencyState{{Name: "database", State: "ok"}}
@@ -160,7 +160,7 @@ func checkPromQL(t testing.TB, what, expr string, known map[string]metricInfo) [
 					info, ok = externalMetrics[name]
 				}
 				if !ok {
-					t.Errorf("%s: metric %q is not exported by Slipway (pkg/metrics, pkg/store) nor a known external series", what, name)
+					t.Errorf("%s: metric %q is not exported by Slipway (pkg/metrics, pkg/postgres) nor a known external series", what, name)
 					continue
 				}
 				used = append(used, name)

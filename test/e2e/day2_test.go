@@ -14,7 +14,7 @@ import (
 
 	"github.com/slipwayhq/slipway/migrations"
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
-	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/postgres"
 	"github.com/slipwayhq/slipway/test/e2e"
 	"github.com/slipwayhq/slipway/test/testkit"
 )
@@ -29,11 +29,11 @@ func TestRollbackAcrossOneRelease(t *testing.T) {
 	h := e2e.New(t, e2e.Options{})
 	next := nextReleaseMigrations(t)
 	ctx := context.Background()
-	db, err := store.Open(ctx, h.DatabaseURL, store.Options{})
+	db, err := postgres.Open(ctx, h.DatabaseURL, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := store.NewMigratorFS(db, next)
+	m, err := postgres.NewMigratorFS(db, next)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slipwayhq/slipway/pkg/blob"
+	"github.com/slipwayhq/slipway/pkg/blob/fs"
 	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
-	"github.com/slipwayhq/slipway/pkg/storage"
-	"github.com/slipwayhq/slipway/pkg/storage/fs"
 	"github.com/slipwayhq/slipway/test/testenv"
 )
 
@@ -48,7 +48,7 @@ func TestDiscardKeepsClaimedObjects(t *testing.T) {
 	if _, err := st.Stat(ctx, claimed.Key); err != nil {
 		t.Errorf("the claimed object was deleted by Discard: %v", err)
 	}
-	if _, err := st.Stat(ctx, failed.Key); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := st.Stat(ctx, failed.Key); !errors.Is(err, blob.ErrNotFound) {
 		t.Errorf("the failed upload's object is still there: %v", err)
 	}
 	var rows int

@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipwayhq/slipway/pkg/blob"
+	"github.com/slipwayhq/slipway/pkg/blob/fs"
 	"github.com/slipwayhq/slipway/pkg/debuginfo/debuginfotest"
 	"github.com/slipwayhq/slipway/pkg/signing"
-	"github.com/slipwayhq/slipway/pkg/storage"
-	"github.com/slipwayhq/slipway/pkg/storage/fs"
 	"github.com/slipwayhq/slipway/test/e2e"
 	"github.com/slipwayhq/slipway/test/testenv"
 	"github.com/slipwayhq/slipway/test/testkit"
@@ -382,7 +382,7 @@ func TestFilesystemRootContainment(t *testing.T) {
 		}
 		// Writing "evil" replaces the link itself with a file inside the folder (a rename does not
 		// follow links); every other key is refused.
-		if _, err := st.Put(ctx, key, strings.NewReader("overwritten"), storage.PutOptions{}); err == nil && key != "evil" {
+		if _, err := st.Put(ctx, key, strings.NewReader("overwritten"), blob.PutOptions{}); err == nil && key != "evil" {
 			t.Errorf("Put(%q) succeeded", key)
 		}
 		_ = st.Delete(ctx, key) // refused, or the object inside the folder removed

@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/slipwayhq/slipway/migrations"
-	"github.com/slipwayhq/slipway/pkg/store"
+	"github.com/slipwayhq/slipway/pkg/postgres"
 	"github.com/slipwayhq/slipway/test/testkit"
 )
 
@@ -81,9 +81,9 @@ func DatabaseURL(tb testing.TB) string {
 }
 
 // DB returns an open store on a fresh database (see DatabaseURL), closed when the test ends.
-func DB(tb testing.TB) *store.DB {
+func DB(tb testing.TB) *postgres.DB {
 	tb.Helper()
-	db, err := store.Open(context.Background(), DatabaseURL(tb), store.Options{MaxConns: 20})
+	db, err := postgres.Open(context.Background(), DatabaseURL(tb), postgres.Options{MaxConns: 20})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -142,12 +142,12 @@ func ensureTemplate(ctx context.Context, base string) (string, error) {
 	if _, err := conn.Exec(ctx, fmt.Sprintf("COMMENT ON DATABASE %s IS '%s%s'", name, templateComment, time.Now().UTC().Format(time.RFC3339))); err != nil {
 		return "", err
 	}
-	db, err := store.Open(ctx, withDatabase(base, name), store.Options{})
+	db, err := postgres.Open(ctx, withDatabase(base, name), postgres.Options{})
 	if err != nil {
 		return "", err
 	}
 	defer db.Close()
-	m, err := store.NewMigrator(db)
+	m, err := postgres.NewMigrator(db)
 	if err != nil {
 		return "", err
 	}

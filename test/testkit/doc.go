@@ -3,7 +3,7 @@
 // and CPU from /proc (PeakRSS, CPUTime, ...), a goroutine-safe buffer for capturing logs
 // (LockedBuffer), checking an error's kind (WantKind, WantInvalid), a free loopback port and
 // random names. An in-memory storage backend lives beside the storage conformance suite that it
-// passes (pkg/storage/storagetest.Memory).
+// passes (pkg/blob/blobtest.Memory).
 //
 // A deadline here bounds how long a test waits for something that should happen, so that a
 // defect fails the test instead of hanging it; it never asserts how fast something happened.

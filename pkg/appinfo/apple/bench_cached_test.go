@@ -9,12 +9,12 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
-	"github.com/slipwayhq/slipway/pkg/storage"
-	"github.com/slipwayhq/slipway/pkg/storage/fs"
+	"github.com/slipwayhq/slipway/pkg/blob"
+	"github.com/slipwayhq/slipway/pkg/blob/fs"
 )
 
 // BenchmarkParseExportedIPACached parses the exported-layout .ipa of BenchmarkParseExportedIPA
-// as an upload does: through the block-cached storage.ReaderAt over the filesystem backend,
+// as an upload does: through the block-cached blob.ReaderAt over the filesystem backend,
 // seeded with the stream's last 2 MiB. It reports the GETs and bytes fetched from the backend.
 func BenchmarkParseExportedIPACached(b *testing.B) {
 	dir := b.TempDir()
@@ -40,7 +40,7 @@ func BenchmarkParseExportedIPACached(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer in.Close()
-	if _, err := store.Put(ctx, "k", in, storage.PutOptions{}); err != nil {
+	if _, err := store.Put(ctx, "k", in, blob.PutOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	tail := make([]byte, 2<<20)
@@ -50,7 +50,7 @@ func BenchmarkParseExportedIPACached(b *testing.B) {
 	var gets, bytes int64
 	b.ReportAllocs()
 	for b.Loop() {
-		r := storage.NewReaderAt(ctx, store, "k", size)
+		r := blob.NewReaderAt(ctx, store, "k", size)
 		r.Seed(size-int64(len(tail)), tail)
 		info, err := appinfo.Parse(r, size)
 		if err != nil || info.Icon == nil {

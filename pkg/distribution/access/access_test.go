@@ -48,7 +48,7 @@ type memStore struct {
 	tokens   []string
 }
 
-// SignInUser applies the admin groups as the store's statement does (store.SignInUser).
+// SignInUser applies the admin groups as the store's statement does (postgres.SignInUser).
 func (s *memStore) SignInUser(_ context.Context, u *User, inAdminGroups bool) (*User, error) {
 	if s.users == nil {
 		s.users = map[string]*User{}

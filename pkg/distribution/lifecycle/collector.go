@@ -22,7 +22,7 @@ type CollectorStore interface {
 	Collect(ctx context.Context, key string, grace time.Duration, del func(ctx context.Context, key string) error) (bool, error)
 }
 
-// ObjectRemover deletes an object from storage (storage.Backend).
+// ObjectRemover deletes an object from storage (blob.Backend).
 type ObjectRemover interface {
 	Delete(ctx context.Context, key string) error
 }

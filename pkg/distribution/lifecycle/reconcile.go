@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slipwayhq/slipway/pkg/blob"
 	"github.com/slipwayhq/slipway/pkg/distribution"
-	"github.com/slipwayhq/slipway/pkg/storage"
 )
 
 // ReconcileStore is the database as reconciliation reads it.
@@ -34,8 +34,8 @@ type ReconcileStore interface {
 // again, in a fresh snapshot, right before each batch is deleted.
 type Reconciler struct {
 	Store ReconcileStore
-	// Storage must also be a storage.Lister (every backend of Slipway is), and may be a
-	// storage.UploadLister.
+	// Storage must also be a blob.Lister (every backend of Slipway is), and may be a
+	// blob.UploadLister.
 	Storage ObjectRemover
 	// Prefixes are the top-level folders of the keys Slipway writes (uploads.KeyPrefixes): an
 	// object outside them is someone else's (a shared bucket) and is reported, never deleted.
@@ -72,8 +72,8 @@ const (
 // Finding is one thing a reconciliation found.
 type Finding struct {
 	Kind   string
-	Object storage.Object           // the object (orphan, young, foreign, failed)
-	Upload storage.Upload           // the unfinished upload (upload; young and failed when Object is unset)
+	Object blob.Object              // the object (orphan, young, foreign, failed)
+	Upload blob.Upload              // the unfinished upload (upload; young and failed when Object is unset)
 	Owner  distribution.ObjectOwner // the row (missing)
 	Err    error                    // why (failed)
 }
@@ -96,7 +96,7 @@ type ReconcileResult struct {
 // Reconcile runs once over the whole bucket.
 func (r *Reconciler) Reconcile(ctx context.Context, opts ReconcileOptions) (ReconcileResult, error) {
 	var res ReconcileResult
-	lister, ok := r.Storage.(storage.Lister)
+	lister, ok := r.Storage.(blob.Lister)
 	if !ok {
 		return res, fmt.Errorf("this storage (%T) cannot be listed", r.Storage)
 	}
@@ -132,8 +132,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, opts ReconcileOptions) (Reco
 	}
 	advance()
 	prev := ""
-	err := lister.List(ctx, func(page []storage.Object) error {
-		var candidates []storage.Object
+	err := lister.List(ctx, func(page []blob.Object) error {
+		var candidates []blob.Object
 		for _, obj := range page {
 			// The merge below is only right if both sides are in the same order; a listing out of
 			// order must not turn owned objects into orphans.
@@ -176,8 +176,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, opts ReconcileOptions) (Reco
 	if ownerErr != nil {
 		return res, ownerErr
 	}
-	if ul, ok := r.Storage.(storage.UploadLister); ok {
-		err = ul.ListUploads(ctx, func(page []storage.Upload) error {
+	if ul, ok := r.Storage.(blob.UploadLister); ok {
+		err = ul.ListUploads(ctx, func(page []blob.Upload) error {
 			return r.settleUploads(ctx, ul, page, cutoff, opts.DryRun, report, &res)
 		})
 	}
@@ -186,13 +186,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, opts ReconcileOptions) (Reco
 
 // settleUploads removes the unfinished uploads of a page that no row names now and that are older
 // than the cutoff (and, when the storage cannot name their key, than LeftoverAge).
-func (r *Reconciler) settleUploads(ctx context.Context, ul storage.UploadLister, page []storage.Upload, cutoff time.Time,
+func (r *Reconciler) settleUploads(ctx context.Context, ul blob.UploadLister, page []blob.Upload, cutoff time.Time,
 	dryRun bool, report func(Finding), res *ReconcileResult) error {
 	leftoverCutoff := cutoff
 	if c := time.Now().Add(-r.LeftoverAge); c.Before(leftoverCutoff) {
 		leftoverCutoff = c
 	}
-	var candidates []storage.Upload
+	var candidates []blob.Upload
 	var keys []string
 	for _, u := range page {
 		switch {
@@ -242,7 +242,7 @@ func (r *Reconciler) settleUploads(ctx context.Context, ul storage.UploadLister,
 
 // settle deletes the candidates no row names now (a fresh read: a row may have come since the
 // snapshot).
-func (r *Reconciler) settle(ctx context.Context, candidates []storage.Object, dryRun bool, report func(Finding), res *ReconcileResult) error {
+func (r *Reconciler) settle(ctx context.Context, candidates []blob.Object, dryRun bool, report func(Finding), res *ReconcileResult) error {
 	if len(candidates) == 0 {
 		return nil
 	}
@@ -258,7 +258,7 @@ func (r *Reconciler) settle(ctx context.Context, candidates []storage.Object, dr
 	for _, k := range unowned {
 		orphan[k] = true
 	}
-	var orphans []storage.Object
+	var orphans []blob.Object
 	for _, obj := range candidates {
 		if orphan[obj.Key] {
 			orphans = append(orphans, obj)

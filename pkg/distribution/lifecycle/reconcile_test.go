@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipwayhq/slipway/pkg/blob"
 	. "github.com/slipwayhq/slipway/pkg/distribution"
-	"github.com/slipwayhq/slipway/pkg/storage"
 )
 
 // owners is the database as reconciliation reads it: the rows of the snapshot, and the keys rows
@@ -42,12 +42,12 @@ func (o *owners) Unowned(_ context.Context, keys []string) ([]string, error) {
 
 // bucket lists its objects in pages of two, in the order given.
 type bucket struct {
-	objects []storage.Object
+	objects []blob.Object
 	mu      sync.Mutex
 	deleted []string
 }
 
-func (b *bucket) List(_ context.Context, fn func([]storage.Object) error) error {
+func (b *bucket) List(_ context.Context, fn func([]blob.Object) error) error {
 	for c := range slices.Chunk(b.objects, 2) {
 		if err := fn(c); err != nil {
 			return err
@@ -68,7 +68,7 @@ func (b *bucket) Delete(_ context.Context, key string) error {
 // packages, icons or debug files are missing (not the ledger's), and a dry run deletes nothing.
 func TestReconcile(t *testing.T) {
 	old, young := time.Now().Add(-2*time.Hour), time.Now().Add(-time.Minute)
-	b := &bucket{objects: []storage.Object{
+	b := &bucket{objects: []blob.Object{
 		{Key: "debug_files/f", Size: 1, ModTime: old},
 		{Key: "icons/a", Size: 2, ModTime: old},
 		{Key: "other/x", Size: 4, ModTime: old},
@@ -126,7 +126,7 @@ func TestReconcile(t *testing.T) {
 // would otherwise take owned objects for orphans.
 func TestReconcileRefusesUnorderedListing(t *testing.T) {
 	old := time.Now().Add(-2 * time.Hour)
-	b := &bucket{objects: []storage.Object{{Key: "packages/b", ModTime: old}, {Key: "packages/a", ModTime: old}}}
+	b := &bucket{objects: []blob.Object{{Key: "packages/b", ModTime: old}, {Key: "packages/a", ModTime: old}}}
 	o := &owners{snapshot: []ObjectOwner{{Key: "packages/a", Kind: OwnerRelease, ID: 1}}}
 	r := &Reconciler{Store: o, Storage: b, Prefixes: []string{"packages"}}
 	if _, err := r.Reconcile(t.Context(), ReconcileOptions{}); err == nil || !strings.Contains(err.Error(), "not in key order") {
@@ -140,15 +140,15 @@ func TestReconcileRefusesUnorderedListing(t *testing.T) {
 // uploadBucket is a bucket with unfinished uploads too.
 type uploadBucket struct {
 	bucket
-	uploads []storage.Upload
+	uploads []blob.Upload
 	removed []string
 }
 
-func (b *uploadBucket) ListUploads(_ context.Context, fn func([]storage.Upload) error) error {
+func (b *uploadBucket) ListUploads(_ context.Context, fn func([]blob.Upload) error) error {
 	return fn(b.uploads)
 }
 
-func (b *uploadBucket) RemoveUpload(_ context.Context, u storage.Upload) error {
+func (b *uploadBucket) RemoveUpload(_ context.Context, u blob.Upload) error {
 	b.removed = append(b.removed, u.Key+u.ID)
 	return nil
 }
@@ -158,7 +158,7 @@ func (b *uploadBucket) RemoveUpload(_ context.Context, u storage.Upload) error {
 // name is removed only once older than LeftoverAge; nothing outside Slipway's prefixes is touched.
 func TestReconcileUploads(t *testing.T) {
 	now := time.Now()
-	b := &uploadBucket{uploads: []storage.Upload{
+	b := &uploadBucket{uploads: []blob.Upload{
 		{Key: "packages/orphan", ID: "1", Started: now.Add(-2 * time.Hour)},
 		{Key: "packages/young", ID: "2", Started: now.Add(-time.Minute)},
 		{Key: "packages/pending", ID: "3", Started: now.Add(-2 * time.Hour)},

@@ -107,7 +107,7 @@ func OnRelease(appID, uploadedBy int64) Resource {
 // OwnSession is the resource of an action on an upload session made by token.
 func OwnSession(token int64) Resource { return Resource{SessionToken: token} }
 
-// Members answers whether a console user is a member of an app (pkg/store).
+// Members answers whether a console user is a member of an app (pkg/postgres).
 type Members interface {
 	IsAppMember(ctx context.Context, appID, userID int64) (bool, error)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
+	"github.com/slipwayhq/slipway/pkg/blob"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/access"
@@ -23,16 +24,15 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/distribution/readcache"
 	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
-	"github.com/slipwayhq/slipway/pkg/httperr"
 	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/metrics"
+	"github.com/slipwayhq/slipway/pkg/problem"
 	"github.com/slipwayhq/slipway/pkg/signing"
-	"github.com/slipwayhq/slipway/pkg/storage"
 	"github.com/slipwayhq/slipway/pkg/webhook"
 )
 
 // Store is everything the parts ask of the database together: the union of the interfaces each
-// part declares. pkg/store implements it on Postgres.
+// part declares. pkg/postgres implements it on Postgres.
 type Store interface {
 	Ping(ctx context.Context) error
 	// Writable reports whether the database accepts writes (a standby answers Ping but not this).
@@ -111,12 +111,12 @@ type Service struct {
 	Log    *slog.Logger
 
 	db      Store
-	storage storage.Backend
+	storage blob.Backend
 }
 
 // New builds the parts on one database and one object store, with the configuration. It starts
 // nothing: serve runs the background components.
-func New(cfg *config.Config, db Store, st storage.Backend, m *metrics.Metrics, log *slog.Logger) *Service {
+func New(cfg *config.Config, db Store, st blob.Backend, m *metrics.Metrics, log *slog.Logger) *Service {
 	signer := signing.New(cfg.Secret, cfg.SecretPrevious...)
 	s := &Service{Signer: signer, Log: log, db: db, storage: st}
 
@@ -185,7 +185,7 @@ type DependencyCheck struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// DependencyChecks checks the database (it answers and accepts writes: store.DB.Writable) and
+// DependencyChecks checks the database (it answers and accepts writes: postgres.DB.Writable) and
 // object storage, each on its own. They are for the internal readiness report: an outage of
 // either does not make a replica unready (docs/operations.md, Health).
 func (s *Service) DependencyChecks(ctx context.Context) []DependencyCheck {
@@ -194,9 +194,9 @@ func (s *Service) DependencyChecks(ctx context.Context) []DependencyCheck {
 		switch {
 		case err == nil:
 		case errors.Is(err, distribution.ErrReadOnly):
-			c.State, c.Detail = "read-only", httperr.Describe(err).Message
+			c.State, c.Detail = "read-only", problem.Describe(err).Message
 		default:
-			c.State, c.Detail = "unavailable", httperr.Describe(err).Message
+			c.State, c.Detail = "unavailable", problem.Describe(err).Message
 		}
 		return c
 	}

@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/slipwayhq/slipway/pkg/blob"
 	"github.com/slipwayhq/slipway/pkg/config"
-	"github.com/slipwayhq/slipway/pkg/storage"
 )
 
 // New builds every part (a part left nil would fail only when first used) and starts nothing.
@@ -21,7 +21,7 @@ func TestNewBuildsEveryPart(t *testing.T) {
 		t.Fatal(err)
 	}
 	type store struct{ Store }
-	type backend struct{ storage.Backend }
+	type backend struct{ blob.Backend }
 	s := New(cfg, store{}, backend{}, nil, slog.New(slog.DiscardHandler))
 	v := reflect.ValueOf(s).Elem()
 	for i := 0; i < v.NumField(); i++ {

@@ -16,13 +16,13 @@ import (
 	// appinfo.Parse (in parse below) knows only the platform families a program imports: every
 	// one Slipway reads (Apple, Android, HarmonyOS, Windows, Linux).
 	_ "github.com/slipwayhq/slipway/pkg/appinfo/platforms"
+	"github.com/slipwayhq/slipway/pkg/blob"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/insights"
 	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/metrics"
-	"github.com/slipwayhq/slipway/pkg/storage"
 )
 
 // ReleaseForm holds an upload's form fields (api.md, "Upload an app").
@@ -284,7 +284,7 @@ func (b *Builds) parse(ctx context.Context, obj *StoredObject) (*appinfo.Info, e
 	start := time.Now()
 	ra := b.Objects.ReaderAt(ctx, obj)
 	// The reader's block cache is the parse's too.
-	info, err := appinfo.ParseWithin(ctx, b.Parses, ra, obj.Size, min(storage.CacheSize, obj.Size))
+	info, err := appinfo.ParseWithin(ctx, b.Parses, ra, obj.Size, min(blob.CacheSize, obj.Size))
 	if b.Metrics != nil {
 		st := ra.Stats()
 		b.Metrics.ParseGETs.Observe(float64(st.GETs))

@@ -8,12 +8,12 @@ import (
 	"sync"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
+	"github.com/slipwayhq/slipway/pkg/blob"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/insights"
 	"github.com/slipwayhq/slipway/pkg/metrics"
-	"github.com/slipwayhq/slipway/pkg/storage"
 )
 
 // InsightsStore reads and records releases' insights snapshots.
@@ -180,7 +180,7 @@ func (s *Insights) snapshot(ctx context.Context, rc *distribution.ReleaseContext
 // allows: identity, versions and size.
 func (s *Insights) compute(ctx context.Context, rc *distribution.ReleaseContext) (*insights.Snapshot, error) {
 	ra := s.Objects.ReaderAt(ctx, &StoredObject{Key: rc.ObjectKey, Size: rc.Size})
-	info, err := appinfo.ParseWithin(ctx, s.Parses, ra, rc.Size, min(storage.CacheSize, rc.Size))
+	info, err := appinfo.ParseWithin(ctx, s.Parses, ra, rc.Size, min(blob.CacheSize, rc.Size))
 	if err != nil {
 		if errs.KindOf(err) == errs.Internal {
 			return nil, storageErr(s.Metrics, "get", err)

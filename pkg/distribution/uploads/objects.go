@@ -27,10 +27,10 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/slipwayhq/slipway/pkg/blob"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/signing"
-	"github.com/slipwayhq/slipway/pkg/storage"
 )
 
 // Ledger is the bookkeeping the collector works from (design.md, property 4): objects being
@@ -47,7 +47,7 @@ type Ledger interface {
 // transactions that drop their rows, and says where clients download them from.
 type Objects struct {
 	Ledger  Ledger
-	Storage storage.Backend
+	Storage blob.Backend
 	// Signer signs the service's own object URLs (filesystem storage).
 	Signer *signing.Signer
 	// MaxUploadBytes caps an upload's file part.
@@ -138,7 +138,7 @@ func (o *Objects) StoreUpload(ctx context.Context, prefix string, r io.Reader, f
 	// The stream is hashed and its tail kept as the backend hands it on (PutOptions.Observe), in
 	// large chunks and, on S3, off the goroutine that reads the client.
 	h := sha256.New()
-	tail := storage.NewTail(tailSize)
+	tail := blob.NewTail(tailSize)
 	var md hash.Hash
 	if prefix == DebugFilePrefix {
 		md = md5.New()
@@ -152,7 +152,7 @@ func (o *Objects) StoreUpload(ctx context.Context, prefix string, r io.Reader, f
 	}
 	lr := &limitReader{r: r, left: o.MaxUploadBytes}
 	start := time.Now()
-	n, err := o.Storage.Put(ctx, obj.Key, lr, storage.PutOptions{ContentType: "application/octet-stream", Observe: observe})
+	n, err := o.Storage.Put(ctx, obj.Key, lr, blob.PutOptions{ContentType: "application/octet-stream", Observe: observe})
 	if o.Metrics != nil {
 		o.Metrics.UploadBytes.WithLabelValues(prefix).Add(float64(tail.Total()))
 	}
@@ -207,8 +207,8 @@ func (o *Objects) HashStored(ctx context.Context, obj *StoredObject) (string, er
 }
 
 // ReaderAt returns a block-cached reader over the stored object, seeded with the stream's tail.
-func (o *Objects) ReaderAt(ctx context.Context, obj *StoredObject) *storage.ReaderAt {
-	ra := storage.NewReaderAt(ctx, o.Storage, obj.Key, obj.Size)
+func (o *Objects) ReaderAt(ctx context.Context, obj *StoredObject) *blob.ReaderAt {
+	ra := blob.NewReaderAt(ctx, o.Storage, obj.Key, obj.Size)
 	if len(obj.tail) > 0 {
 		ra.Seed(obj.Size-int64(len(obj.tail)), obj.tail)
 	}
@@ -221,7 +221,7 @@ func (o *Objects) StoreBytes(ctx context.Context, prefix string, data []byte, co
 	if err := o.Ledger.MarkPending(ctx, key); err != nil {
 		return "", err
 	}
-	if _, err := o.Storage.Put(ctx, key, bytesReader(data), storage.PutOptions{ContentType: contentType}); err != nil {
+	if _, err := o.Storage.Put(ctx, key, bytesReader(data), blob.PutOptions{ContentType: contentType}); err != nil {
 		o.Discard(ctx, key)
 		return "", storageErr(o.Metrics, "put", err)
 	}
@@ -327,13 +327,13 @@ func (o *Objects) ObjectURL(ctx context.Context, key, filename, contentType stri
 		return d.CDNURL + "/" + escapeKey(key), nil
 	}
 	switch b := o.Storage.(type) {
-	case storage.Presigner:
-		u, err := b.PresignGet(ctx, key, d.TTL, storage.GetOptions{Filename: filename, ContentType: contentType})
+	case blob.Presigner:
+		u, err := b.PresignGet(ctx, key, d.TTL, blob.GetOptions{Filename: filename, ContentType: contentType})
 		if err != nil {
 			return "", storageErr(o.Metrics, "presign", err)
 		}
 		return u, nil
-	case storage.FileOpener:
+	case blob.FileOpener:
 		q := url.Values{"name": {filename}, "type": {contentType}}
 		q.Set("t", o.Signer.Token("object", d.TTL, key, filename, contentType))
 		return d.PublicURL + "/objects/" + escapeKey(key) + "?" + q.Encode(), nil
@@ -345,7 +345,7 @@ func (o *Objects) ObjectURL(ctx context.Context, key, filename, contentType stri
 // checking its signature: errs.Forbidden for a bad or expired one, errs.NotFound when the object
 // is gone.
 func (o *Objects) OpenSignedObject(ctx context.Context, key, filename, contentType, signature string) (*os.File, error) {
-	fo, ok := o.Storage.(storage.FileOpener)
+	fo, ok := o.Storage.(blob.FileOpener)
 	if !ok || !o.Signer.CheckToken(signature, "object", key, filename, contentType) {
 		return nil, errs.New(errs.Forbidden, "this download link is invalid or has expired; open the release page again")
 	}
@@ -353,7 +353,7 @@ func (o *Objects) OpenSignedObject(ctx context.Context, key, filename, contentTy
 	if err != nil {
 		// A key that is not a valid object (it climbs out of the folder, or a link planted there
 		// leads out) can carry a valid signature only if the secret leaked: it is not found either.
-		if errs.KindOf(err) == errs.Internal && (errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrInvalidKey)) {
+		if errs.KindOf(err) == errs.Internal && (errors.Is(err, blob.ErrNotFound) || errors.Is(err, blob.ErrInvalidKey)) {
 			return nil, errs.New(errs.NotFound, "the file no longer exists")
 		}
 		return nil, err

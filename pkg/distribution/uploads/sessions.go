@@ -17,12 +17,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slipwayhq/slipway/pkg/blob"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/signing"
-	"github.com/slipwayhq/slipway/pkg/storage"
 )
 
 // Resumable upload sessions: for builds too large to send in one request, or over links that
@@ -56,7 +56,7 @@ type ChannelFinder interface {
 // file (DebugFiles) exactly as a one-request upload does.
 type Sessions struct {
 	Store    SessionStore
-	Storage  storage.Backend
+	Storage  blob.Backend
 	Channels ChannelFinder
 	Objects  *Objects
 	Builds   *Builds
@@ -151,8 +151,8 @@ func (ss *Sessions) tooManySessions(open OpenSessions) error {
 }
 
 // multipart returns the storage's multipart interface, or an error when it has none.
-func (ss *Sessions) multipart() (storage.Multipart, error) {
-	mp, ok := ss.Storage.(storage.Multipart)
+func (ss *Sessions) multipart() (blob.Multipart, error) {
+	mp, ok := ss.Storage.(blob.Multipart)
 	if !ok {
 		return nil, errs.New(errs.NotFound, "this server's storage takes no upload sessions; use POST /api/apps/upload")
 	}
@@ -344,13 +344,13 @@ func (ss *Sessions) sessionParts(ctx context.Context, sess *distribution.UploadS
 // partURL is where a client PUTs part n: a presigned S3 URL, or the service's own signed URL.
 func (ss *Sessions) partURL(ctx context.Context, sess *distribution.UploadSession, n int, size int64, ttl time.Duration) (string, error) {
 	switch b := ss.Storage.(type) {
-	case storage.PartPresigner:
+	case blob.PartPresigner:
 		u, err := b.PresignPart(ctx, sess.ObjectKey, sess.StorageUploadID, n, size, ttl)
 		if err != nil {
 			return "", storageErr(ss.Metrics, "presign", err)
 		}
 		return u, nil
-	case storage.PartWriter:
+	case blob.PartWriter:
 		q := url.Values{"t": {ss.Signer.Token("upload-part", ttl, sess.ID, strconv.Itoa(n))}}
 		return fmt.Sprintf("%s/api/uploads/%s/parts/%d?%s", ss.Config.PublicURL, sess.ID, n, q.Encode()), nil
 	}
@@ -361,7 +361,7 @@ func (ss *Sessions) partURL(ctx context.Context, sess *distribution.UploadSessio
 // before it waits for an upload slot: a request without a valid URL never takes one), and returns
 // the session, whose TokenID says whose upload it is.
 func (ss *Sessions) CheckPart(ctx context.Context, id string, n int, signature string, length int64) (*distribution.UploadSession, error) {
-	if _, ok := ss.Storage.(storage.PartWriter); !ok || !ss.Signer.CheckToken(signature, "upload-part", id, strconv.Itoa(n)) {
+	if _, ok := ss.Storage.(blob.PartWriter); !ok || !ss.Signer.CheckToken(signature, "upload-part", id, strconv.Itoa(n)) {
 		return nil, errs.New(errs.Forbidden, "this part URL is invalid or has expired; ask the session for a new one (GET /api/uploads/:id)")
 	}
 	sess, err := ss.Store.GetSession(ctx, id)
@@ -384,7 +384,7 @@ func (ss *Sessions) CheckPart(ctx context.Context, id string, n int, signature s
 // itself (filesystem). The body must be exactly the part's size; contentMD5, when given (base64,
 // as in a Content-MD5 header), must match it.
 func (ss *Sessions) PutPart(ctx context.Context, sess *distribution.UploadSession, n int, body io.Reader, contentMD5 string) error {
-	pw, ok := ss.Storage.(storage.PartWriter)
+	pw, ok := ss.Storage.(blob.PartWriter)
 	if !ok {
 		return errs.New(errs.Forbidden, "this storage takes no parts through Slipway")
 	}
@@ -518,20 +518,20 @@ func (ss *Sessions) CompleteSession(ctx context.Context, id, sha256 string) (*Se
 	return res, nil
 }
 
-func (ss *Sessions) mustMultipart() storage.Multipart { mp, _ := ss.multipart(); return mp }
+func (ss *Sessions) mustMultipart() blob.Multipart { mp, _ := ss.multipart(); return mp }
 
 // checkParts lists a session's stored parts and checks there is every one, at its size.
-func (ss *Sessions) checkParts(ctx context.Context, sess *distribution.UploadSession) ([]storage.Part, error) {
+func (ss *Sessions) checkParts(ctx context.Context, sess *distribution.UploadSession) ([]blob.Part, error) {
 	stored, err := ss.mustMultipart().ListParts(ctx, sess.ObjectKey, sess.StorageUploadID)
 	if err != nil {
 		return nil, storageErr(ss.Metrics, "list parts", err)
 	}
-	byNumber := map[int]storage.Part{}
+	byNumber := map[int]blob.Part{}
 	for _, p := range stored {
 		byNumber[p.Number] = p
 	}
 	var missing, wrong []string
-	parts := make([]storage.Part, 0, partCount(sess))
+	parts := make([]blob.Part, 0, partCount(sess))
 	for n := 1; n <= partCount(sess); n++ {
 		p, ok := byNumber[n]
 		switch {
@@ -594,14 +594,14 @@ func (ss *Sessions) AbortSession(ctx context.Context, id string) error {
 func (ss *Sessions) PartUploadOrigin(ctx context.Context) string {
 	var raw string
 	switch b := ss.Storage.(type) {
-	case storage.PartPresigner:
+	case blob.PartPresigner:
 		// Presigning is computed locally: this contacts nothing and makes no upload.
 		u, err := b.PresignPart(ctx, "origin-probe", "origin-probe", 1, 1, time.Minute)
 		if err != nil {
 			return ""
 		}
 		raw = u
-	case storage.PartWriter:
+	case blob.PartWriter:
 		raw = ss.Config.PublicURL
 	}
 	u, err := url.Parse(raw)

@@ -11,10 +11,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/slipwayhq/slipway/pkg/blob"
+	"github.com/slipwayhq/slipway/pkg/blob/blobtest"
 	. "github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/storage"
-	"github.com/slipwayhq/slipway/pkg/storage/storagetest"
 )
 
 // memLedger is the object ledger in memory: key → "pending" or "deleted".
@@ -67,11 +67,11 @@ func (l *memLedger) state(key string) string {
 
 // memBackend is the in-memory backend; deletes fail while failDelete is set.
 type memBackend struct {
-	*storagetest.Memory
+	*blobtest.Memory
 	failDelete atomic.Bool
 }
 
-func newBackend() *memBackend { return &memBackend{Memory: storagetest.NewMemory()} }
+func newBackend() *memBackend { return &memBackend{Memory: blobtest.NewMemory()} }
 
 func (b *memBackend) Delete(ctx context.Context, key string) error {
 	if b.failDelete.Load() {
@@ -215,11 +215,11 @@ func TestSessionParts(t *testing.T) {
 // stored when its file is empty, too large, or unnamed.
 func TestSessionRefusals(t *testing.T) {
 	ctx := WithActor(context.Background(), TokenActor(&Token{ID: 1, Scope: ScopeUpload}))
-	ss := &Sessions{Storage: struct{ storage.Backend }{newBackend()}, Config: SessionConfig{MaxUploadBytes: 100}}
+	ss := &Sessions{Storage: struct{ blob.Backend }{newBackend()}, Config: SessionConfig{MaxUploadBytes: 100}}
 	if _, _, err := ss.StartSession(ctx, NewSession{Filename: "a.ipa", Size: 10}); !errs.Is(err, errs.NotFound) {
 		t.Fatalf("storage without multipart: %v", err)
 	}
-	ss.Storage = multipartBackend{storagetest.NewMemory()}
+	ss.Storage = multipartBackend{blobtest.NewMemory()}
 	for name, c := range map[string]struct {
 		in   NewSession
 		kind errs.Kind
@@ -238,7 +238,7 @@ func TestSessionRefusals(t *testing.T) {
 }
 
 // multipartBackend takes multipart uploads, but none may be started in these tests.
-type multipartBackend struct{ *storagetest.Memory }
+type multipartBackend struct{ *blobtest.Memory }
 
 func (multipartBackend) CreateMultipart(context.Context, string, string) (string, error) {
 	panic("a refused session reached storage")

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
+	"github.com/slipwayhq/slipway/pkg/blob"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/edsign"
-	"github.com/slipwayhq/slipway/pkg/storage"
 )
 
 // ChecksumStore is what the verifier asks of the database.
@@ -66,7 +66,7 @@ func (c *Checksums) Sums() (sha256Hex, sha512Hex, sha1Hex string) {
 // until ctx ends.
 type Verifier struct {
 	Store   ChecksumStore
-	Storage storage.Backend
+	Storage blob.Backend
 	// SparkleKey, when set, signs the releases marked for it (Release.AwaitsSignature).
 	SparkleKey *edsign.Key
 	// Audit records each signature, as the verifier.
@@ -86,7 +86,7 @@ type Verifier struct {
 const verifyBytes = 1 << 20
 
 // NewVerifier returns a verifier; Run starts it.
-func NewVerifier(st ChecksumStore, backend storage.Backend, effects distribution.Effects, poll time.Duration, log *slog.Logger) *Verifier {
+func NewVerifier(st ChecksumStore, backend blob.Backend, effects distribution.Effects, poll time.Duration, log *slog.Logger) *Verifier {
 	return &Verifier{Store: st, Storage: backend, Effects: effects, Poll: poll, Log: log, wake: make(chan struct{}, 1)}
 }
 
