@@ -25,6 +25,8 @@ run: build
 .PHONY: test
 test: lint
 	bash test/with-services.sh $(GO) test -race -count=1 -timeout 30m ./...
+	@# Parse allocations against their bounds, as the shipped binary makes them (-race allocates more).
+	$(GO) test -count=1 -run '^TestParseWithinBound$$' ./pkg/appinfo/platforms/
 
 # Dependency vulnerabilities: govulncheck (built from the module proxy, pinned in test/tools.sh)
 # over the whole module, with the vulnerability database that the module proxy serves as
