@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,7 +20,29 @@ const channelWide = "*"
 // transaction that holds both rows, so concurrent attempts are counted one after the other and
 // none of them is checked without being counted. When either count says the attempt comes too
 // soon, nothing is counted and the time left is returned instead.
+//
+// A row can go between the insert that makes sure it exists and the lock that holds it (a right
+// password clears a client's count; another client's attempt prunes stale rows): the lock then
+// finds nothing and the attempt would go uncounted, so the transaction starts again.
 func (db *Catalog) ReservePasswordAttempt(ctx context.Context, channelID int64, client string, perClient, perChannel access.AttemptLimit) (time.Duration, error) {
+	for attempt := 1; ; attempt++ {
+		left, err := db.reservePasswordAttempt(ctx, channelID, client, perClient, perChannel)
+		if !errors.Is(err, errRowGone) {
+			return left, err
+		}
+		if attempt == maxReserveAttempts {
+			return 0, dbErr(fmt.Errorf("password attempts at channel %d: %w %d times", channelID, err, attempt))
+		}
+	}
+}
+
+// errRowGone ends a reservation whose rows went before it could lock them (it is tried again).
+var errRowGone = errors.New("a password_failures row went while it was being locked")
+
+// maxReserveAttempts bounds the retries of a reservation whose rows keep going.
+const maxReserveAttempts = 5
+
+func (db *Catalog) reservePasswordAttempt(ctx context.Context, channelID int64, client string, perClient, perChannel access.AttemptLimit) (time.Duration, error) {
 	var left time.Duration
 	err := db.Tx(ctx, func(tx pgx.Tx) error {
 		// The rows exist before they are locked; '*' first, as the SELECT below locks them.
@@ -51,6 +75,12 @@ func (db *Catalog) ReservePasswordAttempt(ctx context.Context, channelID int64, 
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		if _, ok := next[client]; !ok {
+			return errRowGone
+		}
+		if _, ok := next[channelWide]; !ok {
+			return errRowGone
+		}
 		// Rows whose last attempt is older than the client window count nothing (Left starts
 		// them afresh), so they go: guesses from ever-new addresses cannot grow the table. Holding
 		// the channel-wide row serialises this with every other attempt at the channel.
@@ -79,9 +109,19 @@ func (db *Catalog) FailPasswordAttempt(ctx context.Context, channelID int64, cli
 
 // ForgivePasswordAttempt follows a right password: the client's count is cleared, and the
 // attempt it reserved is taken off the channel's count (the others' wrong guesses stay counted).
+// It locks the rows in the order a reservation does (the channel's first), so the two never wait
+// for each other in a circle, and it clears the client's row rather than deleting it: an attempt
+// waiting for the lock then counts from zero, as the next attempt after a right password should.
 func (db *Catalog) ForgivePasswordAttempt(ctx context.Context, channelID int64, client string) error {
-	_, err := db.Pool.Exec(ctx, `WITH gone AS (DELETE FROM password_failures WHERE channel_id = $1 AND client = $2)
-		UPDATE password_failures SET failures = greatest(failures - 1, 0) WHERE channel_id = $1 AND client = $3`,
-		channelID, client, channelWide)
-	return dbErr(err)
+	return db.Tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM password_failures WHERE channel_id = $1 AND client IN ($2, $3)
+			ORDER BY client FOR UPDATE`, channelID, client, channelWide); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE password_failures SET
+			failures = CASE WHEN client = $3 THEN greatest(failures - 1, 0) ELSE 0 END,
+			last_at = CASE WHEN client = $3 THEN last_at ELSE 'epoch' END
+			WHERE channel_id = $1 AND client IN ($2, $3)`, channelID, client, channelWide)
+		return err
+	})
 }
