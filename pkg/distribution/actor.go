@@ -17,6 +17,7 @@ const (
 	ActorToken     = "token"
 	ActorSystem    = "system"
 	ActorAnonymous = "anonymous"
+	ActorTester    = "tester"
 )
 
 // Actor is who does something, with the rights the policy reads: a console user (with their
@@ -37,6 +38,9 @@ type Actor struct {
 	// Abilities, when not empty, are the only kinds of thing a token may do (AbilityRead,
 	// AbilityUpload, AbilityDevices), within its scope; empty: all its scope allows.
 	Abilities []string
+	// TesterID is a tester's id: the tester signed in (ActorTester), or the tester a console
+	// user is by their email (0: none).
+	TesterID int64
 }
 
 // AppLimited reports whether the actor is a token limited to some apps.
@@ -82,6 +86,15 @@ func TokenActor(t *Token) Actor {
 		Apps: slices.Clone(t.Apps), Abilities: slices.Clone(t.Abilities)}
 }
 
+// TesterActor is a tester signed in with a mailed link (a tester session).
+func TesterActor(t *Tester) Actor {
+	name := t.Name
+	if name == "" {
+		name = t.Email
+	}
+	return Actor{Kind: ActorTester, TesterID: t.ID, Name: name}
+}
+
 // SystemActor is Slipway itself: a background component ("retention", "gc") or the CLI ("cli").
 func SystemActor(component string) Actor { return Actor{Kind: ActorSystem, Name: component} }
 
@@ -95,6 +108,8 @@ func (a Actor) Label() string {
 		return "token " + a.Name
 	case ActorSystem:
 		return "system (" + a.Name + ")"
+	case ActorTester:
+		return "tester " + a.Name
 	}
 	return a.Name
 }

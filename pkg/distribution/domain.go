@@ -51,8 +51,12 @@ type Channel struct {
 	// operator's Sparkle key (those uploaded without a signature, by uploaders who may have them
 	// signed; Release.SparkleSign).
 	SparkleSigning bool
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// TesterOnly: the channel is open to the testers of its tester groups only (and to the
+	// app's members and admins). It stays set when its last group is deleted: only setting its
+	// groups to none opens it again.
+	TesterOnly bool
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // SizeBudget bounds the builds of a channel: a maximum download size and a maximum growth over

@@ -25,11 +25,11 @@ func schemeDest(s *distribution.Scheme) []any {
 }
 
 const channelColumns = `c.id, c.scheme_id, c.name, c.slug, c.device_type, c.bundle_id, c.git_url, c.password_hash,
-	c.download_filename_type, c.max_size_bytes, c.max_growth_percent, c.enforce_budget, c.feed_token_hash, c.sparkle_signing, c.created_at, c.updated_at`
+	c.download_filename_type, c.max_size_bytes, c.max_growth_percent, c.enforce_budget, c.feed_token_hash, c.sparkle_signing, c.tester_only, c.created_at, c.updated_at`
 
 func channelDest(c *distribution.Channel) []any {
 	return []any{&c.ID, &c.SchemeID, &c.Name, &c.Slug, &c.DeviceType, &c.BundleID, &c.GitURL, &c.PasswordHash,
-		&c.DownloadFilenameType, &c.Budget.MaxBytes, &c.Budget.MaxGrowthPercent, &c.Budget.Enforce, &c.FeedTokenHash, &c.SparkleSigning, &c.CreatedAt, &c.UpdatedAt}
+		&c.DownloadFilenameType, &c.Budget.MaxBytes, &c.Budget.MaxGrowthPercent, &c.Budget.Enforce, &c.FeedTokenHash, &c.SparkleSigning, &c.TesterOnly, &c.CreatedAt, &c.UpdatedAt}
 }
 
 func scanChannel(row pgx.Row, c *distribution.Channel) error { return row.Scan(channelDest(c)...) }

@@ -1,0 +1,14 @@
+-- Tester-only channels would open to everyone without the column: give them a password nobody
+-- knows first (an admin sets a new one).
+UPDATE channels SET password_hash = '$2a$10$invalidinvalidinvalidinvalidinvalidinvalidinvalidinval'
+    WHERE tester_only AND password_hash IS NULL;
+DROP TABLE mail_outbox;
+DROP TABLE tester_sessions;
+DROP TABLE tester_links;
+DROP TABLE tester_apps;
+DROP TABLE release_testers;
+DROP TABLE channel_tester_groups;
+ALTER TABLE channels DROP COLUMN tester_only;
+DROP TABLE tester_group_members;
+DROP TABLE tester_groups;
+DROP TABLE testers;
