@@ -4,8 +4,10 @@ UPDATE channels SET password_hash = '$2a$10$invalidinvalidinvalidinvalidinvalidi
     WHERE tester_only AND password_hash IS NULL;
 DROP TABLE mail_outbox;
 DROP TABLE tester_sessions;
+DROP TABLE tester_link_requests;
 DROP TABLE tester_links;
 DROP TABLE tester_apps;
+DROP TABLE release_tester_groups;
 DROP TABLE release_testers;
 DROP TABLE channel_tester_groups;
 ALTER TABLE channels DROP COLUMN tester_only;

@@ -51,6 +51,15 @@ CREATE TABLE release_testers (
 CREATE INDEX release_testers_tester_idx ON release_testers (tester_id);
 CREATE INDEX release_testers_digest_idx ON release_testers (tester_id) WHERE mail = 'digest';
 
+-- The groups a release was distributed to beyond its channel's (an upload's groups): their
+-- testers may install it while they are in them.
+CREATE TABLE release_tester_groups (
+    release_id bigint NOT NULL REFERENCES releases (id) ON DELETE CASCADE,
+    group_id   bigint NOT NULL REFERENCES tester_groups (id) ON DELETE CASCADE,
+    PRIMARY KEY (release_id, group_id)
+);
+CREATE INDEX release_tester_groups_group_idx ON release_tester_groups (group_id);
+
 -- Each tester's mail choice per app. The row is made with the tester's invitation to the app
 -- (its existence is what makes the next build a "new build" mail rather than an invitation).
 CREATE TABLE tester_apps (
@@ -72,6 +81,13 @@ CREATE TABLE tester_links (
     used_at    timestamptz
 );
 CREATE INDEX tester_links_tester_idx ON tester_links (tester_id);
+-- Requests for sign-in links by client address, to bound how many one client asks for (the
+-- answer is the same for every address, so these are counted whether or not a tester exists).
+CREATE TABLE tester_link_requests (
+    client       text NOT NULL,
+    requested_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX tester_link_requests_client_idx ON tester_link_requests (client, requested_at);
 CREATE TABLE tester_sessions (
     id_hash    text PRIMARY KEY,
     tester_id  bigint NOT NULL REFERENCES testers (id) ON DELETE CASCADE,

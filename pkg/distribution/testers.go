@@ -1,6 +1,8 @@
 package distribution
 
 import (
+	"context"
+	"fmt"
 	"net/mail"
 	"strings"
 	"time"
@@ -132,4 +134,118 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// Audit targets of testers and groups.
+const (
+	TargetTester = "tester"
+	TargetGroup  = "tester_group"
+)
+
+// TesterInput is a tester to add: an email (normalised by the use case) and an optional name.
+type TesterInput struct {
+	Email string
+	Name  string
+}
+
+// DistributionRequest is who a release goes to: its channel's tester groups always, and beyond
+// them the testers named (Emails, normalised; made when missing) and the groups named (GroupIDs).
+type DistributionRequest struct {
+	ReleaseID, AppID, ChannelID int64
+	Emails                      []string
+	GroupIDs                    []int64
+}
+
+// Recipient is a tester a release goes to, as the store finds them.
+type Recipient struct {
+	TesterID    int64
+	Email, Name string
+	// Direct: named for this release (not only through a group).
+	Direct bool
+	// KnowsApp: the tester was invited to the app before (their next mail is a new-build mail,
+	// not an invitation).
+	KnowsApp bool
+	// Mail is their mail choice for the app (MailEvery when they are new to it).
+	Mail string
+	// Already: the release went to them before (a second distribution sends nothing again).
+	Already bool
+}
+
+// Delivery is what a distribution records for one recipient: the release went to them, and
+// what was mailed (MailNone, MailQueued, MailDigest).
+type Delivery struct {
+	TesterID int64
+	Direct   bool
+	Mail     string
+}
+
+// DistributionTx is what distributing a release asks of the database inside the transaction
+// that records it (the upload's, or the distribution's own).
+type DistributionTx interface {
+	// GroupsByAlias returns the groups of those aliases; an unknown alias is errs.Invalid naming it.
+	GroupsByAlias(ctx context.Context, aliases []string) ([]TesterGroup, error)
+	// Recipients makes the testers req names that are missing and returns everyone req reaches.
+	Recipients(ctx context.Context, req DistributionRequest) ([]Recipient, error)
+	// RecordDistribution records that the release went to each delivery's tester (their first
+	// invitation to the app among them), and the groups it was distributed to.
+	RecordDistribution(ctx context.Context, req DistributionRequest, ds []Delivery) error
+	// WriteMail puts mails in the outbox, sent once the transaction commits.
+	WriteMail(ctx context.Context, mails []OutgoingMail) error
+}
+
+// DistributeInput is how a client distributes a release: testers named by email, groups by
+// alias (both beyond the channel's groups), and whether to mail them (nil: yes).
+type DistributeInput struct {
+	Testers []string `param:"testers,names"`
+	Groups  []string `param:"groups,names"`
+	Notify  *bool    `param:"notify"`
+}
+
+// Empty reports a distribution that names nobody beyond the channel's groups.
+func (in DistributeInput) Empty() bool { return len(in.Testers) == 0 && len(in.Groups) == 0 }
+
+// MaxTestersPerCall bounds the emails one call names (Firebase's groups:batchJoin takes 999).
+const MaxTestersPerCall = 999
+
+// NormaliseEmails normalises a list of emails, without duplicates; every invalid one is named
+// in one errs.Invalid on field.
+func NormaliseEmails(field string, emails []string) ([]string, error) {
+	if len(emails) > MaxTestersPerCall {
+		return nil, errs.Field(field, "names %d emails; at most %d a call", len(emails), MaxTestersPerCall)
+	}
+	out := make([]string, 0, len(emails))
+	seen := make(map[string]bool, len(emails))
+	var bad []string
+	for _, e := range emails {
+		n, err := NormaliseEmail(e)
+		if err != nil {
+			if len(bad) < 10 {
+				bad = append(bad, fmt.Sprintf("%q", clip(strings.TrimSpace(e), 80)))
+			}
+			continue
+		}
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	if len(bad) > 0 {
+		return nil, errs.Field(field, "not email addresses: %s", strings.Join(bad, ", "))
+	}
+	return out, nil
+}
+
+// TesterRelease is a release a tester may install, for their home page.
+type TesterRelease struct {
+	AppID                        int64
+	AppName                      string
+	ChannelID                    int64
+	ChannelSlug, ChannelName     string
+	ReleaseID                    int64
+	Version                      int
+	ReleaseVersion, BuildVersion string
+	Platform                     string
+	CreatedAt                    time.Time
+	// State is the tester's furthest step with it (TesterInvited, TesterOpened, TesterInstalled).
+	State string
 }

@@ -34,6 +34,7 @@ type DB struct {
 	*Devices
 	*Audit
 	*Events
+	*Testers
 }
 
 // pool is what every part shares: the connections and the store's logger. Helpers two parts use
@@ -63,7 +64,7 @@ type (
 // newDB returns the store on p.
 func newDB(p *pool, conn *pgx.ConnConfig) *DB {
 	return &DB{pool: p, conn: conn, Catalog: &Catalog{p}, Releases: &Releases{p}, People: &People{p},
-		Devices: &Devices{p}, Audit: &Audit{p}, Events: &Events{p}}
+		Devices: &Devices{p}, Audit: &Audit{p}, Events: &Events{p}, Testers: &Testers{p}}
 }
 
 // Options tune Open.

@@ -67,12 +67,22 @@ const (
 	// SignRelease has an upload signed with the operator's Sparkle key (in a channel where signing
 	// is on): whoever may do it can make every app that trusts the key install what they upload.
 	SignRelease Action = "release.sign"
+	// ManageTesters makes and deletes tester groups and puts testers in and out of them.
+	ManageTesters Action = "tester.manage"
+	// ReadTesters lists groups and testers (the installation), or who a release went to and what
+	// they did with it (an app).
+	ReadTesters Action = "tester.read"
+	// Distribute sends a release to testers and groups (naming a tester makes them one).
+	Distribute Action = "release.distribute"
+	// Install opens the builds of a channel open to its testers only (OnChannel): its pages,
+	// install links, manifests, downloads and feeds.
+	Install Action = "release.install"
 )
 
 // Actions lists every action, for the table test and the documentation.
 var Actions = []Action{ReadCatalog, CreateApp, ManageApp, DeleteApp, Upload, EditRelease, PinRelease, DeleteRelease,
 	DeleteDebugFile, RotateFeedToken, ManageWebhooks, ReadDevices, SyncDevice, ManageDevices, ManageTokens, ManagePeople,
-	ReadAudit, UseSession, ConfigureSigning, SignRelease}
+	ReadAudit, UseSession, ConfigureSigning, SignRelease, ManageTesters, ReadTesters, Distribute, Install}
 
 // Resource is what an action is taken on: an app (AppID), or the installation (AppID 0), with
 // what the rules need to know of it.
@@ -86,6 +96,15 @@ type Resource struct {
 	SessionToken int64
 	// Listing marks a listing of apps that shows only what the actor may see (AppListing).
 	Listing bool
+	// ChannelID and ReleaseID are the channel (and release, 0: any of its releases) Install
+	// opens.
+	ChannelID, ReleaseID int64
+}
+
+// OnChannel is the resource of Install: a release of a channel of an app (releaseID 0: the
+// channel's pages, which show the releases the actor may install).
+func OnChannel(appID, channelID, releaseID int64) Resource {
+	return Resource{AppID: appID, ChannelID: channelID, ReleaseID: releaseID}
 }
 
 // Installation is the resource of installation-wide actions (tokens, people, devices, ...).
@@ -112,9 +131,15 @@ type Members interface {
 	IsAppMember(ctx context.Context, appID, userID int64) (bool, error)
 }
 
+// TesterGrants answers whether a tester may install a release of a channel (pkg/postgres).
+type TesterGrants interface {
+	MayInstall(ctx context.Context, testerID, channelID, releaseID int64) (bool, error)
+}
+
 // Policy is the one place that decides.
 type Policy struct {
 	Members Members
+	Testers TesterGrants
 }
 
 // Authorize returns nil when ctx's actor may take act on res, an errs.Forbidden saying what
@@ -133,6 +158,15 @@ func (p *Policy) Authorize(ctx context.Context, act Action, res Resource) error 
 			return err
 		}
 		if member {
+			return nil
+		}
+	}
+	if d.NeedsTesterGrant && a.TesterID != 0 && p.Testers != nil {
+		ok, err := p.Testers.MayInstall(ctx, a.TesterID, res.ChannelID, res.ReleaseID)
+		if err != nil {
+			return err
+		}
+		if ok {
 			return nil
 		}
 	}
@@ -155,16 +189,19 @@ func (p *Policy) Allowed(ctx context.Context, act Action, res Resource) bool {
 }
 
 // Decision is the table's answer: allowed (Err nil), refused (Err), or allowed only to a member
-// of the resource's app (NeedsMembership; Err is the refusal when they are not).
+// of the resource's app (NeedsMembership) or to a tester the channel or release was given to
+// (NeedsTesterGrant); Err is the refusal when they are neither.
 type Decision struct {
-	Err             error
-	NeedsMembership bool
+	Err              error
+	NeedsMembership  bool
+	NeedsTesterGrant bool
 }
 
 var allow = Decision{}
 
 // appActions are those a developer may take on the apps they are members of.
-var appActions = map[Action]bool{ManageApp: true, Upload: true, EditRelease: true, DeleteRelease: true, SignRelease: true}
+var appActions = map[Action]bool{ManageApp: true, Upload: true, EditRelease: true, DeleteRelease: true, SignRelease: true,
+	Distribute: true}
 
 // Decide is the rule table: what each kind of actor may do. It reads nothing but its arguments,
 // so the table test covers it whole.
@@ -184,6 +221,11 @@ func Decide(a distribution.Actor, act Action, res Resource) Decision {
 		return d
 	case distribution.ActorUser:
 		return decideUser(a, act, res)
+	case distribution.ActorTester:
+		return decideTester(act)
+	}
+	if act == Install {
+		return Decision{Err: errs.New(errs.Unauthenticated, "this channel is open to its testers only: sign in with the link Slipway mails you")}
 	}
 	// Listing and reading apps needs a token too: a listing hands out channel keys. The reads by
 	// channel key ask no action: whoever holds the key may read the channel.
@@ -194,6 +236,10 @@ func Decide(a distribution.Actor, act Action, res Resource) Decision {
 // own uploads, sync devices and use its own upload sessions. (A token owned by a person has the
 // scope its owner's role allows now: the store computes it at authentication.)
 func decideToken(a distribution.Actor, act Action, res Resource) Decision {
+	if act == Install {
+		// A token reads a tester-only channel's builds as it reads the catalogue.
+		act = ReadCatalog
+	}
 	if d, ok := decideLimits(a, act, res); !ok {
 		return d
 	}
@@ -211,8 +257,13 @@ func decideToken(a distribution.Actor, act Action, res Resource) Decision {
 	}
 	if a.Scope == distribution.ScopeUpload {
 		switch act {
-		case ReadCatalog, Upload, ReadDevices, SyncDevice:
+		case ReadCatalog, Upload, ReadDevices, SyncDevice, Distribute:
 			return allow
+		case ReadTesters:
+			if res.AppID != 0 {
+				return allow
+			}
+			return refuse("listing every tester needs an admin token")
 		case EditRelease:
 			if res.UploadedBy != 0 && res.UploadedBy == a.TokenID {
 				return allow
@@ -238,6 +289,7 @@ var abilityOf = map[Action]string{
 	Upload:      distribution.AbilityUpload, EditRelease: distribution.AbilityUpload, UseSession: distribution.AbilityUpload,
 	SignRelease: distribution.AbilityUpload,
 	ReadDevices: distribution.AbilityDevices, SyncDevice: distribution.AbilityDevices, ManageDevices: distribution.AbilityDevices,
+	Distribute: distribution.AbilityUpload, ReadTesters: distribution.AbilityRead,
 }
 
 // decideLimits applies a token's limits, before its scope: a token limited to apps acts on no
@@ -321,14 +373,24 @@ func decideUser(a distribution.Actor, act Action, res Resource) Decision {
 	default:
 		return refuse("your account has no role; an admin can give you one")
 	}
+	notMember := errs.New(errs.Forbidden, "you are not a member of this app; an admin can add you")
 	switch {
 	case act == ReadCatalog:
 		return allow
+	case act == Install:
+		// The app's members, and the tester a staff member is by their email.
+		return Decision{NeedsMembership: true, NeedsTesterGrant: true,
+			Err: errs.New(errs.Forbidden, "this channel is open to its testers only, and you are not one of them")}
 	case act == ReadDevices && a.Role == distribution.RoleDeveloper:
 		return allow
+	case act == ReadTesters && a.Role == distribution.RoleDeveloper:
+		if res.AppID == 0 {
+			return allow
+		}
+		return Decision{NeedsMembership: true, Err: notMember}
 	case appActions[act] && res.AppID != 0:
 		if a.Role == distribution.RoleDeveloper {
-			return Decision{NeedsMembership: true, Err: errs.New(errs.Forbidden, "you are not a member of this app; an admin can add you")}
+			return Decision{NeedsMembership: true, Err: notMember}
 		}
 		return refuse("viewers cannot change anything; an admin can make you a developer")
 	case act == UseSession:
@@ -338,6 +400,15 @@ func decideUser(a distribution.Actor, act Action, res Resource) Decision {
 		return Decision{Err: errs.New(errs.NotFound, "no such upload session")}
 	}
 	return refuse("this needs the admin role; you are %s", distribution.WithArticle(a.Role))
+}
+
+// decideTester: a tester signed in with a mailed link may install what was given to them (the
+// store answers which), and nothing else.
+func decideTester(act Action) Decision {
+	if act == Install {
+		return Decision{NeedsTesterGrant: true, Err: errs.New(errs.Forbidden, "this build was not given to you; ask the team to add you to its testers")}
+	}
+	return refuse("testers may install the builds given to them, nothing else")
 }
 
 func refuse(format string, args ...any) Decision {

@@ -28,6 +28,13 @@ func (members) IsAppMember(_ context.Context, appID, userID int64) (bool, error)
 	return appID == 1 && userID == 7, nil
 }
 
+// grants: tester 9 may install what channel 5 holds.
+type grants struct{}
+
+func (grants) MayInstall(_ context.Context, testerID, channelID, _ int64) (bool, error) {
+	return testerID == 9 && channelID == 5, nil
+}
+
 // TestPolicyTable lists every actor × action and what the policy answers, on app 1 (the user's
 // app, where the token uploaded the release and owns the session) and app 2 (neither). The
 // limited tokens: "app token" is an upload token limited to app 1, "app admin token" an admin
@@ -48,51 +55,60 @@ func TestPolicyTable(t *testing.T) {
 		"app admin token":   {Kind: distribution.ActorToken, TokenID: tokenID, Name: "ops-app", Scope: distribution.ScopeAdmin, Apps: []int64{1, 3}},
 		"upload-only token": {Kind: distribution.ActorToken, TokenID: tokenID, Name: "up", Scope: distribution.ScopeAdmin, Abilities: []string{distribution.AbilityUpload}},
 		"developer's token": {Kind: distribution.ActorToken, TokenID: tokenID, UserID: 7, Name: "dev-laptop", Scope: distribution.ScopeUpload, Role: distribution.RoleDeveloper},
+		"tester":            {Kind: distribution.ActorTester, TesterID: 9, Name: "t@example.com"},
 	}
 	order := []string{"system", "anonymous", "admin token", "upload token", "admin user", "developer user", "viewer user",
-		"app token", "app admin token", "upload-only token", "developer's token"}
-	const n = 11
+		"app token", "app admin token", "upload-only token", "developer's token", "tester"}
+	const n = 12
 	// Each row: the action, the resource on app 1, and the outcome for each actor in order.
 	type row struct {
 		act  policy.Action
 		res  policy.Resource
 		want [n]string
 	}
-	own := policy.Resource{AppID: 1, UploadedBy: tokenID, SessionToken: tokenID}
+	// Channel 5 of app 1 is given to tester 9 (grants); the other app's channel is not.
+	own := policy.Resource{AppID: 1, UploadedBy: tokenID, SessionToken: tokenID, ChannelID: 5}
 	inst := policy.Installation
 	list := policy.AppListing
 	//                                                      system anon   admTok upTok  admUsr dev     viewer appTok appAdm upOnly
 	rows := []row{
-		{policy.ReadCatalog, own, [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, no, yes}},
-		{policy.ReadCatalog, list, [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, no, yes}},
-		{policy.ReadCatalog, inst, [n]string{yes, login, yes, yes, yes, yes, yes, no, no, no, yes}},
-		{policy.CreateApp, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no}},
-		{policy.ManageApp, own, [n]string{yes, login, yes, no, yes, member, no, no, yes, no, no}},
-		{policy.DeleteApp, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no, no}},
-		{policy.Upload, own, [n]string{yes, login, yes, yes, yes, member, no, yes, yes, yes, member}},
+		{policy.ReadCatalog, own, [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, no, yes, no}},
+		{policy.ReadCatalog, list, [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, no, yes, no}},
+		{policy.ReadCatalog, inst, [n]string{yes, login, yes, yes, yes, yes, yes, no, no, no, yes, no}},
+		{policy.CreateApp, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no, no}},
+		{policy.ManageApp, own, [n]string{yes, login, yes, no, yes, member, no, no, yes, no, no, no}},
+		{policy.DeleteApp, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no, no, no}},
+		{policy.Upload, own, [n]string{yes, login, yes, yes, yes, member, no, yes, yes, yes, member, no}},
 		// An upload without a channel key finds or creates its app by name: not for app tokens.
-		{policy.Upload, inst, [n]string{yes, login, yes, yes, yes, no, no, no, no, yes, no}},
-		{policy.EditRelease, own, [n]string{yes, login, yes, yes, yes, member, no, yes, yes, yes, member}},
-		{policy.PinRelease, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no, no}},
-		{policy.DeleteRelease, own, [n]string{yes, login, yes, no, yes, member, no, no, yes, no, no}},
-		{policy.DeleteDebugFile, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no, no}},
-		{policy.RotateFeedToken, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no, no}},
-		{policy.ManageWebhooks, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no, no}},
-		{policy.ManageWebhooks, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no}},
-		{policy.ReadDevices, inst, [n]string{yes, login, yes, yes, yes, yes, no, no, no, no, yes}},
-		{policy.SyncDevice, inst, [n]string{yes, login, yes, yes, yes, no, no, no, no, no, no}},
-		{policy.ManageDevices, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no}},
-		{policy.ManageTokens, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no}},
-		{policy.ManagePeople, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no}},
-		{policy.ReadAudit, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no}},
-		{policy.UseSession, own, [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, yes, yes}},
-		{policy.UseSession, policy.OwnSession(tokenID), [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, yes, yes}},
+		{policy.Upload, inst, [n]string{yes, login, yes, yes, yes, no, no, no, no, yes, no, no}},
+		{policy.EditRelease, own, [n]string{yes, login, yes, yes, yes, member, no, yes, yes, yes, member, no}},
+		{policy.PinRelease, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no, no, no}},
+		{policy.DeleteRelease, own, [n]string{yes, login, yes, no, yes, member, no, no, yes, no, no, no}},
+		{policy.DeleteDebugFile, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no, no, no}},
+		{policy.RotateFeedToken, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no, no, no}},
+		{policy.ManageWebhooks, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no, no, no}},
+		{policy.ManageWebhooks, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no, no}},
+		{policy.ReadDevices, inst, [n]string{yes, login, yes, yes, yes, yes, no, no, no, no, yes, no}},
+		{policy.SyncDevice, inst, [n]string{yes, login, yes, yes, yes, no, no, no, no, no, no, no}},
+		{policy.ManageDevices, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no, no}},
+		{policy.ManageTokens, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no, no}},
+		{policy.ManagePeople, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no, no}},
+		{policy.ReadAudit, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no, no}},
+		{policy.UseSession, own, [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, yes, yes, no}},
+		{policy.UseSession, policy.OwnSession(tokenID), [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, yes, yes, no}},
 		// Another token's session: a token limited to apps uses only its own, whatever its scope.
-		{policy.UseSession, policy.OwnSession(tokenID + 1), [n]string{yes, login, yes, hidden, yes, hidden, hidden, hidden, hidden, yes, hidden}},
-		{policy.ConfigureSigning, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no, no}},
+		{policy.UseSession, policy.OwnSession(tokenID + 1), [n]string{yes, login, yes, hidden, yes, hidden, hidden, hidden, hidden, yes, hidden, no}},
+		{policy.ConfigureSigning, own, [n]string{yes, login, yes, no, yes, no, no, no, yes, no, no, no}},
 		// Signing reaches every app that trusts the key: never for a token that reaches every app
 		// but an unlimited admin token's.
-		{policy.SignRelease, own, [n]string{yes, login, yes, no, yes, member, no, yes, yes, no, no}},
+		{policy.SignRelease, own, [n]string{yes, login, yes, no, yes, member, no, yes, yes, no, no, no}},
+		{policy.ManageTesters, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no, no}},
+		{policy.ReadTesters, inst, [n]string{yes, login, yes, no, yes, yes, no, no, no, no, no, no}},
+		{policy.ReadTesters, own, [n]string{yes, login, yes, yes, yes, member, no, yes, yes, no, member, no}},
+		{policy.Distribute, own, [n]string{yes, login, yes, yes, yes, member, no, yes, yes, yes, member, no}},
+		// A tester-only channel: the app's members (any role), tokens that read the app, and the
+		// testers it was given to (tester 9 has channel 5 of app 1, nothing of app 2).
+		{policy.Install, own, [n]string{yes, login, yes, yes, yes, member, member, yes, yes, no, member, member}},
 	}
 	seen := map[policy.Action]bool{}
 	for _, r := range rows {
@@ -103,7 +119,7 @@ func TestPolicyTable(t *testing.T) {
 			t.Errorf("action %s has no row in the table", act)
 		}
 	}
-	p := &policy.Policy{Members: members{}}
+	p := &policy.Policy{Members: members{}, Testers: grants{}}
 	for _, r := range rows {
 		for i, name := range order {
 			ctx := distribution.WithActor(context.Background(), actors[name])
