@@ -55,8 +55,10 @@ type Channel struct {
 	// app's members and admins). It stays set when its last group is deleted: only setting its
 	// groups to none opens it again.
 	TesterOnly bool
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// TesterGroups are the aliases of the groups that open a TesterOnly channel (nil: not read).
+	TesterGroups []string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 // SizeBudget bounds the builds of a channel: a maximum download size and a maximum growth over
@@ -84,6 +86,11 @@ func (r *Release) AwaitsSignature() bool {
 
 // HasPassword reports whether downloads from the channel need a password.
 func (c *Channel) HasPassword() bool { return c.PasswordHash != nil && *c.PasswordHash != "" }
+
+// Protected reports a channel that is not open to anyone with its link: it has a password, or it
+// is open to its testers only. Its objects never go through the CDN, its pages and QR codes are
+// not cached publicly, and its feeds answer only to its feed token.
+func (c *Channel) Protected() bool { return c.HasPassword() || c.TesterOnly }
 
 // ChannelContext is a channel with the app and scheme it belongs to, as listings render them.
 type ChannelContext struct {
@@ -243,6 +250,15 @@ type UploadNews struct {
 	Summary []string
 	// BudgetWarnings say which of the channel's size budgets the build crosses.
 	BudgetWarnings []string
+	// Distributed is who the build went to (nil: testers are not set up in this service).
+	Distributed *Distributed
+}
+
+// Distributed is what a distribution did: how many testers a release went to anew, and how
+// many of them were mailed now (an invitation or a new-build mail; a daily digest's come later).
+type Distributed struct {
+	Testers  int
+	Notified int
 }
 
 // ChannelContext returns the release's channel with its app and scheme.

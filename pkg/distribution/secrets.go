@@ -55,3 +55,20 @@ func (c *Channel) CheckFeedToken(token string) bool {
 	}
 	return subtle.ConstantTimeCompare([]byte(FeedTokenHash(token)), []byte(c.FeedTokenHash)) == 1
 }
+
+// NewSecret returns a random secret (32 bytes, base64url) for a session or a one-time link, and
+// the hash stored in its place (HashSecret).
+func NewSecret() (secret, hash string, err error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", "", err
+	}
+	secret = base64.RawURLEncoding.EncodeToString(b[:])
+	return secret, HashSecret(secret), nil
+}
+
+// HashSecret is the SHA-256 (hex) kept of a session's or link's secret.
+func HashSecret(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}

@@ -28,14 +28,21 @@ var contentTypes = map[string]string{
 
 // authorize lets the request into the channel of releaseID (see access.Passwords.Authorize):
 // the password cookie, an "access" token, or a "password" parameter.
-func (s *Server) authorize(c *gin.Context, ch *distribution.Channel, releaseID int64) error {
+func (s *Server) authorize(c *gin.Context, ch *distribution.Channel, appID, releaseID int64) error {
 	ctx := reqCtx(c)
 	req := access.AccessRequest{Token: c.Query("access"), Password: c.Query("password"), Client: c.ClientIP(), ReleaseID: releaseID,
-		FeedToken: c.Query("feed_token")}
+		FeedToken: c.Query("feed_token"), AppID: appID}
 	if ck, err := c.Cookie(access.PasswordCookieName(ch.Slug)); err == nil {
 		req.Cookie = ck
 	}
-	return s.svc.Passwords.Authorize(ctx, ch, req)
+	if err := s.svc.Passwords.Authorize(ctx, ch, req); err != nil {
+		return err
+	}
+	if tid := s.svc.Passwords.TokenTester(ch, req); tid != 0 {
+		// A tester's install link (iOS fetches with no cookies): the install is theirs.
+		c.Request = c.Request.WithContext(distribution.WithActor(ctx, distribution.Actor{Kind: distribution.ActorTester, TesterID: tid, Name: "tester"}))
+	}
+	return nil
 }
 
 // redirectToObject answers 302 to where the object can be fetched (uploads.Objects.ObjectURL:
@@ -94,15 +101,26 @@ func (s *Server) downloadRelease(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.redirectToObject(c, rc.ObjectKey, rc.Filename, contentTypes[rc.Format], !rc.Channel.HasPassword()); err != nil {
+	if err := s.redirectToObject(c, rc.ObjectKey, rc.Filename, contentTypes[rc.Format], !rc.Channel.Protected()); err != nil {
 		return err
 	}
 	// An iOS install was counted when its manifest was fetched; the device's fetch of the
 	// package that follows (marked via=install) is not counted again. HEAD is not a download.
 	if c.Request.Method == http.MethodGet && c.Query("via") != "install" {
 		s.svc.Downloads.CountDownload(&rc.Release)
+		s.testerInstalled(c, rc)
 	}
 	return nil
+}
+
+// testerInstalled records that the request's tester (a tester session, the tester a console user
+// is, or a tester's install link) installed the release. A failure to record it never fails the
+// install.
+func (s *Server) testerInstalled(c *gin.Context, rc *distribution.ReleaseContext) {
+	ctx := reqCtx(c)
+	if _, err := s.svc.Testers.Seen(ctx, rc.ID, true); err != nil {
+		s.log.WarnContext(ctx, "recording a tester's install failed", "release_id", rc.ID, "error", err)
+	}
 }
 
 // releaseIcon: GET /releases/:id/icon → 302 to the icon (or the default icon).
@@ -119,7 +137,7 @@ func (s *Server) releaseIcon(c *gin.Context) error {
 	if rc.IconType != nil {
 		ctype = *rc.IconType
 	}
-	return s.redirectToObject(c, *rc.IconKey, "", ctype, !rc.Channel.HasPassword())
+	return s.redirectToObject(c, *rc.IconKey, "", ctype, !rc.Channel.Protected())
 }
 
 // releaseForDownload loads the release of the :id path parameter (in the :slug channel, when the
@@ -139,7 +157,7 @@ func (s *Server) releaseForDownload(c *gin.Context) (*distribution.ReleaseContex
 	if err != nil {
 		return nil, err
 	}
-	return rc, s.authorize(c, &rc.Channel, rc.ID)
+	return rc, s.authorize(c, &rc.Channel, rc.App.ID, rc.ID)
 }
 
 // installable refuses a release whose stored bytes are not what its uploader declared (409).
@@ -164,7 +182,10 @@ func (s *Server) installManifest(c *gin.Context) error {
 	if rc.Platform != "ios" && !harmony {
 		return errs.New(errs.NotFound, "release %d is not an iOS build or a HarmonyOS .hap; download it from %s", rc.ID, s.links.Download(rc.ID, ""))
 	}
-	pkgURL := s.links.InstallDownload(rc.ID, s.svc.Passwords.ReleaseAccessToken(&rc.Channel, rc.ID))
+	pkgURL := s.links.InstallDownload(rc.ID, s.svc.Passwords.ReleaseAccessTokenAs(reqCtx(c), &rc.Channel, rc.ID))
+	if c.Request.Method == http.MethodGet {
+		s.testerInstalled(c, rc)
+	}
 	iconURL := s.links.Icon(rc.ID, rc.IconKey != nil)
 	var body []byte
 	if harmony {

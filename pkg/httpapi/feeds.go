@@ -36,7 +36,7 @@ func (s *Server) feedView(c *gin.Context) (*readcache.ChannelView, string, error
 	if err != nil {
 		return nil, "", err
 	}
-	if !v.Channel.HasPassword() {
+	if !v.Channel.Protected() {
 		return v, "", nil
 	}
 	token := c.Query("token")
@@ -44,7 +44,7 @@ func (s *Server) feedView(c *gin.Context) (*readcache.ChannelView, string, error
 		token, _ = strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
 	}
 	if !v.Channel.CheckFeedToken(strings.TrimSpace(token)) {
-		return nil, "", errs.New(errs.Unauthenticated, "this channel is password protected: its feeds need the channel's feed token "+
+		return nil, "", errs.New(errs.Unauthenticated, "this channel is protected (a password, or its testers only): its feeds need the channel's feed token "+
 			"(?token=..., or Authorization: Bearer ...); an admin makes one with POST /api/channels/%d/feed_token", v.Channel.ID)
 	}
 	return v, strings.TrimSpace(token), nil
@@ -83,7 +83,7 @@ func (s *Server) feedItems(ctx context.Context, v *readcache.ChannelView, token 
 
 // feedItem is a release as the feeds show it, with its download URL.
 func (s *Server) feedItem(ctx context.Context, v *readcache.ChannelView, r *distribution.Release, token string) (feeds.Item, error) {
-	u, err := s.feedURL(ctx, r, token, !v.Channel.HasPassword())
+	u, err := s.feedURL(ctx, r, token, !v.Channel.Protected())
 	if err != nil {
 		return feeds.Item{}, err
 	}

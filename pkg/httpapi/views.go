@@ -47,6 +47,10 @@ type channelView struct {
 	EnforceBudget    bool     `json:"enforce_budget"`
 	// SparkleSigning: Slipway signs the channel's macOS builds with the operator's Sparkle key.
 	SparkleSigning bool `json:"sparkle_signing"`
+	// TesterOnly: the channel is open to the testers of its tester groups only (and the app's members).
+	TesterOnly bool `json:"tester_only"`
+	// TesterGroups are the aliases of those groups (sent when the channel is tester-only).
+	TesterGroups []string `json:"tester_groups,omitempty"`
 }
 
 func newAppView(a *distribution.App) appView {
@@ -70,7 +74,7 @@ func newChannelView(c *distribution.Channel) channelView {
 	return channelView{ID: c.ID, Slug: c.Slug, Name: c.Name, DeviceType: c.DeviceType, BundleID: c.BundleID, GitURL: c.GitURL,
 		HasPassword: c.HasPassword(), DownloadFilenameType: c.DownloadFilenameType,
 		MaxSizeBytes: c.Budget.MaxBytes, MaxGrowthPercent: c.Budget.MaxGrowthPercent, EnforceBudget: c.Budget.Enforce,
-		SparkleSigning: c.SparkleSigning}
+		SparkleSigning: c.SparkleSigning, TesterOnly: c.TesterOnly, TesterGroups: c.TesterGroups}
 }
 
 // shortReleaseView is the short Release form (versions, latest, version_exist).
@@ -133,6 +137,8 @@ type releaseView struct {
 	// Insights is what changed since the channel's previous build and the size budgets crossed:
 	// only in an upload's answer, which is when a CI job can act on them.
 	Insights *uploadInsightsView `json:"insights,omitempty"`
+	// Testers is who an upload's release went to (the upload's answer only).
+	Testers *distributedView `json:"testers,omitempty"`
 }
 
 // packageView is a release's package facts: its platform and format, and what the platform's
@@ -228,6 +234,10 @@ func (s *Server) fullRelease(rc *distribution.ReleaseContext) releaseView {
 		Insights:      newUploadInsightsView(rc.News),
 		ChecksumState: rc.ChecksumState, ChecksumError: rc.ChecksumError, EdSignature: rc.EdSignature, TauriSignature: rc.TauriSignature,
 		RolloutPercent: rc.RolloutPercent, Critical: rc.Critical,
+	}
+	if rc.News != nil && rc.News.Distributed != nil {
+		d := newDistributedView(*rc.News.Distributed)
+		v.Testers = &d
 	}
 	switch rc.ChecksumState {
 	case distribution.ChecksumVerified:

@@ -200,3 +200,19 @@ func (l Links) Feeds(slug, platform string) []Feed {
 	}
 	return nil
 }
+
+// TesterHome is a tester's home page: the builds given to them.
+func (l Links) TesterHome() string { return l.Base + "/t" }
+
+// TesterSignIn is the page where a tester asks for a sign-in link.
+func (l Links) TesterSignIn() string { return l.Base + "/t/signin" }
+
+// TesterLink is a mailed sign-in link (its secret in the path). Opening it shows a button that
+// signs in (a POST): a mail scanner that fetches links does not spend it.
+func (l Links) TesterLink(secret string) string { return l.Base + "/t/in/" + url.PathEscape(secret) }
+
+// Unsubscribe is a mail's one-click unsubscribe link (RFC 8058: a POST to it, without cookies,
+// turns that app's mail off for that tester; a GET shows a page with the button).
+func (l Links) Unsubscribe(token string) string {
+	return l.Base + "/t/unsubscribe/" + url.PathEscape(token)
+}

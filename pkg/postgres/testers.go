@@ -206,7 +206,7 @@ func (db *Testers) TesterByEmail(ctx context.Context, email string) (*distributi
 // before it had any (public, or its password).
 func (db *Testers) SetChannelGroups(ctx context.Context, channelID int64, groupIDs []int64) error {
 	return db.Tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE channels SET tester_only = $2, updated_at = now() WHERE id = $1`, channelID, len(groupIDs) > 0)
+		tag, err := tx.Exec(ctx, `UPDATE channels SET tester_only = $2 WHERE id = $1`, channelID, len(groupIDs) > 0)
 		if err != nil {
 			return err
 		}
@@ -475,4 +475,9 @@ func (d distributionTx) RecordDistribution(ctx context.Context, req distribution
 	_, err := d.tx.Exec(ctx, `INSERT INTO tester_apps (tester_id, app_id) SELECT unnest($1::bigint[]), $2 ORDER BY 1
 		ON CONFLICT DO NOTHING`, ids, req.AppID)
 	return err
+}
+
+// WriteMailNow puts one mail in the outbox on its own transaction (a sign-in link).
+func (db *Testers) WriteMailNow(ctx context.Context, m distribution.OutgoingMail) error {
+	return db.Tx(ctx, func(tx pgx.Tx) error { return writeMail(ctx, tx, []distribution.OutgoingMail{m}) })
 }

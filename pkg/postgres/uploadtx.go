@@ -208,3 +208,5 @@ func sameContent(ctx context.Context, q querier, appID int64, sha string) int64 
 	_ = q.QueryRow(ctx, `SELECT id FROM debug_files WHERE app_id = $1 AND sha256 = $2`, appID, sha).Scan(&id)
 	return id
 }
+
+func (u *uploadTx) Distribution() distribution.DistributionTx { return distributionTx{u.tx} }

@@ -26,7 +26,7 @@ func (h *Handler) channelFeeds(ch *distribution.Channel) *feedsView {
 	if !distribution.DesktopPlatform(ch.DeviceType) {
 		return nil
 	}
-	return &feedsView{Feeds: h.links.Feeds(ch.Slug, ch.DeviceType), Protected: ch.HasPassword(), TokenMade: ch.FeedTokenHash != ""}
+	return &feedsView{Feeds: h.links.Feeds(ch.Slug, ch.DeviceType), Protected: ch.Protected(), TokenMade: ch.FeedTokenHash != ""}
 }
 
 // consoleRotateFeedToken: POST /console/channels/:id/feed_token (admins) makes the channel's feed

@@ -127,11 +127,11 @@ func (h *Handler) releasePage(c *gin.Context) error {
 		Description: strings.Join(nonEmpty(v.Platform, v.Device, v.ReleaseType, v.Size, "uploaded "+v.Uploaded), " · "),
 		URL:         h.links.Release(slug, id),
 		// A preview bot has no password cookie, so a protected channel shows the default icon.
-		Image: h.links.Icon(rc.ID, rc.IconKey != nil && !rc.Channel.HasPassword()),
+		Image: h.links.Icon(rc.ID, rc.IconKey != nil && !rc.Channel.Protected()),
 	}
 	h.render(c, http.StatusOK, "release", page{
 		Title: og.Title + " · Slipway", OG: og, Crumb: h.channelCrumb(cc), Body: v,
-	}, rc.Channel.HasPassword())
+	}, rc.Channel.Protected())
 	return nil
 }
 
@@ -222,9 +222,9 @@ func (h *Handler) channelPage(c *gin.Context) error {
 		s := h.summary(newest, ch)
 		v.Latest = &s
 		og.Description = "Newest: " + versionText(newest) + ", uploaded " + s.Uploaded
-		og.Image = h.links.Icon(newest.ID, newest.IconKey != nil && !ch.HasPassword())
+		og.Image = h.links.Icon(newest.ID, newest.IconKey != nil && !ch.Protected())
 	}
-	h.render(c, http.StatusOK, "channel", page{Title: og.Title + " · Slipway", OG: og, Body: v}, ch.HasPassword())
+	h.render(c, http.StatusOK, "channel", page{Title: og.Title + " · Slipway", OG: og, Body: v}, ch.Protected())
 	return nil
 }
 

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -46,10 +47,13 @@ func (h *Handler) gate(c *gin.Context, cc *distribution.ChannelContext, pageURL 
 		h.passwordForm(c, cc, pageURL, err)
 		return false
 	}
+	if ch.TesterOnly {
+		return h.testerGate(c, cc, pageURL)
+	}
 	if !ch.HasPassword() {
 		return true
 	}
-	req := access.AccessRequest{Client: c.ClientIP()}
+	req := access.AccessRequest{Client: c.ClientIP(), AppID: cc.App.ID}
 	if ck, err := c.Cookie(access.PasswordCookieName(ch.Slug)); err == nil {
 		req.Cookie = ck
 	}
@@ -58,6 +62,26 @@ func (h *Handler) gate(c *gin.Context, cc *distribution.ChannelContext, pageURL 
 		return true
 	}
 	h.passwordForm(c, cc, pageURL, err)
+	return false
+}
+
+// testerGate lets a request through to the pages of a channel open to its testers only when the
+// policy lets its actor (a tester session, a console user) open it. Anyone else is sent to the
+// tester sign-in page, which comes back here; a signed-in tester the channel was not given to is
+// told so (403), never shown a build.
+func (h *Handler) testerGate(c *gin.Context, cc *distribution.ChannelContext, pageURL string) bool {
+	ctx := reqCtx(c)
+	err := h.svc.Passwords.Authorize(ctx, &cc.Channel, access.AccessRequest{Client: c.ClientIP(), AppID: cc.App.ID})
+	switch {
+	case err == nil:
+		return true
+	case errs.Is(err, errs.Unauthenticated):
+		c.Header("Cache-Control", "no-store")
+		c.Redirect(http.StatusSeeOther, h.links.TesterSignIn()+"?next="+url.QueryEscape(pageURL))
+	default:
+		h.failPage(c, err, "")
+	}
+	c.Abort()
 	return false
 }
 

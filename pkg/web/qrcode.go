@@ -59,7 +59,7 @@ func (h *Handler) qrcode(c *gin.Context) error {
 	sum := sha256.Sum256([]byte("qr-v1\x00" + target + "\x00" + strconv.Itoa(size)))
 	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
 	cache := "public, max-age=86400"
-	if rc.Channel.HasPassword() {
+	if rc.Channel.Protected() {
 		cache = "private, max-age=86400"
 	}
 	c.Header("ETag", etag)

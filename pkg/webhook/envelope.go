@@ -96,6 +96,9 @@ type ReleaseInfo struct {
 	InstallURL     string   `json:"install_url,omitempty"`
 	// Insights is what changed since the channel's previous build (release.created only).
 	Insights *InsightsInfo `json:"insights,omitempty"`
+	// Testers is who the release went to (release.created, in a channel with tester groups or
+	// an upload naming testers): how many testers, and how many were mailed now.
+	Testers *TestersInfo `json:"testers,omitempty"`
 }
 
 // InsightsInfo is what a release.created event says changed: the summary of the diff against the
@@ -343,4 +346,10 @@ func NewSecret() (string, error) {
 		return "", err
 	}
 	return "whsec_" + base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// TestersInfo is who a release went to: how many testers anew, and how many were mailed now.
+type TestersInfo struct {
+	Testers  int `json:"testers"`
+	Notified int `json:"notified"`
 }

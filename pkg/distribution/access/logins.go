@@ -2,10 +2,6 @@ package access
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"strings"
 	"time"
 
@@ -115,19 +111,9 @@ type Logins struct {
 }
 
 // secretAndHash returns a random secret and the hash stored in its place.
-func secretAndHash() (string, string, error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", "", err
-	}
-	secret := base64.RawURLEncoding.EncodeToString(b[:])
-	return secret, hashSecret(secret), nil
-}
+func secretAndHash() (string, string, error) { return distribution.NewSecret() }
 
-func hashSecret(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
-}
+func hashSecret(s string) string { return distribution.HashSecret(s) }
 
 // SignIn admits an identity under the policy, records the user (applying the admin groups, see
 // LoginStore.SignInUser) and starts a session; it returns the session's secret (the cookie's

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/signing"
 )
@@ -30,9 +33,15 @@ type PasswordGuard interface {
 
 // Passwords lets requests into password-protected channels: the password itself (with wrong
 // guesses slowed down across replicas), or the signed cookie and release tokens given for it.
+//
+// A channel open to its testers only (Channel.TesterOnly) takes no password: the policy decides
+// (policy.Install) from the request's actor (a tester session, a console user, a token), and a
+// release token made for that actor (ReleaseAccessTokenAs) opens one release for an hour to
+// clients that send no cookies (iOS fetching the manifest and the package).
 type Passwords struct {
 	Guard  PasswordGuard
 	Signer *signing.Signer
+	Policy *policy.Policy
 }
 
 // passwordFailureWindow is how long attempts at a channel's password are remembered.
@@ -91,6 +100,7 @@ type AccessRequest struct {
 	FeedToken string // the channel's feed token (the "feed_token" parameter of a feed's links)
 	Client    string // client IP address, for slowing down guessing
 	ReleaseID int64  // the release asked for, which a token must name
+	AppID     int64  // the channel's app (a tester-only channel's policy decision names it)
 }
 
 // accessTTL bounds install links and download tokens for protected channels.
@@ -103,6 +113,9 @@ const cookieTTL = 30 * 24 * time.Hour
 // a valid password cookie, a valid release token, or the right password. Cookies and tokens are
 // bound to the password hash, so changing the password revokes them.
 func (p *Passwords) Authorize(ctx context.Context, c *distribution.Channel, req AccessRequest) error {
+	if c.TesterOnly {
+		return p.authorizeTesters(ctx, c, req)
+	}
 	if !c.HasPassword() {
 		return nil
 	}
@@ -118,6 +131,70 @@ func (p *Passwords) Authorize(ctx context.Context, c *distribution.Channel, req 
 	return p.CheckChannelPassword(ctx, c, req.Password, req.Client)
 }
 
+// authorizeTesters lets a request into a channel open to its testers only: its feed token, a
+// release token made for a tester who may still install the release, or whatever the policy
+// lets the request's actor open.
+func (p *Passwords) authorizeTesters(ctx context.Context, c *distribution.Channel, req AccessRequest) error {
+	if req.FeedToken != "" && c.CheckFeedToken(req.FeedToken) {
+		return nil
+	}
+	if req.Token != "" && req.ReleaseID > 0 {
+		switch kind, id := p.tokenHolder(c, req); kind {
+		case "t":
+			if ok, err := p.Policy.Testers.MayInstall(ctx, id, c.ID, req.ReleaseID); err != nil || ok {
+				return err
+			}
+		case "u":
+			return nil
+		}
+	}
+	return p.Policy.Authorize(ctx, policy.Install, policy.OnChannel(req.AppID, c.ID, req.ReleaseID))
+}
+
+// TokenTester returns the tester a tester-only channel's release token was made for (0: none,
+// or the token is not valid), so that an install by that link is recorded as theirs.
+func (p *Passwords) TokenTester(c *distribution.Channel, req AccessRequest) int64 {
+	if kind, id := p.tokenHolder(c, req); kind == "t" {
+		return id
+	}
+	return 0
+}
+
+// tokenHolder reads a tester-only channel's release token, "<t|u><id>.<expiry>.<signature>":
+// made for a tester (t) or a console user (u), valid for req.ReleaseID.
+func (p *Passwords) tokenHolder(c *distribution.Channel, req AccessRequest) (string, int64) {
+	holder, tok, ok := strings.Cut(req.Token, ".")
+	if !ok || len(holder) < 2 || (holder[0] != 't' && holder[0] != 'u') || !c.TesterOnly {
+		return "", 0
+	}
+	id, err := strconv.ParseInt(holder[1:], 10, 64)
+	if err != nil || id <= 0 || !p.Signer.CheckToken(tok, "release-access-testers", c.Slug, holder, fmt.Sprint(req.ReleaseID)) {
+		return "", 0
+	}
+	return holder[:1], id
+}
+
+// ReleaseAccessTokenAs returns a short-lived token opening one release of a protected channel
+// for clients that send no cookies: bound to the password for a password channel, and to the
+// context's tester (or console user) for a tester-only one ("" when the channel is open, or the
+// context's actor has no identity to bind it to).
+func (p *Passwords) ReleaseAccessTokenAs(ctx context.Context, c *distribution.Channel, releaseID int64) string {
+	if !c.TesterOnly {
+		return p.ReleaseAccessToken(c, releaseID)
+	}
+	a, _ := distribution.ActorIn(ctx)
+	holder := ""
+	switch {
+	case a.TesterID != 0:
+		holder = "t" + strconv.FormatInt(a.TesterID, 10)
+	case a.Kind == distribution.ActorUser && a.UserID != 0:
+		holder = "u" + strconv.FormatInt(a.UserID, 10)
+	default:
+		return ""
+	}
+	return holder + "." + p.Signer.Token("release-access-testers", accessTTL, c.Slug, holder, fmt.Sprint(releaseID))
+}
+
 // ChannelCookie returns the value of the password cookie for a protected channel, and its lifetime.
 func (p *Passwords) ChannelCookie(c *distribution.Channel) (string, time.Duration) {
 	return p.Signer.Token("channel-cookie", cookieTTL, c.Slug, *c.PasswordHash), cookieTTL
@@ -126,7 +203,7 @@ func (p *Passwords) ChannelCookie(c *distribution.Channel) (string, time.Duratio
 // ReleaseAccessToken returns a short-lived token opening one release of a protected channel, for
 // links followed without cookies (iOS fetches the install manifest and package by itself).
 func (p *Passwords) ReleaseAccessToken(c *distribution.Channel, releaseID int64) string {
-	if !c.HasPassword() {
+	if !c.HasPassword() || c.TesterOnly {
 		return ""
 	}
 	return p.Signer.Token("release-access", accessTTL, c.Slug, *c.PasswordHash, fmt.Sprint(releaseID))

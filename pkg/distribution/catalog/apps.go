@@ -83,6 +83,31 @@ type Apps struct {
 	Audit *distribution.AuditLog
 	// Policy decides whether the context's actor may read or change what a use case touches.
 	Policy *policy.Policy
+	// Access sets and reads which tester groups open a channel (testers.Testers; nil: channels
+	// take no tester_groups).
+	Access ChannelAccess
+}
+
+// ChannelAccess sets and reads which tester groups open a channel.
+type ChannelAccess interface {
+	SetChannelGroups(ctx context.Context, cc *distribution.ChannelContext, aliases []string) error
+	ChannelGroups(ctx context.Context, channelID int64) ([]distribution.TesterGroup, error)
+}
+
+// withGroups fills a channel's TesterGroups (the aliases of the groups that open it).
+func (a *Apps) withGroups(ctx context.Context, c *distribution.Channel) error {
+	if a.Access == nil || !c.TesterOnly {
+		return nil
+	}
+	gs, err := a.Access.ChannelGroups(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	c.TesterGroups = make([]string, len(gs))
+	for i, g := range gs {
+		c.TesterGroups[i] = g.Alias
+	}
+	return nil
 }
 
 // may asks the policy whether the context's actor may take act on an app.
@@ -340,6 +365,9 @@ type ChannelChanges struct {
 	// SparkleSigning switches Slipway's Sparkle signing of the channel's macOS builds on or off
 	// (an admin's decision: policy.ConfigureSigning).
 	SparkleSigning *bool `param:"sparkle_signing"`
+	// TesterGroups, when sent, are the aliases of the tester groups that open the channel to
+	// their testers only (empty: open as before, to its link or its password).
+	TesterGroups []string `param:"tester_groups,names"`
 }
 
 // authorizeSigning asks the policy when ch changes a channel's Sparkle signing (was: its setting
@@ -474,7 +502,11 @@ func (a *Apps) Channels(ctx context.Context, schemeID int64) ([]distribution.Cha
 
 // ChannelByID returns a channel with its app and scheme.
 func (a *Apps) ChannelByID(ctx context.Context, id int64) (*distribution.ChannelContext, error) {
-	return a.channelFor(ctx, policy.ReadCatalog, id)
+	cc, err := a.channelFor(ctx, policy.ReadCatalog, id)
+	if err != nil {
+		return nil, err
+	}
+	return cc, a.withGroups(ctx, &cc.Channel)
 }
 
 // Channel returns the channel a channel key names, with its app and scheme. A channel key opens
@@ -623,8 +655,21 @@ func (a *Apps) UpdateChannel(ctx context.Context, id int64, ch ChannelChanges) (
 		if err := ch.apply(&c, hasReleases); err != nil {
 			return nil, err
 		}
+		if ch.TesterGroups != nil && a.Access == nil {
+			return nil, errs.Field("tester_groups", "tester groups are not available here")
+		}
 		defer a.Effects.Changed(distribution.Change{ChannelID: id})
+		if ch.TesterGroups != nil {
+			// The groups first: an unknown alias refuses the whole change.
+			if err := a.Access.SetChannelGroups(ctx, cc, ch.TesterGroups); err != nil {
+				return nil, err
+			}
+			c.TesterOnly = len(ch.TesterGroups) > 0
+		}
 		out, err := a.Store.UpdateChannel(ctx, &c)
+		if err == nil {
+			err = a.withGroups(ctx, out)
+		}
 		if err == nil {
 			// What changed, never the password itself.
 			detail := map[string]any{}

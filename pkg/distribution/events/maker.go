@@ -51,6 +51,9 @@ func (m *Maker) releaseInfo(rc *distribution.ReleaseContext, withLinks bool) *we
 	if n := rc.News; n != nil && (n.Against != 0 || len(n.Summary) > 0 || len(n.BudgetWarnings) > 0) {
 		info.Insights = &webhook.InsightsInfo{AgainstReleaseID: n.Against, Summary: n.Summary, BudgetWarnings: n.BudgetWarnings}
 	}
+	if n := rc.News; n != nil && n.Distributed != nil {
+		info.Testers = &webhook.TestersInfo{Testers: n.Distributed.Testers, Notified: n.Distributed.Notified}
+	}
 	for _, e := range rc.Changelog {
 		info.Changelog = append(info.Changelog, e.Message)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution/lifecycle"
 	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/distribution/readcache"
+	"github.com/slipwayhq/slipway/pkg/distribution/testers"
 	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
 	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/metrics"
@@ -59,6 +60,7 @@ type Store interface {
 	devices.DeviceStore
 	readcache.ViewStore
 	readcache.ChangeFeed
+	testers.Store
 }
 
 // Service is the domain, part by part.
@@ -91,6 +93,8 @@ type Service struct {
 	Retention  *lifecycle.Retention
 	Collector  *lifecycle.Collector
 	Reconciler *lifecycle.Reconciler
+	// Testers: groups, distribution to testers, tester sign-in, who installed what.
+	Testers *testers.Testers
 	// Devices and the UDID profile service.
 	Devices *devices.Devices
 	// The read cache and the component that keeps it in step with other replicas.
@@ -132,7 +136,7 @@ func New(cfg *config.Config, db Store, st blob.Backend, m *metrics.Metrics, log 
 	effects := distribution.Effects{Cache: s.Reads, Webhooks: s.Sender, Objects: s.Objects, Events: s.Events}
 	audit := &distribution.AuditLog{Store: db, Log: log}
 	s.Audit = audit
-	pol := &policy.Policy{Members: db}
+	pol := &policy.Policy{Members: db, Testers: db}
 	s.Policy = pol
 
 	s.Apps = &catalog.Apps{Store: db, Effects: effects, Audit: audit, Policy: pol}
@@ -158,7 +162,7 @@ func New(cfg *config.Config, db Store, st blob.Backend, m *metrics.Metrics, log 
 	s.Tokens = &access.Tokens{Store: db, Policy: pol}
 	s.Logins = &access.Logins{Store: db}
 	s.People = &access.People{Store: db, Log: log, AuditLog: audit, Policy: pol}
-	s.Passwords = &access.Passwords{Guard: db, Signer: signer}
+	s.Passwords = &access.Passwords{Guard: db, Signer: signer, Policy: pol}
 	s.Forms = &access.Forms{Store: db}
 	s.Webhooks = &events.Webhooks{Store: db, Client: client, AllowPrivate: cfg.WebhookAllowPrivate, Audit: audit, Names: s.Apps, Policy: pol}
 	s.Downloads = events.NewCounter(db, s.Events, cfg.DownloadFlushInterval, m, log)
@@ -168,6 +172,10 @@ func New(cfg *config.Config, db Store, st blob.Backend, m *metrics.Metrics, log 
 			ExpiredProfileDays: cfg.RetentionExpiredProfileDays}}}
 	s.Collector = &lifecycle.Collector{Store: db, Storage: st, Interval: cfg.GCInterval, Grace: cfg.GCGrace, Metrics: m, Log: log, Audit: audit}
 	s.Reconciler = &lifecycle.Reconciler{Store: db, Storage: st, Prefixes: uploads.KeyPrefixes, LeftoverAge: cfg.UploadSessionTTL}
+	s.Testers = &testers.Testers{Store: db, Releases: db, Policy: pol, Audit: audit, Signer: signer,
+		Config: testers.Config{PublicURL: cfg.PublicURL}}
+	s.Apps.Access = s.Testers
+	s.Builds.Testers = s.Testers
 	s.Devices = &devices.Devices{Store: db, Signer: signer, UDID: devices.UDIDConfig{Organization: cfg.UDIDOrganization}, Audit: audit, Policy: pol}
 	return s
 }

@@ -50,9 +50,16 @@ type ReleaseForm struct {
 	// mandatory update ("true"/"1").
 	Rollout  string
 	Critical string
+	// Testers (comma-separated emails) and Groups (comma-separated aliases) receive this build
+	// beyond its channel's tester groups, as the firebase CLI's --testers and --groups; Notify
+	// "false" records where it went and mails nobody.
+	Testers string
+	Groups  string
+	Notify  string
 
-	rollout  int
-	critical bool
+	rollout    int
+	critical   bool
+	distribute distribution.DistributeInput
 }
 
 // validate checks the fields that do not depend on the package and normalises them.
@@ -82,6 +89,9 @@ func (f *ReleaseForm) validate() (err error) {
 	if f.critical, err = distribution.FlagField("critical", f.Critical); err != nil {
 		return err
 	}
+	if f.distribute, err = distributeInput(f.Testers, f.Groups, f.Notify); err != nil {
+		return err
+	}
 	f.CIURL, err = distribution.WebURL("ci_url", f.CIURL)
 	return err
 }
@@ -101,6 +111,33 @@ func (f *ReleaseForm) check() ([]distribution.ChangelogEntry, []distribution.Cus
 	}
 	custom, err := distribution.ParseCustomFields(f.CustomFields)
 	return changelog, custom, err
+}
+
+// distributeInput reads an upload's testers, groups and notify fields.
+func distributeInput(testers, groups, notify string) (distribution.DistributeInput, error) {
+	var in distribution.DistributeInput
+	split := func(s string) []string {
+		var out []string
+		for _, e := range strings.Split(s, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	emails, err := distribution.NormaliseEmails("testers", split(testers))
+	if err != nil {
+		return in, err
+	}
+	in.Testers, in.Groups = emails, split(groups)
+	if strings.TrimSpace(notify) != "" {
+		n, err := distribution.FlagField("notify", notify)
+		if err != nil {
+			return in, err
+		}
+		in.Notify = &n
+	}
+	return in, nil
 }
 
 // BuildStore records releases: each upload in one transaction (InUploadTx), whose steps
@@ -133,6 +170,17 @@ type Builds struct {
 	// Parses is the replica's parse-memory budget: every parse, by the proxy path or a
 	// session's completion, waits for its bound there (nil: unbounded).
 	Parses *appinfo.Budget
+	// Testers distributes each new release to its channel's testers and to those the upload
+	// names, in the upload's transaction (nil: releases go to nobody).
+	Testers Distributor
+}
+
+// Distributor distributes a release inside the transaction that records it (testers.Testers).
+type Distributor interface {
+	DistributeIn(ctx context.Context, tx distribution.DistributionTx, rc *distribution.ReleaseContext,
+		in distribution.DistributeInput) (distribution.Distributed, error)
+	// Committed follows the commit of a distribution: the mail sender looks at once.
+	Committed(d distribution.Distributed)
 }
 
 // CreateRelease parses the stored package and records it as a release: in the channel named by
@@ -209,7 +257,7 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 			UploadedBy: tokenID,
 		},
 		channelSlug: f.ChannelKey, appName: name, schemeName: distribution.SchemeName(releaseType), info: info,
-		idemKey: idemKey, snap: snap, snapJSON: snapJSON,
+		idemKey: idemKey, snap: snap, snapJSON: snapJSON, distribute: f.distribute,
 	}
 	r := &up.release
 	// A session's SHA-256 is the client's word; a desktop build's feeds need SHA-512 and SHA-1,

@@ -365,3 +365,6 @@ func (db *memDB) Channel(_ context.Context, key string) (*ChannelContext, error)
 	}
 	return nil, errs.New(errs.NotFound, "channel not found")
 }
+
+// Distribution: the in-memory store has no testers (Builds.Testers is nil in these tests).
+func (t memTx) Distribution() DistributionTx { return nil }

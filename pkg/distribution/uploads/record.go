@@ -7,6 +7,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/policy"
+	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/insights"
 	"github.com/slipwayhq/slipway/pkg/webhook"
 )
@@ -74,6 +75,8 @@ type OwnerTx interface {
 	Claim(ctx context.Context, keys ...string) error
 	// MarkDeleted records keys as deleted, for the collector and DeleteObjects after the commit.
 	MarkDeleted(ctx context.Context, keys ...string) error
+	// Distribution is the upload's transaction as distributing its release needs it.
+	Distribution() distribution.DistributionTx
 	// WriteEvents puts events in the outbox: one delivery for each enabled webhook of the event's
 	// channel or app that subscribes to its kind.
 	WriteEvents(ctx context.Context, evs []distribution.Event) error
@@ -103,6 +106,8 @@ type upload struct {
 	// channel's newest release before it (against).
 	snap     *insights.Snapshot
 	snapJSON []byte
+	// distribute names who the release goes to beyond its channel's tester groups.
+	distribute distribution.DistributeInput
 }
 
 // record records up in one transaction and claims keys (the package and icon objects): the
@@ -173,6 +178,20 @@ func (b *Builds) record(ctx context.Context, up *upload, keys []string) (*distri
 			return err
 		}
 		rc.News = news
+		if b.Testers != nil {
+			if !up.distribute.Empty() {
+				if err := b.Policy.Authorize(ctx, policy.Distribute, policy.OnApp(rc.App.ID)); err != nil {
+					return err
+				}
+			}
+			d, err := b.Testers.DistributeIn(ctx, tx.Distribution(), rc, up.distribute)
+			if err != nil {
+				return err
+			}
+			news.Distributed = &d
+		} else if !up.distribute.Empty() {
+			return errs.Field("testers", "testers are not available here")
+		}
 		if events := b.Effects.ReleaseEvents(webhook.EventReleaseCreated); events != nil {
 			evs, err := events(rc)
 			if err != nil {
@@ -184,6 +203,9 @@ func (b *Builds) record(ctx context.Context, up *upload, keys []string) (*distri
 	})
 	if err != nil {
 		return nil, err
+	}
+	if b.Testers != nil && news.Distributed != nil {
+		b.Testers.Committed(*news.Distributed)
 	}
 	return rc, nil
 }

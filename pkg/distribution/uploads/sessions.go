@@ -124,7 +124,8 @@ func releaseFormOf(f map[string]string) ReleaseForm {
 		Changelog: f["changelog"], Branch: f["branch"], GitCommit: f["git_commit"], CIURL: f["ci_url"],
 		CustomFields: f["custom_fields"], Password: f["password"],
 		ReleaseVersion: f["release_version"], BuildVersion: f["build_version"], BundleID: f["bundle_id"],
-		EdSignature: f["ed_signature"], TauriSignature: f["tauri_signature"], Rollout: f["rollout"], Critical: f["critical"]}
+		EdSignature: f["ed_signature"], TauriSignature: f["tauri_signature"], Rollout: f["rollout"], Critical: f["critical"],
+		Testers: f["testers"], Groups: f["groups"], Notify: f["notify"]}
 }
 
 func debugFormOf(f map[string]string) DebugFileForm {

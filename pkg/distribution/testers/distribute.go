@@ -1,0 +1,125 @@
+package testers
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/policy"
+	"github.com/slipwayhq/slipway/pkg/errs"
+)
+
+// CheckInput normalises a distribution's emails and checks its size, before anything is stored
+// (an upload checks it before it reads the package).
+func CheckInput(in *distribution.DistributeInput) error {
+	emails, err := distribution.NormaliseEmails("testers", in.Testers)
+	if err != nil {
+		return err
+	}
+	in.Testers = emails
+	if len(in.Groups) > 100 {
+		return errs.Field("groups", "names %d groups; at most 100 a call", len(in.Groups))
+	}
+	return nil
+}
+
+// Distribute sends a release already uploaded to testers and groups (and to its channel's
+// groups), in one transaction: the rows saying where it went and the mails, all or nothing.
+func (t *Testers) Distribute(ctx context.Context, releaseID int64, in distribution.DistributeInput) (distribution.Distributed, error) {
+	rc, err := t.Releases.GetRelease(ctx, releaseID)
+	if err != nil {
+		return distribution.Distributed{}, err
+	}
+	if err := t.Policy.Authorize(ctx, policy.Distribute, policy.OnApp(rc.App.ID)); err != nil {
+		return distribution.Distributed{}, err
+	}
+	if err := CheckInput(&in); err != nil {
+		return distribution.Distributed{}, err
+	}
+	var d distribution.Distributed
+	err = t.Store.InDistributionTx(ctx, func(tx distribution.DistributionTx) error {
+		var err error
+		d, err = t.DistributeIn(ctx, tx, rc, in)
+		return err
+	})
+	if err != nil {
+		return distribution.Distributed{}, err
+	}
+	t.Audit.Record(ctx, "release.distribute", distribution.ReleaseTarget(rc),
+		map[string]any{"testers": d.Testers, "notified": d.Notified, "groups": in.Groups, "named": len(in.Testers)})
+	return d, nil
+}
+
+// DistributeIn distributes rc inside tx, the transaction recording it (an upload's, or
+// Distribute's): it finds everyone the channel's groups and in reach, records where the release
+// went and writes the mails to the outbox. Nobody gets a second mail for one release. The
+// caller authorized the actor (Upload or Distribute) and checked in (CheckInput); the mail
+// sender is woken after the commit by Committed.
+func (t *Testers) DistributeIn(ctx context.Context, tx distribution.DistributionTx, rc *distribution.ReleaseContext,
+	in distribution.DistributeInput) (distribution.Distributed, error) {
+	if !rc.Channel.TesterOnly && in.Empty() {
+		// A channel without tester groups reaches nobody by itself: nothing to look up.
+		return distribution.Distributed{}, nil
+	}
+	gs, err := tx.GroupsByAlias(ctx, in.Groups)
+	if err != nil {
+		return distribution.Distributed{}, err
+	}
+	req := distribution.DistributionRequest{ReleaseID: rc.ID, AppID: rc.App.ID, ChannelID: rc.Channel.ID, Emails: in.Testers}
+	for _, g := range gs {
+		req.GroupIDs = append(req.GroupIDs, g.ID)
+	}
+	rs, err := tx.Recipients(ctx, req)
+	if err != nil {
+		return distribution.Distributed{}, err
+	}
+	notify := in.Notify == nil || *in.Notify
+	var d distribution.Distributed
+	ds := make([]distribution.Delivery, 0, len(rs))
+	var mails []distribution.OutgoingMail
+	for _, r := range rs {
+		if r.Already {
+			// Only a change of "named for this build" is recorded; no second mail.
+			ds = append(ds, distribution.Delivery{TesterID: r.TesterID, Direct: r.Direct, Mail: distribution.MailNone})
+			continue
+		}
+		d.Testers++
+		state := distribution.MailNone
+		switch {
+		case !notify:
+		case !r.KnowsApp:
+			mails = append(mails, t.invitation(rc, r))
+			state = distribution.MailQueued
+		case r.Mail == distribution.MailEvery:
+			mails = append(mails, t.newBuild(rc, r))
+			state = distribution.MailQueued
+		case r.Mail == distribution.MailDaily:
+			state = distribution.MailDigest
+		}
+		if state == distribution.MailQueued {
+			d.Notified++
+		}
+		ds = append(ds, distribution.Delivery{TesterID: r.TesterID, Direct: r.Direct, Mail: state})
+	}
+	if err := tx.RecordDistribution(ctx, req, ds); err != nil {
+		return distribution.Distributed{}, err
+	}
+	if err := tx.WriteMail(ctx, mails); err != nil {
+		return distribution.Distributed{}, err
+	}
+	return d, nil
+}
+
+// Committed is called after the transaction of a distribution that wrote mail commits: the
+// mail sender looks at once.
+func (t *Testers) Committed(d distribution.Distributed) {
+	if d.Notified > 0 {
+		t.wake()
+	}
+}
+
+// mailID is the outbox id (the Message-ID's local part) of a release's mail to a tester: one per
+// release and tester, so that no retry sends it twice.
+func mailID(kind string, releaseID, testerID int64) string {
+	return fmt.Sprintf("%s.r%d.t%d", kind, releaseID, testerID)
+}

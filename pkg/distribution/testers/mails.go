@@ -1,0 +1,157 @@
+package testers
+
+import (
+	"bytes"
+	htmltemplate "html/template"
+	"strconv"
+	"strings"
+	texttemplate "text/template"
+	"time"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
+)
+
+// The mails testers get. Every value that comes from a package or a client (the app's name, the
+// version, the changelog, the tester's name) goes through html/template in the HTML part, as on
+// the pages; no mail carries a tracking pixel or a link that identifies more than the page it
+// opens. New-build mails carry List-Unsubscribe with one-click POST (RFC 8058).
+
+// unsubscribeTTL is how long a mail's unsubscribe link works.
+const unsubscribeTTL = 400 * 24 * time.Hour
+
+// mailView is what the templates show.
+type mailView struct {
+	AppName, Version, Changelog, Name string
+	Summary                           []string
+	ReleaseURL, HomeURL, SignInURL    string
+	UnsubscribeURL, LinkURL           string
+	LinkMinutes                       int
+}
+
+func (t *Testers) releaseView(rc *distribution.ReleaseContext, r distribution.Recipient) mailView {
+	l := t.links()
+	v := mailView{AppName: rc.App.Name, Version: versionLabel(&rc.Release), Name: r.Name,
+		ReleaseURL: l.Release(rc.Channel.Slug, rc.ID), HomeURL: l.TesterHome(), SignInURL: l.TesterSignIn()}
+	for _, c := range rc.Changelog {
+		if c.Message != "" {
+			v.Changelog += "- " + firstLine(c.Message) + "\n"
+		}
+	}
+	v.Changelog = strings.TrimSpace(v.Changelog)
+	if rc.News != nil {
+		v.Summary = rc.News.Summary
+	}
+	v.UnsubscribeURL = l.Unsubscribe(t.UnsubscribeToken(r.TesterID, rc.App.ID))
+	return v
+}
+
+// UnsubscribeToken is the signed token of a one-click unsubscribe link: it names the tester and
+// the app, and only turns that app's mail off.
+func (t *Testers) UnsubscribeToken(testerID, appID int64) string {
+	tid, aid := strconv.FormatInt(testerID, 10), strconv.FormatInt(appID, 10)
+	return tid + "." + aid + "." + t.Signer.Token("tester-unsubscribe", unsubscribeTTL, tid, aid)
+}
+
+func (t *Testers) invitation(rc *distribution.ReleaseContext, r distribution.Recipient) distribution.OutgoingMail {
+	v := t.releaseView(rc, r)
+	return t.compose(distribution.MailInvitation, mailID(distribution.MailInvitation, rc.ID, r.TesterID), r.Email,
+		"You are invited to test "+rc.App.Name, v, unsubscribeHeaders(v.UnsubscribeURL))
+}
+
+func (t *Testers) newBuild(rc *distribution.ReleaseContext, r distribution.Recipient) distribution.OutgoingMail {
+	v := t.releaseView(rc, r)
+	return t.compose(distribution.MailNewBuild, mailID(distribution.MailNewBuild, rc.ID, r.TesterID), r.Email,
+		rc.App.Name+" "+v.Version+" is ready to install", v, unsubscribeHeaders(v.UnsubscribeURL))
+}
+
+func unsubscribeHeaders(u string) map[string]string {
+	return map[string]string{"List-Unsubscribe": "<" + u + ">", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"}
+}
+
+// compose renders a mail of kind from its templates.
+func (t *Testers) compose(kind, id, to, subject string, v mailView, headers map[string]string) distribution.OutgoingMail {
+	var text, html bytes.Buffer
+	// The templates are fixed and their values plain strings: executing them cannot fail.
+	_ = textMails.ExecuteTemplate(&text, kind, v)
+	_ = htmlMails.ExecuteTemplate(&html, kind, v)
+	return distribution.OutgoingMail{ID: id, Kind: kind, To: to, Subject: oneLine(subject), Text: text.String(), HTML: html.String(),
+		Headers: headers}
+}
+
+func versionLabel(r *distribution.Release) string {
+	if r.BuildVersion != "" && r.BuildVersion != r.ReleaseVersion {
+		return r.ReleaseVersion + " (" + r.BuildVersion + ")"
+	}
+	return r.ReleaseVersion
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// oneLine keeps a subject on one line (a package's name never breaks a header).
+func oneLine(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\r' || r == '\n' }), " ")
+}
+
+var textMails = texttemplate.Must(texttemplate.New("mails").Parse(`
+{{define "invitation"}}Hello{{if .Name}} {{.Name}}{{end}},
+
+You are invited to test {{.AppName}}. Build {{.Version}} is ready to install:
+
+  {{.ReleaseURL}}
+
+Open the link on the device you test on. If Slipway asks who you are, enter this address and
+it mails you a sign-in link; no account is needed anywhere.
+{{if .Changelog}}
+What's new:
+{{.Changelog}}
+{{end}}
+All the builds given to you: {{.HomeURL}}
+No more mail about {{.AppName}}: {{.UnsubscribeURL}}
+{{end}}
+{{define "new_build"}}{{.AppName}} {{.Version}} is ready to install:
+
+  {{.ReleaseURL}}
+{{if .Changelog}}
+What's new:
+{{.Changelog}}
+{{end}}{{if .Summary}}
+What changed:
+{{range .Summary}}- {{.}}
+{{end}}{{end}}
+All the builds given to you: {{.HomeURL}}
+No more mail about {{.AppName}}: {{.UnsubscribeURL}}
+{{end}}
+{{define "sign_in"}}Sign in to Slipway with this link (it works once, for {{.LinkMinutes}} minutes):
+
+  {{.LinkURL}}
+
+If you did not ask for it, ignore this mail: nobody can sign in without the link.
+{{end}}`))
+
+var htmlMails = htmltemplate.Must(htmltemplate.New("mails").Parse(`
+{{define "button"}}<p><a href="{{.}}" style="display:inline-block;padding:12px 20px;background:#1f6feb;color:#fff;border-radius:6px;text-decoration:none;font-weight:600">Install</a></p>{{end}}
+{{define "footer"}}<p style="color:#666;font-size:13px"><a href="{{.HomeURL}}">All the builds given to you</a> · <a href="{{.UnsubscribeURL}}">No more mail about {{.AppName}}</a></p>{{end}}
+{{define "invitation"}}<!doctype html><html><body style="font-family:system-ui,sans-serif;line-height:1.5">
+<p>Hello{{if .Name}} {{.Name}}{{end}},</p>
+<p>You are invited to test <strong>{{.AppName}}</strong>. Build {{.Version}} is ready to install.</p>
+{{template "button" .ReleaseURL}}
+<p>Open it on the device you test on. If Slipway asks who you are, enter this address and it mails you a sign-in link; no account is needed anywhere.</p>
+{{if .Changelog}}<h3>What's new</h3><pre style="white-space:pre-wrap;font-family:inherit">{{.Changelog}}</pre>{{end}}
+{{template "footer" .}}</body></html>{{end}}
+{{define "new_build"}}<!doctype html><html><body style="font-family:system-ui,sans-serif;line-height:1.5">
+<p><strong>{{.AppName}} {{.Version}}</strong> is ready to install.</p>
+{{template "button" .ReleaseURL}}
+{{if .Changelog}}<h3>What's new</h3><pre style="white-space:pre-wrap;font-family:inherit">{{.Changelog}}</pre>{{end}}
+{{if .Summary}}<h3>What changed</h3><ul>{{range .Summary}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{template "footer" .}}</body></html>{{end}}
+{{define "sign_in"}}<!doctype html><html><body style="font-family:system-ui,sans-serif;line-height:1.5">
+<p>Sign in to Slipway with this link. It works once, for {{.LinkMinutes}} minutes.</p>
+<p><a href="{{.LinkURL}}" style="display:inline-block;padding:12px 20px;background:#1f6feb;color:#fff;border-radius:6px;text-decoration:none;font-weight:600">Sign in</a></p>
+<p style="color:#666;font-size:13px">If you did not ask for it, ignore this mail: nobody can sign in without the link.</p>
+</body></html>{{end}}`))
