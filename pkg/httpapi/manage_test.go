@@ -76,6 +76,11 @@ func (m *mgmt) state() string {
 		`SELECT coalesce(string_agg(concat_ws('|', id, release_version, build_version, release_type, source, branch, git_commit, ci_url, changelog::text, custom_fields::text), ',' ORDER BY id), '') FROM releases`,
 		`SELECT coalesce(string_agg(concat_ws('|', id, udid, name, model), ',' ORDER BY id), '') FROM devices`,
 		`SELECT coalesce(string_agg(concat_ws('|', id, name, scope, revoked_at IS NULL), ',' ORDER BY id), '') FROM api_tokens`,
+		`SELECT coalesce(string_agg(concat_ws('|', g.alias, g.name, t.email), ',' ORDER BY g.alias, t.email), '') FROM tester_groups g
+			LEFT JOIN tester_group_members m ON m.group_id = g.id LEFT JOIN testers t ON t.id = m.tester_id`,
+		`SELECT coalesce(string_agg(concat_ws('|', release_id, tester_id, direct), ',' ORDER BY release_id, tester_id), '') FROM release_testers`,
+		`SELECT coalesce(string_agg(concat_ws('|', id, tester_only), ',' ORDER BY id), '') FROM channels`,
+		`SELECT count(*)::text FROM testers`,
 	} {
 		var s string
 		if err := m.e.DB.Pool.QueryRow(context.Background(), q).Scan(&s); err != nil {

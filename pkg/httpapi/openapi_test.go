@@ -464,6 +464,20 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Do(t, "GET", fmt.Sprintf("/console/webhooks/%d", hookID), nil, session), 200, "console webhook deliveries")
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/webhooks/%d", hookID), nil, admin), 200, "delete webhook")
 
+	// Testers and groups.
+	dfJSON("POST", "/api/groups", `{"alias":"qa","name":"QA"}`, e.AdminToken, 201)
+	dfJSON("POST", "/api/groups", `{"alias":"qa"}`, e.AdminToken, 409)
+	dfJSON("POST", "/api/groups/qa/testers", `{"emails":["ada@example.com","bob@example.com"]}`, e.AdminToken, 200)
+	dfJSON("POST", "/api/groups/qa/testers", `{"emails":["nope"]}`, e.AdminToken, 422)
+	expect(e.Do(t, "GET", "/api/groups", nil, admin), 200, "groups")
+	expect(e.Do(t, "GET", "/api/testers?group=qa", nil, admin), 200, "testers")
+	dfJSON("POST", fmt.Sprintf("/api/releases/%d/distribute", relID), `{"groups":["qa"],"testers":["carol@example.com"]}`, e.UploadToken, 200)
+	dfJSON("POST", fmt.Sprintf("/api/releases/%d/distribute", relID), `{"groups":["nope"]}`, e.UploadToken, 422)
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/releases/%d/testers", relID), nil, upload), 200, "release testers")
+	expect(e.Do(t, "DELETE", "/api/groups/qa/testers/bob@example.com", nil, admin), 200, "remove a tester")
+	expect(e.Do(t, "DELETE", "/api/groups/qa/testers/bob@example.com", nil, admin), 404, "remove them again")
+	expect(e.Do(t, "DELETE", "/api/groups/qa", nil, admin), 200, "delete a group")
+
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/releases/%d", apkID), nil, upload), 403, "delete release with upload scope")
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/releases/%d", apkID), nil, admin), 200, "delete release")
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/channels/%d", chID), nil, admin), 200, "delete channel")

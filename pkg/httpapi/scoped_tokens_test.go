@@ -65,6 +65,8 @@ func TestAppScopedTokenMatrix(t *testing.T) {
 		apptest.File("d.zip", dsym("A1A1A1A1-0000-0000-0000-000000000001"))), 201, "debug file into B")
 	hookB := m.want(m.call("POST", fmt.Sprintf("/api/apps/%d/webhooks", b), m.e.AdminToken, `{"url":"`+receiver.URL+`/b","format":"slipway"}`), 201, "webhook of B")
 	sessB := m.want(m.call("POST", "/api/uploads", m.e.UploadToken, `{"filename":"s.ipa","size":1000,"channel_key":"bravo-ios"}`), 201, "session into B")
+	m.want(m.call("POST", "/api/groups", m.e.AdminToken, `{"alias":"qa","name":"QA"}`), 201, "a tester group")
+	m.want(m.call("POST", "/api/groups/qa/testers", m.e.AdminToken, `{"emails":["tess@example.com"]}`), 200, "a tester")
 	udid := "00008030-001A2B3C4D5E6F70"
 	m.want(m.call("PUT", "/api/devices/"+udid, m.e.AdminToken, `{"name":"Phone"}`), 201, "a device")
 
@@ -126,6 +128,12 @@ func TestAppScopedTokenMatrix(t *testing.T) {
 		{"DELETE", "/api/webhooks/:id", fmt.Sprintf("/api/webhooks/%d", id(hookB)), "", nil, 403},
 		{"POST", "/api/webhooks/:id/test", fmt.Sprintf("/api/webhooks/%d/test", id(hookB)), "", nil, 403},
 		{"POST", "/api/uploads", "/api/uploads", `{"filename":"s.ipa","size":1000,"channel_key":"bravo-ios"}`, nil, 403},
+		// Testers and groups belong to the installation; a release of B is B's.
+		{"POST", "/api/groups", "/api/groups", `{"alias":"intruders"}`, nil, 403},
+		{"DELETE", "/api/groups/:alias", "/api/groups/qa", "", nil, 403},
+		{"POST", "/api/groups/:alias/testers", "/api/groups/qa/testers", `{"emails":["eve@example.com"]}`, nil, 403},
+		{"DELETE", "/api/groups/:alias/testers/:email", "/api/groups/qa/testers/tess@example.com", "", nil, 403},
+		{"POST", "/api/releases/:id/distribute", fmt.Sprintf("/api/releases/%d/distribute", id(relB)), `{"testers":["eve@example.com"]}`, nil, 403},
 		// Another token's session is not found, as for any token that may not use it.
 		{"POST", "/api/uploads/:session/complete", fmt.Sprintf("/api/uploads/%s/complete", sessB["id"]), "", nil, 404},
 		{"DELETE", "/api/uploads/:session", fmt.Sprintf("/api/uploads/%s", sessB["id"]), "", nil, 404},
@@ -164,7 +172,8 @@ func TestAppScopedTokenMatrix(t *testing.T) {
 		// Reads of B, and reads across every app, are refused too.
 		for _, path := range []string{fmt.Sprintf("/api/apps/%d", b), fmt.Sprintf("/api/releases/%d", id(relB)),
 			fmt.Sprintf("/api/apps/%d/schemes", b), fmt.Sprintf("/api/channels/%d", cb), fmt.Sprintf("/api/debug_files/%d?channel_key=bravo-ios", id(dfB)),
-			"/api/retention/plan", "/api/webhooks", "/api/devices", "/api/tokens", "/api/users"} {
+			"/api/retention/plan", "/api/webhooks", "/api/devices", "/api/tokens", "/api/users", "/api/groups", "/api/testers",
+			fmt.Sprintf("/api/releases/%d/testers", id(relB))} {
 			if r := m.call("GET", path, tok, ""); r.Status != 403 {
 				t.Errorf("%s: GET %s: %d, want 403: %.300s", name, path, r.Status, r.Body)
 			}
