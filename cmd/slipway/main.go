@@ -44,7 +44,10 @@ Commands:
   retention plan [--channel ID] [--url URL --token TOKEN]
                                       show what retention policies delete now (deletes nothing)
   upload FILE --url URL --token TOKEN [--channel-key KEY] [--changelog TEXT] [--custom-field N=V] ...
-                                      upload an app package; prints the release URL (see upload -h)
+                                      upload an app package; prints the release URL (see upload -h);
+                                      --testers EMAILS --groups ALIASES [--notify=false] give it to testers
+  distribute --release ID [--testers EMAILS] [--groups ALIASES] [--notify=false] --url URL --token TOKEN
+                                      give a release already uploaded to more testers
   debug-file upload FILE --url URL --token TOKEN --channel-key KEY
                                       upload a zipped dSYM or ProGuard mapping (see debug-file upload -h)
   version                             print the version
@@ -90,6 +93,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = uploadCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "debug-file":
 		err = debugFileCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "distribute":
+		err = distributeCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version", "-v":
 		printVersion(stdout)
 	case "help", "--help", "-h":
@@ -136,7 +141,7 @@ func parsesOwnFlags(args []string) bool {
 		sub = args[1]
 	}
 	switch args[0] {
-	case "gc", "upload":
+	case "gc", "upload", "distribute":
 		return true
 	case "migrate":
 		return sub == "down"

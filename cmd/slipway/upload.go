@@ -50,6 +50,14 @@ signature (without it, a server with a Sparkle key signs the build itself), --ta
 MyApp.app.tar.gz.sig the Tauri updater's; --rollout 25 offers the build to a quarter of installs,
 --critical marks it a critical update. Both can be changed later in the console.
 
+Testers: --testers a@x.com,b@y.com and --groups qa,beta give the build to those testers beyond its
+channel's tester groups; they are mailed unless --notify=false (recorded, nobody mailed). stderr
+says how many the build reached and how many were mailed. slipway distribute does the same for a
+build already uploaded.
+
+In GitHub Actions (GITHUB_OUTPUT set), the release's release_url, install_url and release_id are
+appended to GITHUB_OUTPUT as step outputs (docs/ci.md); never the token.
+
 Flags:
 `
 
@@ -193,6 +201,8 @@ func uploadCmd(ctx context.Context, args []string, getenv func(string) string, s
 	fs.StringVar(&form.Rollout, "rollout", "", "staged rollout: the percentage of installs the update feeds offer it to, 0-100 (default 100)")
 	fs.BoolVar(&form.Critical, "critical", false, "mark the build a critical (mandatory) update in the update feeds")
 	report := fs.String("report", "", "after the upload, print a report of what changed on stdout instead of the URL: markdown")
+	var who testerFlags
+	who.register(fs)
 	if wantsHelp(args) {
 		return showUsage(fs, stdout)
 	}
@@ -226,6 +236,7 @@ func uploadCmd(ctx context.Context, args []string, getenv func(string) string, s
 		}
 		form.TauriSignature = strings.TrimSpace(form.TauriSignature)
 	}
+	form.Testers, form.Groups, form.NoNotify = who.testers, who.groups, !who.notify
 	session, err := common.useSession(pos[0])
 	if err != nil {
 		return err
@@ -250,15 +261,25 @@ func uploadCmd(ctx context.Context, args []string, getenv func(string) string, s
 		fmt.Fprintf(stderr, "Uploaded %s %s (%s) as release %d of channel %s\n",
 			rel.AppName, rel.ReleaseVersion, rel.BuildVersion, rel.Version, rel.Channel.Slug)
 	}
-	if common.json {
-		return printJSON(stdout, rel.Raw)
+	if rel.Testers != nil {
+		fmt.Fprintln(stderr, distributedText(rel.Testers))
 	}
-	if *report == "markdown" {
+	switch {
+	case common.json:
+		err = printJSON(stdout, rel.Raw)
+	case *report == "markdown":
 		_, err = fmt.Fprint(stdout, markdownReport(ctx, client, rel, stderr))
+	default:
+		_, err = fmt.Fprintln(stdout, rel.ReleaseURL)
+	}
+	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(stdout, rel.ReleaseURL)
-	return err
+	// After stdout, so a failure here still leaves the release's URL in the log.
+	if err := writeGitHubOutputs(getenv, []string{client.Token, form.Password}, releaseOutputs(rel)); err != nil {
+		return fmt.Errorf("%w: %v", errOutputs, err)
+	}
+	return nil
 }
 
 // markdownReport is what changed in an uploaded release since the release before it in its

@@ -156,3 +156,35 @@ func (c *Client) ReleaseDiff(ctx context.Context, id int64) (*ReleaseDiff, error
 	var d ReleaseDiff
 	return &d, c.doJSON(ctx, http.MethodGet, "/api/releases/"+strconv.FormatInt(id, 10)+"/diff", nil, &d)
 }
+
+// Distribution names who a release goes to: testers by email and tester groups by alias.
+// NoNotify records it and mails nobody.
+type Distribution struct {
+	Testers  []string
+	Groups   []string
+	NoNotify bool
+}
+
+// Distribute gives release id to more testers (POST /api/releases/:id/distribute) and answers how
+// many it went to and how many were mailed (testers it already reached are not counted again).
+// A busy server and a broken connection are retried like an upload: the server never mails a
+// tester twice for one release, so a repeated call changes nothing (it only counts less).
+func (c *Client) Distribute(ctx context.Context, id int64, d Distribution) (*Distributed, error) {
+	in := map[string]any{"testers": nonNil(d.Testers), "groups": nonNil(d.Groups), "notify": !d.NoNotify}
+	var out Distributed
+	err := c.retry(ctx, true, func() error {
+		return c.doJSON(ctx, http.MethodPost, "/api/releases/"+strconv.FormatInt(id, 10)+"/distribute", in, &out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// nonNil makes a nil list an empty JSON array.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -140,6 +140,12 @@ type AppForm struct {
 	// marks a critical update.
 	Rollout  string
 	Critical bool
+	// Testers (emails) and Groups (tester group aliases) receive the build beyond its channel's
+	// tester groups; NoNotify records where it went and mails nobody (the server's default is to
+	// mail them). Lists go as one comma-separated field each, as the server reads them.
+	Testers  []string
+	Groups   []string
+	NoNotify bool
 }
 
 // DebugFileForm holds the fields of a debug file upload (api.md, "Upload a debug file").
@@ -168,7 +174,17 @@ type Release struct {
 	} `json:"channel"`
 	// Insights is what changed since the channel's previous build (Slipway 24+; nil from Zealot).
 	Insights *UploadInsights `json:"insights"`
-	Raw      json.RawMessage `json:"-"`
+	// Testers says how many testers the build went to and how many were mailed; nil when it went
+	// to none (or the server has no testers).
+	Testers *Distributed    `json:"testers"`
+	Raw     json.RawMessage `json:"-"`
+}
+
+// Distributed is how many testers a release went to and how many of them were mailed (the
+// upload's testers field, POST /api/releases/:id/distribute's answer).
+type Distributed struct {
+	Testers  int `json:"testers"`
+	Notified int `json:"notified"`
 }
 
 // UploadInsights is the insights field of an upload's answer.
@@ -276,6 +292,10 @@ func appFields(form AppForm) []field {
 	}
 	if form.Critical {
 		fields = append(fields, field{"critical", "true"})
+	}
+	fields = append(fields, field{"testers", strings.Join(form.Testers, ",")}, field{"groups", strings.Join(form.Groups, ",")})
+	if form.NoNotify {
+		fields = append(fields, field{"notify", "false"})
 	}
 	if len(form.CustomFields) > 0 {
 		b, _ := json.Marshal(form.CustomFields) // strings only: cannot fail
