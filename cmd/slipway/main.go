@@ -52,10 +52,10 @@ Commands:
                                       upload a zipped dSYM or ProGuard mapping (see debug-file upload -h)
   version                             print the version
 
-Configuration comes from SLIPWAY_* environment variables; see the README. The upload commands
-read SLIPWAY_URL and SLIPWAY_TOKEN when --url and --token are not given. Only the migrate command
-and serve change the schema; only they create a missing database, and only with
-SLIPWAY_CREATE_DATABASE=true.
+Configuration comes from SLIPWAY_* environment variables; see the README. The upload and
+distribute commands read SLIPWAY_URL and SLIPWAY_TOKEN when --url and --token are not given.
+Only the migrate command and serve change the schema; only they create a missing database, and
+only with SLIPWAY_CREATE_DATABASE=true.
 `
 
 // run executes one command and returns the process exit code.
