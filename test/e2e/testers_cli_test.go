@@ -39,7 +39,7 @@ func TestCLITesters(t *testing.T) {
 	out := filepath.Join(dir, "output-refused")
 	res := h.RunEnv(t, append(env, "GITHUB_OUTPUT="+out), "upload", writeFile(t, dir, "Demo.ipa", appletest.BuildIPA(appletest.IPAOptions{})),
 		"--progress", "none", "--groups", "nope")
-	if _, err := os.Stat(out); res.ExitCode != 1 || !strings.Contains(res.Stderr, "no group with the alias nope") || err == nil {
+	if _, err := os.Stat(out); res.ExitCode != 1 || !strings.Contains(res.Stderr, `no group with the alias "nope"`) || err == nil {
 		t.Errorf("--groups nope:\n%s", res)
 	}
 	for i, session := range []string{"never", "always"} {
