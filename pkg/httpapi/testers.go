@@ -22,8 +22,8 @@ type groupView struct {
 	CreatedAt string `json:"created_at"`
 }
 
-func newGroupView(g *distribution.TesterGroup) groupView {
-	return groupView{ID: g.ID, Alias: g.Alias, Name: g.Name, Testers: g.Testers, CreatedAt: g.CreatedAt.UTC().Format(time.RFC3339)}
+func (s *Server) groupView(g *distribution.TesterGroup) groupView {
+	return groupView{ID: g.ID, Alias: g.Alias, Name: g.Name, Testers: g.Testers, CreatedAt: s.timestamp(g.CreatedAt)}
 }
 
 type testerView struct {
@@ -34,12 +34,12 @@ type testerView struct {
 	CreatedAt string   `json:"created_at"`
 }
 
-func newTesterView(t *distribution.Tester) testerView {
+func (s *Server) testerView(t *distribution.Tester) testerView {
 	gs := t.Groups
 	if gs == nil {
 		gs = []string{}
 	}
-	return testerView{ID: t.ID, Email: t.Email, Name: t.Name, Groups: gs, CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339)}
+	return testerView{ID: t.ID, Email: t.Email, Name: t.Name, Groups: gs, CreatedAt: s.timestamp(t.CreatedAt)}
 }
 
 type releaseTesterView struct {
@@ -53,17 +53,13 @@ type releaseTesterView struct {
 	Mail        string  `json:"mail"`
 }
 
-func timeText(t *time.Time) *string {
-	if t == nil || t.IsZero() {
-		return nil
+func (s *Server) releaseTesterView(rt *distribution.ReleaseTester) releaseTesterView {
+	var invited *time.Time
+	if !rt.InvitedAt.IsZero() {
+		invited = &rt.InvitedAt
 	}
-	s := t.UTC().Format(time.RFC3339)
-	return &s
-}
-
-func newReleaseTesterView(rt *distribution.ReleaseTester) releaseTesterView {
-	return releaseTesterView{Email: rt.Email, Name: rt.Name, State: rt.State(), Direct: rt.Direct, InvitedAt: timeText(&rt.InvitedAt),
-		OpenedAt: timeText(rt.OpenedAt), InstalledAt: timeText(rt.InstalledAt), Mail: rt.Mail}
+	return releaseTesterView{Email: rt.Email, Name: rt.Name, State: rt.State(), Direct: rt.Direct, InvitedAt: s.optTimestamp(invited),
+		OpenedAt: s.optTimestamp(rt.OpenedAt), InstalledAt: s.optTimestamp(rt.InstalledAt), Mail: rt.Mail}
 }
 
 type distributedView struct {
@@ -93,7 +89,7 @@ func bindDistribute(c *gin.Context) (distribution.DistributeInput, error) {
 
 // createGroup: POST /api/groups {"alias","name"} → 201.
 func (s *Server) createGroup(c *gin.Context) error {
-	return respond(c, http.StatusCreated, bindGroup, s.svc.Testers.CreateGroup, newGroupView)
+	return respond(c, http.StatusCreated, bindGroup, s.svc.Testers.CreateGroup, s.groupView)
 }
 
 // listGroups: GET /api/groups.
@@ -102,7 +98,7 @@ func (s *Server) listGroups(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, each(newGroupView)(gs))
+	c.JSON(http.StatusOK, each(s.groupView)(gs))
 	return nil
 }
 
@@ -114,7 +110,7 @@ func (s *Server) deleteGroup(c *gin.Context) error {
 // addTesters: POST /api/groups/:alias/testers {"emails":[...]} → 200 with every tester now in
 // the group.
 func (s *Server) addTesters(c *gin.Context) error {
-	return respond2(c, http.StatusOK, pathParam("alias"), bindAddTesters, s.svc.Testers.AddTesters, each(newTesterView))
+	return respond2(c, http.StatusOK, pathParam("alias"), bindAddTesters, s.svc.Testers.AddTesters, each(s.testerView))
 }
 
 // removeTester: DELETE /api/groups/:alias/testers/:email.
@@ -130,12 +126,12 @@ func (s *Server) removeTester(c *gin.Context) error {
 // listTesters: GET /api/testers?group=alias.
 func (s *Server) listTesters(c *gin.Context) error {
 	return respond(c, http.StatusOK, func(c *gin.Context) (string, error) { return c.Query("group"), nil },
-		s.svc.Testers.ListTesters, each(newTesterView))
+		s.svc.Testers.ListTesters, each(s.testerView))
 }
 
 // releaseTesters: GET /api/releases/:id/testers, everyone who may install it and what they did.
 func (s *Server) releaseTesters(c *gin.Context) error {
-	return respond(c, http.StatusOK, pathID, s.svc.Testers.ReleaseTesters, each(newReleaseTesterView))
+	return respond(c, http.StatusOK, pathID, s.svc.Testers.ReleaseTesters, each(s.releaseTesterView))
 }
 
 // distributeRelease: POST /api/releases/:id/distribute {"testers","groups","notify"}.

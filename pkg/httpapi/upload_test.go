@@ -244,6 +244,8 @@ var fullReleaseFields = func() map[string]string {
 		"package": tObject,
 		// Slipway's own: what changed since the channel's previous build (only in an upload's answer).
 		"insights": tOptObject,
+		// Slipway's own: who the build went to (an upload into a channel with tester groups).
+		"testers": tOptObject,
 		// Slipway's own: the checksums it computed and the update feeds' fields (issue 23).
 		"checksum_state": tString, "checksum_error": tString, "sha256": tString, "sha512": tString, "sha1": tString,
 		"ed_signature": tString, "tauri_signature": tString, "rollout_percent": tInt, "critical": tBool}
@@ -259,7 +261,9 @@ var channelFields = map[string]string{"id": tInt, "slug": tString, "name": tStri
 	// Slipway's own: the size budget (issue 24), null when not set.
 	"max_size_bytes": "", "max_growth_percent": "", "enforce_budget": tBool,
 	// Slipway's own: whether Slipway signs the channel's macOS builds (docs/feeds.md).
-	"sparkle_signing": tBool}
+	"sparkle_signing": tBool,
+	// Slipway's own: the channel is open to its tester groups' testers only.
+	"tester_only": tBool}
 
 var refFields = map[string]string{"id": tInt, "name": tString}
 

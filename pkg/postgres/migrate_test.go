@@ -115,6 +115,20 @@ var fills = map[uint]string{
 		UPDATE releases SET sparkle_sign = true WHERE id = 1;`,
 	21: `
 		INSERT INTO users (id, subject, email, name, role, admin_by_groups) VALUES (3, 'https://idp.example.com|ops', 'ops@example.com', 'Ops', 'admin', true);`,
+	// Channel 2 has a password: the down migration closes only tester-only channels without one.
+	22: `
+		INSERT INTO testers (id, email, name) VALUES (1, 'ada@example.com', 'Ada'), (2, 'bob@example.com', '');
+		INSERT INTO tester_groups (id, alias, name) VALUES (1, 'qa', 'QA');
+		INSERT INTO tester_group_members (group_id, tester_id) VALUES (1, 1), (1, 2);
+		UPDATE channels SET tester_only = true WHERE id = 2;
+		INSERT INTO channel_tester_groups (channel_id, group_id) VALUES (2, 1);
+		INSERT INTO release_testers (release_id, tester_id, direct, opened_at, installed_at, mail) VALUES (1, 1, true, now(), now(), 'queued');
+		INSERT INTO release_tester_groups (release_id, group_id) VALUES (1, 1);
+		INSERT INTO tester_apps (tester_id, app_id, mail) VALUES (1, 1, 'daily');
+		INSERT INTO tester_links (id_hash, tester_id, expires_at) VALUES ('l1', 1, now() + interval '20 minutes');
+		INSERT INTO tester_link_requests (client) VALUES ('203.0.113.7');
+		INSERT INTO tester_sessions (id_hash, tester_id, expires_at) VALUES ('s1', 1, now() + interval '30 days');
+		INSERT INTO mail_outbox (id, kind, recipient, subject, text_body) VALUES ('invitation.r1.t1', 'invitation', 'ada@example.com', 'You are invited', 'Hello');`,
 }
 
 // downEffects are the changes to surviving rows that a down migration makes on purpose: they turn

@@ -188,7 +188,9 @@ func (b *Builds) record(ctx context.Context, up *upload, keys []string) (*distri
 			if err != nil {
 				return err
 			}
-			news.Distributed = &d
+			if rc.Channel.TesterOnly || !up.distribute.Empty() {
+				news.Distributed = &d
+			}
 		} else if !up.distribute.Empty() {
 			return errs.Field("testers", "testers are not available here")
 		}
