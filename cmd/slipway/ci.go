@@ -48,6 +48,17 @@ func (t *testerFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&t.notify, "notify", true, "mail the testers the build reaches; --notify=false records it and mails nobody")
 }
 
+// boolValueHint is a usage mistake's hint when an argument is "true" or "false": a bool flag
+// takes its value after "=" (--notify=false); "--notify false" leaves "false" as an argument.
+func boolValueHint(args []string) string {
+	for _, a := range args {
+		if a == "true" || a == "false" {
+			return ` (a bool flag takes its value after "=": --notify=false)`
+		}
+	}
+	return ""
+}
+
 // splitList splits a comma-separated flag value, dropping blanks ("a@x.com, b@y.com,").
 func splitList(v string) []string {
 	var out []string
@@ -122,7 +133,7 @@ func distributeCmd(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	if fs.NArg() != 0 {
-		return usageError(fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+		return usageError(fmt.Sprintf("unexpected argument %q", fs.Arg(0)) + boolValueHint(fs.Args()))
 	}
 	if *serverURL == "" {
 		*serverURL = getenv("SLIPWAY_URL")

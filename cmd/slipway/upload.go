@@ -211,7 +211,7 @@ func uploadCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	if len(pos) != 1 {
-		return usageError("want exactly one FILE to upload (see slipway upload -h)")
+		return usageError("want exactly one FILE to upload (see slipway upload -h)" + boolValueHint(pos))
 	}
 	switch {
 	case *report != "" && *report != "markdown":

@@ -66,6 +66,8 @@ func TestUploadUsage(t *testing.T) {
 		{[]string{"upload", "a.ipa", "--progress", "loud"}, map[string]string{"SLIPWAY_URL": "http://x", "SLIPWAY_TOKEN": "t"}, "--progress must be"},
 		{[]string{"upload", "a.ipa", "--changelog", "x", "--changelog-file", "y"}, nil, "not both"},
 		{[]string{"upload", "a.ipa", "--custom-field", "x"}, nil, "NAME=VALUE"},
+		{[]string{"upload", "a.ipa", "--notify", "false"}, nil, `takes its value after "=": --notify=false`},
+		{[]string{"distribute", "--release", "9", "--notify", "false"}, nil, `takes its value after "=": --notify=false`},
 		{[]string{"debug-file"}, nil, "want: slipway debug-file upload"},
 		{[]string{"debug-file", "upload", "a.zip"}, nil, "--channel-key is required"},
 	} {
