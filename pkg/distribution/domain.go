@@ -259,6 +259,8 @@ type UploadNews struct {
 type Distributed struct {
 	Testers  int
 	Notified int
+	// Invited is how many of them were new to the app (the tester.invited event's count).
+	Invited int
 }
 
 // ChannelContext returns the release's channel with its app and scheme.

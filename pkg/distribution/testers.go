@@ -191,6 +191,8 @@ type DistributionTx interface {
 	RecordDistribution(ctx context.Context, req DistributionRequest, ds []Delivery) error
 	// WriteMail puts mails in the outbox, sent once the transaction commits.
 	WriteMail(ctx context.Context, mails []OutgoingMail) error
+	// WriteEvents puts webhook events in the outbox.
+	WriteEvents(ctx context.Context, evs []Event) error
 }
 
 // DistributeInput is how a client distributes a release: testers named by email, groups by

@@ -419,6 +419,15 @@ func (d distributionTx) GroupsByAlias(ctx context.Context, aliases []string) ([]
 	return groupsByAlias(ctx, d.tx, aliases)
 }
 
+func (d distributionTx) WriteEvents(ctx context.Context, evs []distribution.Event) error {
+	return writeEvents(ctx, d.tx, evs)
+}
+
+// WriteEventsNow puts events in the outbox in a transaction of their own (a tester's install).
+func (db *Testers) WriteEventsNow(ctx context.Context, evs []distribution.Event) error {
+	return db.Tx(ctx, func(tx pgx.Tx) error { return writeEvents(ctx, tx, evs) })
+}
+
 func (d distributionTx) WriteMail(ctx context.Context, mails []distribution.OutgoingMail) error {
 	return writeMail(ctx, d.tx, mails)
 }
@@ -480,4 +489,16 @@ func (d distributionTx) RecordDistribution(ctx context.Context, req distribution
 // WriteMailNow puts one mail in the outbox on its own transaction (a sign-in link).
 func (db *Testers) WriteMailNow(ctx context.Context, m distribution.OutgoingMail) error {
 	return db.Tx(ctx, func(tx pgx.Tx) error { return writeMail(ctx, tx, []distribution.OutgoingMail{m}) })
+}
+
+// TesterByID returns a tester, or errs.NotFound.
+func (db *Testers) TesterByID(ctx context.Context, id int64) (*distribution.Tester, error) {
+	ts, err := collectTesters(db.Pool.Query(ctx, testerSelect+` WHERE t.id = $1`, id))
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) == 0 {
+		return nil, errs.New(errs.NotFound, "no tester %d", id)
+	}
+	return &ts[0], nil
 }

@@ -24,11 +24,14 @@ const (
 	EventReleaseDeleted    = "release.deleted"
 	EventReleaseDownloaded = "release.downloaded"
 	EventDebugFileCreated  = "debug_file.created"
+	EventTesterInvited     = "tester.invited"
+	EventTesterInstalled   = "tester.installed"
 	EventPing              = "ping"
 )
 
 // Events are the events a webhook may subscribe to.
-var Events = []string{EventReleaseCreated, EventReleaseDeleted, EventReleaseDownloaded, EventDebugFileCreated}
+var Events = []string{EventReleaseCreated, EventReleaseDeleted, EventReleaseDownloaded, EventDebugFileCreated,
+	EventTesterInvited, EventTesterInstalled}
 
 // ValidEvent reports whether a webhook may subscribe to s.
 func ValidEvent(s string) bool { return slices.Contains(Events, s) }
@@ -62,6 +65,19 @@ type Envelope struct {
 	// Downloads is what a release.downloaded event counts: downloads and installs since the
 	// previous such event of the release (a replica sends one per release per flush).
 	Downloads int64 `json:"downloads,omitempty"`
+	// Testers are the testers a tester.invited event invited (their first build of the app; at
+	// most MaxEventTesters, TesterCount counting all) or the one a tester.installed event names.
+	Testers     []TesterRef `json:"testers,omitempty"`
+	TesterCount int         `json:"tester_count,omitempty"`
+}
+
+// MaxEventTesters bounds the testers one event lists.
+const MaxEventTesters = 100
+
+// TesterRef names a tester.
+type TesterRef struct {
+	Email string `json:"email"`
+	Name  string `json:"name,omitempty"`
 }
 
 // AppRef names an app.
@@ -232,6 +248,12 @@ func summary(env *Envelope, esc escaper) (title, text, link string) {
 		if d := env.DebugFile; d != nil {
 			text = fmt.Sprintf("Version %s (%s), %s", esc(d.ReleaseVersion), esc(d.BuildVersion), esc(platformName(d.DeviceType)))
 		}
+	case EventTesterInvited:
+		title = fmt.Sprintf("Testers invited to %s%s", app, where)
+		text = fmt.Sprintf("%d tester(s) invited to version %s: %s", env.TesterCount, version, testerList(esc, env.Testers, env.TesterCount))
+	case EventTesterInstalled:
+		title = fmt.Sprintf("%s installed by a tester", app)
+		text = fmt.Sprintf("Version %s%s installed by %s", version, where, testerList(esc, env.Testers, len(env.Testers)))
 	case EventPing:
 		title = "Test message from Slipway"
 		text = "This webhook works."
@@ -239,6 +261,23 @@ func summary(env *Envelope, esc escaper) (title, text, link string) {
 		title, text = "Slipway event "+esc(env.Event), ""
 	}
 	return title, text, link
+}
+
+// testerList names a few testers for a chat message, escaped: "ada@example.com, bob@… and 8 more".
+func testerList(esc escaper, ts []TesterRef, total int) string {
+	const shown = 5
+	var names []string
+	for i, t := range ts {
+		if i == shown {
+			break
+		}
+		names = append(names, esc(t.Email))
+	}
+	s := strings.Join(names, ", ")
+	if total > len(names) {
+		s += fmt.Sprintf(" and %d more", total-len(names))
+	}
+	return s
 }
 
 // maxInsightsItems and maxInsightsLine bound the line of a chat message that says what changed.

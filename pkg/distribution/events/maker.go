@@ -76,3 +76,24 @@ func (m *Maker) DebugFileEvents(d *distribution.DebugFile) ([]distribution.Event
 	}
 	return []distribution.Event{{ID: env.ID, Kind: env.Event, AppID: d.AppID, Payload: payload}}, nil
 }
+
+// TesterEvent makes a tester event of kind about release rc: tester.invited (the testers invited
+// to the app by its distribution; the envelope lists at most webhook.MaxEventTesters of them) or
+// tester.installed (the one who installed it).
+func (m *Maker) TesterEvent(kind string, rc *distribution.ReleaseContext, testers []distribution.Tester) (distribution.Event, error) {
+	env := webhook.Envelope{ID: newEventID(), Event: kind, CreatedAt: time.Now().UTC(), TesterCount: len(testers),
+		App:     &webhook.AppRef{ID: rc.App.ID, Name: rc.App.Name},
+		Channel: &webhook.ChannelRef{ID: rc.Channel.ID, Name: rc.Channel.Name, Key: rc.Channel.Slug, SchemeName: rc.Scheme.Name, DeviceType: rc.Channel.DeviceType},
+		Release: m.releaseInfo(rc, true)}
+	for i, t := range testers {
+		if i == webhook.MaxEventTesters {
+			break
+		}
+		env.Testers = append(env.Testers, webhook.TesterRef{Email: t.Email, Name: t.Name})
+	}
+	payload, err := json.Marshal(env)
+	if err != nil {
+		return distribution.Event{}, err
+	}
+	return distribution.Event{ID: env.ID, Kind: kind, AppID: rc.App.ID, ChannelID: rc.Channel.ID, Payload: payload}, nil
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/webhook"
 )
 
 // CheckInput normalises a distribution's emails and checks its size, before anything is stored
@@ -77,6 +78,7 @@ func (t *Testers) DistributeIn(ctx context.Context, tx distribution.Distribution
 	var d distribution.Distributed
 	ds := make([]distribution.Delivery, 0, len(rs))
 	var mails []distribution.OutgoingMail
+	var invited []distribution.Tester
 	for _, r := range rs {
 		if r.Already {
 			// Only a change of "named for this build" is recorded; no second mail.
@@ -85,6 +87,10 @@ func (t *Testers) DistributeIn(ctx context.Context, tx distribution.Distribution
 		}
 		d.Testers++
 		state := distribution.MailNone
+		switch {
+		case !r.KnowsApp:
+			invited = append(invited, distribution.Tester{ID: r.TesterID, Email: r.Email, Name: r.Name})
+		}
 		switch {
 		case !notify:
 		case !r.KnowsApp:
@@ -107,6 +113,18 @@ func (t *Testers) DistributeIn(ctx context.Context, tx distribution.Distribution
 	if err := tx.WriteMail(ctx, mails); err != nil {
 		return distribution.Distributed{}, err
 	}
+	if len(invited) > 0 && t.Events != nil {
+		// One tester.invited per distribution (not per tester: a group of ten thousand is one
+		// chat message, not ten thousand).
+		ev, err := t.Events.TesterEvent(webhook.EventTesterInvited, rc, invited)
+		if err != nil {
+			return distribution.Distributed{}, err
+		}
+		if err := tx.WriteEvents(ctx, []distribution.Event{ev}); err != nil {
+			return distribution.Distributed{}, err
+		}
+		d.Invited = len(invited)
+	}
 	return d, nil
 }
 
@@ -115,6 +133,9 @@ func (t *Testers) DistributeIn(ctx context.Context, tx distribution.Distribution
 func (t *Testers) Committed(d distribution.Distributed) {
 	if d.Notified > 0 {
 		t.wake()
+	}
+	if d.Invited > 0 && t.Webhooks != nil {
+		t.Webhooks.Wake()
 	}
 }
 

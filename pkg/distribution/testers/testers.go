@@ -16,6 +16,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/links"
 	"github.com/slipwayhq/slipway/pkg/signing"
+	"github.com/slipwayhq/slipway/pkg/webhook"
 )
 
 // Store keeps testers and groups (pkg/postgres).
@@ -28,6 +29,7 @@ type Store interface {
 	RemoveFromGroup(ctx context.Context, alias, email string) (*distribution.Tester, error)
 	ListTesters(ctx context.Context, alias string) ([]distribution.Tester, error)
 	TesterByEmail(ctx context.Context, email string) (*distribution.Tester, error)
+	TesterByID(ctx context.Context, id int64) (*distribution.Tester, error)
 	ChannelGroups(ctx context.Context, channelID int64) ([]distribution.TesterGroup, error)
 	SetChannelGroups(ctx context.Context, channelID int64, groupIDs []int64) error
 	ReleaseTesters(ctx context.Context, releaseID int64) ([]distribution.ReleaseTester, error)
@@ -38,6 +40,13 @@ type Store interface {
 	InDistributionTx(ctx context.Context, fn func(tx distribution.DistributionTx) error) error
 	SignInStore
 	policy.TesterGrants
+	// WriteEventsNow puts webhook events in the outbox in a transaction of their own.
+	WriteEventsNow(ctx context.Context, evs []distribution.Event) error
+}
+
+// Events makes the webhook events of testers (events.Maker).
+type Events interface {
+	TesterEvent(kind string, rc *distribution.ReleaseContext, testers []distribution.Tester) (distribution.Event, error)
 }
 
 // Releases reads the release a distribution names (catalog.Releases's store).
@@ -66,6 +75,10 @@ type Testers struct {
 	Config   Config
 	// Mail wakes the mail sender after a commit that wrote mail (nil: it finds it at its poll).
 	Mail distribution.Waker
+	// Events makes tester.invited and tester.installed; Webhooks wakes their sender (nil: no
+	// events).
+	Events   Events
+	Webhooks distribution.Waker
 }
 
 func (t *Testers) links() links.Links { return links.Links{Base: t.Config.PublicURL} }
@@ -251,7 +264,27 @@ func (t *Testers) Seen(ctx context.Context, releaseID int64, installed bool) (bo
 	if !ok || a.TesterID == 0 {
 		return false, nil
 	}
-	return t.Store.MarkSeen(ctx, releaseID, a.TesterID, installed)
+	first, err := t.Store.MarkSeen(ctx, releaseID, a.TesterID, installed)
+	if err != nil || !first || !installed || t.Events == nil {
+		return first, err
+	}
+	// The first install by this tester: tester.installed.
+	rc, err := t.Releases.GetRelease(ctx, releaseID)
+	if err != nil {
+		return first, err
+	}
+	tr, err := t.Store.TesterByID(ctx, a.TesterID)
+	if err != nil {
+		return first, err
+	}
+	ev, err := t.Events.TesterEvent(webhook.EventTesterInstalled, rc, []distribution.Tester{*tr})
+	if err == nil {
+		err = t.Store.WriteEventsNow(ctx, []distribution.Event{ev})
+	}
+	if err == nil && t.Webhooks != nil {
+		t.Webhooks.Wake()
+	}
+	return first, err
 }
 
 // Home is what a tester's home page shows: the releases given to them, newest first, and their
