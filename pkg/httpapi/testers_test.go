@@ -8,10 +8,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
+	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
@@ -109,10 +111,14 @@ func TestGroupsAndTesters(t *testing.T) {
 // third; anonymous requests get no build; a tester's link installs and shows as installed; a
 // tester taken out of the group loses access at once.
 func TestDistributionToTesters(t *testing.T) {
-	m := newMgmt(t, apptest.Options{Storage: apptest.S3})
+	m := newMgmt(t, apptest.Options{Storage: apptest.S3, Configure: func(c *config.Config) { c.WebhookAllowPrivate = true }})
 	admin := m.e.AdminToken
 	ctx := context.Background()
-	_, _, channel, first := m.fixture()
+	app, _, channel, first := m.fixture()
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer receiver.Close()
+	m.want(m.call("POST", fmt.Sprintf("/api/apps/%d/webhooks", id(app)), admin,
+		`{"url":"`+receiver.URL+`","format":"slack","events":["tester.invited","tester.installed"]}`), 201, "a webhook of tester events")
 	m.want(m.call("POST", "/api/groups", admin, `{"alias":"qa"}`), 201, "group")
 	m.want(m.call("POST", "/api/groups/qa/testers", admin, `{"emails":["ada@example.com","bob@example.com"]}`), 200, "testers")
 	cid := id(channel)
@@ -232,6 +238,16 @@ func TestDistributionToTesters(t *testing.T) {
 	}
 	if r := m.e.Get(t, fmt.Sprintf("/download/releases/%d?access=%s", id(third), m.e.Service.Passwords.ReleaseAccessTokenAs(asCarol, &cc.Channel, id(third)))); r.Status == http.StatusFound {
 		t.Errorf("carol got a build not given to her: %d", r.Status)
+	}
+	// The events: one tester.invited per distribution that reached someone new (uploads 2 and 4,
+	// the distribution to dave), one tester.installed per first install (ada, carol).
+	var events string
+	if err := m.e.DB.Pool.QueryRow(ctx, `SELECT string_agg(event || ':' || n, ' ' ORDER BY event) FROM
+		(SELECT event, count(*) AS n FROM webhook_deliveries GROUP BY event) e`).Scan(&events); err != nil {
+		t.Fatal(err)
+	}
+	if events != "tester.installed:2 tester.invited:3" {
+		t.Errorf("webhook deliveries: %s", events)
 	}
 	// Deleting the last group leaves the channel closed, not open.
 	m.want(m.call("DELETE", "/api/groups/qa", admin, ""), 200, "delete the group")
