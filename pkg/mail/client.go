@@ -1,0 +1,294 @@
+package mail
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/mail"
+	"net/smtp"
+	"net/textproto"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Password is the relay's password. It prints as "[redacted]" however it is formatted, so a
+// Config or Options logged by mistake does not carry it.
+type Password string
+
+func (Password) String() string   { return "[redacted]" }
+func (Password) GoString() string { return "[redacted]" }
+
+// Options configure a Client.
+type Options struct {
+	Relay    Relay
+	Password Password
+	// From is the sender (header and envelope).
+	From *mail.Address
+	// RootCAs verify the relay's certificate; nil: the system's roots. (SLIPWAY_SMTP_CA_FILE
+	// lets tests and private relays name their own CA: verified, never skipped.)
+	RootCAs *x509.CertPool
+	// Timeout bounds the connection (dial and TLS handshake) and each SMTP command on its own;
+	// 0: DefaultTimeout.
+	Timeout time.Duration
+	// HelloName is the name the client gives in EHLO; "": the From address's domain.
+	HelloName string
+}
+
+// DefaultTimeout is the time limit of the connection and of each command when Options say none.
+const DefaultTimeout = 30 * time.Second
+
+// Client submits messages to one relay, one connection per message.
+type Client struct {
+	opts Options
+}
+
+// New returns a Client for opts; it connects to nothing until Send.
+func New(opts Options) (*Client, error) {
+	if opts.From == nil {
+		return nil, errors.New("mail: no From address")
+	}
+	if opts.Relay.Host == "" {
+		return nil, errors.New("mail: no relay")
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.HelloName == "" {
+		opts.HelloName = opts.From.Address[strings.LastIndexByte(opts.From.Address, '@')+1:]
+	}
+	return &Client{opts: opts}, nil
+}
+
+// Relay is the relay the Client sends to.
+func (c *Client) Relay() Relay { return c.opts.Relay }
+
+// Send composes m and submits it: it returns nil once the relay has accepted the message (its
+// answer to the end of DATA), and otherwise an error ClassOf classifies. A failure after the relay
+// accepted (QUIT) is not one: the message is sent. ctx's end cuts the connection.
+func (c *Client) Send(ctx context.Context, m Message) error {
+	raw, err := Compose(m, c.opts.From)
+	if err != nil {
+		return &Error{Stage: "compose", Class: Invalid, msg: err.Error()}
+	}
+	to, _ := mail.ParseAddress(m.To) // Compose checked it
+	return c.submit(ctx, c.opts.From.Address, to.Address, raw)
+}
+
+func (c *Client) tlsConfig() *tls.Config {
+	return &tls.Config{ServerName: c.opts.Relay.Host, RootCAs: c.opts.RootCAs, MinVersion: tls.VersionTLS12}
+}
+
+// submit runs one SMTP session: connect (TLS for smtps), greeting, EHLO, STARTTLS (required for
+// smtp://), AUTH, MAIL, RCPT, DATA, QUIT, each command under its own deadline.
+func (c *Client) submit(ctx context.Context, from, to string, msg []byte) error {
+	r := c.opts.Relay
+	dialer := net.Dialer{Timeout: c.opts.Timeout}
+	raw, err := dialer.DialContext(ctx, "tcp", r.Addr())
+	if err != nil {
+		return c.fail("connect", err)
+	}
+	defer raw.Close()
+	// The end of ctx ends the connection: every read and write fails at once. The deadlines are
+	// the TCP connection's, under TLS too (a tls.Conn reads and writes through it).
+	stop := context.AfterFunc(ctx, func() { _ = raw.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	step := func(stage string, f func() error) error {
+		if ctx.Err() != nil {
+			return c.fail(stage, ctx.Err())
+		}
+		_ = raw.SetDeadline(time.Now().Add(c.opts.Timeout))
+		if err := f(); err != nil {
+			return c.fail(stage, err)
+		}
+		return nil
+	}
+	conn := raw
+	if r.Security == ImplicitTLS {
+		tc := tls.Client(raw, c.tlsConfig())
+		if err := step("tls", func() error { return tc.HandshakeContext(ctx) }); err != nil {
+			return err
+		}
+		conn = tc
+	}
+	var cl *smtp.Client
+	if err := step("greeting", func() (e error) { cl, e = smtp.NewClient(conn, r.Host); return e }); err != nil {
+		return err
+	}
+	defer cl.Close()
+	if err := step("ehlo", func() error { return cl.Hello(c.opts.HelloName) }); err != nil {
+		return err
+	}
+	if r.Security == StartTLS {
+		if ok, _ := cl.Extension("STARTTLS"); !ok {
+			return &Error{Stage: "starttls", Class: Temporary,
+				msg: "the relay does not offer STARTTLS, which smtp:// requires: nothing was sent (smtps:// is implicit TLS; smtp+insecure:// a relay without TLS)"}
+		}
+		if err := step("starttls", func() error { return cl.StartTLS(c.tlsConfig()) }); err != nil {
+			return err
+		}
+	}
+	if r.User != "" {
+		ok, mechs := cl.Extension("AUTH")
+		if !ok {
+			return &Error{Stage: "auth", Class: Permanent, msg: "the relay offers no AUTH, but the URL names a user"}
+		}
+		var a smtp.Auth
+		switch fields := strings.Fields(strings.ToUpper(mechs)); {
+		case contains(fields, "PLAIN"):
+			a = smtp.PlainAuth("", r.User, string(c.opts.Password), r.Host)
+		case contains(fields, "LOGIN"):
+			a = &loginAuth{user: r.User, pass: string(c.opts.Password), host: r.Host}
+		default:
+			return &Error{Stage: "auth", Class: Permanent, msg: "the relay offers neither AUTH PLAIN nor AUTH LOGIN"}
+		}
+		if err := step("auth", func() error { return cl.Auth(a) }); err != nil {
+			return err
+		}
+	}
+	if err := step("mail from", func() error { return cl.Mail(from) }); err != nil {
+		return err
+	}
+	if err := step("rcpt to", func() error { return cl.Rcpt(to) }); err != nil {
+		return err
+	}
+	var w interface {
+		Write([]byte) (int, error)
+		Close() error
+	}
+	if err := step("data", func() (e error) { w, e = cl.Data(); return e }); err != nil {
+		return err
+	}
+	if err := step("data", func() error { _, e := w.Write(msg); return e }); err != nil {
+		return err
+	}
+	// Close sends the final dot and reads the relay's answer: from here on the message is the
+	// relay's.
+	if err := step("end of data", w.Close); err != nil {
+		return err
+	}
+	_ = step("quit", cl.Quit)
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// loginAuth is AUTH LOGIN (the relays that offer no PLAIN, Office 365's among them), sent only
+// over TLS or to a loopback relay, as net/smtp's PlainAuth.
+type loginAuth struct{ user, pass, host string }
+
+func (a *loginAuth) Start(s *smtp.ServerInfo) (string, []byte, error) {
+	if !s.TLS && !isLoopbackName(s.Name) {
+		return "", nil, errors.New("unencrypted connection")
+	}
+	if s.Name != a.host {
+		return "", nil, errors.New("wrong host name")
+	}
+	return "LOGIN", nil, nil
+}
+
+func (a *loginAuth) Next(challenge []byte, more bool) ([]byte, error) {
+	if !more {
+		return nil, nil
+	}
+	switch strings.ToLower(strings.TrimSpace(string(challenge))) {
+	case "username:", "username":
+		return []byte(a.user), nil
+	case "password:", "password":
+		return []byte(a.pass), nil
+	}
+	return nil, errors.New("the relay sent an unexpected AUTH LOGIN challenge")
+}
+
+// Class says what a failed send's retry can do.
+type Class int
+
+const (
+	// Temporary: the relay or the network may take it later (a 4xx reply, a refused or cut
+	// connection, a timeout, a TLS failure an operator can fix, STARTTLS not offered).
+	Temporary Class = iota + 1
+	// Permanent: the relay refused it for good (a 5xx reply).
+	Permanent
+	// Invalid: the message itself cannot be sent (Compose refused it); no retry will change that.
+	Invalid
+)
+
+func (c Class) String() string {
+	switch c {
+	case Temporary:
+		return "temporary"
+	case Permanent:
+		return "permanent"
+	case Invalid:
+		return "invalid"
+	}
+	return "unknown"
+}
+
+// Error is a failed send: where it failed, the relay's reply code if any, and a message that holds
+// no recipient address and no password (safe to log and to store).
+type Error struct {
+	// Stage is the step that failed: compose, connect, tls, greeting, ehlo, starttls, auth,
+	// mail from, rcpt to, data, end of data.
+	Stage string
+	// Code is the relay's SMTP reply code (0: the failure was not a reply).
+	Code  int
+	Class Class
+	msg   string
+}
+
+func (e *Error) Error() string { return "smtp " + e.Stage + ": " + e.msg }
+
+// ClassOf classifies a Send error; Temporary for an error that is not an *Error.
+func ClassOf(err error) Class {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Class
+	}
+	return Temporary
+}
+
+// addressLike is anything that looks like an email address in a relay's reply: replies often
+// repeat the recipient ("550 5.1.1 <bob@example.com>: user unknown"), which must not reach a log.
+var addressLike = regexp.MustCompile(`[^\s<>"'()\[\],;:]+@[^\s<>"'()\[\],;:]+`)
+
+// fail makes err, from stage, an *Error: a reply's class follows its code (4xx temporary, 5xx
+// permanent), anything else is temporary. The message is cleaned of addresses and of the
+// password.
+func (c *Client) fail(stage string, err error) error {
+	e := &Error{Stage: stage, Class: Temporary}
+	var tp *textproto.Error
+	switch {
+	case errors.As(err, &tp):
+		e.Code = tp.Code
+		if tp.Code >= 500 {
+			e.Class = Permanent
+		}
+		e.msg = fmt.Sprintf("%d %s", tp.Code, tp.Msg)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		e.msg = "stopped: " + err.Error()
+	default:
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			e.msg = "timed out after " + c.opts.Timeout.String() + ": " + err.Error()
+		} else {
+			e.msg = err.Error()
+		}
+	}
+	e.msg = addressLike.ReplaceAllString(e.msg, "<address>")
+	if p := string(c.opts.Password); len(p) >= 4 {
+		e.msg = strings.ReplaceAll(e.msg, p, "[redacted]")
+	}
+	e.msg = clip(strings.ToValidUTF8(e.msg, "?"), 300)
+	return e
+}
