@@ -64,7 +64,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		log.Info("serving metrics and the detailed readiness", slog.String("internal_addr", iln.Addr().String()))
 	}
 	log.Info("serving", slog.String("addr", ln.Addr().String()), slog.String("public_url", a.cfg.PublicURL),
-		slog.String("version", buildinfo.Version), slog.String("storage", postgres.RedactURL(a.cfg.StorageURL)))
+		slog.String("version", buildinfo.Version), slog.String("storage", postgres.RedactURL(a.cfg.StorageURL)), slog.String("mail", mailState(a)))
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(api.Listener(ln)) }()
@@ -142,7 +142,9 @@ func startBackground(ctx context.Context, a *app) *background.Group {
 		background.Stage{{Name: "download counts", Component: d.Downloads}},
 		// 3. Webhook delivery: the attempts in flight end and are recorded; what else is due stays
 		//    due in the outbox, for the other replicas or the next one.
-		background.Stage{{Name: "webhook delivery", Component: d.Sender}},
+		//    Mail likewise: each send in flight ends (at most the SMTP timeouts) and is recorded;
+		//    mail leased but not begun is given back, due at once.
+		background.Stage{{Name: "webhook delivery", Component: d.Sender}, {Name: "mail delivery", Component: d.Mailer}},
 		// 4. Listeners: the read cache stops following other replicas' changes.
 		background.Stage{{Name: "read-cache invalidation", Component: d.Watcher}},
 	)
@@ -206,6 +208,14 @@ func prepareSchema(ctx context.Context, a *app) (reason string, err error) {
 		return "migrating the schema", err
 	}
 	return "", nil
+}
+
+// mailState is how serve's first line names mail: the relay's URL (it holds no password) or off.
+func mailState(a *app) string {
+	if !a.cfg.Mail.On {
+		return "off (SLIPWAY_SMTP_URL is not set)"
+	}
+	return a.cfg.Mail.Relay.String()
 }
 
 // handlerCleanupTimeout bounds the wait for handlers cut by srv.Close to finish cleaning up. Their

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	netmail "net/mail"
 	"net/url"
 	"os"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/edsign"
+	"github.com/slipwayhq/slipway/pkg/mail"
 )
 
 // Config is the whole configuration of a Slipway process.
@@ -153,6 +155,30 @@ type Config struct {
 	SparkleKey *edsign.Key
 	// OIDC is the console's identity provider (SLIPWAY_OIDC_*); Issuer "" turns it off.
 	OIDC OIDCConfig
+	// Mail is the SMTP relay and the mail sender's settings (SLIPWAY_SMTP_*, SLIPWAY_MAIL_*).
+	Mail MailConfig
+}
+
+// MailConfig is how mail leaves: the relay, its credentials and the sender's pace. On is false
+// when SLIPWAY_SMTP_URL is unset: tester features work, mails wait in the outbox, none is sent.
+type MailConfig struct {
+	On    bool
+	Relay mail.Relay
+	// Password is read from SLIPWAY_SMTP_PASSWORD_FILE at start; it prints as [redacted].
+	Password mail.Password
+	// RootCAs verify the relay's certificate (SLIPWAY_SMTP_CA_FILE); nil: the system's roots.
+	RootCAs *x509.CertPool
+	// From is SLIPWAY_MAIL_FROM.
+	From *netmail.Address
+	// Timeout bounds the connection and each SMTP command (SLIPWAY_SMTP_TIMEOUT).
+	Timeout time.Duration
+	// Rate is the messages per second a replica hands to the relay (SLIPWAY_MAIL_RATE).
+	Rate float64
+	// RetryBase, MaxAttempts and Poll shape retries and polling (SLIPWAY_MAIL_RETRY_BASE,
+	// SLIPWAY_MAIL_MAX_ATTEMPTS, SLIPWAY_MAIL_POLL_INTERVAL).
+	RetryBase   time.Duration
+	MaxAttempts int
+	Poll        time.Duration
 }
 
 // OIDCConfig is an OpenID Connect provider for the console's sign-in.
@@ -236,6 +262,15 @@ var Vars = []Var{
 	{"SLIPWAY_OIDC_ADMIN_GROUPS", "", "comma-separated groups whose members are console admins, re-evaluated at every sign-in (leaving them takes the admin role back); nobody else becomes an admin by signing in"},
 	{"SLIPWAY_OIDC_GROUPS_CLAIM", "groups", "the ID token claim that lists a user's groups"},
 	{"SLIPWAY_SPARKLE_KEY_FILE", "", "file of the Ed25519 private key with which Slipway signs the macOS packages of channels an admin switched sparkle_signing on for, uploaded without a Sparkle signature (generate_keys -x export, base64 or PEM); empty: Slipway signs nothing"},
+	{"SLIPWAY_SMTP_URL", "", "the SMTP relay mail leaves through: smtps://user@host:465 (implicit TLS), smtp://user@host:587 (STARTTLS, required: a relay that does not offer it gets no mail) or smtp+insecure://host:port (no TLS, for a relay on loopback or inside the cluster; a user only on loopback); empty: mail is off (tester features work, the pages say mail is off)"},
+	{"SLIPWAY_SMTP_PASSWORD_FILE", "", "file holding the relay's password for the URL's user (read at start, never logged); required when the URL names a user"},
+	{"SLIPWAY_SMTP_CA_FILE", "", "PEM file of the CAs that sign the relay's certificate, instead of the system's roots (a private relay); the certificate is always verified"},
+	{"SLIPWAY_SMTP_TIMEOUT", "30s", "time limit of the connection to the relay and of each SMTP command"},
+	{"SLIPWAY_MAIL_FROM", "", "the sender of every mail: an address, optionally with a name (\"Slipway <builds@example.com>\"); required with SLIPWAY_SMTP_URL, and its domain ends every Message-ID"},
+	{"SLIPWAY_MAIL_RATE", "10", "messages per second each replica hands to the relay, at most"},
+	{"SLIPWAY_MAIL_RETRY_BASE", "30s", "delay before a mail's first retry when the relay refused it or was unreachable; it doubles per attempt, up to an hour"},
+	{"SLIPWAY_MAIL_MAX_ATTEMPTS", "12", "attempts before a mail is given up (12 at the defaults: about six hours of a relay down); a permanent refusal (5xx) is given up after 3"},
+	{"SLIPWAY_MAIL_POLL_INTERVAL", "5s", "how often each replica looks for due mail (a new mail wakes the sender of the replica that wrote it at once)"},
 	{"SLIPWAY_TRUSTED_PROXIES", "", "comma-separated CIDRs of the reverse proxies (the ingress) whose X-Forwarded-For and X-Real-IP are believed; empty: none, the peer is the client"},
 }
 
@@ -410,6 +445,9 @@ func Load(getenv func(string) string) (*Config, error) {
 		if c.SparkleKey, err = edsign.ParseKey(text); err != nil {
 			return nil, fmt.Errorf("SLIPWAY_SPARKLE_KEY_FILE: %v", err)
 		}
+	}
+	if err := c.loadMail(get); err != nil {
+		return nil, err
 	}
 	for _, cidr := range strings.Split(get("SLIPWAY_TRUSTED_PROXIES"), ",") {
 		if cidr = strings.TrimSpace(cidr); cidr == "" {
@@ -728,5 +766,86 @@ func (c *Config) loadOIDC(get func(string) string) error {
 	if c.OIDC.TrustEmails && len(c.OIDC.AllowedDomains) == 0 {
 		c.Warnings = append(c.Warnings, "SLIPWAY_OIDC_TRUST_EMAILS has no effect without SLIPWAY_OIDC_ALLOWED_DOMAINS")
 	}
+	return nil
+}
+
+// loadMail reads the SMTP relay and the mail sender's settings. Mail is optional: without
+// SLIPWAY_SMTP_URL the rest is not required (and a setting given anyway is a warning).
+func (c *Config) loadMail(get func(string) string) error {
+	m := &c.Mail
+	var err error
+	if m.Timeout, err = duration("SLIPWAY_SMTP_TIMEOUT", get("SLIPWAY_SMTP_TIMEOUT"), time.Second, 10*time.Minute); err != nil {
+		return err
+	}
+	if m.RetryBase, err = duration("SLIPWAY_MAIL_RETRY_BASE", get("SLIPWAY_MAIL_RETRY_BASE"), 10*time.Millisecond, time.Hour); err != nil {
+		return err
+	}
+	if m.Poll, err = duration("SLIPWAY_MAIL_POLL_INTERVAL", get("SLIPWAY_MAIL_POLL_INTERVAL"), 10*time.Millisecond, time.Hour); err != nil {
+		return err
+	}
+	n, err := positiveInt("SLIPWAY_MAIL_MAX_ATTEMPTS", get("SLIPWAY_MAIL_MAX_ATTEMPTS"))
+	if err != nil {
+		return err
+	}
+	if n > 1000 {
+		return fmt.Errorf("SLIPWAY_MAIL_MAX_ATTEMPTS: must be at most 1000, got %d", n)
+	}
+	m.MaxAttempts = int(n)
+	r, err := strconv.ParseFloat(get("SLIPWAY_MAIL_RATE"), 64)
+	if err != nil || !(r > 0) || r > 10000 {
+		return fmt.Errorf("SLIPWAY_MAIL_RATE: must be a number of messages per second above 0 and at most 10000, got %q", get("SLIPWAY_MAIL_RATE"))
+	}
+	m.Rate = r
+
+	raw := get("SLIPWAY_SMTP_URL")
+	if raw == "" {
+		for _, v := range []string{"SLIPWAY_MAIL_FROM", "SLIPWAY_SMTP_PASSWORD_FILE", "SLIPWAY_SMTP_CA_FILE"} {
+			if get(v) != "" {
+				c.Warnings = append(c.Warnings, v+" is set but SLIPWAY_SMTP_URL is not: mail is off")
+			}
+		}
+		return nil
+	}
+	if m.Relay, err = mail.ParseURL(raw); err != nil {
+		return fmt.Errorf("SLIPWAY_SMTP_URL: %v", err)
+	}
+	from := get("SLIPWAY_MAIL_FROM")
+	if from == "" {
+		return fmt.Errorf("SLIPWAY_MAIL_FROM: required with SLIPWAY_SMTP_URL (the sender of every mail, e.g. \"Slipway <builds@example.com>\")")
+	}
+	if m.From, err = mail.ParseFrom(from); err != nil {
+		return fmt.Errorf("SLIPWAY_MAIL_FROM: %v", err)
+	}
+	switch path := get("SLIPWAY_SMTP_PASSWORD_FILE"); {
+	case path != "" && m.Relay.User == "":
+		return fmt.Errorf("SLIPWAY_SMTP_PASSWORD_FILE: SLIPWAY_SMTP_URL names no user to sign in as (write smtps://user@host)")
+	case path == "" && m.Relay.User != "":
+		return fmt.Errorf("SLIPWAY_SMTP_PASSWORD_FILE: required, since SLIPWAY_SMTP_URL names a user (%s)", m.Relay)
+	case path != "":
+		c.warnIfReadable("SLIPWAY_SMTP_PASSWORD_FILE", path)
+		b, rerr := os.ReadFile(path)
+		if rerr != nil {
+			return fmt.Errorf("SLIPWAY_SMTP_PASSWORD_FILE: cannot read the file")
+		}
+		p := strings.TrimRight(string(b), "\r\n")
+		if p == "" || strings.ContainsAny(p, "\r\n\x00") {
+			return fmt.Errorf("SLIPWAY_SMTP_PASSWORD_FILE: the file must hold the password on one line")
+		}
+		m.Password = mail.Password(p)
+	}
+	if path := get("SLIPWAY_SMTP_CA_FILE"); path != "" {
+		b, rerr := os.ReadFile(path)
+		if rerr != nil {
+			return fmt.Errorf("SLIPWAY_SMTP_CA_FILE: cannot read the file")
+		}
+		m.RootCAs = x509.NewCertPool()
+		if !m.RootCAs.AppendCertsFromPEM(b) {
+			return fmt.Errorf("SLIPWAY_SMTP_CA_FILE: holds no PEM certificate")
+		}
+		if m.Relay.Security == mail.Plain {
+			c.Warnings = append(c.Warnings, "SLIPWAY_SMTP_CA_FILE has no effect with smtp+insecure:// (no TLS)")
+		}
+	}
+	m.On = true
 	return nil
 }

@@ -11,8 +11,9 @@ import "context"
 // Invalidator drops from this replica's read cache what a write changed (readcache.Cache).
 type Invalidator interface{ Invalidate(ch Change) }
 
-// Waker tells this replica's webhook sender that a delivery was just made due (events.Sender). It
-// never blocks and starts nothing: the sender, a component that is already running, looks at once.
+// Waker tells this replica's webhook sender that a delivery was just made due (events.Sender), or
+// its mail sender that a mail was (mailer.Sender). It never blocks and starts nothing: the sender,
+// a component that is already running, looks at once.
 type Waker interface{ Wake() }
 
 // ObjectDeleter deletes objects a committed transaction recorded as deleted, and forgets each one
@@ -29,13 +30,16 @@ type EventMaker interface {
 }
 
 // Effects are what a part's writes set off beyond their transaction. Every field may be nil (unit
-// tests leave out what they do not look at): a nil Cache invalidates nothing, a nil Webhooks wakes
-// nobody, nil Objects leave deleted objects to the collector, nil Events record no events.
+// tests leave out what they do not look at): a nil Cache invalidates nothing, a nil Webhooks or
+// Mail wakes nobody, nil Objects leave deleted objects to the collector, nil Events record no events.
 type Effects struct {
 	Cache    Invalidator
 	Webhooks Waker
-	Objects  ObjectDeleter
-	Events   EventMaker
+	// Mail is rung (WakeMail) after a transaction that wrote mail to the outbox commits: this
+	// replica's mail sender sends it at once instead of at its next poll.
+	Mail    Waker
+	Objects ObjectDeleter
+	Events  EventMaker
 }
 
 // Changed drops from this replica's read cache at once what a write changed, so the writer's next
@@ -50,6 +54,14 @@ func (e Effects) Changed(ch Change) {
 func (e Effects) Wake() {
 	if e.Webhooks != nil {
 		e.Webhooks.Wake()
+	}
+}
+
+// WakeMail makes this replica's mail sender look for due mail at once: call it after the commit
+// of a transaction that wrote mail (writeMail in the store).
+func (e Effects) WakeMail() {
+	if e.Mail != nil {
+		e.Mail.Wake()
 	}
 }
 

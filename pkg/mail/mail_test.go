@@ -209,8 +209,8 @@ func TestComposeRefusesHeaderInjection(t *testing.T) {
 
 func TestParseFrom(t *testing.T) {
 	for in, want := range map[string]string{
-		"builds@example.com":                   "<builds@example.com>",
-		"Slipway <builds@example.com>":         `"Slipway" <builds@example.com>`,
+		"builds@example.com":                     "<builds@example.com>",
+		"Slipway <builds@example.com>":           `"Slipway" <builds@example.com>`,
 		"\"Zürich Builds\" <builds@example.com>": "=?utf-8?q?Z=C3=BCrich_Builds?= <builds@example.com>",
 	} {
 		a, err := mail.ParseFrom(in)

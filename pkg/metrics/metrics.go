@@ -52,7 +52,9 @@ type Metrics struct {
 	RetentionDeleted      *prometheus.CounterVec // reason: keep_builds, max_age, max_bytes, expired_profile
 	RetentionDeletedBytes prometheus.Counter
 	WebhookDeliveries     *prometheus.CounterVec // outcome: delivered, retry, failed
-	Downloads             *prometheus.CounterVec // platform
+	// MailAttempts counts the attempts to hand a mail to the SMTP relay (pkg/distribution/mailer).
+	MailAttempts *prometheus.CounterVec // outcome: sent, retry, failed
+	Downloads    *prometheus.CounterVec // platform
 
 	// Parsing from storage through the cached ReaderAt
 	ParseDuration *prometheus.HistogramVec // format
@@ -133,9 +135,11 @@ func New() *Metrics {
 		Help: "Package bytes of the releases deleted by retention on this replica."})
 	m.WebhookDeliveries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slipway_webhook_attempts_total",
 		Help: "Webhook delivery attempts made by this replica, by outcome (delivered, retry: failed and rescheduled, failed: given up)."}, []string{"outcome"})
+	m.MailAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slipway_mail_attempts_total",
+		Help: "Attempts to hand a mail to the SMTP relay made by this replica, by outcome (sent, retry: failed and rescheduled, failed: given up)."}, []string{"outcome"})
 	m.Downloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slipway_downloads_total",
 		Help: "Package downloads and iOS installs counted by this replica, by platform."}, []string{"platform"})
-	for _, c := range []prometheus.Collector{m.RetentionDeleted, m.RetentionDeletedBytes, m.WebhookDeliveries, m.Downloads,
+	for _, c := range []prometheus.Collector{m.RetentionDeleted, m.RetentionDeletedBytes, m.WebhookDeliveries, m.MailAttempts, m.Downloads,
 		m.BuildInfo, m.UploadSlots, m.StorageRequestDuration} {
 		f(c)
 	}
@@ -165,6 +169,9 @@ func (m *Metrics) initSeries() {
 	}
 	for _, outcome := range []string{"delivered", "retry", "failed"} {
 		m.WebhookDeliveries.WithLabelValues(outcome)
+	}
+	for _, outcome := range []string{"sent", "retry", "failed"} {
+		m.MailAttempts.WithLabelValues(outcome)
 	}
 	for _, outcome := range []string{"answered", "no_request", "unanswered", "cut"} {
 		m.ConnectionsClosed.WithLabelValues(outcome)
@@ -207,6 +214,33 @@ func (c *dependencyCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, up, d.Name)
 	}
+}
+
+// WatchMailOutbox exports slipway_mail_outbox{state}: the mails waiting in the outbox (pending,
+// which counts those being sent) and those given up (failed), counted at each scrape (bounded by
+// dependencyProbeTimeout; a count that fails exports nothing that scrape). The outbox is shared:
+// every replica reports the same numbers. A second call for the same Metrics changes nothing.
+func (m *Metrics) WatchMailOutbox(count func(ctx context.Context) (pending, failed int64, err error)) {
+	_ = m.Registry.Register(&outboxCollector{count: count,
+		desc: prometheus.NewDesc("slipway_mail_outbox", "Mails in the outbox, by state: pending (waiting to be sent, or being sent) and failed (given up), counted at each scrape.", []string{"state"}, nil)})
+}
+
+type outboxCollector struct {
+	count func(ctx context.Context) (pending, failed int64, err error)
+	desc  *prometheus.Desc
+}
+
+func (c *outboxCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *outboxCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), dependencyProbeTimeout)
+	defer cancel()
+	pending, failed, err := c.count(ctx)
+	if err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(pending), "pending")
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(failed), "failed")
 }
 
 // WatchParseBudget exports the replica's parse-memory budget (appinfo.Budget): its size, the bytes

@@ -35,6 +35,7 @@ type DB struct {
 	*Audit
 	*Events
 	*Testers
+	*Mail
 }
 
 // pool is what every part shares: the connections and the store's logger. Helpers two parts use
@@ -59,12 +60,15 @@ type (
 	Audit struct{ *pool }
 	// Events holds webhooks, their deliveries (the outbox) and the change notifications.
 	Events struct{ *pool }
+	// Mail holds the mail outbox: mails written in the transaction of what causes them
+	// (writeMail), leased and recorded by the mail sender.
+	Mail struct{ *pool }
 )
 
 // newDB returns the store on p.
 func newDB(p *pool, conn *pgx.ConnConfig) *DB {
 	return &DB{pool: p, conn: conn, Catalog: &Catalog{p}, Releases: &Releases{p}, People: &People{p},
-		Devices: &Devices{p}, Audit: &Audit{p}, Events: &Events{p}, Testers: &Testers{p}}
+		Devices: &Devices{p}, Audit: &Audit{p}, Events: &Events{p}, Testers: &Testers{p}, Mail: &Mail{p}}
 }
 
 // Options tune Open.

@@ -3,8 +3,11 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
 )
@@ -41,4 +44,106 @@ func writeMail(ctx context.Context, tx pgx.Tx, mails []distribution.OutgoingMail
 		SELECT id, kind, recipient, subject, text_body, html_body, headers FROM mail_incoming ON CONFLICT (id) DO NOTHING;
 		TRUNCATE mail_incoming`)
 	return err
+}
+
+// EnqueueMail puts mails in the outbox in a transaction of their own: for a mail that nothing
+// else is written with (and for tests). Mail caused by a write goes in that write's transaction
+// (writeMail), so that it is sent only if the write commits.
+func (m *Mail) EnqueueMail(ctx context.Context, mails []distribution.OutgoingMail) error {
+	return m.Tx(ctx, func(tx pgx.Tx) error { return writeMail(ctx, tx, mails) })
+}
+
+// LeaseMail takes up to limit due mails for lease and counts their attempt: pending mails whose
+// next attempt is due, and mails whose lease ran out (their replica died mid-send, or never
+// recorded the outcome): those are due again. A row another replica is leasing at this moment is
+// skipped, not waited for (FOR UPDATE SKIP LOCKED), so replicas share the outbox without taking
+// one mail twice.
+func (m *Mail) LeaseMail(ctx context.Context, limit int, lease time.Duration) ([]distribution.DueMail, error) {
+	rows, err := m.Pool.Query(ctx, `WITH due AS (
+			SELECT id FROM mail_outbox
+			WHERE state IN ('pending', 'sending') AND next_attempt_at <= now()
+			  AND (state = 'pending' OR lease_until <= now())
+			ORDER BY next_attempt_at, id
+			LIMIT $1
+			FOR UPDATE SKIP LOCKED)
+		UPDATE mail_outbox o SET state = 'sending', lease_until = now() + make_interval(secs => $2), attempts = o.attempts + 1
+		FROM due WHERE o.id = due.id
+		RETURNING o.id, o.kind, o.recipient, o.subject, o.text_body, o.html_body, o.headers, o.attempts`,
+		limit, lease.Seconds())
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.DueMail, error) {
+		var d distribution.DueMail
+		var headers []byte
+		if err := r.Scan(&d.ID, &d.Kind, &d.To, &d.Subject, &d.Text, &d.HTML, &headers, &d.Attempt); err != nil {
+			return d, err
+		}
+		if err := json.Unmarshal(headers, &d.Headers); err != nil {
+			return d, err
+		}
+		return d, nil
+	})
+	return out, dbErr(err)
+}
+
+// FinishMail records a leased mail's attempt: sent (its bodies are cleared: a sent mail's text,
+// which may hold a sign-in link, stays in no database dump), pending again at f.Next, or failed.
+// It reports false, changing nothing, when the mail is no longer leased with this attempt (the
+// lease ran out and another replica took it).
+func (m *Mail) FinishMail(ctx context.Context, id string, attempt int, f distribution.MailFinish) (bool, error) {
+	var errText *string
+	if f.Error != "" {
+		errText = &f.Error
+	}
+	var tag pgconn.CommandTag
+	var err error
+	switch f.State {
+	case distribution.OutboxSent:
+		tag, err = m.Pool.Exec(ctx, `UPDATE mail_outbox SET state = 'sent', sent_at = now(), lease_until = NULL, last_error = NULL,
+			text_body = '', html_body = '', headers = '{}'
+			WHERE id = $1 AND state = 'sending' AND attempts = $2`, id, attempt)
+	case distribution.OutboxPending:
+		tag, err = m.Pool.Exec(ctx, `UPDATE mail_outbox SET state = 'pending', next_attempt_at = $3, lease_until = NULL, last_error = $4
+			WHERE id = $1 AND state = 'sending' AND attempts = $2`, id, attempt, f.Next, errText)
+	case distribution.OutboxFailed:
+		tag, err = m.Pool.Exec(ctx, `UPDATE mail_outbox SET state = 'failed', lease_until = NULL, last_error = $3
+			WHERE id = $1 AND state = 'sending' AND attempts = $2`, id, attempt, errText)
+	default:
+		return false, fmt.Errorf("FinishMail: state %q", f.State)
+	}
+	if err != nil {
+		return false, dbErr(err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// ReleaseMail gives back a leased mail that was not attempted (its replica stopped first): due at
+// once, its attempt uncounted.
+func (m *Mail) ReleaseMail(ctx context.Context, id string, attempt int) error {
+	_, err := m.Pool.Exec(ctx, `UPDATE mail_outbox SET state = 'pending', lease_until = NULL, attempts = attempts - 1
+		WHERE id = $1 AND state = 'sending' AND attempts = $2`, id, attempt)
+	return dbErr(err)
+}
+
+// MailCounts counts the outbox's mails waiting to be sent (pending or being sent) and given up.
+func (m *Mail) MailCounts(ctx context.Context) (distribution.MailCounts, error) {
+	var c distribution.MailCounts
+	err := m.Pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM mail_outbox WHERE state IN ('pending', 'sending')),
+		(SELECT count(*) FROM mail_outbox WHERE state = 'failed')`).Scan(&c.Pending, &c.Failed)
+	return c, dbErr(err)
+}
+
+// PruneMail deletes up to limit mails sent or given up before cutoff, oldest first, and returns
+// how many it deleted. Their rows are kept that long so that a use case retried with the same
+// mail ids (writeMail) does not send them again.
+func (m *Mail) PruneMail(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+	tag, err := m.Pool.Exec(ctx, `DELETE FROM mail_outbox WHERE id IN (
+		SELECT id FROM mail_outbox WHERE state IN ('sent', 'failed') AND coalesce(sent_at, created_at) < $1
+		ORDER BY coalesce(sent_at, created_at) LIMIT $2)`, cutoff, limit)
+	if err != nil {
+		return 0, dbErr(err)
+	}
+	return tag.RowsAffected(), nil
 }

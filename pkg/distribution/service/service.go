@@ -21,11 +21,13 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution/devices"
 	"github.com/slipwayhq/slipway/pkg/distribution/events"
 	"github.com/slipwayhq/slipway/pkg/distribution/lifecycle"
+	"github.com/slipwayhq/slipway/pkg/distribution/mailer"
 	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/distribution/readcache"
 	"github.com/slipwayhq/slipway/pkg/distribution/testers"
 	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
 	"github.com/slipwayhq/slipway/pkg/links"
+	"github.com/slipwayhq/slipway/pkg/mail"
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/problem"
 	"github.com/slipwayhq/slipway/pkg/signing"
@@ -54,6 +56,7 @@ type Store interface {
 	events.WebhookStore
 	events.OutboxStore
 	events.DownloadStore
+	mailer.Store
 	lifecycle.RetentionStore
 	lifecycle.CollectorStore
 	lifecycle.ReconcileStore
@@ -89,6 +92,11 @@ type Service struct {
 	Webhooks  *events.Webhooks
 	Sender    *events.Sender
 	Downloads *events.Counter
+	// Mailer sends the mail outbox through the SMTP relay; MailOn says whether one is configured
+	// (SLIPWAY_SMTP_URL): without it mail waits in the outbox, nothing is sent, and the pages say
+	// that mail is off. Mailer is never nil (its Run returns at once when mail is off).
+	Mailer *mailer.Sender
+	MailOn bool
 	// Lifecycle: retention and the collector; the reconciler (`slipway gc --reconcile`).
 	Retention  *lifecycle.Retention
 	Collector  *lifecycle.Collector
@@ -131,9 +139,11 @@ func New(cfg *config.Config, db Store, st blob.Backend, m *metrics.Metrics, log 
 	client := webhook.NewClient(cfg.WebhookAllowPrivate, cfg.WebhookTimeout)
 	s.Sender = events.NewSender(db, client, events.SenderConfig{RetryBase: cfg.WebhookRetryBase,
 		MaxAttempts: cfg.WebhookMaxAttempts, Poll: cfg.WebhookPoll, Timeout: cfg.WebhookTimeout}, m, log)
+	s.Mailer = newMailer(cfg, db, m, log)
+	s.MailOn = s.Mailer.On()
 	s.Objects = &uploads.Objects{Ledger: db, Storage: st, Signer: signer, MaxUploadBytes: cfg.MaxUploadBytes,
 		Downloads: uploads.DownloadConfig{PublicURL: cfg.PublicURL, CDNURL: cfg.CDNURL, TTL: cfg.PresignTTL}, Metrics: m, Log: log}
-	effects := distribution.Effects{Cache: s.Reads, Webhooks: s.Sender, Objects: s.Objects, Events: s.Events}
+	effects := distribution.Effects{Cache: s.Reads, Webhooks: s.Sender, Mail: s.Mailer, Objects: s.Objects, Events: s.Events}
 	audit := &distribution.AuditLog{Store: db, Log: log}
 	s.Audit = audit
 	pol := &policy.Policy{Members: db, Testers: db}
@@ -178,6 +188,29 @@ func New(cfg *config.Config, db Store, st blob.Backend, m *metrics.Metrics, log 
 	s.Builds.Testers = s.Testers
 	s.Devices = &devices.Devices{Store: db, Signer: signer, UDID: devices.UDIDConfig{Organization: cfg.UDIDOrganization}, Audit: audit, Policy: pol}
 	return s
+}
+
+// newMailer builds the mail sender on the configured relay (a sender that sends nothing when
+// mail is off) and exports the outbox's counts.
+func newMailer(cfg *config.Config, db Store, m *metrics.Metrics, log *slog.Logger) *mailer.Sender {
+	var relay mailer.Relay
+	if mc := cfg.Mail; mc.On {
+		c, err := mail.New(mail.Options{Relay: mc.Relay, Password: mc.Password, From: mc.From, RootCAs: mc.RootCAs, Timeout: mc.Timeout})
+		if err == nil {
+			relay = c
+		} else if log != nil {
+			log.Error("mail is off: the SMTP client cannot be made", slog.String("error", err.Error()))
+		}
+	}
+	sender := mailer.NewSender(db, relay, mailer.Config{Poll: cfg.Mail.Poll, RetryBase: cfg.Mail.RetryBase,
+		MaxAttempts: cfg.Mail.MaxAttempts, Rate: cfg.Mail.Rate}, m, log)
+	if m != nil {
+		m.WatchMailOutbox(func(ctx context.Context) (int64, int64, error) {
+			c, err := db.MailCounts(ctx)
+			return c.Pending, c.Failed, err
+		})
+	}
+	return sender
 }
 
 // DatabaseReady reports whether the database answers (Zealot's /api/health).

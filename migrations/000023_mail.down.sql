@@ -1,0 +1,2 @@
+DROP INDEX mail_outbox_finished_idx;
+DROP INDEX mail_outbox_failed_idx;
