@@ -3,6 +3,8 @@
 #   - Postgres: the machine's server (started with pg_ctlcluster if it is installed but stopped);
 #   - MinIO: built once with `go install` at a pinned version, cached, started on a free loopback
 #     port with a temporary data folder, stopped (and its data removed) when the command ends.
+#   - Mailpit (the SMTP relay of the mail tests): built once the same way and cached; each test
+#     starts its own on free loopback ports (test/mailpit), so only its path is exported.
 # It exports the SLIPWAY_TEST_* variables the tests read (see test/testenv) and
 # SLIPWAY_TEST_REQUIRE_SERVICES=1 so that a test missing a service fails instead of skipping.
 #
@@ -25,8 +27,8 @@ if command -v pg_isready >/dev/null && ! pg_isready -q -h 127.0.0.1 -p 5432; the
 fi
 
 # --- Tools, built or installed once and cached ------------------------------------------------
-# MinIO, the OpenID Connect provider and helm are built with `go install` at pinned versions;
-# Chromium comes from Debian. On a fresh machine these take most of the first run's time, so
+# MinIO, the OpenID Connect provider, Mailpit and helm are built with `go install` at pinned
+# versions; Chromium comes from Debian. On a fresh machine these take most of the first run's time, so
 # they are prepared side by side (the apt install waits on the network and disk while the builds
 # use the CPU); later runs find them cached and go straight on.
 build_once() { # build_once PACKAGE@VERSION BINARY-NAME DESTINATION
@@ -42,6 +44,10 @@ MINIO=$BIN_DIR/minio-$MINIO_VERSION
 # console's sign-in tests, which start it on a free port.
 OIDC_VERSION=v3.51.17
 OIDC_PROVIDER=$BIN_DIR/oidc-example-provider-$OIDC_VERSION
+# Mailpit: a real SMTP relay with TLS, authentication, an HTTP API to read what arrived and a
+# chaos mode to make it refuse.
+MAILPIT_VERSION=v1.33.1
+MAILPIT=$BIN_DIR/mailpit-$MAILPIT_VERSION
 mkdir -p "$BIN_DIR"
 TOOLS=$(mktemp -d)
 pids=()
@@ -53,12 +59,17 @@ if [ ! -x "$OIDC_PROVIDER" ]; then
   log "building the example OpenID Connect provider $OIDC_VERSION once (cached in $BIN_DIR)"
   build_once "github.com/zitadel/oidc/v3/example/server@$OIDC_VERSION" server "$OIDC_PROVIDER" & pids+=($!)
 fi
+if [ ! -x "$MAILPIT" ]; then
+  log "building Mailpit $MAILPIT_VERSION once (cached in $BIN_DIR)"
+  build_once "github.com/axllent/mailpit@$MAILPIT_VERSION" mailpit "$MAILPIT" & pids+=($!)
+fi
 bash "$(dirname "$0")/tools.sh" helm >"$TOOLS/helm" & pids+=($!)
 bash "$(dirname "$0")/chromium.sh" >"$TOOLS/chromium" & pids+=($!)
 for pid in "${pids[@]}"; do
   wait "$pid" || { log "preparing the test tools failed (see above)"; exit 1; }
 done
 export SLIPWAY_TEST_OIDC_PROVIDER=$OIDC_PROVIDER
+export SLIPWAY_TEST_MAILPIT=$MAILPIT
 export SLIPWAY_TEST_HELM=$(cat "$TOOLS/helm")
 export SLIPWAY_TEST_CHROMIUM=$(cat "$TOOLS/chromium")
 rm -rf "$TOOLS"

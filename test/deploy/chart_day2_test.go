@@ -371,7 +371,7 @@ func TestChartNetworkPolicy(t *testing.T) {
 			}
 		}
 	}
-	if want := []string{"in:10.20.0.0/16", "out:10.30.0.0/24", "out:169.254.170.23/32"}; !reflect.DeepEqual(sortedStrings(cidrs), want) {
+	if want := []string{"in:10.20.0.0/16", "out:10.30.0.0/24", "out:10.40.0.0/28", "out:169.254.170.23/32"}; !reflect.DeepEqual(sortedStrings(cidrs), want) {
 		t.Errorf("ipBlocks %v, want %v", cidrs, want)
 	}
 }

@@ -5,9 +5,16 @@
 package deploy
 
 import (
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"os"
 	"path"
 	"path/filepath"
@@ -464,6 +471,12 @@ func checkConfigLoads(t *testing.T, r *rendered, s server) *config.Config {
 	if file := env["SLIPWAY_SPARKLE_KEY_FILE"]; file != "" {
 		env["SLIPWAY_SPARKLE_KEY_FILE"] = mountedSecretFile(t, s, file)
 	}
+	if file := env["SLIPWAY_SMTP_PASSWORD_FILE"]; file != "" {
+		env["SLIPWAY_SMTP_PASSWORD_FILE"] = mountedSecretFile(t, s, file) // any one line is a password
+	}
+	if file := env["SLIPWAY_SMTP_CA_FILE"]; file != "" {
+		env["SLIPWAY_SMTP_CA_FILE"] = mountedSecretFileHolding(t, s, file, testCAPEM(t))
+	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("the rendered environment is refused by config.Load: %v", err)
@@ -759,6 +772,29 @@ func TestChartSecretValues(t *testing.T) {
 // key), and returns a local file with a valid key in its place, for config.Load to read.
 func mountedSecretFile(t *testing.T, s server, file string) string {
 	t.Helper()
+	_, priv, _ := ed25519.GenerateKey(nil)
+	return mountedSecretFileHolding(t, s, file, []byte(base64.StdEncoding.EncodeToString(priv.Seed())))
+}
+
+// testCAPEM is a self-signed CA certificate in PEM, for a rendered SLIPWAY_SMTP_CA_FILE.
+func testCAPEM(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true,
+		BasicConstraintsValid: true, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// mountedSecretFileHolding is mountedSecretFile with the local copy holding content.
+func mountedSecretFileHolding(t *testing.T, s server, file string, content []byte) string {
+	t.Helper()
 	dir, name := path.Split(file)
 	found := false
 	for _, m := range s.container.VolumeMounts {
@@ -776,9 +812,8 @@ func mountedSecretFile(t *testing.T, s server, file string) string {
 	if !found {
 		t.Fatalf("%s is not a file of a Secret mounted read-only", file)
 	}
-	_, priv, _ := ed25519.GenerateKey(nil)
 	local := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(local, []byte(base64.StdEncoding.EncodeToString(priv.Seed())), 0o600); err != nil {
+	if err := os.WriteFile(local, content, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return local

@@ -226,6 +226,19 @@ SLIPWAY_OIDC_GROUPS_CLAIM: {{ .Values.config.oidc.groupsClaim | quote }}
 {{- if .Values.config.sparkle.keySecret }}
 SLIPWAY_SPARKLE_KEY_FILE: "/etc/slipway/sparkle/sparkle.key"
 {{- end }}
+SLIPWAY_SMTP_URL: {{ .Values.config.mail.smtpURL | quote }}
+SLIPWAY_MAIL_FROM: {{ .Values.config.mail.from | quote }}
+SLIPWAY_SMTP_TIMEOUT: {{ .Values.config.mail.timeout | quote }}
+SLIPWAY_MAIL_RATE: {{ .Values.config.mail.rate | toString | quote }}
+SLIPWAY_MAIL_RETRY_BASE: {{ .Values.config.mail.retryBase | quote }}
+SLIPWAY_MAIL_MAX_ATTEMPTS: {{ int64 .Values.config.mail.maxAttempts | toString | quote }}
+SLIPWAY_MAIL_POLL_INTERVAL: {{ .Values.config.mail.pollInterval | quote }}
+{{- if .Values.config.mail.passwordSecret }}
+SLIPWAY_SMTP_PASSWORD_FILE: "/etc/slipway/smtp/password"
+{{- end }}
+{{- if .Values.config.mail.caSecret }}
+SLIPWAY_SMTP_CA_FILE: "/etc/slipway/smtp-ca/ca.crt"
+{{- end }}
 {{- if .Values.config.udid.signingSecret }}
 SLIPWAY_UDID_SIGNING_CERT: "/etc/slipway/udid/tls.crt"
 SLIPWAY_UDID_SIGNING_KEY: "/etc/slipway/udid/tls.key"
@@ -432,4 +445,40 @@ suffixes, a plain number, or a fraction of one.
 {{- fail (printf "memory quantity %q: want a number with Ki, Mi, Gi, Ti, k, M, G or T (or none)" $q) -}}
 {{- end -}}
 {{- mulf $num (get $units $suffix) | floor | int64 -}}
+{{- end }}
+
+{{/*
+The mail Secrets' mounts and volumes (the relay's password and CA files), for the server and the
+migration job alike: both read the configuration, which reads the files at start.
+*/}}
+{{- define "slipway.mailVolumeMounts" -}}
+{{- if .Values.config.mail.passwordSecret }}
+- name: smtp-password
+  mountPath: /etc/slipway/smtp
+  readOnly: true
+{{- end }}
+{{- if .Values.config.mail.caSecret }}
+- name: smtp-ca
+  mountPath: /etc/slipway/smtp-ca
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "slipway.mailVolumes" -}}
+{{- with .Values.config.mail.passwordSecret }}
+- name: smtp-password
+  secret:
+    secretName: {{ . }}
+    items:
+      - key: password
+        path: password
+{{- end }}
+{{- with .Values.config.mail.caSecret }}
+- name: smtp-ca
+  secret:
+    secretName: {{ . }}
+    items:
+      - key: ca.crt
+        path: ca.crt
+{{- end }}
 {{- end }}
