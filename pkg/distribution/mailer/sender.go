@@ -68,7 +68,7 @@ type Config struct {
 	// one: evenly spaced).
 	Rate float64
 	// SendTimeout bounds one message's whole submission (the client's own timeouts bound each
-	// step); with Rate it sizes the lease.
+	// step; the service gives it two of them); with Rate it sizes the lease.
 	SendTimeout time.Duration
 }
 
@@ -79,7 +79,7 @@ const (
 	DefaultPermanentAttempts = 3
 	DefaultRetryBase         = 30 * time.Second
 	DefaultPoll              = 5 * time.Second
-	DefaultSendTimeout       = 2 * time.Minute
+	DefaultSendTimeout       = time.Minute
 )
 
 const (

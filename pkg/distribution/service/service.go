@@ -203,7 +203,7 @@ func newMailer(cfg *config.Config, db Store, m *metrics.Metrics, log *slog.Logge
 		}
 	}
 	sender := mailer.NewSender(db, relay, mailer.Config{Poll: cfg.Mail.Poll, RetryBase: cfg.Mail.RetryBase,
-		MaxAttempts: cfg.Mail.MaxAttempts, Rate: cfg.Mail.Rate}, m, log)
+		MaxAttempts: cfg.Mail.MaxAttempts, Rate: cfg.Mail.Rate, SendTimeout: 2 * cfg.Mail.Timeout}, m, log)
 	if m != nil {
 		m.WatchMailOutbox(func(ctx context.Context) (int64, int64, error) {
 			c, err := db.MailCounts(ctx)
