@@ -340,3 +340,38 @@ func TestMailOff(t *testing.T) {
 	var nilSender *mailer.Sender
 	nilSender.Wake()
 }
+
+// TestNoSTARTTLSKeepsMailPending: an smtp:// relay that does not offer STARTTLS gets no mail; the
+// mail stays pending (retried, with the reason recorded), and arrives once the relay speaks TLS.
+func TestNoSTARTTLSKeepsMailPending(t *testing.T) {
+	plain := mailpit.Start(t, mailpit.Options{TLS: mailpit.NoTLS})
+	url := testenv.DatabaseURL(t)
+	r, _ := smtpmail.ParseURL(plain.URL("smtp")) // STARTTLS required
+	from, _ := mail.ParseAddress("builds@slipway.example")
+	client, _ := smtpmail.New(smtpmail.Options{Relay: r, From: from, Timeout: 10 * time.Second})
+	rep := newReplica(t, url, client, fast)
+	want := mails(3, "nostarttls")
+	if err := rep.db.EnqueueMail(context.Background(), want); err != nil {
+		t.Fatal(err)
+	}
+	rep.start()
+	testkit.Eventually(t, time.Minute, "every mail refused twice", func() bool {
+		var n int
+		_ = rep.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM mail_outbox WHERE attempts >= 2 AND last_error LIKE '%STARTTLS%'`).Scan(&n)
+		return n == len(want)
+	})
+	rep.stop(t)
+	if c := counts(t, rep.db); c.Pending != int64(len(want)) || c.Failed != 0 {
+		t.Errorf("counts %+v, want every mail pending", c)
+	}
+	if n := len(plain.Messages(t)); n != 0 {
+		t.Fatalf("%d mails went out without TLS", n)
+	}
+	// The relay with TLS (a new one at the same outbox): every mail arrives, once.
+	tlsSrv := mailpit.Start(t, mailpit.Options{TLS: mailpit.RequireSTARTTLS, User: "slipway", Password: "relay-password"})
+	next := newReplica(t, url, relayFor(t, tlsSrv), fast)
+	next.start()
+	testkit.Eventually(t, time.Minute, "the outbox empties", func() bool { return counts(t, next.db).Pending == 0 })
+	next.stop(t)
+	exactlyOnce(t, tlsSrv, want)
+}
