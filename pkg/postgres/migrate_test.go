@@ -129,6 +129,10 @@ var fills = map[uint]string{
 		INSERT INTO tester_link_requests (client) VALUES ('203.0.113.7');
 		INSERT INTO tester_sessions (id_hash, tester_id, expires_at) VALUES ('s1', 1, now() + interval '30 days');
 		INSERT INTO mail_outbox (id, kind, recipient, subject, text_body) VALUES ('invitation.r1.t1', 'invitation', 'ada@example.com', 'You are invited', 'Hello');`,
+	// Indexes only: rows in the states they cover.
+	23: `
+		INSERT INTO mail_outbox (id, kind, recipient, subject, text_body, state, attempts, last_error) VALUES ('new_build.r1.t2', 'new_build', 'bob@example.com', 'New build', '', 'failed', 3, 'smtp rcpt to: 550 no');
+		INSERT INTO mail_outbox (id, kind, recipient, subject, text_body, state, attempts, sent_at) VALUES ('sign_in.t1.1', 'sign_in', 'ada@example.com', 'Sign in', '', 'sent', 1, now());`,
 }
 
 // downEffects are the changes to surviving rows that a down migration makes on purpose: they turn
