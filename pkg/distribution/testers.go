@@ -251,3 +251,20 @@ type TesterRelease struct {
 	// State is the tester's furthest step with it (TesterInvited, TesterOpened, TesterInstalled).
 	State string
 }
+
+// Digest is one tester's daily digest of one app: the builds given to them since the last.
+type Digest struct {
+	TesterID    int64
+	Email, Name string
+	AppID       int64
+	AppName     string
+	// Builds are the builds waiting for the digest, oldest first.
+	Builds []DigestBuild
+}
+
+// DigestBuild is a build a digest lists.
+type DigestBuild struct {
+	ReleaseID                    int64
+	ReleaseVersion, BuildVersion string
+	ChannelSlug, ChannelName     string
+}

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/pkg/config"
@@ -260,5 +261,49 @@ func TestDistributionToTesters(t *testing.T) {
 	}
 	if r := m.e.Get(t, fmt.Sprintf("/download/releases/%d", rid)); r.Status != http.StatusFound {
 		t.Errorf("the opened channel's download: %d", r.Status)
+	}
+}
+
+// TestDailyDigest: a tester who chose a daily digest gets no new-build mail, then one digest
+// listing every build given to them since, and nothing again until the next day.
+func TestDailyDigest(t *testing.T) {
+	m := newMgmt(t, apptest.Options{})
+	admin := m.e.AdminToken
+	ctx := context.Background()
+	_, _, channel, _ := m.fixture()
+	m.want(m.call("POST", "/api/groups", admin, `{"alias":"qa"}`), 201, "group")
+	m.want(m.call("POST", "/api/groups/qa/testers", admin, `{"emails":["ada@example.com"]}`), 200, "tester")
+	m.want(m.call("PATCH", fmt.Sprintf("/api/channels/%d", id(channel)), admin, `{"tester_groups":["qa"]}`), 200, "behind qa")
+	first := m.e.UploadApp(t, "h.ipa", testerIPA("2"), apptest.Field("channel_key", "harbor-ios"))
+	ada, err := m.e.DB.TesterByEmail(ctx, "ada@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	appID := int64(first["app"].(map[string]any)["id"].(float64))
+	if err := m.e.Service.Testers.SetMail(ctx, ada, appID, distribution.MailDaily); err != nil {
+		t.Fatal(err)
+	}
+	m.e.UploadApp(t, "h.ipa", testerIPA("3"), apptest.Field("channel_key", "harbor-ios"))
+	m.e.UploadApp(t, "h.ipa", testerIPA("4"), apptest.Field("channel_key", "harbor-ios"))
+	if got := strings.Join(m.outbox(), ", "); got != "invitation ada@example.com" {
+		t.Errorf("before the digest: %s", got)
+	}
+	d := *m.e.Service.Digests
+	d.Every = time.Millisecond // the day has passed
+	time.Sleep(5 * time.Millisecond)
+	n, err := d.SendDue(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("SendDue: %d, %v", n, err)
+	}
+	var text, unsub string
+	if err := m.e.DB.Pool.QueryRow(ctx, `SELECT text_body, headers->>'List-Unsubscribe' FROM mail_outbox WHERE kind = 'digest'`).Scan(&text, &unsub); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "1.0 (3)") || !strings.Contains(text, "1.0 (4)") || strings.Contains(text, "1.0 (2)") || unsub == "" {
+		t.Errorf("the digest lists:\n%s\n(List-Unsubscribe %q)", text, unsub)
+	}
+	d.Every = time.Hour
+	if n, err := d.SendDue(ctx); err != nil || n != 0 {
+		t.Errorf("a second run within the day: %d, %v", n, err)
 	}
 }

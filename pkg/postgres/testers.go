@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/testers"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -501,4 +502,76 @@ func (db *Testers) TesterByID(ctx context.Context, id int64) (*distribution.Test
 		return nil, errs.New(errs.NotFound, "no tester %d", id)
 	}
 	return &ts[0], nil
+}
+
+// InDigestTx runs fn with the daily digests due, locked for its transaction (testers.DigestStore).
+func (db *Testers) InDigestTx(ctx context.Context, every time.Duration, limit int,
+	fn func(due []distribution.Digest, tx testers.DigestTx) error) error {
+	return db.Tx(ctx, func(tx pgx.Tx) error {
+		const waiting = `FROM release_testers rt JOIN releases r ON r.id = rt.release_id JOIN channels c ON c.id = r.channel_id
+			JOIN schemes s ON s.id = c.scheme_id WHERE rt.tester_id = ta.tester_id AND s.app_id = ta.app_id AND rt.mail = 'digest'`
+		rows, err := tx.Query(ctx, `SELECT ta.tester_id, ta.app_id, t.email, t.name, a.name FROM tester_apps ta
+			JOIN testers t ON t.id = ta.tester_id JOIN apps a ON a.id = ta.app_id
+			WHERE ta.mail = 'daily' AND EXISTS (SELECT 1 `+waiting+`)
+				AND coalesce(ta.digest_at, (SELECT min(rt.invited_at) `+waiting+`)) <= now() - make_interval(secs => $1)
+			ORDER BY ta.tester_id, ta.app_id LIMIT $2 FOR UPDATE OF ta SKIP LOCKED`, every.Seconds(), limit)
+		if err != nil {
+			return err
+		}
+		due, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.Digest, error) {
+			var d distribution.Digest
+			return d, r.Scan(&d.TesterID, &d.AppID, &d.Email, &d.Name, &d.AppName)
+		})
+		if err != nil || len(due) == 0 {
+			return err
+		}
+		tids, aids := make([]int64, len(due)), make([]int64, len(due))
+		at := make(map[[2]int64]int, len(due))
+		for i, d := range due {
+			tids[i], aids[i] = d.TesterID, d.AppID
+			at[[2]int64{d.TesterID, d.AppID}] = i
+		}
+		rows, err = tx.Query(ctx, `SELECT rt.tester_id, s.app_id, r.id, r.release_version, r.build_version, c.slug, c.name
+			FROM unnest($1::bigint[], $2::bigint[]) AS d(tester_id, app_id)
+			JOIN release_testers rt ON rt.tester_id = d.tester_id AND rt.mail = 'digest'
+			JOIN releases r ON r.id = rt.release_id JOIN channels c ON c.id = r.channel_id JOIN schemes s ON s.id = c.scheme_id
+			WHERE s.app_id = d.app_id ORDER BY r.created_at, r.id`, tids, aids)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var tid, aid int64
+			var b distribution.DigestBuild
+			if err := rows.Scan(&tid, &aid, &b.ReleaseID, &b.ReleaseVersion, &b.BuildVersion, &b.ChannelSlug, &b.ChannelName); err != nil {
+				return err
+			}
+			i := at[[2]int64{tid, aid}]
+			due[i].Builds = append(due[i].Builds, b)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return fn(due, digestTx{distributionTx{tx}})
+	})
+}
+
+// digestTx records digests in the transaction that found them.
+type digestTx struct{ distributionTx }
+
+func (d digestTx) MarkDigested(ctx context.Context, due []distribution.Digest) error {
+	var rids, tids, aids, atids []int64
+	for _, dg := range due {
+		aids, atids = append(aids, dg.AppID), append(atids, dg.TesterID)
+		for _, b := range dg.Builds {
+			rids, tids = append(rids, b.ReleaseID), append(tids, dg.TesterID)
+		}
+	}
+	if _, err := d.tx.Exec(ctx, `UPDATE release_testers rt SET mail = 'digested' FROM unnest($1::bigint[], $2::bigint[]) AS x(r, t)
+		WHERE rt.release_id = x.r AND rt.tester_id = x.t AND rt.mail = 'digest'`, rids, tids); err != nil {
+		return err
+	}
+	_, err := d.tx.Exec(ctx, `UPDATE tester_apps ta SET digest_at = now() FROM unnest($1::bigint[], $2::bigint[]) AS x(t, a)
+		WHERE ta.tester_id = x.t AND ta.app_id = x.a`, atids, aids)
+	return err
 }

@@ -64,6 +64,7 @@ type Store interface {
 	readcache.ViewStore
 	readcache.ChangeFeed
 	testers.Store
+	testers.DigestStore
 }
 
 // Service is the domain, part by part.
@@ -101,8 +102,10 @@ type Service struct {
 	Retention  *lifecycle.Retention
 	Collector  *lifecycle.Collector
 	Reconciler *lifecycle.Reconciler
-	// Testers: groups, distribution to testers, tester sign-in, who installed what.
+	// Testers: groups, distribution to testers, tester sign-in, who installed what; the daily
+	// digests of those who chose them.
 	Testers *testers.Testers
+	Digests *testers.Digests
 	// Devices and the UDID profile service.
 	Devices *devices.Devices
 	// The read cache and the component that keeps it in step with other replicas.
@@ -184,6 +187,7 @@ func New(cfg *config.Config, db Store, st blob.Backend, m *metrics.Metrics, log 
 	s.Reconciler = &lifecycle.Reconciler{Store: db, Storage: st, Prefixes: uploads.KeyPrefixes, LeftoverAge: cfg.UploadSessionTTL}
 	s.Testers = &testers.Testers{Store: db, Releases: db, Policy: pol, Audit: audit, Signer: signer,
 		Config: testers.Config{PublicURL: cfg.PublicURL}, Events: s.Events, Webhooks: s.Sender}
+	s.Digests = &testers.Digests{Testers: s.Testers, Store: db, Interval: 10 * time.Minute, Every: 24 * time.Hour, Log: log}
 	s.Apps.Access = s.Testers
 	s.Builds.Testers = s.Testers
 	s.Devices = &devices.Devices{Store: db, Signer: signer, UDID: devices.UDIDConfig{Organization: cfg.UDIDOrganization}, Audit: audit, Policy: pol}

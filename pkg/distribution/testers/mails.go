@@ -26,6 +26,8 @@ type mailView struct {
 	ReleaseURL, HomeURL, SignInURL    string
 	UnsubscribeURL, LinkURL           string
 	LinkMinutes                       int
+	// Builds are a digest's builds, oldest first.
+	Builds []digestBuild
 }
 
 func (t *Testers) releaseView(rc *distribution.ReleaseContext, r distribution.Recipient) mailView {
@@ -127,6 +129,13 @@ What changed:
 All the builds given to you: {{.HomeURL}}
 No more mail about {{.AppName}}: {{.UnsubscribeURL}}
 {{end}}
+{{define "digest"}}New builds of {{.AppName}} to install:
+{{range .Builds}}
+- {{.Version}} ({{.Channel}}): {{.URL}}{{end}}
+
+All the builds given to you: {{.HomeURL}}
+No more mail about {{.AppName}}: {{.UnsubscribeURL}}
+{{end}}
 {{define "sign_in"}}Sign in to Slipway with this link (it works once, for {{.LinkMinutes}} minutes):
 
   {{.LinkURL}}
@@ -149,6 +158,10 @@ var htmlMails = htmltemplate.Must(htmltemplate.New("mails").Parse(`
 {{template "button" .ReleaseURL}}
 {{if .Changelog}}<h3>What's new</h3><pre style="white-space:pre-wrap;font-family:inherit">{{.Changelog}}</pre>{{end}}
 {{if .Summary}}<h3>What changed</h3><ul>{{range .Summary}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{template "footer" .}}</body></html>{{end}}
+{{define "digest"}}<!doctype html><html><body style="font-family:system-ui,sans-serif;line-height:1.5">
+<p>New builds of <strong>{{.AppName}}</strong> to install:</p>
+<ul>{{range .Builds}}<li><a href="{{.URL}}">{{.Version}}</a> ({{.Channel}})</li>{{end}}</ul>
 {{template "footer" .}}</body></html>{{end}}
 {{define "sign_in"}}<!doctype html><html><body style="font-family:system-ui,sans-serif;line-height:1.5">
 <p>Sign in to Slipway with this link. It works once, for {{.LinkMinutes}} minutes.</p>
