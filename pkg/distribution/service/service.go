@@ -186,7 +186,7 @@ func New(cfg *config.Config, db Store, st blob.Backend, m *metrics.Metrics, log 
 	s.Collector = &lifecycle.Collector{Store: db, Storage: st, Interval: cfg.GCInterval, Grace: cfg.GCGrace, Metrics: m, Log: log, Audit: audit}
 	s.Reconciler = &lifecycle.Reconciler{Store: db, Storage: st, Prefixes: uploads.KeyPrefixes, LeftoverAge: cfg.UploadSessionTTL}
 	s.Testers = &testers.Testers{Store: db, Releases: db, Policy: pol, Audit: audit, Signer: signer,
-		Config: testers.Config{PublicURL: cfg.PublicURL}, Events: s.Events, Webhooks: s.Sender}
+		Config: testers.Config{PublicURL: cfg.PublicURL, MailOn: s.MailOn}, Events: s.Events, Webhooks: s.Sender, Mail: s.Mailer}
 	s.Digests = &testers.Digests{Testers: s.Testers, Store: db, Interval: 10 * time.Minute, Every: 24 * time.Hour, Log: log}
 	s.Apps.Access = s.Testers
 	s.Builds.Testers = s.Testers
