@@ -29,6 +29,8 @@ type pod struct {
 	srv   *httptest.Server
 	down  bool // scrapes fail
 	steps int
+	// mailPending is what the outbox gauge (slipway_mail_outbox) says is waiting.
+	mailPending int64
 }
 
 func newPod(t *testing.T, name string, db *postgres.DB) *pod {
@@ -42,6 +44,7 @@ func newPod(t *testing.T, name string, db *postgres.DB) *pod {
 		}
 		return out
 	})
+	p.m.WatchMailOutbox(func(context.Context) (int64, int64, error) { return p.mailPending, 0, nil })
 	p.m.UploadSlots.Set(16) // SLIPWAY_MAX_CONCURRENT_UPLOADS' default, as the upload gate sets it
 	p.srv = httptest.NewServer(promhttp.HandlerFor(p.m.Registry, promhttp.HandlerOpts{}))
 	t.Cleanup(p.srv.Close)
@@ -203,6 +206,30 @@ var scenarios = map[string]scenario{
 		healthy: func(w *world, i int) {
 			w.pods[0].m.WebhookDeliveries.WithLabelValues("delivered").Inc()
 			w.pods[0].m.WebhookDeliveries.WithLabelValues("retry").Inc()
+		},
+	},
+	// The first mail ever given up on this pod.
+	"SlipwayMailFailing": {
+		failing: func(w *world, i int) {
+			if i == 30 {
+				w.pods[0].m.MailAttempts.WithLabelValues("failed").Inc()
+			}
+		},
+		healthy: func(w *world, i int) {
+			w.pods[0].m.MailAttempts.WithLabelValues("sent").Inc()
+			w.pods[0].m.MailAttempts.WithLabelValues("retry").Inc()
+		},
+	},
+	// Mail waits and the relay refuses every attempt (retries only); healthy, mail waits a
+	// moment and leaves.
+	"SlipwayMailStuck": {
+		failing: func(w *world, i int) {
+			w.pods[0].mailPending = 40
+			w.pods[0].m.MailAttempts.WithLabelValues("retry").Inc()
+		},
+		healthy: func(w *world, i int) {
+			w.pods[0].mailPending = int64(i % 3)
+			w.pods[0].m.MailAttempts.WithLabelValues("sent").Inc()
 		},
 	},
 	"SlipwayStorageErrors": {

@@ -91,6 +91,8 @@ func knownMetrics(t testing.TB) map[string]metricInfo {
 	m.WatchDependencies(func(context.Context) []metrics.DependencyState {
 		return []metrics.DependencyState{{Name: "database", State: "ok"}}
 	})
+	// The outbox gauge exists once serve runs a mail sender.
+	m.WatchMailOutbox(func(context.Context) (int64, int64, error) { return 0, 0, nil })
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

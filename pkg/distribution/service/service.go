@@ -208,7 +208,9 @@ func newMailer(cfg *config.Config, db Store, m *metrics.Metrics, log *slog.Logge
 	}
 	sender := mailer.NewSender(db, relay, mailer.Config{Poll: cfg.Mail.Poll, RetryBase: cfg.Mail.RetryBase,
 		MaxAttempts: cfg.Mail.MaxAttempts, Rate: cfg.Mail.Rate, SendTimeout: 2 * cfg.Mail.Timeout}, m, log)
-	if m != nil {
+	// The outbox's counts only where mail is on: without a relay nothing is meant to leave, and
+	// the gauge would say mail is stuck.
+	if m != nil && sender.On() {
 		m.WatchMailOutbox(func(ctx context.Context) (int64, int64, error) {
 			c, err := db.MailCounts(ctx)
 			return c.Pending, c.Failed, err
