@@ -5,8 +5,8 @@
 // API reads what arrived as a tester's mailbox would: the messages to an address, their text,
 // HTML and headers.
 //
-//	srv := mailpit.Start(t, mailpit.Options{TLS: mailpit.ImplicitTLS})
-//	... send to srv.SMTPURL(), trusting srv.CAFile ...
+//	srv := mailpit.Start(t, mailpit.Options{TLS: mailpit.ImplicitTLS, User: "slipway", Password: "pw"})
+//	... start Slipway with srv.Env(t), or send to srv.SMTPURL() trusting srv.CAFile ...
 //	msgs := srv.WaitFor(t, "tester@example.com", 1)
 //	m := srv.Message(t, msgs[0].ID) // m.Text, m.HTML, m.Headers
 package mailpit
@@ -219,6 +219,33 @@ func (s *Server) URL(scheme string) string {
 		u.User = url.User(s.opts.User)
 	}
 	return u.String()
+}
+
+// From is the sender Env configures (SLIPWAY_MAIL_FROM); Message-IDs end with its domain.
+const From = "Slipway <builds@slipway.example>"
+
+// Env is the environment that points a Slipway server (or config.Load) at this relay:
+// SLIPWAY_SMTP_URL (smtps:// for ImplicitTLS, smtp:// for the STARTTLS modes, smtp+insecure://
+// without TLS), the CA file, the sender, and a password file when the relay has a user. Add
+// SLIPWAY_MAIL_POLL_INTERVAL or SLIPWAY_MAIL_RETRY_BASE as the test needs.
+func (s *Server) Env(tb testing.TB) []string {
+	tb.Helper()
+	u := s.SMTPURL()
+	if s.opts.TLS == NoTLS {
+		u = s.URL("smtp+insecure")
+	}
+	env := []string{"SLIPWAY_SMTP_URL=" + u, "SLIPWAY_MAIL_FROM=" + From}
+	if s.CAFile != "" {
+		env = append(env, "SLIPWAY_SMTP_CA_FILE="+s.CAFile)
+	}
+	if s.opts.User != "" {
+		f := filepath.Join(tb.TempDir(), "smtp-password")
+		if err := os.WriteFile(f, []byte(s.opts.Password+"\n"), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		env = append(env, "SLIPWAY_SMTP_PASSWORD_FILE="+f)
+	}
+	return env
 }
 
 // Address is a mailbox as Mailpit reports it.
