@@ -36,8 +36,9 @@ CREATE INDEX channel_tester_groups_group_idx ON channel_tester_groups (group_id)
 -- Who a release went to, and what they did with it: invited (distributed to them), opened (the
 -- release page), installed (the manifest or the package fetched with their session or link).
 -- direct: the tester was named for this build (testers=), not reached through a group.
--- mail: what was sent for it: none (notify false, or the tester chose none), queued (a mail in
--- the outbox), digest (waiting for the tester's daily digest), digested.
+-- mail: what was sent for it: none (notify false, or the tester chose none), pending (to be
+-- written to the outbox by the mailing component, as mail_kind says), queued (a mail in the
+-- outbox), digest (waiting for the tester's daily digest), digested.
 CREATE TABLE release_testers (
     release_id   bigint NOT NULL REFERENCES releases (id) ON DELETE CASCADE,
     tester_id    bigint NOT NULL REFERENCES testers (id) ON DELETE CASCADE,
@@ -45,8 +46,17 @@ CREATE TABLE release_testers (
     invited_at   timestamptz NOT NULL DEFAULT now(),
     opened_at    timestamptz,
     installed_at timestamptz,
-    mail         text NOT NULL DEFAULT 'none' CHECK (mail IN ('none', 'queued', 'digest', 'digested')),
+    mail         text NOT NULL DEFAULT 'none' CHECK (mail IN ('none', 'pending', 'queued', 'digest', 'digested')),
+    mail_kind    text NOT NULL DEFAULT '' CHECK (mail_kind IN ('', 'invitation', 'new_build')),
     PRIMARY KEY (release_id, tester_id)
+);
+CREATE INDEX release_testers_pending_idx ON release_testers (release_id) WHERE mail = 'pending';
+-- What the mails of a release's distribution say beyond the release itself: the summary of
+-- what changed since the channel's previous build, as its upload found it.
+CREATE TABLE release_mailings (
+    release_id bigint PRIMARY KEY REFERENCES releases (id) ON DELETE CASCADE,
+    summary    text[] NOT NULL DEFAULT '{}',
+    created_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX release_testers_tester_idx ON release_testers (tester_id);
 CREATE INDEX release_testers_digest_idx ON release_testers (tester_id) WHERE mail = 'digest';

@@ -139,7 +139,7 @@ func startBackground(ctx context.Context, a *app) *background.Group {
 		background.Stage{{Name: "retention", Component: d.Retention}, {Name: "collector", Component: d.Collector},
 			{Name: "checksum verifier", Component: d.Verifier}},
 		// 2. Download counts: the last requests' counts are written, with their events.
-		background.Stage{{Name: "download counts", Component: d.Downloads}, {Name: "tester digests", Component: d.Digests}},
+		background.Stage{{Name: "download counts", Component: d.Downloads}, {Name: "tester mail", Component: d.Mailings}},
 		// 3. Webhook delivery: the attempts in flight end and are recorded; what else is due stays
 		//    due in the outbox, for the other replicas or the next one.
 		//    Mail likewise: each send in flight ends (at most the SMTP timeouts) and is recorded;

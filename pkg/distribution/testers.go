@@ -65,6 +65,7 @@ func (rt ReleaseTester) State() string {
 // What was mailed for a release to a tester (ReleaseTester.Mail).
 const (
 	MailNone     = "none"
+	MailPending  = "pending"
 	MailQueued   = "queued"
 	MailDigest   = "digest"
 	MailDigested = "digested"
@@ -172,11 +173,23 @@ type Recipient struct {
 }
 
 // Delivery is what a distribution records for one recipient: the release went to them, and
-// what was mailed (MailNone, MailQueued, MailDigest).
+// what is mailed (MailNone, MailPending with the Kind of mail, MailDigest).
 type Delivery struct {
 	TesterID int64
 	Direct   bool
 	Mail     string
+	// Kind is the mail to write (MailInvitation, MailNewBuild) when Mail is MailPending.
+	Kind string
+}
+
+// PendingMail is a mail a distribution recorded and the mailing component is to write: the
+// release's Kind of mail to one tester.
+type PendingMail struct {
+	ReleaseID, TesterID int64
+	Email, Name         string
+	Kind                string
+	// Summary is what changed since the channel's previous build, as the upload found it.
+	Summary []string
 }
 
 // DistributionTx is what distributing a release asks of the database inside the transaction
@@ -187,8 +200,9 @@ type DistributionTx interface {
 	// Recipients makes the testers req names that are missing and returns everyone req reaches.
 	Recipients(ctx context.Context, req DistributionRequest) ([]Recipient, error)
 	// RecordDistribution records that the release went to each delivery's tester (their first
-	// invitation to the app among them), and the groups it was distributed to.
-	RecordDistribution(ctx context.Context, req DistributionRequest, ds []Delivery) error
+	// invitation to the app among them), the groups it was distributed to, and, when summary is
+	// not nil, what its mails say changed.
+	RecordDistribution(ctx context.Context, req DistributionRequest, ds []Delivery, summary []string) error
 	// WriteMail puts mails in the outbox, sent once the transaction commits.
 	WriteMail(ctx context.Context, mails []OutgoingMail) error
 	// WriteEvents puts webhook events in the outbox.

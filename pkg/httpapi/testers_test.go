@@ -17,11 +17,20 @@ import (
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/test/apptest"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
-// outbox lists the mails in the outbox as "kind to" lines, in order.
+// outbox lists the mails in the outbox as "kind to" lines, in order, once the mailing component
+// (woken by each distribution) has written every mail distributions recorded.
 func (m *mgmt) outbox() []string {
 	m.t.Helper()
+	testkit.Eventually(m.t, time.Minute, "the distributions' mails written", func() bool {
+		var n int
+		if err := m.e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM release_testers WHERE mail = 'pending'`).Scan(&n); err != nil {
+			m.t.Fatal(err)
+		}
+		return n == 0
+	})
 	rows, err := m.e.DB.Pool.Query(context.Background(), `SELECT kind || ' ' || recipient FROM mail_outbox ORDER BY created_at, recipient`)
 	if err != nil {
 		m.t.Fatal(err)
@@ -288,8 +297,8 @@ func TestDailyDigest(t *testing.T) {
 	if got := strings.Join(m.outbox(), ", "); got != "invitation ada@example.com" {
 		t.Errorf("before the digest: %s", got)
 	}
-	d := *m.e.Service.Digests
-	d.Every = time.Millisecond // the day has passed
+	d := *m.e.Service.Mailings
+	d.DigestEvery = time.Millisecond // the day has passed
 	time.Sleep(5 * time.Millisecond)
 	n, err := d.SendDue(ctx)
 	if err != nil || n != 1 {
@@ -302,7 +311,7 @@ func TestDailyDigest(t *testing.T) {
 	if !strings.Contains(text, "1.0 (3)") || !strings.Contains(text, "1.0 (4)") || strings.Contains(text, "1.0 (2)") || unsub == "" {
 		t.Errorf("the digest lists:\n%s\n(List-Unsubscribe %q)", text, unsub)
 	}
-	d.Every = time.Hour
+	d.DigestEvery = time.Hour
 	if n, err := d.SendDue(ctx); err != nil || n != 0 {
 		t.Errorf("a second run within the day: %d, %v", n, err)
 	}

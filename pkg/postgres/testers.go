@@ -461,29 +461,72 @@ func (d distributionTx) Recipients(ctx context.Context, req distribution.Distrib
 	})
 }
 
-func (d distributionTx) RecordDistribution(ctx context.Context, req distribution.DistributionRequest, ds []distribution.Delivery) error {
+func (d distributionTx) RecordDistribution(ctx context.Context, req distribution.DistributionRequest, ds []distribution.Delivery,
+	summary []string) error {
 	if len(req.GroupIDs) > 0 {
 		if _, err := d.tx.Exec(ctx, `INSERT INTO release_tester_groups (release_id, group_id) SELECT $1, unnest($2::bigint[])
 			ON CONFLICT DO NOTHING`, req.ReleaseID, req.GroupIDs); err != nil {
 			return err
 		}
 	}
+	if summary != nil {
+		if _, err := d.tx.Exec(ctx, `INSERT INTO release_mailings (release_id, summary) VALUES ($1, $2)
+			ON CONFLICT (release_id) DO NOTHING`, req.ReleaseID, summary); err != nil {
+			return err
+		}
+	}
 	if len(ds) == 0 {
 		return nil
 	}
-	ids, direct, mail := make([]int64, len(ds)), make([]bool, len(ds)), make([]string, len(ds))
+	ids, direct := make([]int64, len(ds)), make([]bool, len(ds))
+	mail, kind := make([]string, len(ds)), make([]string, len(ds))
 	for i, x := range ds {
-		ids[i], direct[i], mail[i] = x.TesterID, x.Direct, x.Mail
+		ids[i], direct[i], mail[i], kind[i] = x.TesterID, x.Direct, x.Mail, x.Kind
 	}
-	if _, err := d.tx.Exec(ctx, `INSERT INTO release_testers (release_id, tester_id, direct, mail)
-		SELECT $1, t, dr, ml FROM unnest($2::bigint[], $3::bool[], $4::text[]) AS x(t, dr, ml) ORDER BY t
-		ON CONFLICT (release_id, tester_id) DO UPDATE SET direct = release_testers.direct OR EXCLUDED.direct,
-			mail = CASE WHEN release_testers.mail = 'none' THEN EXCLUDED.mail ELSE release_testers.mail END`,
-		req.ReleaseID, ids, direct, mail); err != nil {
+	// A tester the release went to before keeps what was mailed then: only "named for this
+	// build" can change.
+	if _, err := d.tx.Exec(ctx, `INSERT INTO release_testers (release_id, tester_id, direct, mail, mail_kind)
+		SELECT $1, t, dr, ml, k FROM unnest($2::bigint[], $3::bool[], $4::text[], $5::text[]) AS x(t, dr, ml, k) ORDER BY t
+		ON CONFLICT (release_id, tester_id) DO UPDATE SET direct = release_testers.direct OR EXCLUDED.direct`,
+		req.ReleaseID, ids, direct, mail, kind); err != nil {
 		return err
 	}
 	_, err := d.tx.Exec(ctx, `INSERT INTO tester_apps (tester_id, app_id) SELECT unnest($1::bigint[]), $2 ORDER BY 1
 		ON CONFLICT DO NOTHING`, ids, req.AppID)
+	return err
+}
+
+// InPendingTx runs fn with mails distributions recorded and not yet written, locked for its
+// transaction (testers.MailingStore).
+func (db *Testers) InPendingTx(ctx context.Context, limit int, fn func(pending []distribution.PendingMail, tx testers.PendingTx) error) error {
+	return db.Tx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT rt.release_id, rt.tester_id, t.email, t.name, rt.mail_kind, coalesce(m.summary, '{}')
+			FROM release_testers rt JOIN testers t ON t.id = rt.tester_id LEFT JOIN release_mailings m ON m.release_id = rt.release_id
+			WHERE rt.mail = 'pending' ORDER BY rt.release_id, rt.tester_id LIMIT $1 FOR UPDATE OF rt SKIP LOCKED`, limit)
+		if err != nil {
+			return err
+		}
+		pending, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.PendingMail, error) {
+			var p distribution.PendingMail
+			return p, r.Scan(&p.ReleaseID, &p.TesterID, &p.Email, &p.Name, &p.Kind, &p.Summary)
+		})
+		if err != nil {
+			return err
+		}
+		return fn(pending, pendingTx{distributionTx{tx}})
+	})
+}
+
+// pendingTx writes pending mails in the transaction that found them.
+type pendingTx struct{ distributionTx }
+
+func (p pendingTx) MarkQueued(ctx context.Context, pending []distribution.PendingMail) error {
+	rids, tids := make([]int64, len(pending)), make([]int64, len(pending))
+	for i, x := range pending {
+		rids[i], tids[i] = x.ReleaseID, x.TesterID
+	}
+	_, err := p.tx.Exec(ctx, `UPDATE release_testers rt SET mail = 'queued' FROM unnest($1::bigint[], $2::bigint[]) AS x(r, t)
+		WHERE rt.release_id = x.r AND rt.tester_id = x.t AND rt.mail = 'pending'`, rids, tids)
 	return err
 }
 

@@ -129,7 +129,7 @@ func New(t testing.TB, opts Options) *Env {
 	bg := background.Start(ctx, log,
 		background.Stage{{Name: "retention", Component: svc.Retention}, {Name: "collector", Component: svc.Collector},
 			{Name: "checksum verifier", Component: svc.Verifier}},
-		background.Stage{{Name: "download counts", Component: svc.Downloads}, {Name: "tester digests", Component: svc.Digests}},
+		background.Stage{{Name: "download counts", Component: svc.Downloads}, {Name: "tester mail", Component: svc.Mailings}},
 		background.Stage{{Name: "webhook delivery", Component: svc.Sender}},
 		background.Stage{{Name: "read-cache invalidation", Component: svc.Watcher}})
 	t.Cleanup(bg.Stop)

@@ -64,7 +64,7 @@ type Store interface {
 	readcache.ViewStore
 	readcache.ChangeFeed
 	testers.Store
-	testers.DigestStore
+	testers.MailingStore
 }
 
 // Service is the domain, part by part.
@@ -104,8 +104,8 @@ type Service struct {
 	Reconciler *lifecycle.Reconciler
 	// Testers: groups, distribution to testers, tester sign-in, who installed what; the daily
 	// digests of those who chose them.
-	Testers *testers.Testers
-	Digests *testers.Digests
+	Testers  *testers.Testers
+	Mailings *testers.Mailings
 	// Devices and the UDID profile service.
 	Devices *devices.Devices
 	// The read cache and the component that keeps it in step with other replicas.
@@ -187,7 +187,8 @@ func New(cfg *config.Config, db Store, st blob.Backend, m *metrics.Metrics, log 
 	s.Reconciler = &lifecycle.Reconciler{Store: db, Storage: st, Prefixes: uploads.KeyPrefixes, LeftoverAge: cfg.UploadSessionTTL}
 	s.Testers = &testers.Testers{Store: db, Releases: db, Policy: pol, Audit: audit, Signer: signer,
 		Config: testers.Config{PublicURL: cfg.PublicURL, MailOn: s.MailOn}, Events: s.Events, Webhooks: s.Sender, Mail: s.Mailer}
-	s.Digests = &testers.Digests{Testers: s.Testers, Store: db, Interval: 10 * time.Minute, Every: 24 * time.Hour, Log: log}
+	s.Mailings = testers.NewMailings(s.Testers, db, 5*time.Second, 10*time.Minute, 24*time.Hour, log)
+	s.Testers.Mailings = s.Mailings
 	s.Apps.Access = s.Testers
 	s.Builds.Testers = s.Testers
 	s.Devices = &devices.Devices{Store: db, Signer: signer, UDID: devices.UDIDConfig{Organization: cfg.UDIDOrganization}, Audit: audit, Policy: pol}

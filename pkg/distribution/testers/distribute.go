@@ -77,7 +77,6 @@ func (t *Testers) DistributeIn(ctx context.Context, tx distribution.Distribution
 	notify := in.Notify == nil || *in.Notify
 	var d distribution.Distributed
 	ds := make([]distribution.Delivery, 0, len(rs))
-	var mails []distribution.OutgoingMail
 	var invited []distribution.Tester
 	for _, r := range rs {
 		if r.Already {
@@ -86,31 +85,35 @@ func (t *Testers) DistributeIn(ctx context.Context, tx distribution.Distribution
 			continue
 		}
 		d.Testers++
-		state := distribution.MailNone
-		switch {
-		case !r.KnowsApp:
+		if !r.KnowsApp {
 			invited = append(invited, distribution.Tester{ID: r.TesterID, Email: r.Email, Name: r.Name})
 		}
+		// The mails are not written here: a group of ten thousand would make the upload wait for
+		// ten thousand mails. The rows say which mail each tester gets, and the mailing component
+		// writes them to the outbox after the commit (Mailings).
+		del := distribution.Delivery{TesterID: r.TesterID, Direct: r.Direct, Mail: distribution.MailNone}
 		switch {
 		case !notify:
 		case !r.KnowsApp:
-			mails = append(mails, t.invitation(rc, r))
-			state = distribution.MailQueued
+			del.Mail, del.Kind = distribution.MailPending, distribution.MailInvitation
 		case r.Mail == distribution.MailEvery:
-			mails = append(mails, t.newBuild(rc, r))
-			state = distribution.MailQueued
+			del.Mail, del.Kind = distribution.MailPending, distribution.MailNewBuild
 		case r.Mail == distribution.MailDaily:
-			state = distribution.MailDigest
+			del.Mail = distribution.MailDigest
 		}
-		if state == distribution.MailQueued {
+		if del.Mail == distribution.MailPending {
 			d.Notified++
 		}
-		ds = append(ds, distribution.Delivery{TesterID: r.TesterID, Direct: r.Direct, Mail: state})
+		ds = append(ds, del)
 	}
-	if err := tx.RecordDistribution(ctx, req, ds); err != nil {
-		return distribution.Distributed{}, err
+	var summary []string
+	if d.Notified > 0 {
+		summary = []string{}
+		if rc.News != nil && rc.News.Summary != nil {
+			summary = rc.News.Summary
+		}
 	}
-	if err := tx.WriteMail(ctx, mails); err != nil {
+	if err := tx.RecordDistribution(ctx, req, ds, summary); err != nil {
 		return distribution.Distributed{}, err
 	}
 	if len(invited) > 0 && t.Events != nil {
@@ -128,11 +131,11 @@ func (t *Testers) DistributeIn(ctx context.Context, tx distribution.Distribution
 	return d, nil
 }
 
-// Committed is called after the transaction of a distribution that wrote mail commits: the
-// mail sender looks at once.
+// Committed is called after the transaction of a distribution commits: the mailing component
+// writes its mails at once, and the webhook sender sends its tester.invited.
 func (t *Testers) Committed(d distribution.Distributed) {
-	if d.Notified > 0 {
-		t.wake()
+	if d.Notified > 0 && t.Mailings != nil {
+		t.Mailings.Wake()
 	}
 	if d.Invited > 0 && t.Webhooks != nil {
 		t.Webhooks.Wake()

@@ -30,9 +30,9 @@ type mailView struct {
 	Builds []digestBuild
 }
 
-func (t *Testers) releaseView(rc *distribution.ReleaseContext, r distribution.Recipient) mailView {
+func (t *Testers) releaseView(rc *distribution.ReleaseContext, p *distribution.PendingMail) mailView {
 	l := t.links()
-	v := mailView{AppName: rc.App.Name, Version: versionLabel(&rc.Release), Name: r.Name,
+	v := mailView{AppName: rc.App.Name, Version: versionLabel(&rc.Release), Name: p.Name, Summary: p.Summary,
 		ReleaseURL: l.Release(rc.Channel.Slug, rc.ID), HomeURL: l.TesterHome(), SignInURL: l.TesterSignIn()}
 	for _, c := range rc.Changelog {
 		if c.Message != "" {
@@ -40,10 +40,7 @@ func (t *Testers) releaseView(rc *distribution.ReleaseContext, r distribution.Re
 		}
 	}
 	v.Changelog = strings.TrimSpace(v.Changelog)
-	if rc.News != nil {
-		v.Summary = rc.News.Summary
-	}
-	v.UnsubscribeURL = l.Unsubscribe(t.UnsubscribeToken(r.TesterID, rc.App.ID))
+	v.UnsubscribeURL = l.Unsubscribe(t.UnsubscribeToken(p.TesterID, rc.App.ID))
 	return v
 }
 
@@ -54,16 +51,14 @@ func (t *Testers) UnsubscribeToken(testerID, appID int64) string {
 	return tid + "." + aid + "." + t.Signer.Token("tester-unsubscribe", unsubscribeTTL, tid, aid)
 }
 
-func (t *Testers) invitation(rc *distribution.ReleaseContext, r distribution.Recipient) distribution.OutgoingMail {
-	v := t.releaseView(rc, r)
-	return t.compose(distribution.MailInvitation, mailID(distribution.MailInvitation, rc.ID, r.TesterID), r.Email,
-		"You are invited to test "+rc.App.Name, v, unsubscribeHeaders(v.UnsubscribeURL))
-}
-
-func (t *Testers) newBuild(rc *distribution.ReleaseContext, r distribution.Recipient) distribution.OutgoingMail {
-	v := t.releaseView(rc, r)
-	return t.compose(distribution.MailNewBuild, mailID(distribution.MailNewBuild, rc.ID, r.TesterID), r.Email,
-		rc.App.Name+" "+v.Version+" is ready to install", v, unsubscribeHeaders(v.UnsubscribeURL))
+// releaseMail is a release's invitation or new-build mail to one tester.
+func (t *Testers) releaseMail(rc *distribution.ReleaseContext, p *distribution.PendingMail) distribution.OutgoingMail {
+	v := t.releaseView(rc, p)
+	subject := rc.App.Name + " " + v.Version + " is ready to install"
+	if p.Kind == distribution.MailInvitation {
+		subject = "You are invited to test " + rc.App.Name
+	}
+	return t.compose(p.Kind, mailID(p.Kind, rc.ID, p.TesterID), p.Email, subject, v, unsubscribeHeaders(v.UnsubscribeURL))
 }
 
 func unsubscribeHeaders(u string) map[string]string {

@@ -73,8 +73,10 @@ type Testers struct {
 	Audit    *distribution.AuditLog
 	Signer   *signing.Signer
 	Config   Config
-	// Mail wakes the mail sender after a commit that wrote mail (nil: it finds it at its poll).
-	Mail distribution.Waker
+	// Mail wakes the mail sender after a commit that wrote mail (nil: it finds it at its poll);
+	// Mailings wakes the component that writes distributions' mail (Mailings).
+	Mail     distribution.Waker
+	Mailings distribution.Waker
 	// Events makes tester.invited and tester.installed; Webhooks wakes their sender (nil: no
 	// events).
 	Events   Events
