@@ -18,7 +18,7 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		{"token", "create", "--help"}, {"token", "list", "-h"}, {"token", "revoke", "--help"},
 		{"gc", "--help"}, {"admin", "login-link", "--help"}, {"retention", "--help"},
 		{"retention", "plan", "-help"}, {"upload", "--help"}, {"upload", "app.ipa", "--url", "x", "-h"},
-		{"debug-file", "--help"}, {"debug-file", "upload", "--help"}, {"distribute", "--help"}, {"version", "--help"},
+		{"debug-file", "--help"}, {"debug-file", "upload", "--help"}, {"distribute", "--help"}, {"mail", "--help"}, {"mail", "test", "--help"}, {"mail", "status", "-h"}, {"version", "--help"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		var stdout, stderr bytes.Buffer

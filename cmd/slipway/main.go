@@ -50,6 +50,8 @@ Commands:
                                       give a release already uploaded to more testers
   debug-file upload FILE --url URL --token TOKEN --channel-key KEY
                                       upload a zipped dSYM or ProGuard mapping (see debug-file upload -h)
+  mail test --to ADDRESS              send one message through the configured SMTP relay now (not the outbox)
+  mail status                         count the mail outbox: pending and failed mails
   version                             print the version
 
 Configuration comes from SLIPWAY_* environment variables; see the README. The upload and
@@ -95,6 +97,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = debugFileCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "distribute":
 		err = distributeCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "mail":
+		err = mailCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version", "-v":
 		printVersion(stdout)
 	case "help", "--help", "-h":
@@ -153,6 +157,8 @@ func parsesOwnFlags(args []string) bool {
 		return sub == "backfill"
 	case "debug-file":
 		return sub == "upload"
+	case "mail":
+		return sub == "test"
 	}
 	return false
 }
