@@ -375,3 +375,43 @@ func TestNoSTARTTLSKeepsMailPending(t *testing.T) {
 	next.stop(t)
 	exactlyOnce(t, tlsSrv, want)
 }
+
+// flakyStore fails the first records of outcomes, as a database blip does.
+type flakyStore struct {
+	mailer.Store
+	failures atomic.Int32
+}
+
+func (f *flakyStore) FinishMail(ctx context.Context, id string, attempt int, fin distribution.MailFinish) (bool, error) {
+	if f.failures.Add(-1) >= 0 {
+		return false, fmt.Errorf("the database is unavailable")
+	}
+	return f.Store.FinishMail(ctx, id, attempt, fin)
+}
+
+// TestRecordSurvivesABlip: a send whose record fails a few times (the database blips) is recorded
+// when it answers again, not left leased to be sent a second time.
+func TestRecordSurvivesABlip(t *testing.T) {
+	srv := mailpit.Start(t, mailpit.Options{TLS: mailpit.NoTLS})
+	url := testenv.DatabaseURL(t)
+	r, _ := smtpmail.ParseURL(srv.URL("smtp+insecure"))
+	from, _ := mail.ParseAddress("builds@slipway.example")
+	client, _ := smtpmail.New(smtpmail.Options{Relay: r, From: from})
+	rep := newReplica(t, url, client, fast)
+	flaky := &flakyStore{Store: rep.db}
+	flaky.failures.Store(3)
+	rep.sender.Store = flaky
+	want := mails(1, "blip")
+	if err := rep.db.EnqueueMail(context.Background(), want); err != nil {
+		t.Fatal(err)
+	}
+	rep.start()
+	testkit.Eventually(t, time.Minute, "the mail recorded sent", func() bool { return counts(t, rep.db).Pending == 0 })
+	rep.stop(t)
+	exactlyOnce(t, srv, want)
+	var attempts int
+	_ = rep.db.Pool.QueryRow(context.Background(), `SELECT attempts FROM mail_outbox`).Scan(&attempts)
+	if attempts != 1 {
+		t.Errorf("%d attempts, want 1", attempts)
+	}
+}

@@ -249,7 +249,7 @@ func (s *Sender) send(ctx context.Context, d *distribution.DueMail) {
 	default:
 		log.DebugContext(ctx, "mail sent")
 	}
-	ok, ferr := s.Store.FinishMail(record, d.ID, d.Attempt, f)
+	ok, ferr := s.finish(record, d, f)
 	switch {
 	case ferr != nil:
 		log.WarnContext(ctx, "recording a mail's attempt failed; it is due again when its lease ends", slog.String("error", ferr.Error()))
@@ -257,6 +257,26 @@ func (s *Sender) send(ctx context.Context, d *distribution.DueMail) {
 		log.WarnContext(ctx, "a mail's lease ran out before its attempt ended; another replica may have sent it too")
 	}
 }
+
+// finish records an attempt's outcome, trying again for a few seconds when the database fails
+// (a blip, a failover): a sent mail left leased is sent again when its lease runs out, so a record
+// is worth a short wait, even during a stop.
+func (s *Sender) finish(ctx context.Context, d *distribution.DueMail, f distribution.MailFinish) (bool, error) {
+	delay := 100 * time.Millisecond
+	for try := 1; ; try++ {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		ok, err := s.Store.FinishMail(rctx, d.ID, d.Attempt, f)
+		cancel()
+		if err == nil || try == finishTries {
+			return ok, err
+		}
+		time.Sleep(delay)
+		delay *= 2
+	}
+}
+
+// finishTries is how many times finish tries to record an outcome (over about three seconds).
+const finishTries = 5
 
 // outcome is what an attempt that ended with err makes of the mail, and its metric's label.
 func (s *Sender) outcome(d *distribution.DueMail, err error) (distribution.MailFinish, string) {
