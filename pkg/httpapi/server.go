@@ -209,15 +209,19 @@ func New(d Deps) *Server {
 	api.POST("/uploads/:session/complete", token, h(s.completeSession))
 	api.DELETE("/uploads/:session", token, h(s.abortSession))
 
-	r.GET("/download/releases/:id", h(s.downloadRelease))
+	s.pages = web.New(web.Deps{Config: d.Config, Service: d.Service, Links: s.links, Log: d.Log})
+	// A build's download, manifest and icon act as their visitor, as its pages do (web.Visitor:
+	// a tester session, or a console session and the tester that person is): a channel open to
+	// its testers only lets them in, and their install is recorded as theirs.
+	visitor := s.pages.Visitor()
+	r.GET("/download/releases/:id", visitor, h(s.downloadRelease))
 	// The same download with the file name in its path, as update feeds link it.
-	r.GET("/download/releases/:id/:filename", h(s.downloadRelease))
+	r.GET("/download/releases/:id/:filename", visitor, h(s.downloadRelease))
 	r.GET("/download/debug_files/:id", h(s.downloadDebugFile))
-	r.GET("/releases/:id/icon", h(s.releaseIcon))
-	r.GET("/channels/:slug/releases/:id/install", h(s.installManifest))
+	r.GET("/releases/:id/icon", visitor, h(s.releaseIcon))
+	r.GET("/channels/:slug/releases/:id/install", visitor, h(s.installManifest))
 	r.GET("/objects/*key", h(s.serveObject))
 	r.StaticFS("/static", http.FS(web.Static))
-	s.pages = web.New(web.Deps{Config: d.Config, Service: d.Service, Links: s.links, Log: d.Log})
 	s.pages.Register(e)
 
 	s.engine = e

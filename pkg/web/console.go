@@ -63,6 +63,18 @@ func (h *Handler) setCookie(c *gin.Context, name, value string, maxAge time.Dura
 		HttpOnly: true, Secure: h.https(), SameSite: http.SameSiteLaxMode})
 }
 
+// setSessionCookie sets (or, with a negative maxAge, clears) the console session cookie. It
+// covers the whole site (Path=/), not only /console: the public pages, downloads and manifests
+// read it too (Visitor), so that an app's members open its tester-only channels and a person
+// who is also a tester is recorded as one. A cookie of an older release (Path=/console) is
+// cleared at the same time, so that it cannot shadow the new one.
+func (h *Handler) setSessionCookie(c *gin.Context, value string, maxAge time.Duration) {
+	http.SetCookie(c.Writer, &http.Cookie{Name: SessionCookie, Value: value, Path: "/", MaxAge: int(maxAge.Seconds()),
+		HttpOnly: true, Secure: h.https(), SameSite: http.SameSiteLaxMode})
+	http.SetCookie(c.Writer, &http.Cookie{Name: SessionCookie, Value: "", Path: "/console", MaxAge: -1,
+		HttpOnly: true, Secure: h.https(), SameSite: http.SameSiteLaxMode})
+}
+
 type signInView struct {
 	OIDC     bool
 	Message  string
@@ -186,7 +198,7 @@ func (h *Handler) consoleCallback(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	h.setCookie(c, SessionCookie, secret, access.SessionTTL)
+	h.setSessionCookie(c, secret, access.SessionTTL)
 	c.Redirect(http.StatusFound, h.links.Base+"/console")
 	return nil
 }
@@ -198,7 +210,7 @@ func (h *Handler) consoleLoginLink(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	h.setCookie(c, SessionCookie, secret, access.SessionTTL)
+	h.setSessionCookie(c, secret, access.SessionTTL)
 	c.Redirect(http.StatusFound, h.links.Base+"/console")
 	return nil
 }
@@ -285,7 +297,7 @@ func (h *Handler) consoleLogout(c *gin.Context) error {
 	if err := h.svc.Logins.SignOut(ctx, session, u); err != nil {
 		return err
 	}
-	h.setCookie(c, SessionCookie, "", -time.Second)
+	h.setSessionCookie(c, "", -time.Second)
 	c.Redirect(http.StatusSeeOther, h.links.Base+"/console/login?signed_out=1")
 	return nil
 }

@@ -95,6 +95,8 @@ type channelPageView struct {
 	Form          formState
 	// Feeds are the channel's update feeds (nil: not a desktop platform).
 	Feeds *feedsView
+	// Testers is the channel's Testers section: the groups that open it.
+	Testers *channelTestersView
 }
 
 // WebhookForm gives the channel's webhook form its fields' data.
@@ -167,6 +169,7 @@ func (h *Handler) renderChannel(c *gin.Context, session string, u *distribution.
 	}
 	v.Ch = cv
 	v.Feeds = h.channelFeeds(&ch)
+	v.Testers = h.channelTesters(c, &ch, form)
 	p := page{Title: cc.Scheme.Name + " · " + ch.Name + " · " + app.Name + " · Console · Slipway", Body: v,
 		Crumbs: []crumb{{Text: "Apps", URL: h.links.Base + "/console"}, {Text: app.Name, URL: h.appURL(app.ID)}, {Text: cc.Scheme.Name + " · " + ch.Name}}}
 	if v.Can.ManageApp {
@@ -225,6 +228,9 @@ type buildPageView struct {
 	OverBudget []string
 	// Updates is what the update feeds say of a desktop build (nil: not a desktop platform).
 	Updates *updatesView
+	// Testers are who the build went to and what each did with it (nil: nobody, or the person
+	// may not read it).
+	Testers []releaseTesterRow
 }
 
 // consoleRelease: GET /console/releases/:id, a build's console page.
@@ -251,11 +257,11 @@ func (h *Handler) renderBuild(c *gin.Context, session string, u *distribution.Us
 		return err
 	}
 	cc := rc.ChannelContext()
-	v := buildPageView{releaseView: h.releaseView(rc, nil), User: u, CSRF: h.csrfToken(session), Base: h.links.Base,
+	v := buildPageView{releaseView: h.releaseView(ctx, rc, nil), User: u, CSRF: h.csrfToken(session), Base: h.links.Base,
 		Can: h.grants(c, rc.App.ID), Channel: cc.Scheme.Name + " · " + cc.Channel.Name,
 		ChannelConsoleURL: h.channelURL(cc.Channel.ID), PublicURL: h.links.Release(cc.Channel.Slug, rc.ID),
 		Changelog: distribution.TextChangelog(rc.Changelog), FileName: rc.Filename, SHA256: rc.SHA256,
-		Pinned: rc.Pinned, Form: form, Updates: releaseUpdates(&rc.Release)}
+		Pinned: rc.Pinned, Form: form, Updates: releaseUpdates(&rc.Release), Testers: h.releaseTesters(c, rc.ID)}
 	if who, err := h.svc.Audit.Uploaders(ctx, []int64{rc.ID}); err == nil {
 		if a, ok := who[rc.ID]; ok {
 			v.Uploader = a.Label()

@@ -14,6 +14,8 @@ type grants struct {
 	ManageApp, DeleteApp, PinRelease, RotateFeedToken, ManageWebhooks, ConfigureSigning bool
 	// On the installation.
 	CreateApp, ManagePeople, ManageTokens, ReadAudit, ReadDevices, ManageDevices bool
+	// ReadTesters and ManageTesters: the Testers page, and its forms.
+	ReadTesters, ManageTesters bool
 }
 
 // grants asks the policy what the request's actor may do on an app (0: on the installation).
@@ -33,6 +35,8 @@ func (h *Handler) grants(c *gin.Context, appID int64) grants {
 		ReadAudit:        p.Allowed(ctx, policy.ReadAudit, inst),
 		ReadDevices:      p.Allowed(ctx, policy.ReadDevices, inst),
 		ManageDevices:    p.Allowed(ctx, policy.ManageDevices, inst),
+		ReadTesters:      p.Allowed(ctx, policy.ReadTesters, inst),
+		ManageTesters:    p.Allowed(ctx, policy.ManageTesters, inst),
 	}
 }
 

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"html/template"
 	"net/http"
 	"slices"
@@ -52,6 +53,37 @@ type releaseView struct {
 	Changelog      []distribution.ChangelogEntry
 	CustomFields   []distribution.CustomField
 	Others         []summaryView
+	// Mine is the visiting tester's own state with this build (nil: not a tester).
+	Mine *testerStateView
+}
+
+// testerStateView is what a release page tells the tester visiting it of their own state.
+type testerStateView struct {
+	State, Text, HomeURL string
+}
+
+// testerState records that the visiting tester opened the release page (best effort: a page
+// that could not record it is still the page) and says what they did with the build.
+func (h *Handler) testerState(c *gin.Context, tr *distribution.Tester, releaseID int64) *testerStateView {
+	ctx := reqCtx(c)
+	if _, err := h.svc.Testers.Seen(ctx, releaseID, false); err != nil {
+		h.log.WarnContext(ctx, "recording that a tester opened a release failed", "release_id", releaseID, "error", err.Error())
+	}
+	v := &testerStateView{HomeURL: h.links.TesterHome()}
+	rt, err := h.svc.Testers.MyRelease(ctx, releaseID)
+	switch {
+	case err != nil || rt == nil:
+		v.State, v.Text = distribution.TesterOpened, "Signed in as "+tr.Email+"."
+	case rt.InstalledAt != nil:
+		v.State, v.Text = distribution.TesterInstalled, "You installed this build on "+h.when(*rt.InstalledAt)+"."
+	case rt.OpenedAt != nil && !rt.InvitedAt.IsZero() && rt.OpenedAt.Sub(rt.InvitedAt) > time.Second:
+		v.State, v.Text = distribution.TesterOpened, "This build was given to you on "+h.when(rt.InvitedAt)+"; you first opened it on "+h.when(*rt.OpenedAt)+"."
+	case rt.OpenedAt != nil:
+		v.State, v.Text = distribution.TesterOpened, "You first opened this build on "+h.when(*rt.OpenedAt)+"."
+	default:
+		v.State, v.Text = distribution.TesterInvited, "This build was given to you on "+h.when(rt.InvitedAt)+"."
+	}
+	return v
 }
 
 // fact is a name and a value in the release page's details.
@@ -112,12 +144,15 @@ func (h *Handler) releasePage(c *gin.Context) error {
 	if !h.gate(c, cc, h.links.Release(slug, id)) {
 		return nil
 	}
-	v := h.releaseView(rc, view.Releases[:min(len(view.Releases), otherReleases+1)])
+	v := h.releaseView(ctx, rc, view.Releases[:min(len(view.Releases), otherReleases+1)])
 	if prev := previousIn(view.Releases, rc.ID); prev != nil {
 		// Best effort: a page without the line is still the page.
 		if changes, err := h.svc.Insights.Changes(ctx, rc.ID, prev.ID); err == nil && changes != "" {
 			v.Changes, v.Since = changes, versionText(prev)
 		}
+	}
+	if tr := visitorTester(c); tr != nil {
+		v.Mine = h.testerState(c, tr, rc.ID)
 	}
 	if v.Profile != nil && v.Profile.Limited {
 		v.DeviceCheck, v.RegisterURL = h.checkDevice(c, &rc.Release), h.links.Base+"/udid"
@@ -146,7 +181,7 @@ func previousIn(releases []distribution.Release, id int64) *distribution.Release
 	return nil
 }
 
-func (h *Handler) releaseView(rc *distribution.ReleaseContext, recent []distribution.Release) releaseView {
+func (h *Handler) releaseView(ctx context.Context, rc *distribution.ReleaseContext, recent []distribution.Release) releaseView {
 	r, ch := &rc.Release, &rc.Channel
 	v := releaseView{
 		ID: r.ID, AppName: rc.App.Name, Platform: name(platformNames, r.Platform), PlatformIcon: iconClass(r.Platform),
@@ -167,14 +202,14 @@ func (h *Handler) releaseView(rc *distribution.ReleaseContext, recent []distribu
 			Limited: !p.AllDevices && p.DeviceCount > 0, DeviceCount: p.DeviceCount}
 		v.Expired, v.ProfileExpires = v.Profile.Expired, v.Profile.Expires
 	}
-	v.install = h.installButton(r, ch)
+	v.install = h.installButton(ctx, r, ch)
 	v.Facts = platformFacts(r)
 	if links.HarmonyInstallable(r.Platform, r.Format) {
-		v.HarmonyInstallURL = installURL(links.HarmonyInstall(h.links.Manifest(ch.Slug, r.ID, h.svc.Passwords.ReleaseAccessToken(ch, r.ID))))
+		v.HarmonyInstallURL = installURL(links.HarmonyInstall(h.links.Manifest(ch.Slug, r.ID, h.svc.Passwords.ReleaseAccessTokenAs(ctx, ch, r.ID))))
 	}
 	for i := range recent {
 		if recent[i].ID != r.ID && len(v.Others) < otherReleases {
-			v.Others = append(v.Others, h.summary(&recent[i], ch))
+			v.Others = append(v.Others, h.summary(ctx, &recent[i], ch))
 		}
 	}
 	return v
@@ -214,12 +249,12 @@ func (h *Handler) channelPage(c *gin.Context) error {
 		v.NextURL = h.links.ChannelPage(slug, pageNo+1)
 	}
 	for i := range list {
-		v.Releases = append(v.Releases, h.summary(&list[i], ch))
+		v.Releases = append(v.Releases, h.summary(ctx, &list[i], ch))
 	}
 	og := &openGraph{Title: cc.App.Name + " · " + v.ChannelLabel, URL: h.links.Channel(slug), Image: h.links.Icon(0, false)}
 	if len(view.Releases) > 0 {
 		newest := &view.Releases[0]
-		s := h.summary(newest, ch)
+		s := h.summary(ctx, newest, ch)
 		v.Latest = &s
 		og.Description = "Newest: " + versionText(newest) + ", uploaded " + s.Uploaded
 		og.Image = h.links.Icon(newest.ID, newest.IconKey != nil && !ch.Protected())
@@ -228,11 +263,11 @@ func (h *Handler) channelPage(c *gin.Context) error {
 	return nil
 }
 
-func (h *Handler) summary(r *distribution.Release, ch *distribution.Channel) summaryView {
+func (h *Handler) summary(ctx context.Context, r *distribution.Release, ch *distribution.Channel) summaryView {
 	s := summaryView{
 		URL: h.links.Release(ch.Slug, r.ID), ReleaseVersion: r.ReleaseVersion, BuildVersion: r.BuildVersion,
 		Size: humanSize(r.Size), Uploaded: h.when(r.CreatedAt), Version: r.Version, IconURL: h.links.Icon(r.ID, r.IconKey != nil),
-		install: h.installButton(r, ch),
+		install: h.installButton(ctx, r, ch),
 	}
 	if len(r.Changelog) > 0 {
 		s.Summary, _, _ = strings.Cut(r.Changelog[0].Message, "\n")
@@ -243,9 +278,11 @@ func (h *Handler) summary(r *distribution.Release, ch *distribution.Channel) sum
 // installButton is the Install link of a release: the itms-services link on iOS, the download
 // otherwise. On a protected channel the link carries a short-lived access token, since iOS
 // fetches the manifest and the package without the browser's cookies (and so may an Android
-// download manager).
-func (h *Handler) installButton(r *distribution.Release, ch *distribution.Channel) install {
-	in := install{InstallURL: installURL(h.links.Install(r.Platform, ch.Slug, r.ID, h.svc.Passwords.ReleaseAccessToken(ch, r.ID))), Installable: true}
+// download manager). On a channel open to its testers only, the token is made for the request's
+// tester (or console user), so that the install is recorded as theirs and stops working when
+// the channel is no longer given to them.
+func (h *Handler) installButton(ctx context.Context, r *distribution.Release, ch *distribution.Channel) install {
+	in := install{InstallURL: installURL(h.links.Install(r.Platform, ch.Slug, r.ID, h.svc.Passwords.ReleaseAccessTokenAs(ctx, ch, r.ID))), Installable: true}
 	switch {
 	case r.Platform == "ios":
 		in.InstallLabel = "Install"

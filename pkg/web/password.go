@@ -77,7 +77,15 @@ func (h *Handler) testerGate(c *gin.Context, cc *distribution.ChannelContext, pa
 		return true
 	case errs.Is(err, errs.Unauthenticated):
 		c.Header("Cache-Control", "no-store")
-		c.Redirect(http.StatusSeeOther, h.links.TesterSignIn()+"?next="+url.QueryEscape(pageURL))
+		c.Redirect(http.StatusSeeOther, h.links.TesterSignIn()+"?next="+url.QueryEscape(h.relativeNext(pageURL)))
+	case errs.Is(err, errs.Forbidden):
+		// Signed in, but not one of the channel's testers: say so, never show a build.
+		p := h.describe(c, err)
+		v := errorView{Heading: "This build is not yours to install", Message: p.Message, BackURL: h.links.TesterHome(), BackText: "Your builds"}
+		if tr := visitorTester(c); tr != nil {
+			v.Message = "You are signed in as " + tr.Email + ". " + v.Message
+		}
+		h.render(c, http.StatusForbidden, "error", page{Title: "Not given to you · Slipway", Body: v}, true)
 	default:
 		h.failPage(c, err, "")
 	}

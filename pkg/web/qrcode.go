@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 	qrcode "github.com/skip2/go-qrcode"
 
+	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
@@ -38,7 +39,8 @@ func qrSize(s string) (int, error) {
 }
 
 // qrcode: GET /channels/:slug/releases/:id/qrcode?size=..., a PNG of the release page's URL.
-// It needs no password: it holds only the URL, which whoever asks already has. The image
+// It needs no password: it holds only the URL, which whoever asks already has (a channel open
+// to its testers only is the exception: only those the channel's pages let in get it). The image
 // depends on nothing but the URL and the size, so its ETag is their hash and it may be cached
 // for a day (privately for a protected channel). Errors are the API's JSON.
 func (h *Handler) qrcode(c *gin.Context) error {
@@ -54,6 +56,15 @@ func (h *Handler) qrcode(c *gin.Context) error {
 	rc, err := h.svc.Releases.ReleaseInChannel(ctx, c.Param("slug"), id)
 	if err != nil {
 		return err
+	}
+	if rc.Channel.TesterOnly {
+		// A channel open to its testers only shows nothing of its builds to anyone else, not
+		// even the QR code of a page they could not open (401 for nobody, 403 for another
+		// tester).
+		req := access.AccessRequest{Client: c.ClientIP(), AppID: rc.App.ID, ReleaseID: rc.ID, Token: c.Query("access")}
+		if err := h.svc.Passwords.Authorize(ctx, &rc.Channel, req); err != nil {
+			return err
+		}
 	}
 	target := h.links.Release(rc.Channel.Slug, rc.ID)
 	sum := sha256.Sum256([]byte("qr-v1\x00" + target + "\x00" + strconv.Itoa(size)))

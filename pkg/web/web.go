@@ -52,7 +52,8 @@ var templateFS embed.FS
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
 var pageNames = []string{"release", "channel", "password", "error", "udid", "device", "signin", "console", "tokens", "audit", "app",
-	"webhook", "devices", "users", "gone", "console-channel", "console-release"}
+	"webhook", "devices", "users", "gone", "console-channel", "console-release", "tester-signin", "tester-link", "tester-home", "unsubscribe",
+	"console-testers"}
 
 // New returns the pages' handler. The templates are parsed once here; a broken template is a
 // programming error caught by every test, so it panics.
@@ -69,11 +70,30 @@ func New(d Deps) *Handler {
 // Register adds the pages' routes to the router (httpapi owns the router and its middleware).
 // The pages answer POST too: that is the password form of a protected channel (see gate).
 func (h *Handler) Register(e *gin.Engine) {
-	e.GET("/channels/:slug", h.page(h.channelPage))
-	e.POST("/channels/:slug", h.page(h.channelPage))
-	e.GET("/channels/:slug/releases/:id", h.page(h.releasePage))
-	e.POST("/channels/:slug/releases/:id", h.page(h.releasePage))
-	e.GET("/channels/:slug/releases/:id/qrcode", h.json(h.qrcode))
+	// The public pages act as their visitor (a tester or console session, else anonymous).
+	v := h.Visitor()
+	e.GET("/", v, h.page(h.root))
+	e.GET("/channels/:slug", v, h.page(h.channelPage))
+	e.POST("/channels/:slug", v, h.page(h.channelPage))
+	e.GET("/channels/:slug/releases/:id", v, h.page(h.releasePage))
+	e.POST("/channels/:slug/releases/:id", v, h.page(h.releasePage))
+	e.GET("/channels/:slug/releases/:id/qrcode", v, h.json(h.qrcode))
+	e.GET("/t", v, h.page(h.testerHome))
+	e.GET("/t/signin", v, h.page(h.testerSignIn))
+	e.POST("/t/signin", h.page(h.testerRequestLink))
+	e.GET("/t/in/:secret", h.page(h.testerLink))
+	e.POST("/t/in/:secret", h.page(h.testerUseLink))
+	e.POST("/t/signout", h.page(h.testerSignOut))
+	e.POST("/t/apps/:id/mail", v, h.page(h.testerSetMail))
+	// One-click unsubscribe needs no session: it reads no cookie.
+	e.GET("/t/unsubscribe/:token", h.page(h.unsubscribePage))
+	e.POST("/t/unsubscribe/:token", h.page(h.unsubscribe))
+	e.GET("/console/testers", h.page(h.consoleTesters))
+	e.POST("/console/testers/groups", h.form(h.consoleCreateGroup))
+	e.POST("/console/testers/groups/:alias/delete", h.form(h.consoleDeleteGroup))
+	e.POST("/console/testers/groups/:alias/testers", h.form(h.consoleAddTesters))
+	e.POST("/console/testers/groups/:alias/remove", h.form(h.consoleRemoveTester))
+	e.POST("/console/channels/:id/testers", h.form(h.consoleSetChannelGroups))
 	e.GET("/udid", h.page(h.udidIndex))
 	e.GET("/udid/profile", h.json(h.udidProfile))
 	e.POST("/udid/callback", h.json(h.udidCallback))

@@ -39,6 +39,7 @@ type Store interface {
 	SetTesterMail(ctx context.Context, testerID, appID int64, mode string) error
 	InDistributionTx(ctx context.Context, fn func(tx distribution.DistributionTx) error) error
 	SignInStore
+	StateStore
 	policy.TesterGrants
 	// WriteEventsNow puts webhook events in the outbox in a transaction of their own.
 	WriteEventsNow(ctx context.Context, evs []distribution.Event) error
