@@ -266,7 +266,7 @@ func (h *Handler) consoleSetChannelGroups(c *gin.Context, f *formCall) (string, 
 // releaseTesterRow is a tester of a build on its console page.
 type releaseTesterRow struct {
 	Email, Name, State, Invited, Opened, Installed, Mail string
-	Direct                                              bool
+	Direct                                               bool
 }
 
 // releaseTesters lists who a build went to and what each did (nil when the person may not
