@@ -79,13 +79,25 @@ func (s *Server) accessLog(c *gin.Context) {
 		slog.String("request_id", requestID(c)),
 		slog.String("method", c.Request.Method),
 		slog.String("route", route),
-		slog.String("path", c.Request.URL.Path),
+		slog.String("path", loggedPath(route, c.Request.URL.Path)),
 		slog.Int("status", status),
 		slog.Int("bytes", c.Writer.Size()),
 		slog.Int64("duration_ms", d.Milliseconds()),
 		slog.String("client_ip", c.ClientIP()),
 		slog.String("user_agent", truncate(c.Request.UserAgent(), 200)),
 	)
+}
+
+// secretRoutes are the routes whose path holds a secret (a tester's mailed sign-in link, a
+// mail's unsubscribe token): the access log names their route, never their path.
+var secretRoutes = map[string]bool{"/t/in/:secret": true, "/t/unsubscribe/:token": true}
+
+// loggedPath is the path an access log line shows.
+func loggedPath(route, path string) string {
+	if secretRoutes[route] {
+		return route
+	}
+	return path
 }
 
 // metricMethod is a request's method as a metric label: one of a closed set, "other" for the

@@ -148,7 +148,7 @@ func (h *Handler) consoleAddTesters(c *gin.Context, f *formCall) (string, error)
 	if err != nil {
 		return "", err
 	}
-	f.ok("%s in group %s now (%s given).", plural(len(out), "tester"), alias, plural(len(in.Emails), "address"))
+	f.ok("%s in group %s now (%s given).", plural(len(out), "tester"), alias, plural(len(in.Emails), "email"))
 	return h.testersURL() + "#group-" + alias, nil
 }
 
