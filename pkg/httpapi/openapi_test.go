@@ -269,9 +269,9 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	get("/channels/nope", 404)
 	get(fmt.Sprintf("/channels/%s/releases/%d", slug, relID), 200)
 	get(fmt.Sprintf("/channels/%s/releases/%d", apkSlug, apkID), 200) // the password form
-	form := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
-	expect(e.Do(t, "POST", "/channels/"+apkSlug, strings.NewReader("password=secret"), form), 303, "channel password")
-	expect(e.Do(t, "POST", fmt.Sprintf("/channels/%s/releases/%d", apkSlug, apkID), strings.NewReader("password=wrong"), form), 403, "wrong password")
+	formHeader := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+	expect(e.Do(t, "POST", "/channels/"+apkSlug, strings.NewReader("password=secret"), formHeader), 303, "channel password")
+	expect(e.Do(t, "POST", fmt.Sprintf("/channels/%s/releases/%d", apkSlug, apkID), strings.NewReader("password=wrong"), formHeader), 403, "wrong password")
 	qr := get(fmt.Sprintf("/channels/%s/releases/%d/qrcode?size=medium", slug, relID), 200)
 	expect(e.Do(t, "GET", fmt.Sprintf("/channels/%s/releases/%d/qrcode?size=medium", slug, relID), nil, http.Header{"If-None-Match": {qr.Header.Get("ETag")}}), 304, "qrcode etag")
 	get(fmt.Sprintf("/channels/%s/releases/%d/qrcode?size=huge", slug, relID), 422)
@@ -477,6 +477,23 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Do(t, "DELETE", "/api/groups/qa/testers/bob@example.com", nil, admin), 200, "remove a tester")
 	expect(e.Do(t, "DELETE", "/api/groups/qa/testers/bob@example.com", nil, admin), 404, "remove them again")
 	expect(e.Do(t, "DELETE", "/api/groups/qa", nil, admin), 200, "delete a group")
+	// The tester pages (pkg/web's tester tests walk them whole).
+	expect(e.Do(t, "GET", "/", nil, nil), 302, "the site's address")
+	expect(e.Do(t, "GET", "/t", nil, nil), 303, "tester home without a session")
+	expect(e.Do(t, "GET", "/t/signin?next=/t", nil, nil), 200, "tester sign-in")
+	expect(e.Do(t, "POST", "/t/signin", strings.NewReader("email=ada%40example.com"), formHeader), 303, "ask for a sign-in link")
+	expect(e.Do(t, "POST", "/t/signin", strings.NewReader("email=ada"), formHeader), 422, "ask for a sign-in link, malformed")
+	expect(e.Do(t, "GET", "/t/in/forged", nil, nil), 200, "a sign-in link's page")
+	expect(e.Do(t, "POST", "/t/in/forged", nil, nil), 401, "a forged sign-in link")
+	expect(e.Do(t, "POST", "/t/signout", nil, nil), 303, "tester sign-out")
+	expect(e.Do(t, "POST", fmt.Sprintf("/t/apps/%d/mail", appID), strings.NewReader("mail=none"), formHeader), 401, "mail choice without a session")
+	expect(e.Do(t, "GET", "/t/unsubscribe/forged", nil, nil), 200, "unsubscribe page")
+	expect(e.Do(t, "POST", "/t/unsubscribe/forged", strings.NewReader("List-Unsubscribe=One-Click"), formHeader), 404, "unsubscribe, forged")
+	expect(e.Do(t, "GET", "/console/testers", nil, session), 200, "console testers")
+	for _, path := range []string{"/console/testers/groups", "/console/testers/groups/qa/delete", "/console/testers/groups/qa/testers",
+		"/console/testers/groups/qa/remove", fmt.Sprintf("/console/channels/%d/testers", chID)} {
+		expect(e.Do(t, "POST", path, strings.NewReader("csrf=forged&confirm=1"), consoleFormHeader(session)), 403, "console form without the CSRF token: "+path)
+	}
 
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/releases/%d", apkID), nil, upload), 403, "delete release with upload scope")
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/releases/%d", apkID), nil, admin), 200, "delete release")

@@ -69,7 +69,7 @@ func (h *Handler) renderTesters(c *gin.Context, session string, u *distribution.
 		return err
 	}
 	v := consoleTestersView{User: u, CSRF: h.csrfToken(session), Base: h.links.Base, Can: h.grants(c, 0), Form: form,
-		Manage: h.svc.Policy.Allowed(ctx, policy.ManageTesters, policy.Installation), MailOff: !h.svc.Testers.Config.MailOn}
+		Manage: h.svc.Policy.Allowed(ctx, policy.ManageTesters, policy.Installation), MailOff: !h.svc.MailOn}
 	index := map[string]int{}
 	for i, g := range gs {
 		index[g.Alias] = i
@@ -227,7 +227,7 @@ type groupChoice struct {
 // channelTesters is a channel page's Testers section.
 func (h *Handler) channelTesters(c *gin.Context, ch *distribution.Channel, form formState) *channelTestersView {
 	ctx := reqCtx(c)
-	v := &channelTestersView{Groups: ch.TesterGroups, MailOff: !h.svc.Testers.Config.MailOn}
+	v := &channelTestersView{Groups: ch.TesterGroups, MailOff: !h.svc.MailOn}
 	if gs, err := h.svc.Testers.Groups(ctx); err == nil {
 		fid := "channel-testers-" + itoa(ch.ID)
 		for _, g := range gs {

@@ -65,8 +65,7 @@ func api(t *testing.T, e *apptest.Env, method, path string, body any, out any) i
 
 func newTesterSite(t *testing.T) *testerSite {
 	t.Helper()
-	// The API's tester routes are documented by their own change; these tests check the pages.
-	e := apptest.New(t, apptest.Options{NoOpenAPICheck: true})
+	e := apptest.New(t, apptest.Options{})
 	m := e.UploadApp(t, "harbor.ipa", ipa("Harbor", "1.0", "1"))
 	s := &testerSite{e: e}
 	ch := m["channel"].(map[string]any)
