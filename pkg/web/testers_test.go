@@ -16,8 +16,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slipwayhq/slipway/test/apptest"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // testerSite is an app whose channel is open to group qa (ada and bob) only, with one build.
@@ -393,11 +395,12 @@ func TestTesterUnsubscribeAndMailChoice(t *testing.T) {
 	e := s.e
 	// A second build: a new-build mail, with its one-click unsubscribe headers.
 	upload(t, e, "harbor.ipa", ipa("Harbor", "1.2", "3"), apptest.Field("channel_key", s.slug))
+	// (The mailing component writes it to the outbox just after the upload's commit.)
 	var raw []byte
-	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT headers FROM mail_outbox WHERE recipient = 'ada@example.com'
-		AND kind = 'new_build' ORDER BY created_at DESC LIMIT 1`).Scan(&raw); err != nil {
-		t.Fatalf("no new-build mail to ada: %v", err)
-	}
+	testkit.Eventually(t, time.Minute, "a new-build mail to ada", func() bool {
+		return e.DB.Pool.QueryRow(context.Background(), `SELECT headers FROM mail_outbox WHERE recipient = 'ada@example.com'
+			AND kind = 'new_build' ORDER BY created_at DESC LIMIT 1`).Scan(&raw) == nil
+	})
 	var headers map[string]string
 	if err := json.Unmarshal(raw, &headers); err != nil {
 		t.Fatal(err)
