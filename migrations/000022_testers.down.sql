@@ -7,6 +7,7 @@ DROP TABLE tester_sessions;
 DROP TABLE tester_link_requests;
 DROP TABLE tester_links;
 DROP TABLE tester_apps;
+DROP TABLE release_distributions;
 DROP TABLE release_mailings;
 DROP TABLE release_tester_groups;
 DROP TABLE release_testers;

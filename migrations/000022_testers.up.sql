@@ -51,6 +51,20 @@ CREATE TABLE release_testers (
     PRIMARY KEY (release_id, tester_id)
 );
 CREATE INDEX release_testers_pending_idx ON release_testers (release_id) WHERE mail = 'pending';
+-- A distribution waiting to be expanded into release_testers rows and pending mails by the
+-- mailing component: the upload's transaction records only this (and the groups and named
+-- testers it names), so the upload does not wait for a group's size.
+CREATE TABLE release_distributions (
+    id         bigserial PRIMARY KEY,
+    release_id bigint NOT NULL REFERENCES releases (id) ON DELETE CASCADE,
+    emails     text[] NOT NULL DEFAULT '{}',
+    group_ids  bigint[] NOT NULL DEFAULT '{}',
+    notify     boolean NOT NULL,
+    summary    text[],
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX release_distributions_release_idx ON release_distributions (release_id);
+
 -- What the mails of a release's distribution say beyond the release itself: the summary of
 -- what changed since the channel's previous build, as its upload found it.
 CREATE TABLE release_mailings (

@@ -207,6 +207,18 @@ type DistributionTx interface {
 	WriteMail(ctx context.Context, mails []OutgoingMail) error
 	// WriteEvents puts webhook events in the outbox.
 	WriteEvents(ctx context.Context, evs []Event) error
+	// QueueDistribution records a distribution for the mailing component to expand (making the
+	// named testers that are missing, and recording the groups named) and counts whom it will
+	// reach: testers anew, mailed now, new to the app.
+	QueueDistribution(ctx context.Context, req DistributionRequest, notify bool, summary []string) (Distributed, error)
+}
+
+// QueuedDistribution is a distribution waiting to be expanded.
+type QueuedDistribution struct {
+	ID      int64
+	Request DistributionRequest
+	Notify  bool
+	Summary []string
 }
 
 // DistributeInput is how a client distributes a release: testers named by email, groups by

@@ -125,6 +125,7 @@ var fills = map[uint]string{
 		INSERT INTO release_testers (release_id, tester_id, direct, opened_at, installed_at, mail, mail_kind) VALUES
 			(1, 1, true, now(), now(), 'queued', 'invitation'), (1, 2, false, NULL, NULL, 'pending', 'new_build');
 		INSERT INTO release_mailings (release_id, summary) VALUES (1, '{"+1.2 MB (+3%)"}');
+		INSERT INTO release_distributions (release_id, emails, group_ids, notify, summary) VALUES (1, '{bob@example.com}', '{1}', true, '{}');
 		INSERT INTO release_tester_groups (release_id, group_id) VALUES (1, 1);
 		INSERT INTO tester_apps (tester_id, app_id, mail) VALUES (1, 1, 'daily');
 		INSERT INTO tester_links (id_hash, tester_id, expires_at) VALUES ('l1', 1, now() + interval '20 minutes');

@@ -225,13 +225,16 @@ func (db *Testers) SetChannelGroups(ctx context.Context, channelID int64, groupI
 
 // mayInstall is the condition that tester $1 may install release $3 of channel $2 (release 0:
 // some release of the channel): they are in a group that opens the channel, or the release (one
-// of the channel's) was distributed to them by name or to a group they are in now.
+// of the channel's) was distributed to them by name (recorded, or queued and not yet expanded)
+// or to a group they are in now.
 const mayInstall = `EXISTS (SELECT 1 FROM channel_tester_groups cg JOIN tester_group_members m ON m.group_id = cg.group_id
 		WHERE cg.channel_id = $2 AND m.tester_id = $1)
 	OR EXISTS (SELECT 1 FROM release_testers rt JOIN releases r ON r.id = rt.release_id
 		WHERE rt.tester_id = $1 AND rt.direct AND r.channel_id = $2 AND ($3 = 0 OR r.id = $3))
 	OR EXISTS (SELECT 1 FROM release_tester_groups rg JOIN tester_group_members m ON m.group_id = rg.group_id
-		JOIN releases r ON r.id = rg.release_id WHERE m.tester_id = $1 AND r.channel_id = $2 AND ($3 = 0 OR r.id = $3))`
+		JOIN releases r ON r.id = rg.release_id WHERE m.tester_id = $1 AND r.channel_id = $2 AND ($3 = 0 OR r.id = $3))
+	OR EXISTS (SELECT 1 FROM release_distributions d JOIN releases r ON r.id = d.release_id JOIN testers t ON t.email = ANY (d.emails)
+		WHERE t.id = $1 AND r.channel_id = $2 AND ($3 = 0 OR r.id = $3))`
 
 // MayInstall reports whether a tester may install a release of a channel (releaseID 0: any).
 func (db *Testers) MayInstall(ctx context.Context, testerID, channelID, releaseID int64) (bool, error) {
@@ -437,21 +440,9 @@ func (d distributionTx) Recipients(ctx context.Context, req distribution.Distrib
 	if err := upsertTesters(ctx, d.tx, req.Emails, nil); err != nil {
 		return nil, err
 	}
-	if req.GroupIDs == nil {
-		req.GroupIDs = []int64{}
-	}
-	if req.Emails == nil {
-		req.Emails = []string{}
-	}
-	rows, err := d.tx.Query(ctx, `WITH who AS (
-			SELECT id, true AS direct FROM testers WHERE email = ANY($1)
-			UNION ALL SELECT m.tester_id, false FROM tester_group_members m
-				WHERE m.group_id IN (SELECT group_id FROM channel_tester_groups WHERE channel_id = $2) OR m.group_id = ANY($3)),
-		one AS (SELECT id, bool_or(direct) AS direct FROM who GROUP BY id)
-		SELECT t.id, t.email, t.name, one.direct, ta.tester_id IS NOT NULL, coalesce(ta.mail, 'every'), rt.tester_id IS NOT NULL
-		FROM one JOIN testers t ON t.id = one.id LEFT JOIN tester_apps ta ON ta.tester_id = t.id AND ta.app_id = $4
-			LEFT JOIN release_testers rt ON rt.release_id = $5 AND rt.tester_id = t.id
-		ORDER BY t.id`, req.Emails, req.ChannelID, req.GroupIDs, req.AppID, req.ReleaseID)
+	req = withArrays(req)
+	rows, err := d.tx.Query(ctx, recipientsQuery+` SELECT id, email, name, direct, knows_app, mail, already FROM r ORDER BY id`,
+		req.Emails, req.ChannelID, req.GroupIDs, req.AppID, req.ReleaseID)
 	if err != nil {
 		return nil, err
 	}
@@ -494,6 +485,77 @@ func (d distributionTx) RecordDistribution(ctx context.Context, req distribution
 	_, err := d.tx.Exec(ctx, `INSERT INTO tester_apps (tester_id, app_id) SELECT unnest($1::bigint[]), $2 ORDER BY 1
 		ON CONFLICT DO NOTHING`, ids, req.AppID)
 	return err
+}
+
+// recipientsQuery selects everyone a distribution reaches ($1 emails, $2 channel, $3 groups, $4
+// app, $5 release), one row per tester: direct (named), knows_app (invited to the app before),
+// mail (their choice for the app), already (the release went to them before).
+const recipientsQuery = `WITH who AS (
+		SELECT id, true AS direct FROM testers WHERE email = ANY($1)
+		UNION ALL SELECT m.tester_id, false FROM tester_group_members m
+			WHERE m.group_id IN (SELECT group_id FROM channel_tester_groups WHERE channel_id = $2) OR m.group_id = ANY($3)),
+	one AS (SELECT id, bool_or(direct) AS direct FROM who GROUP BY id),
+	r AS (SELECT t.id, t.email, t.name, one.direct, ta.tester_id IS NOT NULL AS knows_app, coalesce(ta.mail, 'every') AS mail,
+			rt.tester_id IS NOT NULL AS already
+		FROM one JOIN testers t ON t.id = one.id LEFT JOIN tester_apps ta ON ta.tester_id = t.id AND ta.app_id = $4
+			LEFT JOIN release_testers rt ON rt.release_id = $5 AND rt.tester_id = t.id)`
+
+func (d distributionTx) QueueDistribution(ctx context.Context, req distribution.DistributionRequest, notify bool,
+	summary []string) (distribution.Distributed, error) {
+	if err := upsertTesters(ctx, d.tx, req.Emails, nil); err != nil {
+		return distribution.Distributed{}, err
+	}
+	req = withArrays(req)
+	if len(req.GroupIDs) > 0 {
+		if _, err := d.tx.Exec(ctx, `INSERT INTO release_tester_groups (release_id, group_id) SELECT $1, unnest($2::bigint[])
+			ON CONFLICT DO NOTHING`, req.ReleaseID, req.GroupIDs); err != nil {
+			return distribution.Distributed{}, err
+		}
+	}
+	var out distribution.Distributed
+	err := d.tx.QueryRow(ctx, recipientsQuery+` SELECT count(*) FILTER (WHERE NOT already),
+		count(*) FILTER (WHERE NOT already AND $6 AND (NOT knows_app OR mail = 'every')),
+		count(*) FILTER (WHERE NOT already AND NOT knows_app) FROM r`,
+		req.Emails, req.ChannelID, req.GroupIDs, req.AppID, req.ReleaseID, notify).Scan(&out.Testers, &out.Notified, &out.Invited)
+	if err != nil || out.Testers == 0 && len(req.Emails) == 0 {
+		return out, err
+	}
+	_, err = d.tx.Exec(ctx, `INSERT INTO release_distributions (release_id, emails, group_ids, notify, summary) VALUES ($1, $2, $3, $4, $5)`,
+		req.ReleaseID, req.Emails, req.GroupIDs, notify, summary)
+	return out, err
+}
+
+func withArrays(req distribution.DistributionRequest) distribution.DistributionRequest {
+	if req.GroupIDs == nil {
+		req.GroupIDs = []int64{}
+	}
+	if req.Emails == nil {
+		req.Emails = []string{}
+	}
+	return req
+}
+
+// InQueuedTx runs fn with the oldest queued distribution, locked for its transaction, and deletes
+// it when fn succeeds (testers.MailingStore).
+func (db *Testers) InQueuedTx(ctx context.Context, fn func(q *distribution.QueuedDistribution, tx distribution.DistributionTx) error) error {
+	return db.Tx(ctx, func(tx pgx.Tx) error {
+		var q distribution.QueuedDistribution
+		err := tx.QueryRow(ctx, `SELECT d.id, d.release_id, s.app_id, r.channel_id, d.emails, d.group_ids, d.notify, coalesce(d.summary, '{}')
+			FROM release_distributions d JOIN releases r ON r.id = d.release_id JOIN channels c ON c.id = r.channel_id
+			JOIN schemes s ON s.id = c.scheme_id ORDER BY d.id LIMIT 1 FOR UPDATE OF d SKIP LOCKED`).Scan(&q.ID, &q.Request.ReleaseID,
+			&q.Request.AppID, &q.Request.ChannelID, &q.Request.Emails, &q.Request.GroupIDs, &q.Notify, &q.Summary)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fn(nil, nil)
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(&q, distributionTx{tx}); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM release_distributions WHERE id = $1`, q.ID)
+		return err
+	})
 }
 
 // InPendingTx runs fn with mails distributions recorded and not yet written, locked for its

@@ -52,10 +52,11 @@ func (t *Testers) Distribute(ctx context.Context, releaseID int64, in distributi
 }
 
 // DistributeIn distributes rc inside tx, the transaction recording it (an upload's, or
-// Distribute's): it finds everyone the channel's groups and in reach, records where the release
-// went and writes the mails to the outbox. Nobody gets a second mail for one release. The
-// caller authorized the actor (Upload or Distribute) and checked in (CheckInput); the mail
-// sender is woken after the commit by Committed.
+// Distribute's): it records the distribution (the groups named, the testers named, made when new)
+// and counts whom it reaches; the mailing component expands it after the commit (expand), so the
+// transaction takes no longer for a group of ten thousand than for one of ten. The caller
+// authorized the actor (Upload or Distribute) and checked in (CheckInput), and calls Committed
+// after the commit.
 func (t *Testers) DistributeIn(ctx context.Context, tx distribution.DistributionTx, rc *distribution.ReleaseContext,
 	in distribution.DistributeInput) (distribution.Distributed, error) {
 	if !rc.Channel.TesterOnly && in.Empty() {
@@ -70,11 +71,22 @@ func (t *Testers) DistributeIn(ctx context.Context, tx distribution.Distribution
 	for _, g := range gs {
 		req.GroupIDs = append(req.GroupIDs, g.ID)
 	}
-	rs, err := tx.Recipients(ctx, req)
+	summary := []string{}
+	if rc.News != nil && rc.News.Summary != nil {
+		summary = rc.News.Summary
+	}
+	return tx.QueueDistribution(ctx, req, in.Notify == nil || *in.Notify, summary)
+}
+
+// expand turns a queued distribution into where the release went and which mail each tester
+// gets, in tx (the mailing component's): everyone its channel's groups, its groups and its named
+// testers reach now, except those it went to before (nobody gets a second mail for one release).
+func (t *Testers) expand(ctx context.Context, tx distribution.DistributionTx, rc *distribution.ReleaseContext,
+	q *distribution.QueuedDistribution) (distribution.Distributed, error) {
+	rs, err := tx.Recipients(ctx, q.Request)
 	if err != nil {
 		return distribution.Distributed{}, err
 	}
-	notify := in.Notify == nil || *in.Notify
 	var d distribution.Distributed
 	ds := make([]distribution.Delivery, 0, len(rs))
 	var invited []distribution.Tester
@@ -88,12 +100,9 @@ func (t *Testers) DistributeIn(ctx context.Context, tx distribution.Distribution
 		if !r.KnowsApp {
 			invited = append(invited, distribution.Tester{ID: r.TesterID, Email: r.Email, Name: r.Name})
 		}
-		// The mails are not written here: a group of ten thousand would make the upload wait for
-		// ten thousand mails. The rows say which mail each tester gets, and the mailing component
-		// writes them to the outbox after the commit (Mailings).
 		del := distribution.Delivery{TesterID: r.TesterID, Direct: r.Direct, Mail: distribution.MailNone}
 		switch {
-		case !notify:
+		case !q.Notify:
 		case !r.KnowsApp:
 			del.Mail, del.Kind = distribution.MailPending, distribution.MailInvitation
 		case r.Mail == distribution.MailEvery:
@@ -108,12 +117,9 @@ func (t *Testers) DistributeIn(ctx context.Context, tx distribution.Distribution
 	}
 	var summary []string
 	if d.Notified > 0 {
-		summary = []string{}
-		if rc.News != nil && rc.News.Summary != nil {
-			summary = rc.News.Summary
-		}
+		summary = q.Summary
 	}
-	if err := tx.RecordDistribution(ctx, req, ds, summary); err != nil {
+	if err := tx.RecordDistribution(ctx, q.Request, ds, summary); err != nil {
 		return distribution.Distributed{}, err
 	}
 	if len(invited) > 0 && t.Events != nil {
@@ -134,11 +140,8 @@ func (t *Testers) DistributeIn(ctx context.Context, tx distribution.Distribution
 // Committed is called after the transaction of a distribution commits: the mailing component
 // writes its mails at once, and the webhook sender sends its tester.invited.
 func (t *Testers) Committed(d distribution.Distributed) {
-	if d.Notified > 0 && t.Mailings != nil {
+	if d.Testers > 0 && t.Mailings != nil {
 		t.Mailings.Wake()
-	}
-	if d.Invited > 0 && t.Webhooks != nil {
-		t.Webhooks.Wake()
 	}
 }
 

@@ -7,11 +7,15 @@ import (
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/errs"
 )
 
 // MailingStore hands out the mails distributions recorded and the daily digests that are due,
 // and records them written.
 type MailingStore interface {
+	// InQueuedTx runs fn with the oldest queued distribution (nil: none), locked for this
+	// transaction (other replicas take the next), and deletes it when fn succeeds.
+	InQueuedTx(ctx context.Context, fn func(q *distribution.QueuedDistribution, tx distribution.DistributionTx) error) error
 	// InPendingTx runs fn with up to limit mails distributions recorded and not yet written,
 	// each locked for this transaction (other replicas skip them).
 	InPendingTx(ctx context.Context, limit int, fn func(pending []distribution.PendingMail, tx PendingTx) error) error
@@ -93,8 +97,42 @@ func (d *Mailings) Run(ctx context.Context) error {
 			}
 			continue
 		}
+		if _, err := d.Expand(ctx); err != nil && ctx.Err() == nil {
+			d.Log.WarnContext(ctx, "expanding distributions failed; the next run retries", slog.String("error", err.Error()))
+		}
 		if _, err := d.WritePending(ctx); err != nil && ctx.Err() == nil {
 			d.Log.WarnContext(ctx, "writing testers' mail failed; the next run retries", slog.String("error", err.Error()))
+		}
+	}
+}
+
+// Expand expands every queued distribution, one per transaction, and returns how many.
+func (d *Mailings) Expand(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		found := false
+		var out distribution.Distributed
+		err := d.Store.InQueuedTx(ctx, func(q *distribution.QueuedDistribution, tx distribution.DistributionTx) error {
+			if q == nil {
+				return nil
+			}
+			found = true
+			rc, err := d.Testers.Releases.GetRelease(ctx, q.Request.ReleaseID)
+			if errs.Is(err, errs.NotFound) {
+				return nil // deleted meanwhile: nothing to send (its rows went with it)
+			}
+			if err != nil {
+				return err
+			}
+			out, err = d.Testers.expand(ctx, tx, rc, q)
+			return err
+		})
+		if err != nil || !found {
+			return total, err
+		}
+		total++
+		if out.Invited > 0 && d.Testers.Webhooks != nil {
+			d.Testers.Webhooks.Wake()
 		}
 	}
 }
