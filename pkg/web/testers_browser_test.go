@@ -5,17 +5,22 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/slipwayhq/slipway/test/mailpit"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // TestBrowserTesterMailLink walks a tester on a phone (390×844) in chromium: the sign-in page,
-// the link from the mail, the button that spends it, their home, the build's Install button,
+// the mail as the relay (Mailpit) received it and the link in it, the button that spends it, their home, the build's Install button,
 // and the install itself (the manifest the itms-services link names, fetched as the device
 // would), which the team then sees as "installed".
 func TestBrowserTesterMailLink(t *testing.T) {
 	bctx := browser(t)
-	s := newTesterSite(t)
+	relay := mailpit.Start(t, mailpit.Options{TLS: mailpit.OptionalSTARTTLS})
+	s := newTesterSite(t, relay)
 	e := s.e
 	ctx := tab(t, bctx)
 	b := &tester{t: t, e: e, ctx: ctx}
@@ -36,8 +41,20 @@ func TestBrowserTesterMailLink(t *testing.T) {
 	steps(t, ctx, "ask for a link", chromedp.SendKeys(chromedp.ID("signin-email"), "ada@example.com"),
 		chromedp.Click(chromedp.ID("signin-submit")), chromedp.WaitVisible(chromedp.ID("signin-sent")))
 
-	// The link from the mail: a page with one button (opening it spent nothing).
-	link := mailedLink(t, e, "ada@example.com")
+	// The mail, as the tester's mail client shows it (the relay's copy of its HTML part), and
+	// the link in it: a page with one button (opening it spent nothing).
+	msgs := relay.WaitFor(t, "ada@example.com", 1)
+	mailTab := tab(t, bctx)
+	navigate(t, mailTab, "the mail", phone, chromedp.Navigate("http://"+relay.HTTPAddr+"/view/"+msgs[0].ID+".html"),
+		chromedp.WaitVisible(`a[href*="/t/in/"]`))
+	link := run(t, mailTab, "the mail's link", chromedp.Evaluate[string](`document.querySelector('a[href*="/t/in/"]').href`))
+	if !strings.HasPrefix(link, e.URL+"/t/in/") {
+		t.Fatalf("the mail's link: %q", link)
+	}
+	// Once sent, the outbox keeps no usable link.
+	testkit.Eventually(t, time.Minute, "the sent sign-in mail's link to leave the outbox", func() bool {
+		return count(t, e, `SELECT count(*) FROM mail_outbox WHERE recipient = 'ada@example.com' AND kind = 'sign_in' AND text_body LIKE '%/t/in/%'`) == 0
+	})
 	navigate(t, ctx, "the mailed link", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("link-submit")))
 	noOverflow("the link page")
 	b.screenshot("tester-link-phone")

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -18,7 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipwayhq/slipway/pkg/background"
+	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/test/apptest"
+	"github.com/slipwayhq/slipway/test/mailpit"
 	"github.com/slipwayhq/slipway/test/testkit"
 )
 
@@ -65,9 +69,28 @@ func api(t *testing.T, e *apptest.Env, method, path string, body any, out any) i
 	return resp.StatusCode
 }
 
-func newTesterSite(t *testing.T) *testerSite {
+// newTesterSite starts the site; with a relay, its mail goes out through it (the mail sender
+// serve runs, on the relay's settings: apptest runs none).
+func newTesterSite(t *testing.T, relay ...*mailpit.Server) *testerSite {
 	t.Helper()
-	e := apptest.New(t, apptest.Options{})
+	opts := apptest.Options{}
+	if len(relay) > 0 {
+		env := map[string]string{"SLIPWAY_STORAGE_URL": "file://" + t.TempDir(), "SLIPWAY_SECRET": "test-secret-test-secret-test-secret-0123"}
+		for _, kv := range relay[0].Env(t) {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+		mc, err := config.Load(func(k string) string { return env[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Configure = func(c *config.Config) { c.Mail = mc.Mail }
+	}
+	e := apptest.New(t, opts)
+	if len(relay) > 0 {
+		bg := background.Start(context.Background(), slog.New(slog.DiscardHandler), background.Stage{{Name: "mail", Component: e.Service.Mailer}})
+		t.Cleanup(bg.Stop)
+	}
 	m := e.UploadApp(t, "harbor.ipa", ipa("Harbor", "1.0", "1"))
 	s := &testerSite{e: e}
 	ch := m["channel"].(map[string]any)
