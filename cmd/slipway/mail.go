@@ -51,6 +51,7 @@ func mailCmd(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
+	defer c.Close()
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	id := "test." + hex.EncodeToString(b)

@@ -12,6 +12,7 @@ import (
 	"net/textproto"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -41,9 +42,12 @@ type Options struct {
 // DefaultTimeout is the time limit of the connection and of each command when Options say none.
 const DefaultTimeout = 30 * time.Second
 
-// Client submits messages to one relay, one connection per message.
+// Client submits messages to one relay. It is safe for concurrent use: each Send has a session
+// (a connection) of its own, kept open afterwards for the next one (Close ends them).
 type Client struct {
 	opts Options
+	mu   sync.Mutex
+	idle []*session
 }
 
 // New returns a Client for opts; it connects to nothing until Send.
@@ -67,8 +71,8 @@ func New(opts Options) (*Client, error) {
 func (c *Client) Relay() Relay { return c.opts.Relay }
 
 // Send composes m and submits it: it returns nil once the relay has accepted the message (its
-// answer to the end of DATA), and otherwise an error ClassOf classifies. A failure after the relay
-// accepted (QUIT) is not one: the message is sent. ctx's end cuts the connection.
+// answer to the end of DATA), and otherwise an error ClassOf classifies. ctx's end cuts the
+// connection.
 func (c *Client) Send(ctx context.Context, m Message) error {
 	raw, err := Compose(m, c.opts.From)
 	if err != nil {
@@ -82,21 +86,76 @@ func (c *Client) tlsConfig() *tls.Config {
 	return &tls.Config{ServerName: c.opts.Relay.Host, RootCAs: c.opts.RootCAs, MinVersion: tls.VersionTLS12}
 }
 
-// submit runs one SMTP session: connect (TLS for smtps), greeting, EHLO, STARTTLS (required for
-// smtp://), AUTH, MAIL, RCPT, DATA, QUIT, each command under its own deadline.
-func (c *Client) submit(ctx context.Context, from, to string, msg []byte) error {
-	r := c.opts.Relay
-	dialer := net.Dialer{Timeout: c.opts.Timeout}
-	raw, err := dialer.DialContext(ctx, "tcp", r.Addr())
-	if err != nil {
-		return c.fail("connect", err)
+// session is an open, authenticated SMTP connection, ready for a message.
+type session struct {
+	raw  net.Conn // the TCP connection: its deadlines bound every step, under TLS too
+	cl   *smtp.Client
+	idle time.Time // when it was last put back
+	sent int
+}
+
+func (s *session) close() { _ = s.cl.Close() }
+
+// Sessions are kept open between messages (a distribution to thousands of testers would otherwise
+// pay a connection, a TLS handshake and AUTH per mail), at most maxIdle of them, for at most
+// idleFor (relays drop idle clients after a minute or more) and maxPerSession messages.
+const (
+	maxIdle       = 8
+	idleFor       = 20 * time.Second
+	maxPerSession = 100
+)
+
+// take returns an idle session fit for another message, or nil; it closes the stale ones.
+func (c *Client) take() *session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.idle) > 0 {
+		s := c.idle[len(c.idle)-1]
+		c.idle = c.idle[:len(c.idle)-1]
+		if time.Since(s.idle) < idleFor {
+			return s
+		}
+		go s.close()
 	}
-	defer raw.Close()
-	// The end of ctx ends the connection: every read and write fails at once. The deadlines are
-	// the TCP connection's, under TLS too (a tls.Conn reads and writes through it).
-	stop := context.AfterFunc(ctx, func() { _ = raw.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-	step := func(stage string, f func() error) error {
+	return nil
+}
+
+// put keeps s for the next message, or closes it (QUIT) when enough are kept or it sent enough.
+func (c *Client) put(s *session) {
+	_ = s.raw.SetDeadline(time.Time{})
+	c.mu.Lock()
+	if s.sent < maxPerSession && len(c.idle) < maxIdle {
+		s.idle = time.Now()
+		c.idle = append(c.idle, s)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	c.quit(s)
+}
+
+// quit ends s politely, within the timeout.
+func (c *Client) quit(s *session) {
+	_ = s.raw.SetDeadline(time.Now().Add(c.opts.Timeout))
+	_ = s.cl.Quit()
+	s.close()
+}
+
+// Close ends the idle sessions (QUIT); the Client opens new ones if it sends again.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	idle := c.idle
+	c.idle = nil
+	c.mu.Unlock()
+	for _, s := range idle {
+		c.quit(s)
+	}
+	return nil
+}
+
+// stepper runs the steps of one exchange on raw under their deadline; ctx's end cuts it.
+func (c *Client) stepper(ctx context.Context, raw net.Conn) func(stage string, f func() error) error {
+	return func(stage string, f func() error) error {
 		if ctx.Err() != nil {
 			return c.fail(stage, ctx.Err())
 		}
@@ -106,35 +165,84 @@ func (c *Client) submit(ctx context.Context, from, to string, msg []byte) error 
 		}
 		return nil
 	}
+}
+
+// submit sends one message: on an idle session when there is one, else on a new one. A kept
+// session the relay closed meanwhile fails at MAIL FROM (a cut connection or a 421), before the
+// relay took anything; the message then goes on a new connection. Any other failure is the
+// message's, and its session is closed.
+func (c *Client) submit(ctx context.Context, from, to string, msg []byte) error {
+	if s := c.take(); s != nil {
+		err := c.transact(ctx, s, from, to, msg)
+		if err == nil {
+			c.put(s)
+			return nil
+		}
+		s.close()
+		var e *Error
+		if ctx.Err() != nil || !errors.As(err, &e) || e.Stage != "mail from" || (e.Code != 0 && e.Code != 421) {
+			return err
+		}
+	}
+	s, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.transact(ctx, s, from, to, msg); err != nil {
+		s.close()
+		return err
+	}
+	c.put(s)
+	return nil
+}
+
+// open makes a session: connect (TLS for smtps), greeting, EHLO, STARTTLS (required for
+// smtp://), AUTH, each under its own deadline.
+func (c *Client) open(ctx context.Context) (*session, error) {
+	r := c.opts.Relay
+	dialer := net.Dialer{Timeout: c.opts.Timeout}
+	raw, err := dialer.DialContext(ctx, "tcp", r.Addr())
+	if err != nil {
+		return nil, c.fail("connect", err)
+	}
+	// The end of ctx ends the connection: every read and write fails at once.
+	stop := context.AfterFunc(ctx, func() { _ = raw.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	ok := false
+	defer func() {
+		if !ok {
+			raw.Close()
+		}
+	}()
+	step := c.stepper(ctx, raw)
 	conn := raw
 	if r.Security == ImplicitTLS {
 		tc := tls.Client(raw, c.tlsConfig())
 		if err := step("tls", func() error { return tc.HandshakeContext(ctx) }); err != nil {
-			return err
+			return nil, err
 		}
 		conn = tc
 	}
 	var cl *smtp.Client
 	if err := step("greeting", func() (e error) { cl, e = smtp.NewClient(conn, r.Host); return e }); err != nil {
-		return err
+		return nil, err
 	}
-	defer cl.Close()
 	if err := step("ehlo", func() error { return cl.Hello(c.opts.HelloName) }); err != nil {
-		return err
+		return nil, err
 	}
 	if r.Security == StartTLS {
-		if ok, _ := cl.Extension("STARTTLS"); !ok {
-			return &Error{Stage: "starttls", Class: Temporary,
+		if has, _ := cl.Extension("STARTTLS"); !has {
+			return nil, &Error{Stage: "starttls", Class: Temporary,
 				msg: "the relay does not offer STARTTLS, which smtp:// requires: nothing was sent (smtps:// is implicit TLS; smtp+insecure:// a relay without TLS)"}
 		}
 		if err := step("starttls", func() error { return cl.StartTLS(c.tlsConfig()) }); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if r.User != "" {
-		ok, mechs := cl.Extension("AUTH")
-		if !ok {
-			return &Error{Stage: "auth", Class: Permanent, msg: "the relay offers no AUTH, but the URL names a user"}
+		has, mechs := cl.Extension("AUTH")
+		if !has {
+			return nil, &Error{Stage: "auth", Class: Permanent, msg: "the relay offers no AUTH, but the URL names a user"}
 		}
 		var a smtp.Auth
 		switch fields := strings.Fields(strings.ToUpper(mechs)); {
@@ -143,23 +251,32 @@ func (c *Client) submit(ctx context.Context, from, to string, msg []byte) error 
 		case contains(fields, "LOGIN"):
 			a = &loginAuth{user: r.User, pass: string(c.opts.Password), host: r.Host}
 		default:
-			return &Error{Stage: "auth", Class: Permanent, msg: "the relay offers neither AUTH PLAIN nor AUTH LOGIN"}
+			return nil, &Error{Stage: "auth", Class: Permanent, msg: "the relay offers neither AUTH PLAIN nor AUTH LOGIN"}
 		}
 		if err := step("auth", func() error { return cl.Auth(a) }); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if err := step("mail from", func() error { return cl.Mail(from) }); err != nil {
+	ok = true
+	return &session{raw: raw, cl: cl}, nil
+}
+
+// transact sends one message on s: MAIL, RCPT, DATA, each under its own deadline.
+func (c *Client) transact(ctx context.Context, s *session, from, to string, msg []byte) error {
+	stop := context.AfterFunc(ctx, func() { _ = s.raw.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	step := c.stepper(ctx, s.raw)
+	if err := step("mail from", func() error { return s.cl.Mail(from) }); err != nil {
 		return err
 	}
-	if err := step("rcpt to", func() error { return cl.Rcpt(to) }); err != nil {
+	if err := step("rcpt to", func() error { return s.cl.Rcpt(to) }); err != nil {
 		return err
 	}
 	var w interface {
 		Write([]byte) (int, error)
 		Close() error
 	}
-	if err := step("data", func() (e error) { w, e = cl.Data(); return e }); err != nil {
+	if err := step("data", func() (e error) { w, e = s.cl.Data(); return e }); err != nil {
 		return err
 	}
 	if err := step("data", func() error { _, e := w.Write(msg); return e }); err != nil {
@@ -170,7 +287,7 @@ func (c *Client) submit(ctx context.Context, from, to string, msg []byte) error 
 	if err := step("end of data", w.Close); err != nil {
 		return err
 	}
-	_ = step("quit", cl.Quit)
+	s.sent++
 	return nil
 }
 

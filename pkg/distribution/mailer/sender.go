@@ -20,6 +20,7 @@ package mailer
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"math"
 	"strings"
@@ -175,6 +176,10 @@ func (s *Sender) lease() time.Duration {
 func (s *Sender) Run(ctx context.Context) error {
 	if !s.On() {
 		return nil
+	}
+	// The relay's kept connections end with the sender (mail.Client keeps them between mails).
+	if c, ok := s.Relay.(io.Closer); ok {
+		defer c.Close()
 	}
 	tick := time.NewTicker(s.Config.Poll)
 	defer tick.Stop()
