@@ -1,8 +1,9 @@
 // Package mail submits mail to an SMTP relay: the relay's URL (SLIPWAY_SMTP_URL) and what it
 // promises about the connection, RFC 5322 messages composed so that nothing a caller passes can
 // add a header, and their submission over connections kept open between messages, with a time
-// limit on each connection and on each command. It knows nothing of the outbox: pkg/distribution/mailer leases mails and retries them;
-// this package says, for each failure, whether a retry can help (ClassOf).
+// limit on each connection and on each command. It knows nothing of the outbox:
+// pkg/distribution/mailer leases mails and retries them; this package says, for each failure,
+// whether a retry can help (ClassOf).
 //
 // It is built on the standard library's net/smtp, which is frozen but complete for submission
 // (EHLO, STARTTLS, AUTH, MAIL, RCPT, DATA with dot-stuffing) and adds no dependency. What net/smtp
