@@ -169,7 +169,11 @@ func (h *Handler) renderChannel(c *gin.Context, session string, u *distribution.
 	}
 	v.Ch = cv
 	v.Feeds = h.channelFeeds(&ch)
-	v.Testers = h.channelTesters(c, &ch, form)
+	var newest *distribution.Release
+	if pg == 1 && len(rels) > 0 {
+		newest = &rels[0]
+	}
+	v.Testers = h.channelTesters(c, &ch, form, newest)
 	p := page{Title: cc.Scheme.Name + " · " + ch.Name + " · " + app.Name + " · Console · Slipway", Body: v,
 		Crumbs: []crumb{{Text: "Apps", URL: h.links.Base + "/console"}, {Text: app.Name, URL: h.appURL(app.ID)}, {Text: cc.Scheme.Name + " · " + ch.Name}}}
 	if v.Can.ManageApp {

@@ -216,7 +216,23 @@ type channelTestersView struct {
 	Groups  []string
 	All     []groupChoice
 	MailOff bool
+	// Members are the testers of the channel's groups (the first channelMembersShown), More how
+	// many more; TestersURL the Testers page.
+	Members    []distribution.Tester
+	More       int
+	TestersURL string
+	// Newest is what the testers did with the channel's newest build (nil: none, or not shown).
+	Newest *newestTestersView
 }
+
+// newestTestersView counts the states of the testers of a channel's newest build.
+type newestTestersView struct {
+	Version, URL                string
+	Installed, Opened, Invited int
+}
+
+// channelMembersShown bounds the testers a channel page lists.
+const channelMembersShown = 50
 
 type groupChoice struct {
 	Alias, Name string
@@ -224,10 +240,45 @@ type groupChoice struct {
 	On          bool
 }
 
-// channelTesters is a channel page's Testers section.
-func (h *Handler) channelTesters(c *gin.Context, ch *distribution.Channel, form formState) *channelTestersView {
+// channelTesters is a channel page's Testers section: its groups and their testers, and (newest
+// not nil) what they did with the channel's newest build.
+func (h *Handler) channelTesters(c *gin.Context, ch *distribution.Channel, form formState, newest *distribution.Release) *channelTestersView {
 	ctx := reqCtx(c)
-	v := &channelTestersView{Groups: ch.TesterGroups, MailOff: !h.svc.MailOn}
+	v := &channelTestersView{Groups: ch.TesterGroups, MailOff: !h.svc.MailOn, TestersURL: h.testersURL()}
+	seen := map[int64]bool{}
+	for _, alias := range ch.TesterGroups {
+		ts, err := h.svc.Testers.ListTesters(ctx, alias)
+		if err != nil {
+			break // (someone who may not read testers sees the groups only)
+		}
+		for _, t := range ts {
+			if seen[t.ID] {
+				continue
+			}
+			seen[t.ID] = true
+			if len(v.Members) < channelMembersShown {
+				v.Members = append(v.Members, t)
+			} else {
+				v.More++
+			}
+		}
+	}
+	if newest != nil {
+		if rts, err := h.svc.Testers.ReleaseTesters(ctx, newest.ID); err == nil && len(rts) > 0 {
+			n := &newestTestersView{Version: versionText(newest), URL: h.buildURL(newest.ID) + "#release-testers"}
+			for _, rt := range rts {
+				switch rt.State() {
+				case distribution.TesterInstalled:
+					n.Installed++
+				case distribution.TesterOpened:
+					n.Opened++
+				default:
+					n.Invited++
+				}
+			}
+			v.Newest = n
+		}
+	}
 	if gs, err := h.svc.Testers.Groups(ctx); err == nil {
 		fid := "channel-testers-" + itoa(ch.ID)
 		for _, g := range gs {

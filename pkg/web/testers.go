@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -168,7 +169,11 @@ func (h *Handler) sameSite(c *gin.Context) error {
 func readTesterForm(c *gin.Context) error {
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxFormBytes)
 	if err := c.Request.ParseForm(); err != nil {
-		return errs.New(errs.TooLarge, "the form is too large")
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return errs.New(errs.TooLarge, "the form is too large")
+		}
+		return errs.Wrap(errs.Invalid, err, "the form could not be read")
 	}
 	return nil
 }

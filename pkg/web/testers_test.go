@@ -574,7 +574,8 @@ func TestConsoleTesters(t *testing.T) {
 	chURL := fmt.Sprintf("%s/console/channels/%d", e.URL, s.chID)
 	_, body = fetch(t, admin, http.MethodGet, chURL, nil)
 	fid := fmt.Sprintf("channel-testers-%d", s.chID)
-	mustContain(t, []byte(body), `id="testers"`, fmt.Sprintf(`id="tester-group-%d-qa" checked`, s.chID))
+	mustContain(t, []byte(body), `id="testers"`, fmt.Sprintf(`id="tester-group-%d-qa" checked`, s.chID), `id="newest-testers"`,
+		"0 installed, 0 opened, 2 invited", `id="channel-testers-list"`, "bob@example.com")
 	resp, body = fetch(t, admin, http.MethodPost, chURL+"/testers", with(formOf(t, body, fid), "tester_groups", "qa", "tester_groups", "beta"))
 	if resp.StatusCode != 200 || !strings.Contains(body, "open to the testers of") {
 		t.Fatalf("setting the channel's groups: %d %.300s", resp.StatusCode, body)
@@ -606,4 +607,31 @@ func TestConsoleTesters(t *testing.T) {
 	}
 	_, body = fetch(t, viewer, http.MethodGet, chURL, nil)
 	mustNotContain(t, []byte(body), `id="`+fid+`"`, `id="nav-testers"`)
+}
+
+// The tester forms face the internet: a large body is refused (413) before anything is done, a
+// body that cannot be read is a 422, and neither sends mail.
+func TestTesterFormLimits(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	c := plain(t)
+	big := url.Values{"email": {"ada@example.com"}, "pad": {strings.Repeat("x", 200<<10)}}
+	for _, path := range []string{"/t/signin", "/t/in/whatever", "/t/unsubscribe/whatever"} {
+		if resp, _ := send(t, c, http.MethodPost, e.URL+path, big, nil); resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("POST %s with a 200 KiB form: %d", path, resp.StatusCode)
+		}
+	}
+	req := formRequest(t, http.MethodPost, e.URL+"/t/signin", nil)
+	req.Body, req.ContentLength = io.NopCloser(strings.NewReader("email=%zz")), 9
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnprocessableEntity {
+		t.Errorf("an unreadable form: %d", resp.StatusCode)
+	}
+	if n := count(t, e, `SELECT count(*) FROM mail_outbox`); n != 0 {
+		t.Errorf("%d mails from refused forms", n)
+	}
 }
