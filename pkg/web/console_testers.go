@@ -227,7 +227,7 @@ type channelTestersView struct {
 
 // newestTestersView counts the states of the testers of a channel's newest build.
 type newestTestersView struct {
-	Version, URL                string
+	Version, URL               string
 	Installed, Opened, Invited int
 }
 
