@@ -2,6 +2,13 @@
 -- knows first (an admin sets a new one).
 UPDATE channels SET password_hash = '$2a$10$invalidinvalidinvalidinvalidinvalidinvalidinvalidinval'
     WHERE tester_only AND password_hash IS NULL;
+-- What testers did is kept, as the system's.
+UPDATE audit_log SET actor_kind = 'system' WHERE actor_kind = 'tester';
+UPDATE release_tombstones SET actor_kind = 'system' WHERE actor_kind = 'tester';
+ALTER TABLE audit_log DROP CONSTRAINT audit_log_actor_kind_check,
+    ADD CONSTRAINT audit_log_actor_kind_check CHECK (actor_kind IN ('user', 'token', 'system'));
+ALTER TABLE release_tombstones DROP CONSTRAINT release_tombstones_actor_kind_check,
+    ADD CONSTRAINT release_tombstones_actor_kind_check CHECK (actor_kind IN ('user', 'token', 'system'));
 DROP TABLE mail_outbox;
 DROP TABLE tester_sessions;
 DROP TABLE tester_link_requests;

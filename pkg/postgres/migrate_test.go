@@ -131,7 +131,9 @@ var fills = map[uint]string{
 		INSERT INTO tester_links (id_hash, tester_id, expires_at) VALUES ('l1', 1, now() + interval '20 minutes');
 		INSERT INTO tester_link_requests (client) VALUES ('203.0.113.7');
 		INSERT INTO tester_sessions (id_hash, tester_id, expires_at) VALUES ('s1', 1, now() + interval '30 days');
-		INSERT INTO mail_outbox (id, kind, recipient, subject, text_body) VALUES ('invitation.r1.t1', 'invitation', 'ada@example.com', 'You are invited', 'Hello');`,
+		INSERT INTO mail_outbox (id, kind, recipient, subject, text_body) VALUES ('invitation.r1.t1', 'invitation', 'ada@example.com', 'You are invited', 'Hello');
+		INSERT INTO audit_log (action, target, actor_kind, actor_name, target_kind, target_id) VALUES
+			('tester.sign_in', 'ada@example.com', 'tester', 'ada@example.com', 'tester', 1);`,
 	// Indexes only: rows in the states they cover.
 	23: `
 		INSERT INTO mail_outbox (id, kind, recipient, subject, text_body, state, attempts, last_error) VALUES ('new_build.r1.t2', 'new_build', 'bob@example.com', 'New build', '', 'failed', 3, 'smtp rcpt to: 550 no');
@@ -198,6 +200,14 @@ var downEffects = map[uint]func(t *testing.T, want, got tables){
 				continue
 			}
 			r["revoked_at"] = got["api_tokens"].rows[i]["revoked_at"]
+		}
+	},
+	// What testers did stays in the audit trail, as the system's.
+	22: func(t *testing.T, want, got tables) {
+		for _, r := range want["audit_log"].rows {
+			if r["actor_kind"] == "tester" {
+				r["actor_kind"] = "system"
+			}
 		}
 	},
 	// Tokens owned by console users are revoked: without their owner they would exceed their rights.
