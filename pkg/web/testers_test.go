@@ -450,6 +450,18 @@ func TestTesterUnsubscribeAndMailChoice(t *testing.T) {
 	if mail := testerMail(t, e, "ada@example.com", s.appID); mail != "none" {
 		t.Errorf("after unsubscribing, ada's mail is %q", mail)
 	}
+	// Some mail clients send the one-click POST as multipart/form-data.
+	mp, ctype := apptest.Multipart(apptest.Field("List-Unsubscribe", "One-Click"))
+	req, err := http.NewRequest(http.MethodPost, unsub, mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", ctype)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Errorf("a multipart one-click unsubscribe: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	if resp, _ := send(t, &http.Client{}, http.MethodPost, unsub+"x", url.Values{}, nil); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("a forged unsubscribe token: %d", resp.StatusCode)
 	}
@@ -521,6 +533,39 @@ func TestRootRedirects(t *testing.T) {
 	// A console admin opens the tester-only channel (as the app's admin) without a tester session.
 	if resp, body := send(t, admin, http.MethodGet, e.URL+s.releasePath, nil, nil); resp.StatusCode != 200 {
 		t.Errorf("an admin's console session on the release page: %d %.200s", resp.StatusCode, body)
+	}
+	// A viewer in the console whose email is a tester's opens it as that tester, who is recorded.
+	signedIn(t, e, "alice") // (the first to sign in is an admin)
+	viewer, role := signedIn(t, e, "bob")
+	if role != "viewer" {
+		t.Fatalf("bob is %s", role)
+	}
+	for _, ck := range viewer.Jar.Cookies(mustParse(t, e.URL+"/console")) {
+		if ck.Name == "slipway_session" {
+			viewer = plain(t)
+			viewer.Jar.SetCookies(mustParse(t, e.URL+"/"), []*http.Cookie{{Name: ck.Name, Value: ck.Value, Path: "/"}})
+		}
+	}
+	resp, body := send(t, viewer, http.MethodGet, e.URL+s.releasePath, nil, nil)
+	if resp.StatusCode != 200 || !strings.Contains(body, `id="tester-state"`) {
+		t.Fatalf("bob's console session on the release page: %d %.300s", resp.StatusCode, body)
+	}
+	if st := testerState(t, e, s.relID, "bob@example.com"); st != "opened" {
+		t.Errorf("bob (through the console) is %q", st)
+	}
+	if resp, _ := send(t, viewer, http.MethodGet, e.URL+"/t", nil, nil); resp.StatusCode != 200 {
+		t.Errorf("bob's home through the console: %d", resp.StatusCode)
+	}
+	// A viewer who is no tester is refused.
+	carol, _ := signedIn(t, e, "carol")
+	for _, ck := range carol.Jar.Cookies(mustParse(t, e.URL+"/console")) {
+		if ck.Name == "slipway_session" {
+			carol = plain(t)
+			carol.Jar.SetCookies(mustParse(t, e.URL+"/"), []*http.Cookie{{Name: ck.Name, Value: ck.Value, Path: "/"}})
+		}
+	}
+	if resp, body := send(t, carol, http.MethodGet, e.URL+s.releasePath, nil, nil); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a viewer who is no tester on the release page: %d %.200s", resp.StatusCode, body)
 	}
 }
 
