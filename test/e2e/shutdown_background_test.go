@@ -121,7 +121,7 @@ func TestShutdownStopsBackgroundWorkCleanly(t *testing.T) {
 			order = append(order, name)
 		}
 	}
-	if want := []string{"retention", "collector", "checksum verifier", "download counts", "webhook delivery", "mail delivery", "read-cache invalidation"}; !slices.Equal(order, want) {
+	if want := []string{"retention", "collector", "checksum verifier", "download counts", "tester mail", "webhook delivery", "mail delivery", "read-cache invalidation"}; !slices.Equal(order, want) {
 		t.Errorf("components stopped in the order %v, want %v", order, want)
 	}
 
