@@ -48,6 +48,10 @@ type Client struct {
 	opts Options
 	mu   sync.Mutex
 	idle []*session
+	// idleFor is how long a session is kept unused (idleFor, shortened by tests); sweeper, while
+	// sessions are kept, ends those kept too long, so an idle sender holds no connection for long.
+	idleFor time.Duration
+	sweeper *time.Timer
 }
 
 // New returns a Client for opts; it connects to nothing until Send.
@@ -64,7 +68,7 @@ func New(opts Options) (*Client, error) {
 	if opts.HelloName == "" {
 		opts.HelloName = opts.From.Address[strings.LastIndexByte(opts.From.Address, '@')+1:]
 	}
-	return &Client{opts: opts}, nil
+	return &Client{opts: opts, idleFor: idleFor}, nil
 }
 
 // Relay is the relay the Client sends to.
@@ -112,7 +116,7 @@ func (c *Client) take() *session {
 	for len(c.idle) > 0 {
 		s := c.idle[len(c.idle)-1]
 		c.idle = c.idle[:len(c.idle)-1]
-		if time.Since(s.idle) < idleFor {
+		if time.Since(s.idle) < c.idleFor {
 			return s
 		}
 		go s.close()
@@ -127,11 +131,38 @@ func (c *Client) put(s *session) {
 	if s.sent < maxPerSession && len(c.idle) < maxIdle {
 		s.idle = time.Now()
 		c.idle = append(c.idle, s)
+		if c.sweeper == nil {
+			c.sweeper = time.AfterFunc(c.idleFor, c.sweep)
+		}
 		c.mu.Unlock()
 		return
 	}
 	c.mu.Unlock()
 	c.quit(s)
+}
+
+// sweep ends the sessions kept longer than idleFor, and looks again later while any are kept.
+func (c *Client) sweep() {
+	c.mu.Lock()
+	var stale []*session
+	keep := c.idle[:0]
+	for _, s := range c.idle {
+		if time.Since(s.idle) >= c.idleFor {
+			stale = append(stale, s)
+		} else {
+			keep = append(keep, s)
+		}
+	}
+	c.idle = keep
+	if len(c.idle) > 0 {
+		c.sweeper.Reset(c.idleFor)
+	} else {
+		c.sweeper = nil
+	}
+	c.mu.Unlock()
+	for _, s := range stale {
+		c.quit(s)
+	}
 }
 
 // quit ends s politely, within the timeout.
@@ -146,6 +177,10 @@ func (c *Client) Close() error {
 	c.mu.Lock()
 	idle := c.idle
 	c.idle = nil
+	if c.sweeper != nil {
+		c.sweeper.Stop()
+		c.sweeper = nil
+	}
 	c.mu.Unlock()
 	for _, s := range idle {
 		c.quit(s)

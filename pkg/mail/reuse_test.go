@@ -7,8 +7,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/slipwayhq/slipway/pkg/mail"
 	"github.com/slipwayhq/slipway/test/mailpit"
+	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // cuttingProxy forwards TCP to a relay, counts the connections it accepted, and can cut every
@@ -91,20 +94,29 @@ func TestSessionsAreKept(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	if n := mail.IdleSessions(c); n < 1 || n > 4 {
+		t.Errorf("%d sessions kept after 4 sends side by side", n)
+	}
+	// Unused, they end by themselves.
+	mail.SetIdleFor(c, 50*time.Millisecond)
+	if err := c.Send(ctx, message("last", "tester@example.com")); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, time.Minute, "the kept sessions to end", func() bool { return mail.IdleSessions(c) == 0 })
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	got := srv.WaitFor(t, "tester@example.com", 8)
+	got := srv.WaitFor(t, "tester@example.com", 9)
 	seen := map[string]int{}
 	for _, m := range got {
 		seen[m.MessageID]++
 	}
-	for _, id := range []string{"keep1", "keep2", "keep3", "keep4", "par1", "par2", "par3", "par4"} {
+	for _, id := range []string{"keep1", "keep2", "keep3", "keep4", "par1", "par2", "par3", "par4", "last"} {
 		if seen[id+"@slipway.example"] != 1 {
 			t.Errorf("%s arrived %d times", id, seen[id+"@slipway.example"])
 		}
 	}
-	if len(got) != 8 {
-		t.Errorf("%d messages, want 8", len(got))
+	if len(got) != 9 {
+		t.Errorf("%d messages, want 9", len(got))
 	}
 }
