@@ -122,6 +122,8 @@ type Config struct {
 	DrainTimeout time.Duration
 	// UploadSessionTTL is how long an upload session may stay open (SLIPWAY_UPLOAD_SESSION_TTL).
 	UploadSessionTTL time.Duration
+	// TesterSessionTTL is how long a tester's session lasts (SLIPWAY_TESTER_SESSION_TTL).
+	TesterSessionTTL time.Duration
 	// UploadSessionsPerToken caps the open upload sessions of one token
 	// (SLIPWAY_UPLOAD_SESSIONS_PER_TOKEN): each holds a multipart upload in storage until it ends.
 	UploadSessionsPerToken int
@@ -235,6 +237,7 @@ var Vars = []Var{
 	{"SLIPWAY_DRAIN_TIMEOUT", "30s", "how long shutdown waits for in-flight requests"},
 	{"SLIPWAY_UPLOAD_IDLE_TIMEOUT", "60s", "an upload whose client sends nothing for this long is dropped; other bodies must arrive within it"},
 	{"SLIPWAY_UPLOAD_SESSION_TTL", "24h", "how long a resumable upload session (POST /api/uploads) may stay open before it expires and its parts are deleted"},
+	{"SLIPWAY_TESTER_SESSION_TTL", "720h", "how long a tester stays signed in after using a mailed sign-in link (1h to 8760h); signing out, or leaving every group, ends it sooner"},
 	{"SLIPWAY_UPLOAD_SESSIONS_PER_TOKEN", "32", "open upload sessions one token may have at once; the next start is 429 until one is completed, aborted or expired"},
 	{"SLIPWAY_READ_CACHE_BYTES", "67108864", "bytes of channel views and encoded answers each replica caches for latest, versions and version_exist (64 MiB; 0 turns the cache off)"},
 	{"SLIPWAY_READ_CACHE_TTL", "5s", "the oldest a cached view may be, should a change notification be lost"},
@@ -412,6 +415,9 @@ func Load(getenv func(string) string) (*Config, error) {
 		c.UploadSessionsPerToken = int(min(n, 1<<20))
 	}
 	if c.UploadSessionTTL, err = duration("SLIPWAY_UPLOAD_SESSION_TTL", get("SLIPWAY_UPLOAD_SESSION_TTL"), time.Second, 7*24*time.Hour); err != nil {
+		return nil, err
+	}
+	if c.TesterSessionTTL, err = duration("SLIPWAY_TESTER_SESSION_TTL", get("SLIPWAY_TESTER_SESSION_TTL"), time.Hour, 365*24*time.Hour); err != nil {
 		return nil, err
 	}
 	if v := get("SLIPWAY_READ_CACHE_BYTES"); v != "0" {

@@ -200,6 +200,7 @@ SLIPWAY_UPLOAD_QUEUE_LENGTH: {{ int64 .Values.config.uploadQueueLength | toStrin
 SLIPWAY_UPLOAD_QUEUE_TIMEOUT: {{ .Values.config.uploadQueueTimeout | quote }}
 SLIPWAY_UPLOAD_MEMORY: {{ int64 .Values.config.uploadMemory | toString | quote }}
 SLIPWAY_UPLOAD_SESSION_TTL: {{ .Values.config.uploadSessionTTL | quote }}
+SLIPWAY_TESTER_SESSION_TTL: {{ .Values.config.testerSessionTTL | quote }}
 SLIPWAY_UPLOAD_SESSIONS_PER_TOKEN: {{ int64 .Values.config.uploadSessionsPerToken | toString | quote }}
 SLIPWAY_READ_CACHE_BYTES: {{ int64 .Values.config.readCacheBytes | toString | quote }}
 SLIPWAY_READ_CACHE_TTL: {{ .Values.config.readCacheTTL | quote }}

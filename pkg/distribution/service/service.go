@@ -186,7 +186,7 @@ func New(cfg *config.Config, db Store, st blob.Backend, m *metrics.Metrics, log 
 	s.Collector = &lifecycle.Collector{Store: db, Storage: st, Interval: cfg.GCInterval, Grace: cfg.GCGrace, Metrics: m, Log: log, Audit: audit}
 	s.Reconciler = &lifecycle.Reconciler{Store: db, Storage: st, Prefixes: uploads.KeyPrefixes, LeftoverAge: cfg.UploadSessionTTL}
 	s.Testers = &testers.Testers{Store: db, Releases: db, Policy: pol, Audit: audit, Signer: signer,
-		Config: testers.Config{PublicURL: cfg.PublicURL, MailOn: s.MailOn}, Events: s.Events, Webhooks: s.Sender, Mail: s.Mailer}
+		Config: testers.Config{PublicURL: cfg.PublicURL, MailOn: s.MailOn, SessionTTL: cfg.TesterSessionTTL}, Events: s.Events, Webhooks: s.Sender, Mail: s.Mailer}
 	s.Mailings = testers.NewMailings(s.Testers, db, 5*time.Second, 10*time.Minute, 24*time.Hour, log)
 	s.Testers.Mailings = s.Mailings
 	s.Apps.Access = s.Testers

@@ -160,7 +160,7 @@ func (d *Mailings) WritePending(ctx context.Context) (int, error) {
 					}
 					releases[p.ReleaseID] = rc
 				}
-				mails = append(mails, d.Testers.releaseMail(rc, p))
+				mails = append(mails, d.Testers.mail().releaseMail(rc, p))
 			}
 			if err := tx.WriteMail(ctx, mails); err != nil {
 				return err
@@ -196,7 +196,7 @@ func (d *Mailings) SendDue(ctx context.Context) (int, error) {
 			}
 			mails := make([]distribution.OutgoingMail, 0, len(due))
 			for i := range due {
-				mails = append(mails, d.Testers.digest(&due[i]))
+				mails = append(mails, d.Testers.mail().digest(&due[i]))
 			}
 			if err := tx.WriteMail(ctx, mails); err != nil {
 				return err
@@ -217,10 +217,10 @@ func (d *Mailings) SendDue(ctx context.Context) (int, error) {
 }
 
 // digest is one tester's daily mail for one app.
-func (t *Testers) digest(dg *distribution.Digest) distribution.OutgoingMail {
-	l := t.links()
+func (m composer) digest(dg *distribution.Digest) distribution.OutgoingMail {
+	l := m.links
 	v := mailView{AppName: dg.AppName, Name: dg.Name, HomeURL: l.TesterHome(), SignInURL: l.TesterSignIn(),
-		UnsubscribeURL: l.Unsubscribe(t.UnsubscribeToken(dg.TesterID, dg.AppID))}
+		UnsubscribeURL: l.Unsubscribe(m.unsubscribeToken(dg.TesterID, dg.AppID))}
 	for _, b := range dg.Builds {
 		v.Builds = append(v.Builds, digestBuild{Version: versionLabel(&distribution.Release{ReleaseVersion: b.ReleaseVersion, BuildVersion: b.BuildVersion}),
 			Channel: b.ChannelName, URL: l.Release(b.ChannelSlug, b.ReleaseID)})
@@ -228,7 +228,7 @@ func (t *Testers) digest(dg *distribution.Digest) distribution.OutgoingMail {
 	subject := fmt.Sprintf("%s: %d new build(s) to install", dg.AppName, len(dg.Builds))
 	// One digest per tester, app and newest build: a retried run writes the same id.
 	id := fmt.Sprintf("digest.a%d.t%d.r%d", dg.AppID, dg.TesterID, dg.Builds[len(dg.Builds)-1].ReleaseID)
-	return t.compose(distribution.MailDigestKind, id, dg.Email, subject, v, unsubscribeHeaders(v.UnsubscribeURL))
+	return m.compose(distribution.MailDigestKind, id, dg.Email, subject, v, unsubscribeHeaders(v.UnsubscribeURL))
 }
 
 // digestBuild is one build a digest lists.

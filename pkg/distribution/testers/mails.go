@@ -30,8 +30,8 @@ type mailView struct {
 	Builds []digestBuild
 }
 
-func (t *Testers) releaseView(rc *distribution.ReleaseContext, p *distribution.PendingMail) mailView {
-	l := t.links()
+func (m composer) releaseView(rc *distribution.ReleaseContext, p *distribution.PendingMail) mailView {
+	l := m.links
 	v := mailView{AppName: rc.App.Name, Version: versionLabel(&rc.Release), Name: p.Name, Summary: p.Summary,
 		ReleaseURL: l.Release(rc.Channel.Slug, rc.ID), HomeURL: l.TesterHome(), SignInURL: l.TesterSignIn()}
 	for _, c := range rc.Changelog {
@@ -40,25 +40,29 @@ func (t *Testers) releaseView(rc *distribution.ReleaseContext, p *distribution.P
 		}
 	}
 	v.Changelog = strings.TrimSpace(v.Changelog)
-	v.UnsubscribeURL = l.Unsubscribe(t.UnsubscribeToken(p.TesterID, rc.App.ID))
+	v.UnsubscribeURL = l.Unsubscribe(m.unsubscribeToken(p.TesterID, rc.App.ID))
 	return v
 }
 
 // UnsubscribeToken is the signed token of a one-click unsubscribe link: it names the tester and
 // the app, and only turns that app's mail off.
 func (t *Testers) UnsubscribeToken(testerID, appID int64) string {
+	return t.mail().unsubscribeToken(testerID, appID)
+}
+
+func (m composer) unsubscribeToken(testerID, appID int64) string {
 	tid, aid := strconv.FormatInt(testerID, 10), strconv.FormatInt(appID, 10)
-	return tid + "." + aid + "." + t.Signer.Token("tester-unsubscribe", unsubscribeTTL, tid, aid)
+	return tid + "." + aid + "." + m.signer.Token("tester-unsubscribe", unsubscribeTTL, tid, aid)
 }
 
 // releaseMail is a release's invitation or new-build mail to one tester.
-func (t *Testers) releaseMail(rc *distribution.ReleaseContext, p *distribution.PendingMail) distribution.OutgoingMail {
-	v := t.releaseView(rc, p)
+func (m composer) releaseMail(rc *distribution.ReleaseContext, p *distribution.PendingMail) distribution.OutgoingMail {
+	v := m.releaseView(rc, p)
 	subject := rc.App.Name + " " + v.Version + " is ready to install"
 	if p.Kind == distribution.MailInvitation {
 		subject = "You are invited to test " + rc.App.Name
 	}
-	return t.compose(p.Kind, mailID(p.Kind, rc.ID, p.TesterID), p.Email, subject, v, unsubscribeHeaders(v.UnsubscribeURL))
+	return m.compose(p.Kind, mailID(p.Kind, rc.ID, p.TesterID), p.Email, subject, v, unsubscribeHeaders(v.UnsubscribeURL))
 }
 
 func unsubscribeHeaders(u string) map[string]string {
@@ -66,7 +70,7 @@ func unsubscribeHeaders(u string) map[string]string {
 }
 
 // compose renders a mail of kind from its templates.
-func (t *Testers) compose(kind, id, to, subject string, v mailView, headers map[string]string) distribution.OutgoingMail {
+func (m composer) compose(kind, id, to, subject string, v mailView, headers map[string]string) distribution.OutgoingMail {
 	var text, html bytes.Buffer
 	// The templates are fixed and their values plain strings: executing them cannot fail.
 	_ = textMails.ExecuteTemplate(&text, kind, v)

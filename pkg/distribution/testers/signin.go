@@ -61,9 +61,9 @@ func (t *Testers) RequestLink(ctx context.Context, email, client string) error {
 	if err != nil || !ok {
 		return err
 	}
-	v := mailView{LinkURL: t.links().TesterLink(secret), LinkMinutes: int(LinkTTL / time.Minute)}
+	v := mailView{LinkURL: t.mail().links.TesterLink(secret), LinkMinutes: int(LinkTTL / time.Minute)}
 	// The outbox id is the link's hash prefix: unique, and it says nothing of the secret.
-	m := t.compose(distribution.MailSignIn, "signin."+hash[:24], e, "Your sign-in link for Slipway", v, nil)
+	m := t.mail().compose(distribution.MailSignIn, "signin."+hash[:24], e, "Your sign-in link for Slipway", v, nil)
 	if err := t.Store.WriteMailNow(ctx, m); err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func (t *Testers) TesterOf(ctx context.Context, u *distribution.User) *distribut
 // Unsubscribe turns off a tester's mail for an app, from a mail's one-click link (no session
 // needed: the token is the proof).
 func (t *Testers) Unsubscribe(ctx context.Context, token string) (*distribution.TesterApp, error) {
-	testerID, appID, ok := t.checkUnsubscribe(token)
+	testerID, appID, ok := t.mail().checkUnsubscribe(token)
 	if !ok {
 		return nil, errs.New(errs.NotFound, "this unsubscribe link is not valid")
 	}
@@ -147,7 +147,7 @@ func (t *Testers) Unsubscribe(ctx context.Context, token string) (*distribution.
 
 // checkUnsubscribe reads an unsubscribe token's tester and app. The token is
 // "<tester>.<app>.<expiry>.<signature>", the signature covering both ids.
-func (t *Testers) checkUnsubscribe(token string) (testerID, appID int64, ok bool) {
+func (m composer) checkUnsubscribe(token string) (testerID, appID int64, ok bool) {
 	if len(token) > 512 {
 		return 0, 0, false
 	}
@@ -157,7 +157,7 @@ func (t *Testers) checkUnsubscribe(token string) (testerID, appID int64, ok bool
 	}
 	tid, err1 := strconv.ParseInt(parts[0], 10, 64)
 	aid, err2 := strconv.ParseInt(parts[1], 10, 64)
-	if err1 != nil || err2 != nil || tid <= 0 || aid <= 0 || !t.Signer.CheckToken(parts[2], "tester-unsubscribe", parts[0], parts[1]) {
+	if err1 != nil || err2 != nil || tid <= 0 || aid <= 0 || !m.signer.CheckToken(parts[2], "tester-unsubscribe", parts[0], parts[1]) {
 		return 0, 0, false
 	}
 	return tid, aid, true

@@ -84,7 +84,16 @@ type Testers struct {
 	Webhooks distribution.Waker
 }
 
-func (t *Testers) links() links.Links { return links.Links{Base: t.Config.PublicURL} }
+// mail is what composes testers' mails: the links they carry and the signer of their tokens.
+func (t *Testers) mail() composer {
+	return composer{links: links.Links{Base: t.Config.PublicURL}, signer: t.Signer}
+}
+
+// composer composes testers' mails (mails.go).
+type composer struct {
+	links  links.Links
+	signer *signing.Signer
+}
 
 // wake makes the mail sender look at the outbox at once.
 func (t *Testers) wake() {
