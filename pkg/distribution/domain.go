@@ -261,6 +261,8 @@ type Distributed struct {
 	Notified int
 	// Invited is how many of them were new to the app (the tester.invited event's count).
 	Invited int
+	// Queued: the distribution waits for the mailing component to expand it.
+	Queued bool
 }
 
 // ChannelContext returns the release's channel with its app and scheme.

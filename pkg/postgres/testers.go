@@ -522,6 +522,7 @@ func (d distributionTx) QueueDistribution(ctx context.Context, req distribution.
 	}
 	_, err = d.tx.Exec(ctx, `INSERT INTO release_distributions (release_id, emails, group_ids, notify, summary) VALUES ($1, $2, $3, $4, $5)`,
 		req.ReleaseID, req.Emails, req.GroupIDs, notify, summary)
+	out.Queued = err == nil
 	return out, err
 }
 

@@ -46,6 +46,7 @@ func (t *Testers) Distribute(ctx context.Context, releaseID int64, in distributi
 	if err != nil {
 		return distribution.Distributed{}, err
 	}
+	t.Committed(d)
 	t.Audit.Record(ctx, "release.distribute", distribution.ReleaseTarget(rc),
 		map[string]any{"testers": d.Testers, "notified": d.Notified, "groups": in.Groups, "named": len(in.Testers)})
 	return d, nil
@@ -140,7 +141,7 @@ func (t *Testers) expand(ctx context.Context, tx distribution.DistributionTx, rc
 // Committed is called after the transaction of a distribution commits: the mailing component
 // writes its mails at once, and the webhook sender sends its tester.invited.
 func (t *Testers) Committed(d distribution.Distributed) {
-	if d.Testers > 0 && t.Mailings != nil {
+	if d.Queued && t.Mailings != nil {
 		t.Mailings.Wake()
 	}
 }
