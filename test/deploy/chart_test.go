@@ -412,6 +412,22 @@ func checkMigrationJob(t *testing.T, r *rendered, s server) *batchv1.Job {
 	if !reflect.DeepEqual(sortedKeys(jobEnv), sortedKeys(s.env)) {
 		t.Errorf("Job env %v differs from the Deployment's %v", sortedKeys(jobEnv), sortedKeys(s.env))
 	}
+	// The files config.Load reads at start are mounted in the Job too: without one, `migrate up`
+	// fails before it migrates anything (the Sparkle key once was not).
+	for _, e := range c.Env {
+		if !loadedFiles[e.Name] || e.Value == "" {
+			continue
+		}
+		mounted := false
+		for _, m := range c.VolumeMounts {
+			if strings.HasPrefix(e.Value, strings.TrimSuffix(m.MountPath, "/")+"/") {
+				mounted = true
+			}
+		}
+		if !mounted {
+			t.Errorf("the Job's %s names %s, which no volume of the Job mounts: config.Load fails there", e.Name, e.Value)
+		}
+	}
 	// Secret references point at a Secret that is a hook of the same phases (created first), or at
 	// the user's existing Secret.
 	for _, e := range c.Env {
@@ -434,6 +450,10 @@ func checkMigrationJob(t *testing.T, r *rendered, s server) *batchv1.Job {
 	}
 	return j
 }
+
+// loadedFiles are the variables naming files config.Load reads at start (every command's, the
+// migration Job's too).
+var loadedFiles = map[string]bool{"SLIPWAY_SPARKLE_KEY_FILE": true, "SLIPWAY_SMTP_PASSWORD_FILE": true, "SLIPWAY_SMTP_CA_FILE": true}
 
 func secretNamed(r *rendered, name string) *corev1.Secret {
 	for _, s := range r.Secrets {
