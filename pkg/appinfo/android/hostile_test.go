@@ -50,7 +50,7 @@ func TestAPKBadManifests(t *testing.T) {
 	rng := rand.New(rand.NewPCG(33, 1))
 	garbage := make([]byte, 1000)
 	for i := range garbage {
-		garbage[i] = byte(rng.N(256))
+		garbage[i] = byte(rng.IntN(256))
 	}
 	garbage[0] = 0x07
 	tooLong := bytes.Clone(good)
