@@ -117,10 +117,20 @@ func startMinIO(t *testing.T) *minioServer {
 		missing(t, fmt.Sprintf("the MinIO binary %s: %v", bin, err))
 	}
 	m := &minioServer{
-		bin: bin, dir: t.TempDir(), addr: freeAddr(t), consoleAddr: freeAddr(t),
-		accessKey: "reliability", secret: "reliability-minio-secret-" + testkit.RandomHex(8),
+		bin: bin, dir: t.TempDir(), accessKey: "reliability", secret: "reliability-minio-secret-" + testkit.RandomHex(8),
 	}
-	m.start(t)
+	// A free port is free when freeAddr closes it, not when MinIO binds it: a parallel test may
+	// take it meanwhile (a CI run saw "Specified port is already in use"). Only that refusal
+	// chooses new ports; any other failure fails the test.
+	for attempt := 1; ; attempt++ {
+		m.addr, m.consoleAddr = freeAddr(t), freeAddr(t)
+		if m.launch(t) || attempt == 5 {
+			break
+		}
+		m.previousOutputs = append(m.previousOutputs, m.proc.out.String())
+		m.proc = nil
+	}
+	m.wait(t)
 	t.Cleanup(func() {
 		if m.proc != nil {
 			m.proc.stop(t, syscall.SIGKILL)
@@ -141,10 +151,36 @@ func (m *minioServer) start(t *testing.T) {
 	if m.proc != nil {
 		m.previousOutputs = append(m.previousOutputs, m.proc.out.String())
 	}
+	m.launch(t)
+	m.wait(t)
+}
+
+// launch starts the process and reports false only when it exited at once because its port was
+// taken (startMinIO then chooses others).
+func (m *minioServer) launch(t *testing.T) bool {
+	t.Helper()
 	cmd := exec.Command(m.bin, "server", "--quiet", "--address", m.addr, "--console-address", m.consoleAddr, m.dir)
 	cmd.Env = append(cleanEnviron(),
 		"MINIO_ROOT_USER="+m.accessKey, "MINIO_ROOT_PASSWORD="+m.secret, "MINIO_BROWSER=off", "MINIO_UPDATE=off")
 	m.proc = startProcess(t, cmd)
+	deadline := time.Now().Add(serviceTimeout)
+	c := &http.Client{Timeout: 2 * time.Second}
+	for !m.proc.exited() && time.Now().Before(deadline) {
+		resp, err := c.Get(m.endpoint() + "/minio/health/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return true
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return !(m.proc.exited() && strings.Contains(m.proc.out.String(), "already in use"))
+}
+
+// wait waits until the started server is ready, failing the test if it exits or never is.
+func (m *minioServer) wait(t *testing.T) {
+	t.Helper()
 	deadline := time.Now().Add(serviceTimeout)
 	c := &http.Client{Timeout: 2 * time.Second}
 	for {
