@@ -40,11 +40,16 @@ type deviceView struct {
 	UDID, Name, Product, OSVersion, Serial, Registered string
 	Unverified                                         bool
 	Releases                                           []installableView
+	// Expired are builds whose provisioning profile lists the device but has expired: no
+	// device installs them any more, so they are not among Releases.
+	Expired []installableView
 }
 
 type installableView struct {
 	AppName, Channel, Version, URL, Uploaded string
 	AllDevices                               bool
+	// Expired is when the build's provisioning profile expired ("": it has not).
+	Expired string
 }
 
 // udidIndex: GET /udid.
@@ -110,9 +115,15 @@ func (h *Handler) devicePage(c *gin.Context) error {
 	v := deviceView{UDID: d.UDID, Name: d.Name, Product: d.Product, OSVersion: d.OSVersion, Serial: d.Serial, Registered: h.when(d.CreatedAt),
 		Unverified: d.Unverified}
 	for _, rc := range rels {
-		v.Releases = append(v.Releases, installableView{AppName: rc.App.Name, Channel: rc.Scheme.Name + " · " + rc.Channel.Name,
+		iv := installableView{AppName: rc.App.Name, Channel: rc.Scheme.Name + " · " + rc.Channel.Name,
 			Version: versionText(&rc.Release), URL: h.links.Release(rc.Channel.Slug, rc.ID), Uploaded: h.when(rc.CreatedAt),
-			AllDevices: rc.Profile != nil && rc.Profile.AllDevices})
+			AllDevices: rc.Profile != nil && rc.Profile.AllDevices}
+		if profileExpired(&rc.Release) {
+			iv.Expired = h.when(rc.Profile.ExpiresAt)
+			v.Expired = append(v.Expired, iv)
+			continue
+		}
+		v.Releases = append(v.Releases, iv)
 	}
 	http.SetCookie(c.Writer, &http.Cookie{Name: DeviceCookie, Value: d.UDID, Path: "/", MaxAge: 365 * 24 * 3600,
 		HttpOnly: true, Secure: h.https(), SameSite: http.SameSiteLaxMode})
@@ -126,6 +137,9 @@ type deviceCheck struct {
 	Name       string
 	CanInstall bool
 	UDID       string
+	// Expired is when the build's provisioning profile expired ("": it has not). A profile that
+	// lists the device but has expired installs on no device, so CanInstall is false then.
+	Expired string
 }
 
 // checkDevice looks at the device cookie for an ad hoc or development build.
@@ -142,6 +156,9 @@ func (h *Handler) checkDevice(c *gin.Context, r *distribution.Release) *deviceCh
 	d, err := h.svc.Devices.Device(ctx, udid)
 	if err != nil {
 		return nil
+	}
+	if profileExpired(r) {
+		return &deviceCheck{Registered: true, Name: d.Name, UDID: d.UDID, Expired: h.when(r.Profile.ExpiresAt)}
 	}
 	ok, err := h.svc.Devices.DeviceInProfile(ctx, r, udid)
 	if err != nil {

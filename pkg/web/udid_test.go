@@ -274,3 +274,43 @@ func TestUDIDSignedProfile(t *testing.T) {
 		t.Errorf("signed content %s", p7.Content)
 	}
 }
+
+// A build whose provisioning profile lists the device but has expired installs nowhere: its page
+// must not tell the device it can install it (above a disabled "Profile expired" button), and the
+// device page must not list it among the builds the device can install.
+func TestUDIDExpiredProfile(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	expired := upload(t, e, "old.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Stale", BundleID: "com.example.stale", Version: "1.0", Build: "1",
+		Profile: &appletest.ProfileOptions{Name: "Stale Ad Hoc", AppID: "TEAM123456.com.example.stale", Devices: []string{testUDID},
+			CreatedAt: time.Now().AddDate(-1, 0, 0), ExpiresAt: time.Now().AddDate(0, 0, -2)}}))
+	fresh := upload(t, e, "new.ipa", adhocIPA("Fresh", "1", []string{testUDID}, false))
+	r := postAnswer(t, e, profileservicetest.Answer(t, map[string]string{"UDID": testUDID, "PRODUCT": "iPhone15,2", "DEVICE_NAME": "QA iPhone",
+		"CHALLENGE": profileChallenge(t, e)}))
+	if r.Status != http.StatusMovedPermanently {
+		t.Fatalf("callback: %d %s", r.Status, r.Body)
+	}
+	page := get(t, e, "/udid/"+testUDID)
+	body := string(page.Body)
+	installable, expiredPart, _ := strings.Cut(body, `id="expired-builds"`)
+	if page.Status != 200 || !strings.Contains(installable, fresh.ReleaseURL) || strings.Contains(installable, expired.ReleaseURL) ||
+		!strings.Contains(expiredPart, expired.ReleaseURL) {
+		t.Fatalf("device page lists the expired build among those the device can install, or not apart: %s", body)
+	}
+	var cookie *http.Cookie
+	for _, c := range (&http.Response{Header: page.Header}).Cookies() {
+		if c.Name == "slipway_device" {
+			cookie = c
+		}
+	}
+	if cookie == nil {
+		t.Fatal("no device cookie")
+	}
+	b := string(get(t, e, strings.TrimPrefix(expired.ReleaseURL, e.URL), cookie).Body)
+	if strings.Contains(b, "can install this build") || !strings.Contains(b, `data-can-install="false"`) || !strings.Contains(b, "profile expired") ||
+		!strings.Contains(b, "Profile expired") {
+		t.Errorf("expired build's page: %s", b)
+	}
+	if b := string(get(t, e, strings.TrimPrefix(fresh.ReleaseURL, e.URL), cookie).Body); !strings.Contains(b, "This device (QA iPhone) can install this build") {
+		t.Errorf("fresh build's page: %s", b)
+	}
+}
