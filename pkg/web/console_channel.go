@@ -76,8 +76,11 @@ func (h *Handler) planView(c *gin.Context, victims []distribution.RetentionVicti
 type buildRow struct {
 	ID                                               int64
 	Version, URL, Size, Branch, Commit, Uploader, At string
-	Downloads                                        int64
-	Pinned                                           bool
+	// Format is the package's kind as pages name it (".apk", ".aab"): two builds of one version
+	// differ by it.
+	Format    string
+	Downloads int64
+	Pinned    bool
 }
 
 type channelPageView struct {
@@ -197,7 +200,8 @@ func (h *Handler) buildRows(c *gin.Context, rels []distribution.Release) ([]buil
 	for i := range rels {
 		r := &rels[i]
 		out[i] = buildRow{ID: r.ID, Version: versionText(r), URL: h.buildURL(r.ID), Size: humanSize(r.Size), Branch: r.Branch,
-			Commit: shortCommit(r.GitCommit), At: h.when(r.CreatedAt), Downloads: r.Downloads, Pinned: r.Pinned}
+			Commit: shortCommit(r.GitCommit), At: h.when(r.CreatedAt), Downloads: r.Downloads, Pinned: r.Pinned,
+			Format: name(formatNames, r.Format)}
 		if a, ok := who[r.ID]; ok {
 			out[i].Uploader = a.Label()
 		}
@@ -264,7 +268,7 @@ func (h *Handler) renderBuild(c *gin.Context, session string, u *distribution.Us
 	v := buildPageView{releaseView: h.releaseView(ctx, rc, nil), User: u, CSRF: h.csrfToken(session), Base: h.links.Base,
 		Can: h.grants(c, rc.App.ID), Channel: cc.Scheme.Name + " · " + cc.Channel.Name,
 		ChannelConsoleURL: h.channelURL(cc.Channel.ID), PublicURL: h.links.Release(cc.Channel.Slug, rc.ID),
-		Changelog: distribution.TextChangelog(rc.Changelog), FileName: rc.Filename, SHA256: rc.SHA256,
+		Changelog: editableChangelog(rc.Changelog), FileName: rc.Filename, SHA256: rc.SHA256,
 		Pinned: rc.Pinned, Form: form, Updates: releaseUpdates(&rc.Release), Testers: h.releaseTesters(c, rc.ID)}
 	if who, err := h.svc.Audit.Uploaders(ctx, []int64{rc.ID}); err == nil {
 		if a, ok := who[rc.ID]; ok {

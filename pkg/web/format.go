@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/slipwayhq/slipway/pkg/distribution"
 )
 
 // humanSize renders a byte count in binary units with one decimal, as testers read sizes
@@ -132,4 +134,15 @@ func formSize(n int64) string {
 		}
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// editableChangelog is a changelog as its console field shows it: one message a line, as it was
+// typed. (The API's text_changelog puts "- " before each, Zealot's list; shown in the field, the
+// bullets were saved back as part of what was typed and came back with every edit.)
+func editableChangelog(entries []distribution.ChangelogEntry) string {
+	lines := make([]string, len(entries))
+	for i, e := range entries {
+		lines[i] = e.Message
+	}
+	return strings.Join(lines, "\n")
 }
