@@ -69,6 +69,15 @@ func (u *uploadTx) LockChannel(ctx context.Context, slug string) (*distribution.
 	return &c, appID, nil
 }
 
+func (u *uploadTx) LockAppByID(ctx context.Context, appID int64) (string, error) {
+	var name string
+	err := u.tx.QueryRow(ctx, `SELECT name FROM apps WHERE id = $1 FOR KEY SHARE`, appID).Scan(&name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", errs.New(errs.NotFound, "there is no such app: it may have been deleted")
+	}
+	return name, err
+}
+
 func (u *uploadTx) LockAppName(ctx context.Context, name string) error {
 	_, err := u.tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7462, hashtext($1))`, name)
 	return err

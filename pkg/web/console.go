@@ -234,6 +234,8 @@ type consoleView struct {
 	Recent []recentView
 	Form   formState
 	Can    grants
+	// Upload is the upload box (nil: the person may not make an app by upload).
+	Upload *uploadBoxView
 }
 
 // recentView is an upload on the console's home: the newest across every app.
@@ -263,12 +265,19 @@ func (h *Handler) renderHome(c *gin.Context, session string, u *distribution.Use
 		return err
 	}
 	v := consoleView{User: u, CSRF: h.csrfToken(session), Apps: apps, Base: h.links.Base, Form: form, Can: h.grants(c, 0)}
+	if v.Can.Upload {
+		v.Upload = h.homeUploadBox(v.CSRF, form)
+	}
 	for _, rc := range recent {
 		v.Recent = append(v.Recent, recentView{App: rc.App.Name, Channel: rc.Scheme.Name + " · " + rc.Channel.Name, Version: versionText(&rc.Release),
 			Uploaded: h.when(rc.CreatedAt), Downloads: rc.Downloads, URL: h.links.Release(rc.Channel.Slug, rc.ID),
 			AppURL: h.appURL(rc.App.ID)})
 	}
-	h.consoleRender(c, status, "console", page{Title: "Console · Slipway", Body: v}, session, u)
+	p := page{Title: "Console · Slipway", Body: v}
+	if v.Upload != nil {
+		p.Script = h.links.Static("console.js")
+	}
+	h.consoleRender(c, status, "console", p, session, u)
 	return nil
 }
 

@@ -62,6 +62,8 @@ type consoleAppView struct {
 	// Form is the failed form's state (the zero value when none failed).
 	Form        formState
 	DeviceTypes []string
+	// Upload is the upload box (nil: the person may not upload into this app).
+	Upload *uploadBoxView
 }
 
 // schemeForm is what the rename and delete forms of a scheme need.
@@ -162,6 +164,9 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 		v.Schemes = append(v.Schemes, sv)
 	}
 	v.Events = webhook.Events
+	if v.Can.Upload {
+		v.Upload = h.appUploadBox(v.CSRF, appID, form)
+	}
 	if v.Can.ManageWebhooks {
 		if v.AppWebhooks, err = h.svc.Webhooks.ListWebhooks(ctx, appID, 0); err != nil {
 			return err
@@ -172,7 +177,7 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 	}
 	p := page{Title: app.Name + " · Console · Slipway", Body: v,
 		Crumbs: []crumb{{Text: "Apps", URL: h.links.Base + "/console"}, {Text: app.Name}}}
-	if v.Can.ManageApp {
+	if v.Upload != nil {
 		p.Script = h.links.Static("console.js")
 	}
 	h.consoleRender(c, status, "app", p, session, u)

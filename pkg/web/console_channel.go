@@ -91,6 +91,8 @@ type channelPageView struct {
 	Can    grants
 	Ch     consoleChannelView
 	Builds []buildRow
+	// Upload is the upload box (nil: the person may not upload into this app).
+	Upload *uploadBoxView
 	// Plan is retention's plan under the saved policy; Preview under the policy typed (nil
 	// unless "Preview" was pressed).
 	Plan, Preview *retentionPlanView
@@ -171,6 +173,9 @@ func (h *Handler) renderChannel(c *gin.Context, session string, u *distribution.
 		}
 	}
 	v.Ch = cv
+	if v.Can.Upload {
+		v.Upload = h.channelUploadBox(v.CSRF, cv, form)
+	}
 	v.Feeds = h.channelFeeds(&ch)
 	var newest *distribution.Release
 	if pg == 1 && len(rels) > 0 {
@@ -179,7 +184,7 @@ func (h *Handler) renderChannel(c *gin.Context, session string, u *distribution.
 	v.Testers = h.channelTesters(c, &ch, form, newest)
 	p := page{Title: cc.Scheme.Name + " · " + ch.Name + " · " + app.Name + " · Console · Slipway", Body: v,
 		Crumbs: []crumb{{Text: "Apps", URL: h.links.Base + "/console"}, {Text: app.Name, URL: h.appURL(app.ID)}, {Text: cc.Scheme.Name + " · " + ch.Name}}}
-	if v.Can.ManageApp {
+	if v.Upload != nil {
 		p.Script = h.links.Static("console.js")
 	}
 	h.consoleRender(c, status, "console-channel", p, session, u)

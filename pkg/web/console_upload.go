@@ -92,16 +92,42 @@ func (h *Handler) consoleStartUpload(c *gin.Context) error {
 	if err != nil || chID <= 0 {
 		return errs.New(errs.NotFound, "there is no such channel")
 	}
-	size, err := strconv.ParseInt(strings.TrimSpace(c.PostForm("size")), 10, 64)
-	if err != nil {
-		return errs.Field("size", "must be the file's size in bytes")
-	}
 	cc, err := h.svc.Apps.ChannelByID(ctx, chID)
 	if err != nil {
 		return err
 	}
-	in := uploads.NewSession{Kind: distribution.SessionApp, Filename: c.PostForm("filename"), Size: size,
-		Fields: map[string]string{"channel_key": cc.Channel.Slug, "source": "console"}}
+	return h.startUpload(ctx, c, uploads.NewSession{Fields: map[string]string{"channel_key": cc.Channel.Slug}})
+}
+
+// consoleStartFirstUpload: POST /console/uploads (filename, size, changelog; app_id, or a chosen
+// app name) → 201 with the session: the upload box of the console's home (and of an app's page,
+// with app_id), whose build makes its app (or goes into app_id), scheme and channel as the API's
+// upload without channel_key does.
+func (h *Handler) consoleStartFirstUpload(c *gin.Context) error {
+	ctx, err := h.consoleUploader(c)
+	if err != nil {
+		return err
+	}
+	in := uploads.NewSession{Fields: map[string]string{}}
+	if v := strings.TrimSpace(c.PostForm("app_id")); v != "" {
+		if in.AppID, err = strconv.ParseInt(v, 10, 64); err != nil || in.AppID <= 0 {
+			return errs.New(errs.NotFound, "there is no such app")
+		}
+	} else if name := strings.TrimSpace(c.PostForm("name")); name != "" {
+		in.Fields["name"] = name
+	}
+	return h.startUpload(ctx, c, in)
+}
+
+// startUpload starts the console's upload session in: the file's name and size, and the upload
+// box's fields.
+func (h *Handler) startUpload(ctx context.Context, c *gin.Context, in uploads.NewSession) error {
+	size, err := strconv.ParseInt(strings.TrimSpace(c.PostForm("size")), 10, 64)
+	if err != nil {
+		return errs.Field("size", "must be the file's size in bytes")
+	}
+	in.Kind, in.Filename, in.Size = distribution.SessionApp, c.PostForm("filename"), size
+	in.Fields["source"] = "console"
 	for _, k := range consoleUploadFields {
 		if v := strings.TrimSpace(c.PostForm(k)); v != "" {
 			in.Fields[k] = v

@@ -12,6 +12,8 @@ import (
 type grants struct {
 	// On the page's app (or the installation, for pages of none).
 	ManageApp, DeleteApp, PinRelease, RotateFeedToken, ManageWebhooks, ConfigureSigning bool
+	// Upload: into the page's app, or (on the installation) a build that makes its app.
+	Upload bool
 	// On the installation.
 	CreateApp, ManagePeople, ManageTokens, ReadAudit, ReadDevices, ManageDevices bool
 	// ReadTesters and ManageTesters: the Testers page, and its forms.
@@ -29,6 +31,7 @@ func (h *Handler) grants(c *gin.Context, appID int64) grants {
 		RotateFeedToken:  appID != 0 && p.Allowed(ctx, policy.RotateFeedToken, app),
 		ManageWebhooks:   p.Allowed(ctx, policy.ManageWebhooks, app),
 		ConfigureSigning: appID != 0 && p.Allowed(ctx, policy.ConfigureSigning, app),
+		Upload:           p.Allowed(ctx, policy.Upload, app),
 		CreateApp:        p.Allowed(ctx, policy.CreateApp, inst),
 		ManagePeople:     p.Allowed(ctx, policy.ManagePeople, inst),
 		ManageTokens:     p.Allowed(ctx, policy.ManageTokens, inst),

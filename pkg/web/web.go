@@ -140,6 +140,8 @@ func (h *Handler) Register(e *gin.Engine) {
 	e.GET("/console/users", h.page(h.consoleUsers))
 	e.POST("/console/users/:id", h.form(h.consoleUpdateUser))
 	e.POST("/console/channels/:id/uploads", h.json(h.consoleStartUpload))
+	e.POST("/console/uploads", h.json(h.consoleStartFirstUpload))
+	e.POST(uploadFormPath, h.page(h.consoleUploadForm))
 	e.GET("/console/uploads/:session", h.json(h.consoleUploadSession))
 	e.POST("/console/uploads/:session/complete", h.json(h.consoleCompleteUpload))
 }
@@ -170,7 +172,8 @@ func checked(c *gin.Context, fn func(c *gin.Context) error) error {
 	if err := problem.CheckRequestText(c.Request); err != nil {
 		return err
 	}
-	if c.Request.Method == http.MethodPost && strings.HasPrefix(c.Request.URL.Path, "/console/") {
+	// The upload box's own POST streams its file into storage itself (console_firstupload.go).
+	if c.Request.Method == http.MethodPost && strings.HasPrefix(c.Request.URL.Path, "/console/") && c.Request.URL.Path != uploadFormPath {
 		if err := readConsoleForm(c); err != nil {
 			return err
 		}

@@ -398,6 +398,9 @@ func decideUser(a distribution.Actor, act Action, res Resource) Decision {
 			return allow
 		}
 		return Decision{Err: errs.New(errs.NotFound, "no such upload session")}
+	case act == Upload && a.Role == distribution.RoleDeveloper:
+		// An upload into no app makes one (or finds one by name): creating apps is the admins'.
+		return refuse("a build that makes a new app needs the admin role; upload it on the page of an app you are a member of, or ask an admin")
 	}
 	return refuse("this needs the admin role; you are %s", distribution.WithArticle(a.Role))
 }

@@ -303,6 +303,17 @@ func TestRefusalsSayWhatWouldAllow(t *testing.T) {
 	}
 }
 
+// A developer uploading a build that would make an app (the console's home, or the API without a
+// channel_key) is told where an upload of theirs goes: an app's page, or an admin.
+func TestDeveloperMakingAnAppByUpload(t *testing.T) {
+	p := &policy.Policy{Members: members{}}
+	dev := distribution.WithActor(context.Background(), distribution.Actor{Kind: distribution.ActorUser, UserID: 8, Role: distribution.RoleDeveloper})
+	err := p.Authorize(dev, policy.Upload, policy.Installation)
+	if errs.KindOf(err) != errs.Forbidden || !strings.Contains(err.Error(), "upload it on the page of an app you are a member of") {
+		t.Errorf("a developer's upload that makes an app: %v", err)
+	}
+}
+
 func outcome(err error) string {
 	var e *errs.Error
 	switch {

@@ -56,6 +56,10 @@ type ReleaseForm struct {
 	Testers string
 	Groups  string
 	Notify  string
+	// AppID, without a ChannelKey, is the app the build goes into, its scheme and channel found
+	// or made as an upload without a channel key makes them (the console's upload box on an
+	// app's page). The API has no such field: its uploads name a channel or an app's name.
+	AppID int64
 
 	rollout    int
 	critical   bool
@@ -194,7 +198,7 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 			b.Objects.Discard(ctx, keys...)
 		}
 	}()
-	if err := mayUploadTo(ctx, b.Policy, b.Channels, f.ChannelKey); err != nil {
+	if err := mayUploadTo(ctx, b.Policy, b.Channels, f.ChannelKey, f.AppID); err != nil {
 		return nil, err
 	}
 	changelog, custom, err := f.check()
@@ -256,7 +260,7 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 			EdSignature: f.EdSignature, TauriSignature: f.TauriSignature, RolloutPercent: f.rollout, Critical: f.critical, ObjectKey: obj.Key, Filename: downloadName(obj.Filename, name, info),
 			UploadedBy: tokenID,
 		},
-		channelSlug: f.ChannelKey, appName: name, schemeName: distribution.SchemeName(releaseType), info: info,
+		channelSlug: f.ChannelKey, appName: name, appID: f.AppID, schemeName: distribution.SchemeName(releaseType), info: info,
 		idemKey: idemKey, snap: snap, snapJSON: snapJSON, distribute: f.distribute,
 	}
 	r := &up.release

@@ -149,6 +149,15 @@ func (t memTx) LockChannel(_ context.Context, slug string) (*Channel, int64, err
 	return nil, 0, errs.New(errs.NotFound, "channel not found: check channel_key")
 }
 
+func (t memTx) LockAppByID(_ context.Context, appID int64) (string, error) {
+	t.db.step(fmt.Sprintf("LockAppByID %d", appID))
+	a, ok := t.db.rows.apps[appID]
+	if !ok {
+		return "", errs.New(errs.NotFound, "there is no app %d", appID)
+	}
+	return a.Name, nil
+}
+
 func (t memTx) LockAppName(_ context.Context, name string) error {
 	t.db.step("LockAppName " + name)
 	return nil

@@ -32,6 +32,9 @@ type UploadTx interface {
 	// KEY SHARE until the commit: an app being destroyed is destroyed after this release, or is
 	// gone already and the upload fails (errs.NotFound).
 	LockChannel(ctx context.Context, slug string) (*distribution.Channel, int64, error)
+	// LockAppByID returns the name of the app an upload goes into (ReleaseForm.AppID) and locks its
+	// row FOR KEY SHARE until the commit (errs.NotFound when it is gone).
+	LockAppByID(ctx context.Context, appID int64) (string, error)
 	// LockAppName makes the auto-creating uploads of one app name take turns until the commit, so
 	// that concurrent ones create one app, one scheme and one channel.
 	LockAppName(ctx context.Context, name string) error
@@ -91,9 +94,10 @@ func (e *errReplay) Error() string { return "idempotent replay" }
 // upload is what an upload records: the release as parsed, and where it goes.
 type upload struct {
 	release distribution.Release
-	// channelSlug names an existing channel; empty finds or creates the app appName, its scheme
-	// schemeName and its channel of the package's platform.
+	// channelSlug names an existing channel; empty finds or creates the app appName (or takes
+	// the app appID), its scheme schemeName and its channel of the package's platform.
 	channelSlug, appName, schemeName string
+	appID                            int64
 	// info is the parsed package, which a named channel must take (checkChannel).
 	info *appinfo.Info
 	// passwordHash, when not empty, becomes the channel's download password.
@@ -225,7 +229,8 @@ func (b *Builds) signs(ctx context.Context, ch *distribution.Channel, appID int6
 
 // channel returns the channel the upload goes into, with its app's id: the one its key names,
 // which must take the package (its app row locked), or the app's channel of the package's
-// platform, found or created with the app and the scheme, one upload of the name at a time.
+// platform, found or created with the app (unless the upload names its app) and the scheme, one
+// upload of the name at a time.
 func (up *upload) channel(ctx context.Context, tx UploadTx) (*distribution.Channel, int64, error) {
 	if up.channelSlug != "" {
 		ch, appID, err := tx.LockChannel(ctx, up.channelSlug)
@@ -237,13 +242,7 @@ func (up *upload) channel(ctx context.Context, tx UploadTx) (*distribution.Chann
 		}
 		return ch, appID, nil
 	}
-	if err := tx.LockAppName(ctx, up.appName); err != nil {
-		return nil, 0, err
-	}
-	appID, err := tx.AppNamed(ctx, up.appName)
-	if err == nil && appID == 0 {
-		appID, err = tx.CreateApp(ctx, up.appName)
-	}
+	appID, err := up.app(ctx, tx)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -260,6 +259,27 @@ func (up *upload) channel(ctx context.Context, tx UploadTx) (*distribution.Chann
 	ch, err = tx.CreateChannel(ctx, &distribution.Channel{SchemeID: schemeID, Name: platform, DeviceType: platform,
 		BundleID: "*", DownloadFilenameType: "original"})
 	return ch, appID, err
+}
+
+// app returns the app an upload without a channel key goes into: the one it names (its row
+// locked, then its name's turn taken, as the uploads that find it by name take it), or the
+// oldest of its name, made when there is none.
+func (up *upload) app(ctx context.Context, tx UploadTx) (int64, error) {
+	if up.appID != 0 {
+		name, err := tx.LockAppByID(ctx, up.appID)
+		if err != nil {
+			return 0, err
+		}
+		return up.appID, tx.LockAppName(ctx, name)
+	}
+	if err := tx.LockAppName(ctx, up.appName); err != nil {
+		return 0, err
+	}
+	appID, err := tx.AppNamed(ctx, up.appName)
+	if err == nil && appID == 0 {
+		appID, err = tx.CreateApp(ctx, up.appName)
+	}
+	return appID, err
 }
 
 // replayed reports whether err is an upload's replay, and of which release.

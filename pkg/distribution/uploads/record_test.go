@@ -172,6 +172,41 @@ func TestUploadFindsOrCreatesItsChannel(t *testing.T) {
 	}
 }
 
+// An upload into an app (the console's upload box on an app's page) finds or creates its scheme
+// and channel in that app, whatever the package names itself, and never makes an app; an app
+// gone meanwhile records nothing.
+func TestUploadIntoAnApp(t *testing.T) {
+	e := newUploadEnv()
+	harbor := e.db.channel("Harbor", "Adhoc", Channel{Name: "iOS", Slug: "ios-key", DeviceType: "ios", BundleID: "*"})
+	appID := e.db.rows.schemes[harbor.SchemeID].AppID
+	rc, obj, err := e.upload(t, apk(1, ""), ReleaseForm{AppID: appID}, 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	order(t, e.steps(), fmt.Sprintf("LockAppByID %d", appID), "LockAppName Harbor", "EnsureScheme Adhoc", "ChannelFor android",
+		"CreateChannel android", "NextVersion", "InsertRelease", "commit")
+	if steps := e.steps(); hasStep(steps, "AppNamed") || hasStep(steps, "CreateApp") {
+		t.Errorf("an upload into an app looked for or made one: %v", steps)
+	}
+	if rc.App.ID != appID || rc.Scheme.ID != harbor.SchemeID || rc.Channel.DeviceType != "android" || rc.Channel.ID == harbor.ID {
+		t.Fatalf("into app %d: app %d scheme %d channel %+v", appID, rc.App.ID, rc.Scheme.ID, rc.Channel)
+	}
+	e.live(t, obj.Key)
+	if len(e.db.rows.apps) != 1 {
+		t.Errorf("%d apps, want the one", len(e.db.rows.apps))
+	}
+	_, obj, err = e.upload(t, apk(2, ""), ReleaseForm{AppID: 999}, 1, "")
+	if errs.KindOf(err) != errs.NotFound {
+		t.Errorf("into an app that is gone: %v, want NotFound", err)
+	}
+	e.gone(t, obj)
+	// A channel key wins over an app: the upload goes where the key says.
+	_, _, err = e.upload(t, apk(3, ""), ReleaseForm{AppID: appID, ChannelKey: "ios-key"}, 1, "")
+	if errs.KindOf(err) != errs.Invalid {
+		t.Errorf("an Android build into the iOS channel named by its key: %v, want Invalid", err)
+	}
+}
+
 // An upload naming a channel by its key goes into it only if the channel takes the package's
 // platform and bundle id; its app's row is locked, not its name. A refused one records nothing and
 // discards its object.

@@ -105,7 +105,14 @@ type NewSession struct {
 	SHA256 string
 	// Fields are the upload's form fields (those of POST /api/apps/upload, or of a debug file).
 	Fields map[string]string
+	// AppID is the app a build without a channel_key goes into (ReleaseForm.AppID: the console's
+	// upload box on an app's page); kept with the fields as appIDField.
+	AppID int64
 }
+
+// appIDField keeps a session's AppID among its fields. No API client sets it: the API's session
+// start takes only the upload's own fields.
+const appIDField = "app_id"
 
 // SessionPart is one part of a session as a client sees it.
 type SessionPart struct {
@@ -130,6 +137,13 @@ func releaseFormOf(f map[string]string) ReleaseForm {
 
 func debugFormOf(f map[string]string) DebugFileForm {
 	return DebugFileForm{ChannelKey: f["channel_key"], ReleaseVersion: f["release_version"], BuildVersion: f["build_version"]}
+}
+
+// sessionReleaseForm is what a session's build was started with: its fields, and its app.
+func sessionReleaseForm(sess *distribution.UploadSession) ReleaseForm {
+	f := releaseFormOf(sess.Fields)
+	f.AppID, _ = strconv.ParseInt(sess.Fields[appIDField], 10, 64)
+	return f
 }
 
 // ReleaseFormOf reads an upload's form fields.
@@ -164,7 +178,7 @@ func (ss *Sessions) multipart() (blob.Multipart, error) {
 // user's upload token's. Everything that can be refused without the file is refused here, before a
 // byte is sent: the fields, the size, the channel and who may upload into it.
 func (ss *Sessions) StartSession(ctx context.Context, in NewSession) (*distribution.UploadSession, []SessionPart, error) {
-	if err := mayUploadTo(ctx, ss.Policy, ss.Channels, in.Fields["channel_key"]); err != nil {
+	if err := mayUploadTo(ctx, ss.Policy, ss.Channels, in.Fields["channel_key"], in.AppID); err != nil {
 		return nil, nil, err
 	}
 	tokenID := distribution.ActorOf(ctx).TokenID
@@ -195,9 +209,12 @@ func (ss *Sessions) StartSession(ctx context.Context, in NewSession) (*distribut
 		return nil, nil, errs.Field("sha256", "must be the file's SHA-256 in hex (64 characters)")
 	}
 	for k, v := range in.Fields {
-		if v != "" {
+		if v != "" && k != appIDField {
 			sess.Fields[k] = v
 		}
+	}
+	if in.AppID != 0 {
+		sess.Fields[appIDField] = strconv.FormatInt(in.AppID, 10)
 	}
 	prefix := PackagePrefix
 	if sess.Kind == distribution.SessionApp {
@@ -294,8 +311,12 @@ func (ss *Sessions) OwnSession(ctx context.Context, id string) (*distribution.Up
 }
 
 // mayUploadTo checks that the context's actor may upload into the app of the channel a key
-// names (any app when key is empty: the upload finds or creates its own).
-func mayUploadTo(ctx context.Context, p *policy.Policy, channels ChannelFinder, key string) error {
+// names, or into the app appID when key is empty, or, with neither, into any app (the upload
+// finds or creates its own: making an app by upload is Upload on the installation).
+func mayUploadTo(ctx context.Context, p *policy.Policy, channels ChannelFinder, key string, appID int64) error {
+	if key == "" && appID != 0 {
+		return p.Authorize(ctx, policy.Upload, policy.OnApp(appID))
+	}
 	if key == "" || channels == nil {
 		return p.Authorize(ctx, policy.Upload, policy.Installation)
 	}
@@ -499,7 +520,7 @@ func (ss *Sessions) CompleteSession(ctx context.Context, id, sha256 string) (*Se
 			resultID = res.DebugFile.ID
 		}
 	} else {
-		if res.Release, err = ss.Builds.CreateRelease(ctx, obj, releaseFormOf(sess.Fields), sess.TokenID, ""); err == nil {
+		if res.Release, err = ss.Builds.CreateRelease(ctx, obj, sessionReleaseForm(sess), sess.TokenID, ""); err == nil {
 			resultID = res.Release.ID
 		}
 	}

@@ -1,8 +1,10 @@
-// Slipway console: the web upload of a build, with progress. Without this script the rest of the
-// console works (plain forms); the upload box stays hidden and a <noscript> note points to
-// `slipway upload`.
+// Slipway console: the web upload of a build, with progress. Without this script the console
+// works as plain forms, the upload box too: it is then one multipart POST (/console/upload) that
+// answers with the new build's page.
 //
-// The upload is a resumable upload session (POST /console/channels/:id/uploads): each part of the
+// The upload is a resumable upload session (POST /console/channels/:id/uploads, or
+// /console/uploads from the console's home and an app's page, where the build makes or finds its
+// app, scheme and channel as the API's upload without channel_key does): each part of the
 // file is PUT straight to where the session says (a presigned S3 URL, or the service's own signed
 // URL), retried when it fails; when the part URLs expire, the session is asked for fresh ones.
 // Completing the session parses and records the build exactly as every other upload.
@@ -118,6 +120,7 @@
       e.preventDefault();
       const file = input.files[0];
       if (!file) { setStatus('Choose or drop a file first.', 'error'); return; }
+      let next = null;
       button.disabled = true;
       cancel.hidden = false;
       ctl = { cancelled: false, xhr: null };
@@ -143,6 +146,10 @@
         link.textContent = ' Show it';
         link.id = 'upload-done';
         status.appendChild(link);
+        if (form.dataset.after === 'build') {
+          // The home and app pages' box: on to the build's page, as the form without script goes.
+          next = result.console_url;
+        }
       } catch (err) {
         if (ctl.cancelled) {
           setStatus('Upload cancelled. Choosing the same file again resumes it where it stopped.', 'error');
@@ -154,11 +161,17 @@
         cancel.hidden = true;
         uploading--;
       }
+      if (next) { window.location.assign(next); }
     });
   }
 
   async function upload(form, file, ctl, onProgress) {
-    const key = 'slipway-upload:' + form.dataset.start + ':' + file.name + ':' + file.size + ':' + file.lastModified;
+    // (The app a box names, and a chosen name, are part of where the session's build goes.)
+    const where = ['app_id', 'name'].map(function (k) {
+      const el = form.querySelector('[name="' + k + '"]');
+      return el ? el.value.trim() : '';
+    }).join(',');
+    const key = 'slipway-upload:' + form.dataset.start + ':' + where + ':' + file.name + ':' + file.size + ':' + file.lastModified;
     let session = null;
     const earlier = saved.get(key);
     if (earlier) {
@@ -172,6 +185,11 @@
         filename: file.name,
         size: String(file.size),
         changelog: form.querySelector('textarea[name="changelog"]').value,
+      });
+      // Where the build goes (an app's page), and the app's name when one was chosen.
+      ['app_id', 'name'].forEach(function (k) {
+        const el = form.querySelector('[name="' + k + '"]');
+        if (el && el.value.trim()) { start.set(k, el.value.trim()); }
       });
       session = await call(form, 'POST', form.dataset.start, start);
       saved.set(key, session.id);
