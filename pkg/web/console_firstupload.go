@@ -63,7 +63,7 @@ type uploadBoxView struct {
 // homeUploadBox is the console home's upload box.
 func (h *Handler) homeUploadBox(csrf string, form formState) *uploadBoxView {
 	return &uploadBoxView{FormID: uploadFormID, CSRF: csrf, Base: h.links.Base, Start: h.links.Base + "/console/uploads",
-		Accepts: "an .ipa, .apk, .aab, a macOS .zip or .pkg, a HarmonyOS .hap, a Windows .exe, .msi or .msix, a Linux .deb, .rpm or .AppImage",
+		Accepts: "an iOS, Android, macOS, HarmonyOS, Windows or Linux package",
 		Names:   true, After: "build", Form: form}
 }
 

@@ -1,0 +1,82 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+
+	"github.com/slipwayhq/slipway/test/apptest"
+)
+
+// The browser day-one test (issue 34): a newcomer on a fresh server starts at /, signs in (with
+// the one-time link `slipway admin login-link` prints), reaches the console's home, drops one
+// real build on its upload box and reaches the build's page, with nothing made beforehand; on a
+// desktop (1366 × 900) and a phone (390 × 844).
+func TestBrowserDayOne(t *testing.T) {
+	bctx := browser(t)
+	data := pkg(t, "android/politedroid-1.3-4.apk", func() []byte { return apk("Polite Droid", "1.3", 4) })
+	path := filepath.Join(t.TempDir(), "politedroid-1.3-4.apk")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, vp := range []struct {
+		name string
+		size chromedp.Action[chromedp.Void]
+	}{
+		{"desktop", chromedp.EmulateViewport(1366, 900, chromedp.EmulateScale(1), chromedp.EmulateOrientation(emulation.ScreenOrientationTypeLandscapePrimary, 90))},
+		{"phone", phone},
+	} {
+		t.Run(vp.name, func(t *testing.T) {
+			e := apptest.New(t, apptest.Options{})
+			ctx := tab(t, bctx)
+			b := &tester{t: t, e: e, ctx: ctx}
+			text := func(js string) string { return run(t, ctx, js, chromedp.Evaluate[string](js)) }
+
+			resp := navigate(t, ctx, "/", vp.size, chromedp.Navigate(e.URL+"/"), chromedp.WaitVisible("main"))
+			if resp == nil || resp.Status != 200 {
+				t.Fatalf("/ on a fresh server: %+v", resp)
+			}
+			secret, err := e.Service.Logins.NewLoginLink(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			navigate(t, ctx, "sign in", chromedp.Navigate(e.URL+"/console/login-link?token="+url.QueryEscape(secret)),
+				chromedp.WaitVisible(chromedp.ID("first-upload")))
+			if u := run(t, ctx, "url", chromedp.Location()); u != e.URL+"/console" {
+				t.Errorf("signed in at %s, want the console's home", u)
+			}
+			if w := run(t, ctx, "home width", chromedp.Evaluate[float64](`document.documentElement.scrollWidth - document.documentElement.clientWidth`)); w > 0 {
+				t.Errorf("the console's home is %v px wider than the %s's screen", w, vp.name)
+			}
+			b.screenshot("console-first-upload-" + vp.name)
+			steps(t, ctx, "drop a build on the home page's box",
+				chromedp.SetUploadFiles(chromedp.ID("upload-file"), []string{path}),
+				chromedp.SetValue(chromedp.ID("upload-changelog"), "The first build"),
+				chromedp.Click(chromedp.ID("upload-submit")))
+			steps(t, ctx, "on the build's page", waitTrue(`location.pathname.startsWith("/console/releases/") && !!document.getElementById("build-version")`))
+			var relID int64
+			var app, channel string
+			if err := e.DB.Pool.QueryRow(t.Context(), `SELECT r.id, a.name, c.device_type FROM releases r JOIN channels c ON c.id = r.channel_id
+				JOIN schemes s ON s.id = c.scheme_id JOIN apps a ON a.id = s.app_id`).Scan(&relID, &app, &channel); err != nil {
+				t.Fatalf("the build was not recorded: %v", err)
+			}
+			if u := run(t, ctx, "url", chromedp.Location()); u != fmt.Sprintf("%s/console/releases/%d", e.URL, relID) {
+				t.Errorf("after the upload at %s, want build %d's page", u, relID)
+			}
+			if h := text(`document.getElementById("build-version").innerText`); !strings.Contains(h, "Polite Droid 1.3") || !strings.Contains(h, "(4)") || app != "Polite Droid" || channel != "android" {
+				t.Errorf("the build's page says %q; recorded app %q, channel %q", h, app, channel)
+			}
+			if n := count(t, e, `SELECT count(*) FROM apps`); n != 1 {
+				t.Errorf("%d apps after one upload", n)
+			}
+			b.screenshot("console-first-build-" + vp.name)
+		})
+	}
+}
