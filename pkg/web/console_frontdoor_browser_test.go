@@ -80,3 +80,46 @@ func TestBrowserDayOne(t *testing.T) {
 		})
 	}
 }
+
+// A build uploaded on a channel's page shows in its builds list at once: the list said "No builds
+// yet" under "Uploaded 1.2.3 (5). Show it" until the page was loaded again.
+func TestBrowserChannelUploadShowsInList(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	ctx := tab(t, browser(t))
+	secret, err := e.Service.Logins.NewLoginLink(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	navigate(t, ctx, "sign in", desktop, chromedp.Navigate(e.URL+"/console/login-link?token="+url.QueryEscape(secret)),
+		chromedp.WaitVisible(chromedp.ID("console-apps")))
+	// An app with an empty channel, made in the console as a team lead would.
+	var chID int64
+	steps(t, ctx, "create an app", chromedp.SendKeys(chromedp.ID("app-new-name"), "Harbor"),
+		chromedp.Click(chromedp.ID("create-app-submit")), waitNotice("App Harbor made"))
+	steps(t, ctx, "create a channel", chromedp.WaitVisible(chromedp.ID("channel-name")),
+		chromedp.SendKeys(chromedp.ID("channel-name"), "QA"),
+		chromedp.Click(chromedp.ID("create-channel-submit")), waitNotice("Channel QA made"))
+	if err := e.DB.Pool.QueryRow(t.Context(), `SELECT id FROM channels WHERE name = 'QA'`).Scan(&chID); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "Harbor-1.2.3.ipa")
+	if err := os.WriteFile(path, ipa("Harbor", "1.2.3", "5"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	navigate(t, ctx, "channel page", chromedp.Navigate(fmt.Sprintf("%s/console/channels/%d", e.URL, chID)),
+		chromedp.WaitVisible(chromedp.ID(fmt.Sprintf("upload-file-%d", chID))))
+	run(t, ctx, "mark the page", chromedp.Evaluate[bool](`window.notReloaded = true; true`))
+	steps(t, ctx, "upload", chromedp.SetUploadFiles(chromedp.ID(fmt.Sprintf("upload-file-%d", chID)), []string{path}),
+		chromedp.Click(chromedp.ID(fmt.Sprintf("upload-submit-%d", chID))), chromedp.WaitVisible(chromedp.ID("upload-done")))
+	run(t, ctx, "the list shows the build", chromedp.Poll[bool](`!!document.getElementById("build-list") && document.getElementById("build-list").innerText.includes("1.2.3 (5)")`))
+	if still := run(t, ctx, "same page", chromedp.Evaluate[bool](`window.notReloaded === true`)); !still {
+		t.Error("the page was loaded again: the upload box's message is gone")
+	}
+	if got := run(t, ctx, "status", chromedp.Text(chromedp.ID(fmt.Sprintf("upload-status-%d", chID)))); !strings.Contains(got, "Uploaded 1.2.3 (5)") {
+		t.Errorf("the upload box says %q", got)
+	}
+	if body := run(t, ctx, "builds", chromedp.Text(chromedp.ID("builds"))); strings.Contains(body, "No builds yet") {
+		t.Errorf("the builds list still says there are none: %q", body)
+	}
+}
+

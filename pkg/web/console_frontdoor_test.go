@@ -245,3 +245,30 @@ func TestConsoleUploadRefusedBeforeTheFile(t *testing.T) {
 		t.Errorf("a viewer's 50 MB upload: %d after %d bytes sent, %d objects (want 403, most unread, none)", resp.StatusCode, body.n.Load(), len(e.Objects(t)))
 	}
 }
+
+// A channel page's upload box without its script: the build goes into that channel, the answer
+// is 303 to the build's page, and the channel's builds list shows it.
+func TestConsoleChannelUploadWithoutScript(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	admin, _ := signedIn(t, e, "alice")
+	rel := e.UploadApp(t, "droid.apk", apk("Droid", "1.0", 1))
+	chID := int64(rel["channel"].(map[string]any)["id"].(float64))
+	chURL := fmt.Sprintf("%s/console/channels/%d", e.URL, chID)
+	_, page := fetch(t, admin, http.MethodGet, chURL, nil)
+	formID := fmt.Sprintf("upload-%d", chID)
+	hidden := formOf(t, page, formID)
+	hidden.Set("channel_id", fmt.Sprint(chID))
+	if !strings.Contains(between(page, `id="`+formID+`"`, "</form>"), fmt.Sprintf(`name="channel_id" value="%d"`, chID)) {
+		t.Fatalf("the channel's upload box does not name its channel: %s", between(page, `id="`+formID+`"`, "</form>"))
+	}
+	resp, _ := postUpload(t, e, admin, hidden, "droid.apk", apk("Droid", "1.2.3", 5))
+	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "/console/releases/") {
+		t.Fatalf("upload on the channel page: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if _, page := fetch(t, admin, http.MethodGet, chURL, nil); !strings.Contains(between(page, `id="build-list"`, "</table>"), "1.2.3 (5)") {
+		t.Errorf("the channel's builds list lacks the build: %s", between(page, `id="builds"`, "</section>"))
+	}
+	if n := count(t, e, `SELECT count(*) FROM releases WHERE channel_id = $1`, chID); n != 2 {
+		t.Errorf("%d builds in the channel, want 2", n)
+	}
+}

@@ -149,6 +149,8 @@
         if (form.dataset.after === 'build') {
           // The home and app pages' box: on to the build's page, as the form without script goes.
           next = result.console_url;
+        } else {
+          await refreshBuilds();
         }
       } catch (err) {
         if (ctl.cancelled) {
@@ -163,6 +165,21 @@
       }
       if (next) { window.location.assign(next); }
     });
+  }
+
+  // refreshBuilds shows the page's builds list as it is now, with the build just uploaded: the
+  // page is fetched again and its list put in place of this one (a failure leaves the page as
+  // it is; "Show it" still opens the build).
+  async function refreshBuilds() {
+    const here = document.getElementById('builds');
+    if (!here) { return; }
+    try {
+      const res = await fetch(window.location.href, { credentials: 'same-origin', headers: { 'Accept': 'text/html' } });
+      if (!res.ok) { return; }
+      const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
+      const fresh = doc.getElementById('builds');
+      if (fresh) { here.replaceWith(document.importNode(fresh, true)); }
+    } catch (e) { /* the list stays as it was */ }
   }
 
   async function upload(form, file, ctl, onProgress) {
