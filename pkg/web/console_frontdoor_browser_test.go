@@ -123,3 +123,39 @@ func TestBrowserChannelUploadShowsInList(t *testing.T) {
 	}
 }
 
+
+// The upload box of an app's page, with its script: the build goes into that app, whatever the
+// package calls itself (its channel made for its platform), and the browser lands on its page.
+func TestBrowserAppPageUpload(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	ctx := tab(t, browser(t))
+	secret, err := e.Service.Logins.NewLoginLink(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	navigate(t, ctx, "sign in", phone, chromedp.Navigate(e.URL+"/console/login-link?token="+url.QueryEscape(secret)),
+		chromedp.WaitVisible(chromedp.ID("console-apps")))
+	steps(t, ctx, "create an app", chromedp.SendKeys(chromedp.ID("app-new-name"), "Harbor"),
+		chromedp.Click(chromedp.ID("create-app-submit")), waitNotice("App Harbor made"))
+	var appID int64
+	if err := e.DB.Pool.QueryRow(t.Context(), `SELECT id FROM apps WHERE name = 'Harbor'`).Scan(&appID); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "droid-2.0.apk")
+	if err := os.WriteFile(path, apk("Droid", "2.0", 20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	navigate(t, ctx, "app page", chromedp.Navigate(fmt.Sprintf("%s/console/apps/%d", e.URL, appID)), chromedp.WaitVisible(chromedp.ID("app-upload")))
+	steps(t, ctx, "upload on the app's page", chromedp.SetUploadFiles(chromedp.ID("upload-file"), []string{path}),
+		chromedp.Click(chromedp.ID("upload-submit")),
+		waitTrue(`location.pathname.startsWith("/console/releases/") && !!document.getElementById("build-version")`))
+	var app int64
+	var channel string
+	if err := e.DB.Pool.QueryRow(t.Context(), `SELECT s.app_id, c.device_type FROM releases r JOIN channels c ON c.id = r.channel_id
+		JOIN schemes s ON s.id = c.scheme_id WHERE r.release_version = '2.0'`).Scan(&app, &channel); err != nil {
+		t.Fatalf("the build was not recorded: %v", err)
+	}
+	if app != appID || channel != "android" || count(t, e, `SELECT count(*) FROM apps`) != 1 {
+		t.Errorf("the build went into app %d (%s channel), %d apps; want app %d only", app, channel, count(t, e, `SELECT count(*) FROM apps`), appID)
+	}
+}
