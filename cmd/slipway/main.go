@@ -40,7 +40,8 @@ Commands:
                                       list the bucket; delete the objects no row names (after a restore), report missing ones
   insights backfill [--concurrency N] record the insights (size breakdown, permissions...) of every release
                                       uploaded before they were kept; resumable, prints progress
-  admin login-link                    print a one-time link that signs in to the console as the administrator
+  admin login-link [--email ADDRESS]  print a one-time link that signs in to the console as the administrator
+                                      (or as the user of that email)
   retention plan [--channel ID] [--url URL --token TOKEN]
                                       show what retention policies delete now (deletes nothing)
   upload FILE --url URL --token TOKEN [--channel-key KEY] [--changelog TEXT] [--custom-field N=V] ...

@@ -490,6 +490,17 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Do(t, "GET", "/t/unsubscribe/forged", nil, nil), 200, "unsubscribe page")
 	expect(e.Do(t, "POST", "/t/unsubscribe/forged", strings.NewReader("List-Unsubscribe=One-Click"), formHeader), 404, "unsubscribe, forged")
 	expect(e.Do(t, "GET", "/console/testers", nil, session), 200, "console testers")
+	// Colleagues' pages (pkg/web's colleagues_test.go walks an invitation whole).
+	expect(e.Do(t, "GET", "/console/login/email?sent=1", nil, nil), 200, "console sign-in by mail")
+	expect(e.Do(t, "POST", "/console/login/email", strings.NewReader("email=ann%40example.com"), formHeader), 303, "ask for a console login link")
+	expect(e.Do(t, "POST", "/console/login/email", strings.NewReader("email=ann"), formHeader), 422, "ask for a console login link, malformed")
+	expect(e.Do(t, "GET", "/console/signin/forged", nil, nil), 200, "a console login link's page")
+	expect(e.Do(t, "POST", "/console/signin/forged", nil, formHeader), 401, "a forged console login link")
+	expect(e.Do(t, "GET", "/console/invitations/forged", nil, nil), 401, "a forged invitation's page")
+	expect(e.Do(t, "POST", "/console/invitations/forged", nil, formHeader), 401, "a forged invitation")
+	for _, path := range []string{"/console/users/invitations", "/console/users/invitations/1/withdraw"} {
+		expect(e.Do(t, "POST", path, strings.NewReader("csrf=forged&email=x%40example.com&role=viewer"), consoleFormHeader(session)), 403, "console form without the CSRF token: "+path)
+	}
 	for _, path := range []string{"/console/testers/groups", "/console/testers/groups/qa/delete", "/console/testers/groups/qa/testers",
 		"/console/testers/groups/qa/remove", fmt.Sprintf("/console/channels/%d/testers", chID)} {
 		expect(e.Do(t, "POST", path, strings.NewReader("csrf=forged&confirm=1"), consoleFormHeader(session)), 403, "console form without the CSRF token: "+path)

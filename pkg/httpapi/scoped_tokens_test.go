@@ -289,7 +289,7 @@ func TestDevelopersTokenStaysWithinTheirApps(t *testing.T) {
 		Name string `json:"name"`
 	}
 	m.call("GET", "/api/apps", m.e.AdminToken, "").JSON(t, &apps)
-	if err := e.Service.People.AddAppMember(asAlice, apps[0].ID, "bob@example.com"); err != nil {
+	if _, err := e.Service.Colleagues.Invite(asAlice, access.InviteInput{Email: "bob@example.com", AppID: apps[0].ID}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Service.People.SetUserAccess(asAlice, bob.ID, distribution.RoleDeveloper, false); err != nil {

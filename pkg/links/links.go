@@ -216,3 +216,17 @@ func (l Links) TesterLink(secret string) string { return l.Base + "/t/in/" + url
 func (l Links) Unsubscribe(token string) string {
 	return l.Base + "/t/unsubscribe/" + url.PathEscape(token)
 }
+
+// Invitation is a colleague's mailed invitation (its secret in the path); like TesterLink, opening
+// it shows a button, and the POST accepts.
+func (l Links) Invitation(secret string) string {
+	return l.Base + "/console/invitations/" + url.PathEscape(secret)
+}
+
+// ConsoleSignIn is the page where a colleague who came by invitation asks for a login link.
+func (l Links) ConsoleSignIn() string { return l.Base + "/console/login/email" }
+
+// ConsoleLink is a mailed console login link (its secret in the path): a page with a button.
+func (l Links) ConsoleLink(secret string) string {
+	return l.Base + "/console/signin/" + url.PathEscape(secret)
+}

@@ -36,6 +36,7 @@ type DB struct {
 	*Events
 	*Testers
 	*Mail
+	*Invitations
 }
 
 // pool is what every part shares: the connections and the store's logger. Helpers two parts use
@@ -68,7 +69,8 @@ type (
 // newDB returns the store on p.
 func newDB(p *pool, conn *pgx.ConnConfig) *DB {
 	return &DB{pool: p, conn: conn, Catalog: &Catalog{p}, Releases: &Releases{p}, People: &People{p},
-		Devices: &Devices{p}, Audit: &Audit{p}, Events: &Events{p}, Testers: &Testers{p}, Mail: &Mail{p}}
+		Devices: &Devices{p}, Audit: &Audit{p}, Events: &Events{p}, Testers: &Testers{p}, Mail: &Mail{p},
+		Invitations: &Invitations{p}}
 }
 
 // Options tune Open.

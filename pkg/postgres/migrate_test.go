@@ -138,6 +138,15 @@ var fills = map[uint]string{
 	23: `
 		INSERT INTO mail_outbox (id, kind, recipient, subject, text_body, state, attempts, last_error) VALUES ('new_build.r1.t2', 'new_build', 'bob@example.com', 'New build', '', 'failed', 3, 'smtp rcpt to: 550 no');
 		INSERT INTO mail_outbox (id, kind, recipient, subject, text_body, state, attempts, sent_at) VALUES ('sign_in.t1.1', 'sign_in', 'ada@example.com', 'Sign in', '', 'sent', 1, now());`,
+	// Colleagues' invitations: one to the console, one to an app accepted, one withdrawn; a
+	// colleague who came by one, with a mailed login link.
+	24: `
+		INSERT INTO users (id, subject, email, name, role) VALUES (4, 'email|cy@example.com', 'cy@example.com', '', 'developer');
+		INSERT INTO user_invitations (secret_hash, email, role, app_id, invited_by, expires_at, accepted_at, user_id, revoked_at) VALUES
+			('h1', 'dee@example.com', 'viewer', NULL, 3, now() + interval '7 days', NULL, NULL, NULL),
+			('h2', 'cy@example.com', 'developer', 1, 3, now() + interval '7 days', now(), 4, NULL),
+			('h3', 'eve@example.com', 'admin', NULL, 3, now() + interval '7 days', NULL, NULL, now());
+		INSERT INTO login_links (id, user_id, expires_at, created_at) VALUES ('link-2', 4, now() + interval '15 minutes', now());`,
 }
 
 // downEffects are the changes to surviving rows that a down migration makes on purpose: they turn

@@ -113,7 +113,7 @@ func (db *People) UseLoginLink(ctx context.Context, idHash string) (*distributio
 	err := db.Pool.QueryRow(ctx, `UPDATE login_links SET used_at = now() WHERE id = $1 AND used_at IS NULL AND expires_at > now()
 		RETURNING user_id`, idHash).Scan(&userID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errs.New(errs.Unauthenticated, "this login link is used, expired or unknown; make another with `slipway admin login-link`")
+		return nil, errs.New(errs.Unauthenticated, "this login link is used, expired or unknown; ask for another on the sign-in page, or make one with `slipway admin login-link`")
 	}
 	if err != nil {
 		return nil, dbErr(err)
@@ -134,23 +134,6 @@ func (db *People) IsAppMember(ctx context.Context, appID, userID int64) (bool, e
 	var ok bool
 	err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM app_members WHERE app_id = $1 AND user_id = $2)`, appID, userID).Scan(&ok)
 	return ok, dbErr(err)
-}
-
-// AddAppMember: see access.PeopleStore.
-func (db *People) AddAppMember(ctx context.Context, appID int64, email string) error {
-	return db.Tx(ctx, func(tx pgx.Tx) error {
-		var userID int64
-		err := tx.QueryRow(ctx, `UPDATE users SET role = CASE WHEN role = 'viewer' THEN 'developer' ELSE role END
-			WHERE lower(email) = lower($1) AND disabled_at IS NULL RETURNING id`, email).Scan(&userID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.New(errs.NotFound, "nobody with the email %s has signed in yet; ask them to sign in once", email)
-		}
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO app_members (app_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, appID, userID)
-		return err
-	})
 }
 
 // ListUsers returns every user, enabled ones first, then by email.

@@ -79,6 +79,8 @@ type signInView struct {
 	OIDC     bool
 	Message  string
 	LoginURL string
+	// EmailURL is where a colleague who came by invitation asks for a mailed login link.
+	EmailURL string
 	// Closed says why the identity provider admits nobody (its policy is closed).
 	Closed string
 }
@@ -100,7 +102,7 @@ func (h *Handler) consoleLogin(c *gin.Context) error {
 	// A policy that admits nobody does not send anyone to the provider: the page says why.
 	closed := h.cfg.OIDC.Issuer != "" && h.signInPolicy().Closed()
 	if h.cfg.OIDC.Issuer == "" || c.Query("signed_out") != "" || closed {
-		v := signInView{OIDC: h.cfg.OIDC.Issuer != "" && !closed, LoginURL: h.links.Base + "/console/login"}
+		v := signInView{OIDC: h.cfg.OIDC.Issuer != "" && !closed, LoginURL: h.links.Base + "/console/login", EmailURL: h.links.ConsoleSignIn()}
 		status := http.StatusOK
 		if closed {
 			v.Closed, status = access.ErrSignInClosed.Error(), http.StatusForbidden

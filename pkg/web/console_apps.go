@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/access"
 	"github.com/slipwayhq/slipway/pkg/distribution/catalog"
 	"github.com/slipwayhq/slipway/pkg/distribution/events"
 	"github.com/slipwayhq/slipway/pkg/distribution/policy"
@@ -56,6 +57,8 @@ type consoleAppView struct {
 	Can     grants
 	Schemes []appSchemeView
 	Members []distribution.User
+	// Invitations are the app's open invitations (for whoever may invite to it).
+	Invitations []distribution.Invitation
 	// AppWebhooks are the app's own webhooks (every channel); Events those one may choose.
 	AppWebhooks []distribution.Webhook
 	Events      []string
@@ -174,6 +177,11 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 	}
 	if v.Members, err = h.svc.People.AppMembers(ctx, appID); err != nil {
 		return err
+	}
+	if v.Can.InvitePeople {
+		if v.Invitations, err = h.svc.Colleagues.Invitations(ctx, appID); err != nil {
+			return err
+		}
 	}
 	p := page{Title: app.Name + " · Console · Slipway", Body: v,
 		Crumbs: []crumb{{Text: "Apps", URL: h.links.Base + "/console"}, {Text: app.Name}}}
@@ -400,8 +408,9 @@ func (h *Handler) consoleUpdateRelease(c *gin.Context, f *formCall) (string, err
 	return h.buildURL(id), nil
 }
 
-// consoleAddMember: POST /console/apps/:id/members (admins) makes someone a developer of the app.
-// An email nobody signed in with is said beside the field.
+// consoleAddMember: POST /console/apps/:id/members (admins and the app's developers) makes a
+// colleague a developer of the app: at once when they have an account, else by a mailed
+// invitation (or, with mail off, a link shown to pass on).
 func (h *Handler) consoleAddMember(c *gin.Context, f *formCall) (string, error) {
 	ctx := reqCtx(c)
 	appID, err := h.appIDParam(c)
@@ -411,19 +420,15 @@ func (h *Handler) consoleAddMember(c *gin.Context, f *formCall) (string, error) 
 	if _, err := h.svc.Apps.App(ctx, appID); err != nil {
 		return "", err
 	}
-	if err := h.may(c, policy.ManagePeople, policy.Installation); err != nil {
+	if err := h.may(c, policy.InvitePeople, policy.OnApp(appID)); err != nil {
 		return "", err
 	}
 	h.onApp(c, f, appID, "add-member-form", map[string]fieldLabel{"email": {"email", "Email"}})
-	f.notFoundToo = true
-	email := strings.TrimSpace(c.PostForm("email"))
-	if err := h.svc.People.AddAppMember(ctx, appID, email); err != nil {
-		if errs.Is(err, errs.NotFound) {
-			return "", errs.Field("email", "is not the email of anyone who has signed in: ask them to sign in once, then add them")
-		}
+	out, err := h.svc.Colleagues.Invite(ctx, access.InviteInput{Email: c.PostForm("email"), AppID: appID})
+	if err != nil {
 		return "", err
 	}
-	f.ok("%s is now a developer of this app.", email)
+	f.invited(out)
 	return h.appURL(appID) + "#members", nil
 }
 

@@ -449,9 +449,11 @@ type usersView struct {
 	User       *distribution.User
 	CSRF, Base string
 	Users      []distribution.User
-	Roles      []string
-	When       func(t *time.Time) string
-	Form       formState
+	// Invitations are the open invitations (to the console and to apps).
+	Invitations []distribution.Invitation
+	Roles       []string
+	When        func(t *time.Time) string
+	Form        formState
 }
 
 func (h *Handler) renderUsers(c *gin.Context, session string, u *distribution.User, form formState, status int) error {
@@ -460,8 +462,13 @@ func (h *Handler) renderUsers(c *gin.Context, session string, u *distribution.Us
 	if err != nil {
 		return err
 	}
+	invitations, err := h.svc.Colleagues.Invitations(ctx, 0)
+	if err != nil {
+		return err
+	}
 	h.consoleRender(c, status, "users", page{Title: "People · Console · Slipway",
-		Body: usersView{User: u, CSRF: h.csrfToken(session), Base: h.links.Base, Users: users, When: func(t *time.Time) string { return h.when(*t) },
+		Body: usersView{User: u, CSRF: h.csrfToken(session), Base: h.links.Base, Users: users, Invitations: invitations,
+			When:  func(t *time.Time) string { return h.when(*t) },
 			Roles: []string{distribution.RoleAdmin, distribution.RoleDeveloper, distribution.RoleViewer}, Form: form}}, session, u)
 	return nil
 }

@@ -14,6 +14,8 @@ type grants struct {
 	ManageApp, DeleteApp, PinRelease, RotateFeedToken, ManageWebhooks, ConfigureSigning bool
 	// Upload: into the page's app, or (on the installation) a build that makes its app.
 	Upload bool
+	// InvitePeople: invite colleagues to the page's app.
+	InvitePeople bool
 	// On the installation.
 	CreateApp, ManagePeople, ManageTokens, ReadAudit, ReadDevices, ManageDevices bool
 	// ReadTesters and ManageTesters: the Testers page, and its forms.
@@ -32,6 +34,7 @@ func (h *Handler) grants(c *gin.Context, appID int64) grants {
 		ManageWebhooks:   p.Allowed(ctx, policy.ManageWebhooks, app),
 		ConfigureSigning: appID != 0 && p.Allowed(ctx, policy.ConfigureSigning, app),
 		Upload:           p.Allowed(ctx, policy.Upload, app),
+		InvitePeople:     appID != 0 && p.Allowed(ctx, policy.InvitePeople, app),
 		CreateApp:        p.Allowed(ctx, policy.CreateApp, inst),
 		ManagePeople:     p.Allowed(ctx, policy.ManagePeople, inst),
 		ManageTokens:     p.Allowed(ctx, policy.ManageTokens, inst),

@@ -69,27 +69,14 @@ func api(t *testing.T, e *apptest.Env, method, path string, body any, out any) i
 	return resp.StatusCode
 }
 
-// newTesterSite starts the site; with a relay, its mail goes out through it (the mail sender
-// serve runs, on the relay's settings: apptest runs none).
+// newTesterSite starts the site; with a relay, its mail goes out through it.
 func newTesterSite(t *testing.T, relay ...*mailpit.Server) *testerSite {
 	t.Helper()
-	opts := apptest.Options{}
+	var e *apptest.Env
 	if len(relay) > 0 {
-		env := map[string]string{"SLIPWAY_STORAGE_URL": "file://" + t.TempDir(), "SLIPWAY_SECRET": "test-secret-test-secret-test-secret-0123"}
-		for _, kv := range relay[0].Env(t) {
-			k, v, _ := strings.Cut(kv, "=")
-			env[k] = v
-		}
-		mc, err := config.Load(func(k string) string { return env[k] })
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts.Configure = func(c *config.Config) { c.Mail = mc.Mail }
-	}
-	e := apptest.New(t, opts)
-	if len(relay) > 0 {
-		bg := background.Start(context.Background(), slog.New(slog.DiscardHandler), background.Stage{{Name: "mail", Component: e.Service.Mailer}})
-		t.Cleanup(bg.Stop)
+		e = newMailingEnv(t, relay[0])
+	} else {
+		e = apptest.New(t, apptest.Options{})
 	}
 	m := e.UploadApp(t, "harbor.ipa", ipa("Harbor", "1.0", "1"))
 	s := &testerSite{e: e}
@@ -110,6 +97,25 @@ func newTesterSite(t *testing.T, relay ...*mailpit.Server) *testerSite {
 	s.releasePath = fmt.Sprintf("/channels/%s/releases/%d", s.slug, r.ID)
 	s.manifestPath = s.releasePath + "/install"
 	return s
+}
+
+// newMailingEnv starts a server whose mail goes out through the relay (the mail sender serve
+// runs, on the relay's settings: apptest runs none).
+func newMailingEnv(t *testing.T, relay *mailpit.Server) *apptest.Env {
+	t.Helper()
+	env := map[string]string{"SLIPWAY_STORAGE_URL": "file://" + t.TempDir(), "SLIPWAY_SECRET": "test-secret-test-secret-test-secret-0123"}
+	for _, kv := range relay.Env(t) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	mc, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) { c.Mail = mc.Mail }})
+	bg := background.Start(context.Background(), slog.New(slog.DiscardHandler), background.Stage{{Name: "mail", Component: e.Service.Mailer}})
+	t.Cleanup(bg.Stop)
+	return e
 }
 
 // plain is a client with a cookie jar that shows redirects instead of following them.

@@ -52,7 +52,7 @@ var templateFS embed.FS
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
 var pageNames = []string{"release", "channel", "password", "error", "udid", "device", "signin", "console", "tokens", "audit", "app",
-	"webhook", "devices", "users", "gone", "console-channel", "console-release", "tester-signin", "tester-link", "tester-home", "unsubscribe",
+	"webhook", "devices", "users", "gone", "console-channel", "console-release", "tester-signin", "tester-link", "tester-home", "unsubscribe", "button", "colleague-signin",
 	"console-testers"}
 
 // New returns the pages' handler. The templates are parsed once here; a broken template is a
@@ -102,6 +102,14 @@ func (h *Handler) Register(e *gin.Engine) {
 	e.GET("/console/login", h.page(h.consoleLogin))
 	e.GET("/console/callback", h.page(h.consoleCallback))
 	e.GET("/console/login-link", h.page(h.consoleLoginLink))
+	e.GET("/console/login/email", h.page(h.colleagueSignIn))
+	e.POST("/console/login/email", h.page(h.colleagueRequestLink))
+	e.GET("/console/signin/:secret", h.page(h.colleagueLink))
+	e.POST("/console/signin/:secret", h.page(h.colleagueUseLink))
+	e.GET("/console/invitations/:secret", h.page(h.invitationPage))
+	e.POST("/console/invitations/:secret", h.page(h.acceptInvitation))
+	e.POST("/console/users/invitations", h.form(h.consoleInvite))
+	e.POST("/console/users/invitations/:id/withdraw", h.form(h.consoleWithdrawInvitation))
 	e.POST("/console/logout", h.page(h.consoleLogout))
 	e.GET("/console/tokens", h.page(h.consoleTokens))
 	e.POST("/console/tokens", h.form(h.consoleCreateToken))

@@ -41,6 +41,9 @@ type LoginStore interface {
 	CreateLoginLink(ctx context.Context, idHash string, userID int64, expires time.Time) error
 	// UseLoginLink marks an unused, unexpired link used and returns its user, once.
 	UseLoginLink(ctx context.Context, idHash string) (*distribution.User, error)
+	// BindInvited ties a first sign-in (subject) under a verified email to the colleague invited
+	// by it (Invitations.BindInvited); nothing when nobody was.
+	BindInvited(ctx context.Context, subject, email string) error
 	WriteAudit(ctx context.Context, r distribution.AuditRecord) error
 }
 
@@ -129,6 +132,13 @@ func (l *Logins) SignIn(ctx context.Context, id Identity, policy SignInPolicy) (
 			return "", nil, endErr
 		}
 		return "", nil, err
+	}
+	// An invitation by this email, when the provider vouches for it, is taken at the first
+	// sign-in: the colleague keeps what they were invited to (and stops signing in by mail).
+	if email, err := distribution.NormaliseEmail(id.Email); err == nil && (id.EmailVerified || id.EmailVerifiedAbsent && policy.TrustEmails) {
+		if err := l.Store.BindInvited(ctx, subject, email); err != nil {
+			return "", nil, err
+		}
 	}
 	u, err := l.Store.SignInUser(ctx, &distribution.User{Subject: subject, Email: id.Email, Name: id.Name}, anyIn(id.Groups, policy.AdminGroups))
 	if err != nil {

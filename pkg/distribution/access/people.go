@@ -31,9 +31,6 @@ type PeopleStore interface {
 	DeleteUser(ctx context.Context, id int64) error
 	IsAppMember(ctx context.Context, appID, userID int64) (bool, error)
 	AppMembers(ctx context.Context, appID int64) ([]distribution.User, error)
-	// AddAppMember adds the user with this email to an app, making a viewer a developer
-	// (errs.NotFound when nobody with that email has signed in).
-	AddAppMember(ctx context.Context, appID int64, email string) error
 	// AddAppMemberByID adds a user to an app (errs.Conflict when already one), making a viewer a
 	// developer when promote is set.
 	AddAppMemberByID(ctx context.Context, appID, userID int64, promote bool) error
@@ -272,26 +269,6 @@ func (p *People) RemoveAppMember(ctx context.Context, appID, userID int64) error
 		return err
 	}
 	p.audit(ctx, "member.remove", "", map[string]any{"app_id": appID, "user_id": userID})
-	return nil
-}
-
-// AddAppMember makes a user (by email) a member of an app and, if a viewer, a developer,
-// audited.
-func (p *People) AddAppMember(ctx context.Context, appID int64, email string) error {
-	if err := p.may(ctx); err != nil {
-		return err
-	}
-	if _, err := p.Store.GetApp(ctx, appID); err != nil {
-		return err
-	}
-	email = strings.TrimSpace(email)
-	if email == "" {
-		return errs.Field("email", "can't be blank")
-	}
-	if err := p.Store.AddAppMember(ctx, appID, email); err != nil {
-		return err
-	}
-	p.audit(ctx, "member.add", email, map[string]any{"app_id": appID})
 	return nil
 }
 

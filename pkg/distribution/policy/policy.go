@@ -58,6 +58,10 @@ const (
 	ManageTokens Action = "token.manage"
 	// ManagePeople reads and changes users, their roles, and app members.
 	ManagePeople Action = "people.manage"
+	// InvitePeople invites a colleague by email to one app (OnApp), as its member: the app's
+	// developers may bring in whom they work with. (Inviting to the console, with a role, is
+	// ManagePeople.)
+	InvitePeople Action = "people.invite"
 	// ReadAudit reads the audit log.
 	ReadAudit Action = "audit.read"
 	// UseSession reads, completes or aborts a resumable upload session (OwnSession names whose).
@@ -82,7 +86,7 @@ const (
 // Actions lists every action, for the table test and the documentation.
 var Actions = []Action{ReadCatalog, CreateApp, ManageApp, DeleteApp, Upload, EditRelease, PinRelease, DeleteRelease,
 	DeleteDebugFile, RotateFeedToken, ManageWebhooks, ReadDevices, SyncDevice, ManageDevices, ManageTokens, ManagePeople,
-	ReadAudit, UseSession, ConfigureSigning, SignRelease, ManageTesters, ReadTesters, Distribute, Install}
+	InvitePeople, ReadAudit, UseSession, ConfigureSigning, SignRelease, ManageTesters, ReadTesters, Distribute, Install}
 
 // Resource is what an action is taken on: an app (AppID), or the installation (AppID 0), with
 // what the rules need to know of it.
@@ -201,7 +205,7 @@ var allow = Decision{}
 
 // appActions are those a developer may take on the apps they are members of.
 var appActions = map[Action]bool{ManageApp: true, Upload: true, EditRelease: true, DeleteRelease: true, SignRelease: true,
-	Distribute: true}
+	Distribute: true, InvitePeople: true}
 
 // Decide is the rule table: what each kind of actor may do. It reads nothing but its arguments,
 // so the table test covers it whole.

@@ -93,6 +93,7 @@ func TestPolicyTable(t *testing.T) {
 		{policy.ManageDevices, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no, no}},
 		{policy.ManageTokens, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no, no}},
 		{policy.ManagePeople, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no, no}},
+		{policy.InvitePeople, own, [n]string{yes, login, yes, no, yes, member, no, no, yes, no, no, no}},
 		{policy.ReadAudit, inst, [n]string{yes, login, yes, no, yes, no, no, no, no, no, no, no}},
 		{policy.UseSession, own, [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, yes, yes, no}},
 		{policy.UseSession, policy.OwnSession(tokenID), [n]string{yes, login, yes, yes, yes, yes, yes, yes, yes, yes, yes, no}},

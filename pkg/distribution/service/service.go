@@ -52,6 +52,7 @@ type Store interface {
 	access.LoginStore
 	access.FormStore
 	access.PeopleStore
+	access.ColleagueStore
 	access.PasswordGuard
 	events.WebhookStore
 	events.OutboxStore
@@ -82,10 +83,12 @@ type Service struct {
 	// Verifier computes the checksums of releases recorded unverified (resumable sessions).
 	Verifier *uploads.Verifier
 	// Access: API tokens, console sign-in, users and members, channel passwords.
-	Tokens    *access.Tokens
-	Logins    *access.Logins
-	People    *access.People
-	Passwords *access.Passwords
+	Tokens *access.Tokens
+	Logins *access.Logins
+	People *access.People
+	// Colleagues invites people to the console and signs in those who came by invitation.
+	Colleagues *access.Colleagues
+	Passwords  *access.Passwords
 	// Forms makes each console form act once (its single-use token).
 	Forms *access.Forms
 	// Events: the events writes record, webhooks, their delivery, download counts.
@@ -191,6 +194,8 @@ func New(cfg *config.Config, db Store, st blob.Backend, m *metrics.Metrics, log 
 	s.Testers.Mailings = s.Mailings
 	s.Apps.Access = s.Testers
 	s.Builds.Testers = s.Testers
+	s.Colleagues = &access.Colleagues{Store: db, Logins: s.Logins, Policy: pol, Audit: audit, PublicURL: cfg.PublicURL,
+		MailOn: s.MailOn, Mail: s.Mailer}
 	s.Devices = &devices.Devices{Store: db, Signer: signer, UDID: devices.UDIDConfig{Organization: cfg.UDIDOrganization}, Audit: audit, Policy: pol}
 	return s
 }
