@@ -98,9 +98,10 @@ func (h *Handler) colleagueRequestLink(c *gin.Context) error {
 	return nil
 }
 
-// buttonView is a mailed link's page: what it does, and the one button that does it.
+// buttonView is a mailed link's page (a tester's or a colleague's): what it does, and the one
+// button that does it; Next is where a tester goes after signing in.
 type buttonView struct {
-	Heading, Text, Action, Button string
+	Heading, Text, Action, Button, Next string
 }
 
 // colleagueLink: GET /console/signin/:secret, a mailed login link's page.

@@ -230,16 +230,15 @@ func (h *Handler) testerRequestLink(c *gin.Context) error {
 	return nil
 }
 
-type testerLinkView struct{ Action, Next string }
-
 // testerLink: GET /t/in/:secret, the mailed link: a page with one "Sign in" button. Opening it
-// spends nothing (mail scanners fetch links); the button's POST does.
+// spends nothing (mail scanners fetch links); the POST signs in.
 func (h *Handler) testerLink(c *gin.Context) error {
-	v := testerLinkView{Action: h.links.TesterLink(c.Param("secret"))}
+	v := buttonView{Heading: "Sign in to test", Text: "You opened your sign-in link. Press the button to sign in on this device.",
+		Action: h.links.TesterLink(c.Param("secret")), Button: "Sign in"}
 	if h.safeNext(c.Query("next")) != "" {
 		v.Next = c.Query("next")
 	}
-	h.render(c, http.StatusOK, "tester-link", page{Title: "Sign in · Slipway", Body: v}, true)
+	h.render(c, http.StatusOK, "button", page{Title: "Sign in · Slipway", Body: v}, true)
 	return nil
 }
 

@@ -52,7 +52,7 @@ var templateFS embed.FS
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
 var pageNames = []string{"release", "channel", "password", "error", "udid", "device", "signin", "console", "tokens", "audit", "app",
-	"webhook", "devices", "users", "gone", "console-channel", "console-release", "tester-signin", "tester-link", "tester-home", "unsubscribe", "button", "colleague-signin",
+	"webhook", "devices", "users", "gone", "console-channel", "console-release", "tester-signin", "tester-home", "unsubscribe", "button", "colleague-signin",
 	"console-testers"}
 
 // New returns the pages' handler. The templates are parsed once here; a broken template is a
