@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -151,7 +152,8 @@ func (h *Handler) consoleUploadForm(c *gin.Context) error {
 	if r.ContentLength > limit {
 		return errs.New(errs.TooLarge, "the build is larger than the %d-byte upload limit", h.cfg.MaxUploadBytes)
 	}
-	mr := multipart.NewReader(bufio.NewReaderSize(http.MaxBytesReader(c.Writer, r.Body, limit), 256<<10), params["boundary"])
+	body := &idleBody{r: r.Body, ctl: http.NewResponseController(c.Writer), idle: h.cfg.UploadIdleTimeout}
+	mr := multipart.NewReader(bufio.NewReaderSize(http.MaxBytesReader(c.Writer, body, limit), 256<<10), params["boundary"])
 	fields := url.Values{}
 	var (
 		obj    *uploads.StoredObject
@@ -274,6 +276,24 @@ func (h *Handler) uploadRefused(c *gin.Context, session string, u *distribution.
 	}
 	return h.renderHome(c, session, u, s, http.StatusUnprocessableEntity)
 }
+
+// idleBody moves the connection's read deadline forward by idle at each read, as the API's
+// upload does (SLIPWAY_UPLOAD_IDLE_TIMEOUT): a browser may take as long as it needs in all, but
+// not stall for longer than idle at a time.
+type idleBody struct {
+	r    io.ReadCloser
+	ctl  *http.ResponseController
+	idle time.Duration
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	if b.idle > 0 {
+		_ = b.ctl.SetReadDeadline(time.Now().Add(b.idle))
+	}
+	return b.r.Read(p)
+}
+
+func (b *idleBody) Close() error { return b.r.Close() }
 
 // uploadBodyError explains why the box's body could not be read.
 func uploadBodyError(err error, max int64) error {

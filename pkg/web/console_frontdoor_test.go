@@ -13,8 +13,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
+	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
 
@@ -270,5 +272,78 @@ func TestConsoleChannelUploadWithoutScript(t *testing.T) {
 	}
 	if n := count(t, e, `SELECT count(*) FROM releases WHERE channel_id = $1`, chID); n != 2 {
 		t.Errorf("%d builds in the channel, want 2", n)
+	}
+}
+
+// The upload box's POST may not stall: a body that stops arriving for SLIPWAY_UPLOAD_IDLE_TIMEOUT
+// is dropped, as the API's upload is, and nothing is kept.
+func TestConsoleUploadStalled(t *testing.T) {
+	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) { c.UploadIdleTimeout = 300 * time.Millisecond }})
+	admin, _ := signedIn(t, e, "alice")
+	hidden := uploadBox(t, admin, e.URL+"/console")
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go func() {
+		_, _ = io.WriteString(pw, "--b\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n"+hidden.Get("csrf")+"\r\n"+
+			"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.apk\"\r\nContent-Type: application/octet-stream\r\n\r\nPK")
+		// ... and nothing more.
+	}()
+	req, err := http.NewRequest(http.MethodPost, e.URL+"/console/upload", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=b")
+	done := make(chan error, 1)
+	go func() {
+		resp, err := noRedirects(admin).Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a stalled upload is still being read after 20 s")
+	}
+	if n := count(t, e, `SELECT count(*) FROM releases`); n != 0 || len(e.Objects(t)) != 0 {
+		t.Errorf("a stalled upload left %d releases, %d objects", n, len(e.Objects(t)))
+	}
+}
+
+// An upload that keeps arriving may take longer than SLIPWAY_UPLOAD_IDLE_TIMEOUT in all (that
+// bounds a stall, not a whole upload): the box's POST over a slow link had only the idle timeout
+// from its start to send the whole build.
+func TestConsoleUploadSlowButSteady(t *testing.T) {
+	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) { c.UploadIdleTimeout = time.Second }})
+	admin, _ := signedIn(t, e, "alice")
+	hidden := uploadBox(t, admin, e.URL+"/console")
+	body, ctype := apptest.Multipart(apptest.Field("csrf", hidden.Get("csrf")), apptest.Field("form_token", hidden.Get("form_token")),
+		apptest.File("droid.apk", apk("Droid", "1.0", 1)))
+	whole := body.Bytes()
+	pr, pw := io.Pipe()
+	go func() {
+		// In 8 pieces, 400 ms apart: 2.8 s in all, never a second without bytes.
+		step := (len(whole) + 7) / 8
+		for i := 0; i < len(whole); i += step {
+			if _, err := pw.Write(whole[i:min(i+step, len(whole))]); err != nil {
+				return
+			}
+			time.Sleep(400 * time.Millisecond)
+		}
+		pw.Close()
+	}()
+	req, err := http.NewRequest(http.MethodPost, e.URL+"/console/upload", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", ctype)
+	resp, err := noRedirects(admin).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || count(t, e, `SELECT count(*) FROM releases`) != 1 {
+		t.Errorf("a slow, steady upload: %d, %d releases (want 303, 1)", resp.StatusCode, count(t, e, `SELECT count(*) FROM releases`))
 	}
 }
