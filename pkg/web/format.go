@@ -62,6 +62,34 @@ var releaseTypeNames = map[string]string{
 }
 
 // name returns the display name of v in m, or v itself.
+// androidVersions are the Android releases of the API levels (developer.android.com's table).
+var androidVersions = map[string]string{"1": "1.0", "2": "1.1", "3": "1.5", "4": "1.6", "5": "2.0", "6": "2.0.1", "7": "2.1",
+	"8": "2.2", "9": "2.3", "10": "2.3.3", "11": "3.0", "12": "3.1", "13": "3.2", "14": "4.0", "15": "4.0.3", "16": "4.1",
+	"17": "4.2", "18": "4.3", "19": "4.4", "20": "4.4W", "21": "5.0", "22": "5.1", "23": "6.0", "24": "7.0", "25": "7.1",
+	"26": "8.0", "27": "8.1", "28": "9", "29": "10", "30": "11", "31": "12", "32": "12L", "33": "13", "34": "14", "35": "15",
+	"36": "16"}
+
+// minOSLabel says what a build's minimum OS is: Android's is an API level ("API 14 (Android
+// 4.0)"; a newer level than the table knows is "API 37"), HarmonyOS's an API version; the others
+// are versions as they are.
+func minOSLabel(platform, minOS string) string {
+	switch {
+	case minOS == "":
+		return ""
+	case platform == "android":
+		if v, ok := androidVersions[minOS]; ok {
+			return "API " + minOS + " (Android " + v + ")"
+		}
+		return "API " + minOS
+	case platform == "harmonyos" && !strings.Contains(minOS, "."):
+		return "API " + minOS
+	}
+	return minOS
+}
+
+// platformName is what pages call a platform (the template function of the same name).
+func platformName(platform string) string { return name(platformNames, platform) }
+
 func name(m map[string]string, v string) string {
 	if n, ok := m[v]; ok {
 		return n

@@ -41,8 +41,10 @@ type releaseView struct {
 	IconURL, QRCodeURL, ChannelURL           string
 	install                                  // Install button
 	Insecure, Expired                        bool
-	ProfileExpires                           string
-	Profile                                  *profileView
+	// Android: the install button downloads an APK, which Android lets a browser install only once allowed.
+	Android        bool
+	ProfileExpires string
+	Profile        *profileView
 	// Facts are the package's platform facts, in the order shown.
 	Facts []fact
 	// HarmonyInstallURL is the store://enterprise link of a HarmonyOS .hap ("" otherwise).
@@ -187,11 +189,11 @@ func (h *Handler) releaseView(ctx context.Context, rc *distribution.ReleaseConte
 		ID: r.ID, AppName: rc.App.Name, Platform: name(platformNames, r.Platform), PlatformIcon: iconClass(r.Platform),
 		Device: deviceLabel(r.Device), ReleaseVersion: r.ReleaseVersion, BuildVersion: r.BuildVersion, Version: r.Version,
 		Size: humanSize(r.Size), Uploaded: h.when(r.CreatedAt), UploadedISO: r.CreatedAt.UTC().Format(time.RFC3339),
-		Downloads: r.Downloads, ReleaseType: name(releaseTypeNames, r.ReleaseType), BundleID: r.BundleID, MinOS: r.MinOS, Source: r.Source,
+		Downloads: r.Downloads, ReleaseType: name(releaseTypeNames, r.ReleaseType), BundleID: r.BundleID, MinOS: minOSLabel(r.Platform, r.MinOS), Source: r.Source,
 		Branch: r.Branch, Commit: r.GitCommit, ShortCommit: shortCommit(r.GitCommit), CIURL: links.WebURL(r.CIURL),
 		IconURL: h.links.Icon(r.ID, r.IconKey != nil), QRCodeURL: h.links.QRCode(ch.Slug, r.ID, "medium"),
 		ChannelURL: h.links.Channel(ch.Slug), Changelog: r.Changelog, CustomFields: r.CustomFields,
-		Insecure: r.Platform == "ios" && !h.https(),
+		Insecure: r.Platform == "ios" && !h.https(), Android: r.Platform == "android",
 	}
 	if ch.GitURL != nil {
 		v.BranchURL, v.CommitURL = links.GitBranch(*ch.GitURL, r.Branch), links.GitCommit(*ch.GitURL, r.GitCommit)

@@ -156,6 +156,8 @@ func TestReleasePageIOS(t *testing.T) {
 		`id="insecure-warning"`, // the test server is plain http
 		e.URL+"/static/fontawesome/css/all.min.css",
 	)
+	// A tester is told whom to tell, not an operator's setting; no Android hint on iOS.
+	mustNotContain(t, resp.Body, "SLIPWAY_PUBLIC_URL", `id="android-hint"`)
 	// Open Graph: name, version and icon.
 	mustContain(t, resp.Body,
 		`<meta property="og:title" content="Demo 1.2.3 (45)">`,
@@ -202,6 +204,9 @@ func TestReleasePageHTTPSAndPlatforms(t *testing.T) {
 	mustContain(t, resp.Body, "Droid", "2.0", "(7)", "Android notes", "Android",
 		`id="install" href="`+e.Config.PublicURL+fmt.Sprintf("/download/releases/%d", a.ID)+`"`)
 	mustNotContain(t, resp.Body, "itms-services", `id="insecure-warning"`)
+	// Android's minimum is an API level, said with its release; the first install asks to allow
+	// the browser, which the page says.
+	mustContain(t, resp.Body, `<dd id="min-os">API 21 (Android 5.0)</dd>`, `id="android-hint"`)
 
 	m := upload(t, e, "mac.zip", appletest.BuildMacZip(appletest.MacZipOptions{AppName: "MacDemo", Version: "3.1", Build: "9"}))
 	resp = get(t, e, local(m.ReleaseURL))

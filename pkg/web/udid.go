@@ -127,7 +127,7 @@ func (h *Handler) devicePage(c *gin.Context) error {
 	}
 	http.SetCookie(c.Writer, &http.Cookie{Name: DeviceCookie, Value: d.UDID, Path: "/", MaxAge: 365 * 24 * 3600,
 		HttpOnly: true, Secure: h.https(), SameSite: http.SameSiteLaxMode})
-	h.render(c, http.StatusOK, "device", page{Title: d.Name + " · Slipway", Body: v}, true)
+	h.render(c, http.StatusOK, "device", page{Title: d.Name + " · Slipway", Body: v, Script: h.links.Static("copy.js")}, true)
 	return nil
 }
 

@@ -46,6 +46,8 @@ func TestBrowserUDIDPath(t *testing.T) {
 	if udid := run(t, ctx, "udid", chromedp.Text(chromedp.ID("device-udid"))); udid != testUDID {
 		t.Errorf("device page shows %q", udid)
 	}
+	// The UDID's copy button: hidden without script, shown and working with it.
+	steps(t, ctx, "copy the UDID", chromedp.WaitVisible(chromedp.ID("copy-udid")), chromedp.Click(chromedp.ID("copy-udid")))
 	links := run(t, ctx, "installable", chromedp.Evaluate[[]string](`[...document.querySelectorAll("#installable a")].map(a => a.href)`))
 	if len(links) != 1 || links[0] != listed.ReleaseURL {
 		t.Errorf("installable builds %v, want [%s]", links, listed.ReleaseURL)

@@ -60,7 +60,7 @@ var pageNames = []string{"release", "channel", "password", "error", "udid", "dev
 func New(d Deps) *Handler {
 	h := &Handler{cfg: d.Config, svc: d.Service, links: d.Links, log: d.Log, pages: map[string]*template.Template{},
 		limiter: newRateLimiter(callbackLimit, callbackWindow)}
-	funcs := template.FuncMap{"formFields": h.formFields, "plural": plural}
+	funcs := template.FuncMap{"formFields": h.formFields, "plural": plural, "platformName": platformName}
 	for _, name := range pageNames {
 		h.pages[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 	}
