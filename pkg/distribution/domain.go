@@ -57,8 +57,21 @@ type Channel struct {
 	TesterOnly bool
 	// TesterGroups are the aliases of the groups that open a TesterOnly channel (nil: not read).
 	TesterGroups []string
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// AppBundleID is the app the channel holds while its BundleID is "*" (issue 34): "" when it
+	// was made without a bundle id and has no build yet (its first build's is learned), "*" when
+	// it takes any app (its bundle id was chosen), else the bundle id its first build taught it.
+	AppBundleID string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// HeldApp is the bundle id of the one app the channel holds: learned from its first build by a
+// channel made without a bundle id. "" when it takes any app or has learned none yet.
+func (c *Channel) HeldApp() string {
+	if c.BundleID != "*" || c.AppBundleID == "*" {
+		return ""
+	}
+	return c.AppBundleID
 }
 
 // SizeBudget bounds the builds of a channel: a maximum download size and a maximum growth over
@@ -250,6 +263,9 @@ type UploadNews struct {
 	Summary []string
 	// BudgetWarnings say which of the channel's size budgets the build crosses.
 	BudgetWarnings []string
+	// Warnings say what the upload kept that its uploader should look at: a build of another
+	// app than its channel holds (issue 34).
+	Warnings []string
 	// Distributed is who the build went to (nil: testers are not set up in this service).
 	Distributed *Distributed
 }
@@ -547,8 +563,10 @@ func (r RetentionRules) Off() bool { return r == RetentionRules{} }
 
 // RetentionCandidate is what the rules look at of a release.
 type RetentionCandidate struct {
-	ID               int64
-	Version          int
+	ID      int64
+	Version int
+	// BundleID is the build's app: the rules count each app's builds of a channel apart.
+	BundleID         string
 	Platform         string
 	CreatedAt        time.Time
 	Size             int64

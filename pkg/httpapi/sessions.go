@@ -19,7 +19,7 @@ import (
 // sessionFields are the form fields a session keeps for its completion: the upload's.
 var sessionFields = []string{"channel_key", "name", "release_type", "source", "changelog", "branch", "git_commit", "ci_url",
 	"custom_fields", "password", "release_version", "build_version", "bundle_id", "ed_signature", "tauri_signature", "rollout", "critical",
-	"testers", "groups", "notify"}
+	"testers", "groups", "notify", "allow_other_bundle_id"}
 
 type sessionPartView struct {
 	Number int    `json:"number"`

@@ -227,6 +227,8 @@ const (
 	tStringNil = "string or null"
 	// tOptObject is an object that may be left out.
 	tOptObject = "object, optional"
+	// tOptArray is an array that may be left out.
+	tOptArray = "array, optional"
 )
 
 var shortReleaseFields = map[string]string{
@@ -246,6 +248,8 @@ var fullReleaseFields = func() map[string]string {
 		"insights": tOptObject,
 		// Slipway's own: who the build went to (an upload into a channel with tester groups).
 		"testers": tOptObject,
+		// Slipway's own: what the upload kept that its uploader should look at (issue 34; only in an upload's answer).
+		"warnings": tOptArray,
 		// Slipway's own: the checksums it computed and the update feeds' fields (issue 23).
 		"checksum_state": tString, "checksum_error": tString, "sha256": tString, "sha512": tString, "sha1": tString,
 		"ed_signature": tString, "tauri_signature": tString, "rollout_percent": tInt, "critical": tBool}
@@ -283,7 +287,7 @@ func checkShape(t *testing.T, where string, m map[string]any, spec map[string]st
 	}
 	for k, typ := range spec {
 		v, ok := m[k]
-		if !ok && typ == tOptObject {
+		if !ok && (typ == tOptObject || typ == tOptArray) {
 			continue
 		}
 		if !ok {
@@ -299,7 +303,7 @@ func checkShape(t *testing.T, where string, m map[string]any, spec map[string]st
 			_, good = v.(string)
 		case tBool:
 			_, good = v.(bool)
-		case tArray:
+		case tArray, tOptArray:
 			_, good = v.([]any)
 		case tObject, tOptObject:
 			_, good = v.(map[string]any)

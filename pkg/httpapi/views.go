@@ -137,6 +137,9 @@ type releaseView struct {
 	// Insights is what changed since the channel's previous build and the size budgets crossed:
 	// only in an upload's answer, which is when a CI job can act on them.
 	Insights *uploadInsightsView `json:"insights,omitempty"`
+	// Warnings say what the upload kept that its uploader should look at (a build of another app
+	// than its channel holds): the upload's answer only, an empty list when nothing.
+	Warnings *[]string `json:"warnings,omitempty"`
 	// Testers is who an upload's release went to (the upload's answer only).
 	Testers *distributedView `json:"testers,omitempty"`
 }
@@ -234,6 +237,10 @@ func (s *Server) fullRelease(rc *distribution.ReleaseContext) releaseView {
 		Insights:      newUploadInsightsView(rc.News),
 		ChecksumState: rc.ChecksumState, ChecksumError: rc.ChecksumError, EdSignature: rc.EdSignature, TauriSignature: rc.TauriSignature,
 		RolloutPercent: rc.RolloutPercent, Critical: rc.Critical,
+	}
+	if rc.News != nil {
+		w := orEmpty(rc.News.Warnings)
+		v.Warnings = &w
 	}
 	if rc.News != nil && rc.News.Distributed != nil {
 		d := newDistributedView(*rc.News.Distributed)

@@ -25,11 +25,13 @@ func schemeDest(s *distribution.Scheme) []any {
 }
 
 const channelColumns = `c.id, c.scheme_id, c.name, c.slug, c.device_type, c.bundle_id, c.git_url, c.password_hash,
-	c.download_filename_type, c.max_size_bytes, c.max_growth_percent, c.enforce_budget, c.feed_token_hash, c.sparkle_signing, c.tester_only, c.created_at, c.updated_at`
+	c.download_filename_type, c.max_size_bytes, c.max_growth_percent, c.enforce_budget, c.feed_token_hash, c.sparkle_signing, c.tester_only,
+	coalesce(c.app_bundle_id, '*'), c.created_at, c.updated_at`
 
 func channelDest(c *distribution.Channel) []any {
 	return []any{&c.ID, &c.SchemeID, &c.Name, &c.Slug, &c.DeviceType, &c.BundleID, &c.GitURL, &c.PasswordHash,
-		&c.DownloadFilenameType, &c.Budget.MaxBytes, &c.Budget.MaxGrowthPercent, &c.Budget.Enforce, &c.FeedTokenHash, &c.SparkleSigning, &c.TesterOnly, &c.CreatedAt, &c.UpdatedAt}
+		&c.DownloadFilenameType, &c.Budget.MaxBytes, &c.Budget.MaxGrowthPercent, &c.Budget.Enforce, &c.FeedTokenHash, &c.SparkleSigning, &c.TesterOnly,
+		&c.AppBundleID, &c.CreatedAt, &c.UpdatedAt}
 }
 
 func scanChannel(row pgx.Row, c *distribution.Channel) error { return row.Scan(channelDest(c)...) }
@@ -395,10 +397,10 @@ func insertChannel(ctx context.Context, q querier, c *distribution.Channel) (*di
 	}
 	var out distribution.Channel
 	err := scanChannel(q.QueryRow(ctx, `INSERT INTO channels AS c (scheme_id, name, slug, device_type, bundle_id, git_url,
-		password_hash, download_filename_type, max_size_bytes, max_growth_percent, enforce_budget, sparkle_signing)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING `+channelColumns,
+		password_hash, download_filename_type, max_size_bytes, max_growth_percent, enforce_budget, sparkle_signing, app_bundle_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING `+channelColumns,
 		c.SchemeID, c.Name, slug, c.DeviceType, c.BundleID, c.GitURL, c.PasswordHash, c.DownloadFilenameType,
-		c.Budget.MaxBytes, c.Budget.MaxGrowthPercent, c.Budget.Enforce, c.SparkleSigning), &out)
+		c.Budget.MaxBytes, c.Budget.MaxGrowthPercent, c.Budget.Enforce, c.SparkleSigning, appBundleID(c)), &out)
 	if err := channelWriteErr(err, c); err != nil {
 		return nil, err
 	}
@@ -412,10 +414,10 @@ func (db *Catalog) UpdateChannel(ctx context.Context, c *distribution.Channel) (
 	var out distribution.Channel
 	err := scanChannel(db.Pool.QueryRow(ctx, `UPDATE channels AS c SET name = $2, slug = $3, device_type = $4, bundle_id = $5,
 		git_url = $6, password_hash = $7, download_filename_type = $8, max_size_bytes = $10, max_growth_percent = $11,
-		enforce_budget = $12, feed_token_hash = $13, sparkle_signing = $14, updated_at = clock_timestamp()
+		enforce_budget = $12, feed_token_hash = $13, sparkle_signing = $14, app_bundle_id = $15, updated_at = clock_timestamp()
 		WHERE c.id = $1 AND c.updated_at = $9 RETURNING `+channelColumns,
 		c.ID, c.Name, c.Slug, c.DeviceType, c.BundleID, c.GitURL, c.PasswordHash, c.DownloadFilenameType, c.UpdatedAt,
-		c.Budget.MaxBytes, c.Budget.MaxGrowthPercent, c.Budget.Enforce, c.FeedTokenHash, c.SparkleSigning), &out)
+		c.Budget.MaxBytes, c.Budget.MaxGrowthPercent, c.Budget.Enforce, c.FeedTokenHash, c.SparkleSigning, appBundleID(c)), &out)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, db.staleOrMissing(ctx, "channels", c.ID, errs.New(errs.NotFound, "channel %d not found", c.ID))
 	}
@@ -423,6 +425,15 @@ func (db *Catalog) UpdateChannel(ctx context.Context, c *distribution.Channel) (
 		return nil, err
 	}
 	return &out, nil
+}
+
+// appBundleID is the app_bundle_id a channel is written with: "*" (takes any app) when the
+// domain left it unset.
+func appBundleID(c *distribution.Channel) string {
+	if c.AppBundleID == "" && c.BundleID != "*" {
+		return "*"
+	}
+	return c.AppBundleID
 }
 
 func channelWriteErr(err error, c *distribution.Channel) error {

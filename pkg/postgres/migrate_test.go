@@ -147,6 +147,10 @@ var fills = map[uint]string{
 			('h2', 'cy@example.com', 'developer', 1, 3, now() + interval '7 days', now(), 4, NULL),
 			('h3', 'eve@example.com', 'admin', NULL, 3, now() + interval '7 days', NULL, NULL, now());
 		INSERT INTO login_links (id, user_id, expires_at, created_at) VALUES ('link-2', 4, now() + interval '15 minutes', now());`,
+	// Channel 2 (bundle id *) holds the app of its builds; channel 1 chose a pattern.
+	25: `
+		UPDATE channels SET app_bundle_id = 'com.example.harbor' WHERE id = 2;
+		UPDATE channels SET app_bundle_id = '*' WHERE id = 1;`,
 }
 
 // downEffects are the changes to surviving rows that a down migration makes on purpose: they turn

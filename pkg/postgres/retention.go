@@ -103,7 +103,7 @@ func retentionState(ctx context.Context, q querier, channelID int64) (*distribut
 		return nil, err
 	}
 	st.Scheme, st.Channel = *sp, *cp
-	rows, err := q.Query(ctx, `SELECT id, version, platform, created_at, size, pinned,
+	rows, err := q.Query(ctx, `SELECT id, version, bundle_id, platform, created_at, size, pinned,
 		CASE WHEN profile ? 'expires_at' THEN (profile->>'expires_at')::timestamptz END
 		FROM releases WHERE channel_id = $1 ORDER BY version DESC`, channelID)
 	if err != nil {
@@ -112,7 +112,7 @@ func retentionState(ctx context.Context, q querier, channelID int64) (*distribut
 	defer rows.Close()
 	for rows.Next() {
 		var r distribution.RetentionCandidate
-		if err := rows.Scan(&r.ID, &r.Version, &r.Platform, &r.CreatedAt, &r.Size, &r.Pinned, &r.ProfileExpiresAt); err != nil {
+		if err := rows.Scan(&r.ID, &r.Version, &r.BundleID, &r.Platform, &r.CreatedAt, &r.Size, &r.Pinned, &r.ProfileExpiresAt); err != nil {
 			return nil, dbErr(err)
 		}
 		st.Releases = append(st.Releases, r)

@@ -127,6 +127,11 @@ func (u *uploadTx) SetPassword(ctx context.Context, channelID int64, hash string
 	return err
 }
 
+func (u *uploadTx) LearnApp(ctx context.Context, channelID int64, bundleID string) error {
+	_, err := u.tx.Exec(ctx, `UPDATE channels SET app_bundle_id = $2, updated_at = clock_timestamp() WHERE id = $1 AND app_bundle_id = ''`, channelID, bundleID)
+	return err
+}
+
 func (u *uploadTx) NewestRelease(ctx context.Context, channelID int64) (*distribution.Release, []byte, error) {
 	return newestRelease(ctx, u.tx, channelID)
 }

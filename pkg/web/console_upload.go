@@ -133,6 +133,12 @@ func (h *Handler) startUpload(ctx context.Context, c *gin.Context, in uploads.Ne
 			in.Fields[k] = v
 		}
 	}
+	// A build of another app than the channel holds is a question before it is kept (issue 34):
+	// refused, and the upload box offers "Keep it anyway", which starts again with true.
+	in.Fields["allow_other_bundle_id"] = "false"
+	if strings.TrimSpace(c.PostForm("allow_other_bundle_id")) == "true" {
+		in.Fields["allow_other_bundle_id"] = "true"
+	}
 	sess, parts, err := h.svc.Sessions.StartSession(ctx, in)
 	if err != nil {
 		return err
@@ -172,10 +178,17 @@ func (h *Handler) consoleCompleteUpload(c *gin.Context) error {
 		return errs.New(errs.Invalid, "this upload session is not a build's")
 	}
 	c.Header("Cache-Control", "no-store")
+	var warnings []string
+	if rc.News != nil {
+		warnings = rc.News.Warnings
+	}
 	c.JSON(http.StatusCreated, gin.H{
 		"release_id": rc.ID,
-		"version":    versionText(&rc.Release),
-		"app_url":    h.appURL(rc.App.ID),
+		// warnings are what the upload kept that the uploader should look at (a build of another
+		// app, kept because they said so).
+		"warnings": warnings,
+		"version":  versionText(&rc.Release),
+		"app_url":  h.appURL(rc.App.ID),
 		// console_url is the build's console page, where the upload box's "Show it" goes.
 		"console_url": h.buildURL(rc.ID),
 		"url":         h.links.Release(rc.Channel.Slug, rc.ID),

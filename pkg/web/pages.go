@@ -114,6 +114,9 @@ type summaryView struct {
 	URL, ReleaseVersion, BuildVersion, Size, Uploaded, Summary string
 	Version                                                    int
 	IconURL                                                    string
+	// OtherApp is the build's bundle id when it is of another app than its channel holds
+	// (Channel.HeldApp; issue 34), "" otherwise.
+	OtherApp string
 	install
 }
 
@@ -254,8 +257,7 @@ func (h *Handler) channelPage(c *gin.Context) error {
 		v.Releases = append(v.Releases, h.summary(ctx, &list[i], ch))
 	}
 	og := &openGraph{Title: cc.App.Name + " · " + v.ChannelLabel, URL: h.links.Channel(slug), Image: h.links.Icon(0, false)}
-	if len(view.Releases) > 0 {
-		newest := &view.Releases[0]
+	if newest := newestOfApp(view.Releases, ch); newest != nil {
 		s := h.summary(ctx, newest, ch)
 		v.Latest = &s
 		og.Description = "Newest: " + versionText(newest) + ", uploaded " + s.Uploaded
@@ -263,6 +265,23 @@ func (h *Handler) channelPage(c *gin.Context) error {
 	}
 	h.render(c, http.StatusOK, "channel", page{Title: og.Title + " · Slipway", OG: og, Body: v}, ch.Protected())
 	return nil
+}
+
+// newestOfApp is the channel's newest release (releases newest first) of the app it holds: a
+// build of another app uploaded to it is never offered as the channel's newest (issue 34). When
+// none of releases is of its app, the newest of all (nil when there is none).
+func newestOfApp(releases []distribution.Release, ch *distribution.Channel) *distribution.Release {
+	if len(releases) == 0 {
+		return nil
+	}
+	if held := ch.HeldApp(); held != "" {
+		for i := range releases {
+			if releases[i].BundleID == held {
+				return &releases[i]
+			}
+		}
+	}
+	return &releases[0]
 }
 
 func (h *Handler) summary(ctx context.Context, r *distribution.Release, ch *distribution.Channel) summaryView {
@@ -273,6 +292,9 @@ func (h *Handler) summary(ctx context.Context, r *distribution.Release, ch *dist
 	}
 	if len(r.Changelog) > 0 {
 		s.Summary, _, _ = strings.Cut(r.Changelog[0].Message, "\n")
+	}
+	if held := ch.HeldApp(); held != "" && r.BundleID != held {
+		s.OtherApp = r.BundleID
 	}
 	return s
 }

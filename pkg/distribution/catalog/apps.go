@@ -456,7 +456,8 @@ func (ch ChannelChanges) apply(c *distribution.Channel, hasReleases bool) error 
 		if !bundleIDRe.MatchString(id) {
 			return errs.Field("bundle_id", "must be * (any), a bundle id or package name, or a pattern such as com.example.*")
 		}
-		c.BundleID = id
+		// A bundle id given is chosen: a channel given "*" takes any app and learns none.
+		c.BundleID, c.AppBundleID = id, "*"
 	}
 	if ch.GitURL != nil {
 		u := strings.TrimSpace(*ch.GitURL)
@@ -490,6 +491,16 @@ func (ch ChannelChanges) apply(c *distribution.Channel, hasReleases bool) error 
 		c.FeedTokenHash = ""
 	}
 	return nil
+}
+
+// newAppBundleID is the AppBundleID of a channel created with ch: one made without a bundle id
+// (none given, or an empty one) learns its first build's (""); one given an id, a pattern or "*"
+// chose it ("*").
+func newAppBundleID(ch ChannelChanges) string {
+	if ch.BundleID == nil || strings.TrimSpace(*ch.BundleID) == "" {
+		return ""
+	}
+	return "*"
 }
 
 // Channels returns a scheme's channels.
@@ -540,6 +551,7 @@ func (a *Apps) CreateChannel(ctx context.Context, schemeID int64, ch ChannelChan
 	if err := ch.apply(c, false); err != nil {
 		return nil, err
 	}
+	c.AppBundleID = newAppBundleID(ch)
 	made, err := a.Store.CreateChannel(ctx, c)
 	if err == nil {
 		var detail map[string]any
@@ -577,6 +589,7 @@ func (a *Apps) CreateChannelIn(ctx context.Context, appID int64, schemeName stri
 	if err := ch.apply(c, false); err != nil {
 		return nil, err
 	}
+	c.AppBundleID = newAppBundleID(ch)
 	var made *distribution.Channel
 	madeScheme := false
 	err := a.Store.InChannelTx(ctx, func(tx ChannelTx) error {

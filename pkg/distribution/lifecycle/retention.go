@@ -102,10 +102,12 @@ func EffectiveRetention(scheme, channel distribution.RetentionPolicy, defaults d
 	return r
 }
 
-// PlanRetention returns the releases the rules delete, oldest last as given (newest first). The
-// channel's newest release and pinned releases are never deleted: testers and the update check
-// always find the current build. Size is counted newest first over the releases that survive the
-// other rules, pinned ones included.
+// PlanRetention returns the releases the rules delete, oldest last as given (newest first). Each
+// app's newest release in the channel (by bundle id) and pinned releases are never deleted:
+// testers and the update check always find the current build, and a build of another app
+// uploaded to the channel never pushes out the channel's own (issue 34). keep_builds keeps each
+// app's newest N. Size is counted newest first over the releases that survive the other rules,
+// pinned ones included.
 func PlanRetention(rules distribution.RetentionRules, releases []distribution.RetentionCandidate, now time.Time) []distribution.RetentionVictim {
 	if rules.Off() || len(releases) < 2 {
 		return nil
@@ -114,7 +116,10 @@ func PlanRetention(rules distribution.RetentionRules, releases []distribution.Re
 	sort.SliceStable(rels, func(i, j int) bool { return rels[i].Version > rels[j].Version })
 	var victims []distribution.RetentionVictim
 	var kept int64
-	for i, r := range rels {
+	newer := map[string]int{} // how many newer releases of its app came before
+	for _, r := range rels {
+		i := newer[r.BundleID]
+		newer[r.BundleID]++
 		reason := ""
 		switch {
 		case i == 0 || r.Pinned:

@@ -103,3 +103,23 @@ func TestCheckPolicy(t *testing.T) {
 		}
 	}
 }
+
+// A build of another app uploaded to a channel (issue 34) never makes keep_builds delete the
+// channel's own newest build: each app's builds are counted apart, each app's newest is kept.
+func TestPlanRetentionCountsEachAppApart(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	rels := []RetentionCandidate{
+		{ID: 4, Version: 4, BundleID: "com.example.intruder", Platform: "ios", CreatedAt: now, Size: 1},
+		{ID: 3, Version: 3, BundleID: "com.example.intruder", Platform: "ios", CreatedAt: now, Size: 1},
+		{ID: 2, Version: 2, BundleID: "com.example.harbor", Platform: "ios", CreatedAt: now, Size: 1},
+		{ID: 1, Version: 1, BundleID: "com.example.harbor", Platform: "ios", CreatedAt: now, Size: 1},
+	}
+	want := map[int64]string{3: ReasonKeepBuilds, 1: ReasonKeepBuilds}
+	if got := ids(PlanRetention(RetentionRules{KeepBuilds: 1}, rels, now)); !reflect.DeepEqual(got, want) {
+		t.Errorf("keep 1 deletes %v, want %v (each app's newest kept)", got, want)
+	}
+	aged := map[int64]string{3: ReasonMaxAge, 1: ReasonMaxAge}
+	if got := ids(PlanRetention(RetentionRules{MaxAgeDays: 1}, rels, now.AddDate(0, 0, 10))); !reflect.DeepEqual(got, aged) {
+		t.Errorf("max age deletes %v, want %v (each app's newest kept)", got, aged)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path"
 	"regexp"
 	"slices"
@@ -60,11 +61,27 @@ type ReleaseForm struct {
 	// or made as an upload without a channel key makes them (the console's upload box on an
 	// app's page). The API has no such field: its uploads name a channel or an app's name.
 	AppID int64
+	// AllowOtherBundleID says what to do with a build of another app than the one its channel
+	// holds (a channel made without a bundle id holds its first build's; issue 34): "" keeps it
+	// with a warning (as Zealot keeps any app in a channel of "*"), "false" refuses it (422 naming
+	// both ids), "true" keeps it, the request meaning it.
+	AllowOtherBundleID string
 
 	rollout    int
 	critical   bool
 	distribute distribution.DistributeInput
+	// otherApp is AllowOtherBundleID read: otherAppWarn, otherAppRefuse or otherAppAllow.
+	otherApp otherAppRule
 }
+
+// otherAppRule is what an upload does with a build of another app than its channel holds.
+type otherAppRule int
+
+const (
+	otherAppWarn otherAppRule = iota
+	otherAppRefuse
+	otherAppAllow
+)
 
 // validate checks the fields that do not depend on the package and normalises them.
 func (f *ReleaseForm) validate() (err error) {
@@ -95,6 +112,13 @@ func (f *ReleaseForm) validate() (err error) {
 	}
 	if f.distribute, err = distributeInput(f.Testers, f.Groups, f.Notify); err != nil {
 		return err
+	}
+	if strings.TrimSpace(f.AllowOtherBundleID) != "" {
+		allow, err := distribution.FlagField("allow_other_bundle_id", f.AllowOtherBundleID)
+		if err != nil {
+			return err
+		}
+		f.otherApp = map[bool]otherAppRule{true: otherAppAllow, false: otherAppRefuse}[allow]
 	}
 	f.CIURL, err = distribution.WebURL("ci_url", f.CIURL)
 	return err
@@ -261,7 +285,7 @@ func (b *Builds) CreateRelease(ctx context.Context, obj *StoredObject, f Release
 			UploadedBy: tokenID,
 		},
 		channelSlug: f.ChannelKey, appName: name, appID: f.AppID, schemeName: distribution.SchemeName(releaseType), info: info,
-		idemKey: idemKey, snap: snap, snapJSON: snapJSON, distribute: f.distribute,
+		idemKey: idemKey, snap: snap, snapJSON: snapJSON, distribute: f.distribute, otherApp: f.otherApp,
 	}
 	r := &up.release
 	// A session's SHA-256 is the client's word; a desktop build's feeds need SHA-512 and SHA-1,
@@ -493,6 +517,35 @@ func clip(s string) string {
 		n--
 	}
 	return s[:n]
+}
+
+// checkApp learns the app a channel made without a bundle id holds from its first build (the
+// channel is locked: the upload takes its version), and decides about a build of another app:
+// a warning in news, or a refusal naming both ids when the request said so (rule). The warning
+// says how the build is kept apart: never the channel's newest for testers, retention counts
+// each app's builds apart.
+func checkApp(ctx context.Context, tx UploadTx, ch *distribution.Channel, bundleID string, rule otherAppRule, news *distribution.UploadNews) error {
+	if ch.BundleID != "*" || bundleID == "" {
+		return nil
+	}
+	if ch.AppBundleID == "" {
+		ch.AppBundleID = bundleID
+		return tx.LearnApp(ctx, ch.ID, bundleID)
+	}
+	held := ch.HeldApp()
+	if held == "" || held == bundleID {
+		return nil
+	}
+	if rule == otherAppRefuse {
+		e := errs.Invalidf("channel %s holds %s, but this build is %s, another app. Nothing was kept: upload it to that app's own channel, "+
+			"or send allow_other_bundle_id=true to keep it here anyway", strconv.Quote(ch.Name), held, bundleID)
+		// The console's upload box asks by this field whether to keep the build anyway.
+		e.Entry = map[string][]string{"allow_other_bundle_id": {fmt.Sprintf("true keeps this build of %s in a channel of %s", bundleID, held)}}
+		return e
+	}
+	news.Warnings = append(news.Warnings, fmt.Sprintf("channel %s holds %s, but this build is %s, another app: it was kept, "+
+		"but testers are not offered it as the channel's newest build, and retention counts it apart from %s's builds", strconv.Quote(ch.Name), held, bundleID, held))
+	return nil
 }
 
 // checkChannel refuses a package whose platform or bundle id the channel does not take.

@@ -215,6 +215,16 @@ func (t memTx) CreateChannel(_ context.Context, c *Channel) (*Channel, error) {
 	return &out, nil
 }
 
+func (t memTx) LearnApp(_ context.Context, channelID int64, bundleID string) error {
+	t.db.step("LearnApp " + bundleID)
+	c := t.db.rows.channels[channelID]
+	if c.AppBundleID == "" {
+		c.AppBundleID = bundleID
+	}
+	t.db.rows.channels[channelID] = c
+	return nil
+}
+
 func (t memTx) SetPassword(_ context.Context, channelID int64, hash string) error {
 	t.db.step("SetPassword")
 	c := t.db.rows.channels[channelID]

@@ -49,6 +49,9 @@ type UploadTx interface {
 	ChannelFor(ctx context.Context, schemeID int64, deviceType string) (*distribution.Channel, error)
 	// CreateChannel records a channel (a random key when c.Slug is empty) and returns it.
 	CreateChannel(ctx context.Context, c *distribution.Channel) (*distribution.Channel, error)
+	// LearnApp records bundleID as the app a channel made without a bundle id holds (its
+	// AppBundleID), unless it has learned one already.
+	LearnApp(ctx context.Context, channelID int64, bundleID string) error
 	// SetPassword makes hash the channel's download password.
 	SetPassword(ctx context.Context, channelID int64, hash string) error
 
@@ -112,6 +115,8 @@ type upload struct {
 	snapJSON []byte
 	// distribute names who the release goes to beyond its channel's tester groups.
 	distribute distribution.DistributeInput
+	// otherApp is what to do with a build of another app than its channel holds.
+	otherApp otherAppRule
 }
 
 // record records up in one transaction and claims keys (the package and icon objects): the
@@ -148,6 +153,9 @@ func (b *Builds) record(ctx context.Context, up *upload, keys []string) (*distri
 			return err
 		}
 		if err := against(news, up.snap, up.release.Size, ch, prev, prevInsights); err != nil {
+			return err
+		}
+		if err := checkApp(ctx, tx, ch, up.release.BundleID, up.otherApp, news); err != nil {
 			return err
 		}
 		r := up.release
@@ -255,9 +263,10 @@ func (up *upload) channel(ctx context.Context, tx UploadTx) (*distribution.Chann
 	if err != nil || ch != nil {
 		return ch, appID, err
 	}
-	// A channel an upload makes is named after its platform and takes any bundle id.
+	// A channel an upload makes is named after its platform and takes any bundle id (api.md); it
+	// holds the app of this, its first build (checkApp).
 	ch, err = tx.CreateChannel(ctx, &distribution.Channel{SchemeID: schemeID, Name: platform, DeviceType: platform,
-		BundleID: "*", DownloadFilenameType: "original"})
+		BundleID: "*", AppBundleID: up.release.BundleID, DownloadFilenameType: "original"})
 	return ch, appID, err
 }
 

@@ -132,7 +132,7 @@ func releaseFormOf(f map[string]string) ReleaseForm {
 		CustomFields: f["custom_fields"], Password: f["password"],
 		ReleaseVersion: f["release_version"], BuildVersion: f["build_version"], BundleID: f["bundle_id"],
 		EdSignature: f["ed_signature"], TauriSignature: f["tauri_signature"], Rollout: f["rollout"], Critical: f["critical"],
-		Testers: f["testers"], Groups: f["groups"], Notify: f["notify"]}
+		Testers: f["testers"], Groups: f["groups"], Notify: f["notify"], AllowOtherBundleID: f["allow_other_bundle_id"]}
 }
 
 func debugFormOf(f map[string]string) DebugFileForm {

@@ -32,7 +32,9 @@
     let data = {};
     try { data = await res.json(); } catch (e) { /* not JSON: the status says it */ }
     if (!res.ok) {
-      throw new Error(data.error || ('the server answered ' + res.status));
+      const err = new Error(data.error || ('the server answered ' + res.status));
+      err.entry = data.entry || {};
+      throw err;
     }
     return data;
   }
@@ -116,10 +118,17 @@
       if (kind) { status.classList.add(kind); }
     }
 
-    form.addEventListener('submit', async function (e) {
+    form.addEventListener('submit', function (e) {
       e.preventDefault();
       const file = input.files[0];
       if (!file) { setStatus('Choose or drop a file first.', 'error'); return; }
+      send(file, {});
+    });
+
+    // send uploads file with the form's fields and extra ones. A build of another app than the
+    // channel holds is refused first: the refusal is shown with a "Keep it anyway" button, which
+    // sends the file again saying so (allow_other_bundle_id=true); nothing is kept silently.
+    async function send(file, extra) {
       let next = null;
       button.disabled = true;
       cancel.hidden = false;
@@ -129,12 +138,12 @@
       bar.value = 0;
       setStatus('Starting…', '');
       try {
-        const result = await upload(form, file, ctl, function (sent) {
+        const result = await upload(form, file, ctl, extra, function (sent) {
           bar.value = sent / file.size;
           setStatus('Uploading: ' + Math.floor(100 * sent / file.size) + '% of ' + size(file.size), '');
         });
         bar.value = 1;
-        setStatus('Uploaded ' + result.version + '.', 'ok');
+        setStatus('Uploaded ' + result.version + '.' + (result.warnings || []).map(function (w) { return ' ' + w + '.'; }).join(''), 'ok');
         // The box is emptied, so a second click cannot send the same build again.
         input.value = '';
         form.querySelector('textarea[name="changelog"]').value = '';
@@ -155,6 +164,15 @@
       } catch (err) {
         if (ctl.cancelled) {
           setStatus('Upload cancelled. Choosing the same file again resumes it where it stopped.', 'error');
+        } else if (err.entry && err.entry.allow_other_bundle_id && !extra.allow_other_bundle_id) {
+          setStatus('Not kept: ' + err.message + ' ', 'error');
+          const keep = document.createElement('button');
+          keep.type = 'button';
+          keep.className = 'button small';
+          keep.id = 'upload-keep-anyway';
+          keep.textContent = 'Keep it anyway';
+          keep.addEventListener('click', function () { send(file, Object.assign({}, extra, { allow_other_bundle_id: 'true' })); });
+          status.appendChild(keep);
         } else {
           setStatus('Upload failed: ' + err.message, 'error');
         }
@@ -164,7 +182,7 @@
         uploading--;
       }
       if (next) { window.location.assign(next); }
-    });
+    }
   }
 
   // refreshBuilds shows the page's builds list as it is now, with the build just uploaded: the
@@ -182,7 +200,7 @@
     } catch (e) { /* the list stays as it was */ }
   }
 
-  async function upload(form, file, ctl, onProgress) {
+  async function upload(form, file, ctl, extra, onProgress) {
     // (The app a box names, and a chosen name, are part of where the session's build goes.)
     const where = ['app_id', 'name'].map(function (k) {
       const el = form.querySelector('[name="' + k + '"]');
@@ -208,6 +226,8 @@
         const el = form.querySelector('[name="' + k + '"]');
         if (el && el.value.trim()) { start.set(k, el.value.trim()); }
       });
+      // Extra fields of this attempt (allow_other_bundle_id after "Keep it anyway").
+      Object.keys(extra).forEach(function (k) { start.set(k, extra[k]); });
       session = await call(form, 'POST', form.dataset.start, start);
       saved.set(key, session.id);
     }

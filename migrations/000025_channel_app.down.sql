@@ -1,0 +1,1 @@
+ALTER TABLE channels DROP COLUMN IF EXISTS app_bundle_id;
