@@ -234,7 +234,13 @@ func (h *Handler) consoleUploadForm(c *gin.Context) error {
 		idem = "console-form:" + nonce
 	}
 	form := uploads.ReleaseForm{ChannelKey: target.channelKey, AppID: target.appID, Source: "console",
-		Changelog: strings.TrimSpace(fields.Get("changelog"))}
+		Changelog: strings.TrimSpace(fields.Get("changelog")),
+		// A build of another app than its channel holds is a question before it is kept (issue
+		// 34): refused, and the box offers to send it again with "Keep it anyway" ticked.
+		AllowOtherBundleID: "false"}
+	if fields.Get("allow_other_bundle_id") == "true" {
+		form.AllowOtherBundleID = "true"
+	}
 	if target.channelKey == "" && target.appID == 0 {
 		form.Name = strings.TrimSpace(fields.Get("name"))
 	}
@@ -259,13 +265,17 @@ func (h *Handler) uploadRefused(c *gin.Context, session string, u *distribution.
 	f := &formCall{formID: t.formID, labels: map[string]fieldLabel{"name": {"name", "App name"}, "changelog": {"changelog", "Changelog"},
 		"file": {"file", "The build"}}}
 	s := h.failedForm(c, f, err)
+	if e, ok := errs.AsError(err); ok && e.Entry["allow_other_bundle_id"] != nil {
+		// A build of another app: the refusal (naming both bundle ids) is the box's question.
+		s.Field, s.Message = "allow_other_bundle_id", consoleWords(h.describe(c, err).Message)
+	}
 	s.Values = url.Values{}
 	for _, k := range []string{"name", "changelog"} {
 		if v := fields.Get(k); v != "" {
 			s.Values.Set(k, v)
 		}
 	}
-	if s.Field != "" && s.Field != "name" && s.Field != "changelog" && s.Field != "file" {
+	if s.Field != "" && s.Field != "name" && s.Field != "changelog" && s.Field != "file" && s.Field != "allow_other_bundle_id" {
 		s.Field = "" // a field the box does not show: said above it
 	}
 	switch {

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -63,5 +64,31 @@ func TestBrowserConsoleUploadOtherApp(t *testing.T) {
 	if status := run(t, ctx, "status", chromedp.Text(chromedp.ID(fmt.Sprintf("upload-status-%d", chID)))); !strings.Contains(status, "Uploaded 1.0 (1)") ||
 		!strings.Contains(status, "another app") {
 		t.Errorf("after keeping it: %q", status)
+	}
+}
+
+// Without the script, the upload box's form asks too: a build of another app on the home page
+// (its app name finds the channel of the real app) is refused in place naming both bundle ids,
+// with a "Keep it anyway" box; sent again with it ticked, it is kept.
+func TestConsoleUploadOtherAppWithoutScript(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.0", Build: "20"}))
+	admin, _ := signedIn(t, e, "alice")
+	intruder := appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.intruder", Version: "1.0", Build: "1"})
+	count := func() (n int) {
+		if err := e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM releases WHERE bundle_id = 'com.example.intruder'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	resp, page := postUpload(t, e, admin, uploadBox(t, admin, e.URL+"/console"), "i.ipa", intruder)
+	question := between(page, `id="upload-other-app"`, "</div>")
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(question, "com.example.harbor") || !strings.Contains(question, "com.example.intruder") ||
+		!strings.Contains(question, `name="allow_other_bundle_id"`) || count() != 0 {
+		t.Fatalf("another app's build without the script: %d, %d kept: %.3000s", resp.StatusCode, count(), page)
+	}
+	resp, _ = postUpload(t, e, admin, uploadBox(t, admin, e.URL+"/console"), "i.ipa", intruder, "allow_other_bundle_id", "true")
+	if resp.StatusCode != http.StatusSeeOther || count() != 1 {
+		t.Fatalf("kept anyway: %d, %d kept", resp.StatusCode, count())
 	}
 }
