@@ -205,7 +205,7 @@ type Icon struct {
 }
 
 // ErrUnrecognised is the cause (errors.Is) of Parse's error for a file that no registered family
-// claims: not a package of a platform Slipway reads, as opposed to a package of one that is broken.
+// claims: not a build Slipway reads, as opposed to a package of one that is broken.
 // A windows or linux channel keeps such a file as a plain download (decisions.md); a claimed file
 // that fails to parse is refused everywhere.
 var ErrUnrecognised = errors.New("unrecognised package")
@@ -224,13 +224,13 @@ func Parse(r io.ReaderAt, size int64) (*Info, error) {
 			info, err := parse(a)
 			return withSizes(info, err, size)
 		}
-		return nil, errs.Wrap(errs.Invalid, ErrUnrecognised, "not a package of a platform Slipway reads (%s): %s", strings.Join(Families(), ", "), a.Describe(5))
+		return nil, unrecognisedZip(a)
 	}
 	if parse := claimFile(r, size); parse != nil {
 		info, err := parse(r, size)
 		return withSizes(info, err, size)
 	}
-	return nil, errs.Wrap(errs.Invalid, ErrUnrecognised, "not a package of a platform Slipway reads (%s): %s", strings.Join(Families(), ", "), sniff(r, size))
+	return nil, unrecognisedFile(r, size)
 }
 
 // withSizes gives a parsed Info of a package of size bytes, whose parser set no Sizes, its

@@ -289,10 +289,12 @@ func fileBound(fam *Family, r io.ReaderAt, size int64) int64 {
 	return fam.MaxParseBytes
 }
 
-func unrecognisedZip(a *zipread.Archive) error {
-	return errs.Wrap(errs.Invalid, ErrUnrecognised, "not a package of a platform Slipway reads (%s): %s", strings.Join(Families(), ", "), a.Describe(5))
-}
+func unrecognisedZip(a *zipread.Archive) error { return unrecognised(a.Describe(5)) }
 
-func unrecognisedFile(r io.ReaderAt, size int64) error {
-	return errs.Wrap(errs.Invalid, ErrUnrecognised, "not a package of a platform Slipway reads (%s): %s", strings.Join(Families(), ", "), sniff(r, size))
+func unrecognisedFile(r io.ReaderAt, size int64) error { return unrecognised(sniff(r, size)) }
+
+// unrecognised says, in the words of whoever uploads (what each family takes, not its name),
+// that a file is no build Slipway reads, and what it found instead.
+func unrecognised(found string) error {
+	return errs.Wrap(errs.Invalid, ErrUnrecognised, "this is not a build Slipway reads (%s): %s", strings.Join(takes(), "; "), found)
 }

@@ -28,6 +28,10 @@ type FileParser func(r io.ReaderAt, size int64) (*Info, error)
 type Family struct {
 	// Name names the family in errors and tests ("apple", "windows").
 	Name string
+	// Takes says what the family reads in the words of whoever uploads ("an Android .apk or
+	// .aab"), for the refusal of a file no family reads; empty: its Name (a fallback whose files
+	// another family's words cover says nothing).
+	Takes string
 	// Priority puts a family's claims before those of lower Priority (0 unless set). Claims of
 	// different families are meant to be disjoint; Priority settles the odd archive that two of
 	// them would claim (a zip holding both an AndroidManifest.xml and an iOS Payload/).
@@ -103,6 +107,20 @@ func Families() []string {
 		names = append(names, f.Name)
 	}
 	return names
+}
+
+// takes is what the registered families read, in the uploader's words, in the order they are asked.
+func takes() []string {
+	var out []string
+	for _, f := range ordered() {
+		switch {
+		case f.Takes != "":
+			out = append(out, f.Takes)
+		case !f.Fallback:
+			out = append(out, f.Name)
+		}
+	}
+	return out
 }
 
 // ordered returns the registered families in the order they are asked. Register replaces the

@@ -56,7 +56,7 @@ func TestClaimOrder(t *testing.T) {
 		want string
 	}{
 		{"empty", nil, "the file is empty"},
-		{"text", []byte("release notes"), "(high, a, b, c, zz-fallback, a-fallback): found a text file"},
+		{"text", []byte("release notes"), "(high; a; b; c): found a text file"},
 		{"png", []byte("\x89PNG\r\n\x1a\n0000"), "found a PNG image"},
 		{"zip", zipOf(t, "notes.txt"), "a zip archive holding notes.txt"},
 	} {

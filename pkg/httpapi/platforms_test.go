@@ -340,7 +340,7 @@ func TestUploadPlatformFixtures(t *testing.T) {
 				{apptest.Field("release_version", "1.0")},
 			} {
 				r := e.upload(t, append(append([]apptest.Part{apptest.Field("token", e.UploadToken)}, parts...), apptest.File("notes-1.0.tar.gz", blob))...)
-				if msg := wantError(t, r, http.StatusUnprocessableEntity); !strings.Contains(msg, "not a package of a platform Slipway reads") {
+				if msg := wantError(t, r, http.StatusUnprocessableEntity); !strings.Contains(msg, "not a build Slipway reads (an Android .apk") || strings.Contains(msg, "windows-exe-zip") {
 					t.Errorf("plain file outside windows/linux: %q", msg)
 				}
 			}
@@ -391,7 +391,7 @@ func TestUploadHostilePlatformPackages(t *testing.T) {
 					parts = append(parts, apptest.Field("channel_key", key))
 				}
 				r := e.upload(t, append(parts, apptest.File(tc.file, tc.data))...)
-				if msg := wantError(t, r, http.StatusUnprocessableEntity); strings.Contains(msg, "not a package of a platform") {
+				if msg := wantError(t, r, http.StatusUnprocessableEntity); strings.Contains(msg, "not a build Slipway reads") {
 					t.Errorf("channel %q: refused as an unknown file, not as a broken package: %q", key, msg)
 				}
 			}

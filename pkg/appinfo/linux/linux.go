@@ -150,7 +150,7 @@ func parseBytes(r io.ReaderAt, size int64) int64 {
 
 // Family registration: each format is recognised by its first bytes.
 func init() {
-	appinfo.Register(appinfo.Family{Name: "linux", MaxParseBytes: maxParseBytes, DecodeBytes: 1 << 20, FileParseBytes: parseBytes,
+	appinfo.Register(appinfo.Family{Name: "linux", Takes: "a Linux .deb, .rpm or .AppImage", MaxParseBytes: maxParseBytes, DecodeBytes: 1 << 20, FileParseBytes: parseBytes,
 		ClaimFile: func(r io.ReaderAt, size int64) appinfo.FileParser {
 			var head [24]byte
 			n, _ := r.ReadAt(head[:min(size, int64(len(head)))], 0)

@@ -179,7 +179,7 @@ func TestRegistration(t *testing.T) {
 	elf := linuxtest.Runtime(linuxtest.RuntimeOptions{})
 	elf[8], elf[9], elf[10] = 0, 0, 0
 	_, err = appinfo.Parse(bytes.NewReader(elf), int64(len(elf)))
-	wantInvalid(t, err, "not a package")
+	wantInvalid(t, err, "not a build Slipway reads")
 }
 
 func contains(list []string, s string) bool {

@@ -68,10 +68,12 @@ func TestOverlappingClaims(t *testing.T) {
 	}
 }
 
-// TestNotAPackage: the error for an unrecognised file names every family.
+// TestNotAPackage: the error for an unrecognised file says what every family reads, in the
+// uploader's words.
 func TestNotAPackage(t *testing.T) {
 	_, err := parse(t, []byte("these are release notes, not a package\n"))
-	want := "(android, apple, harmony, linux, windows, windows-exe-zip): found a text file"
+	want := "(an Android .apk or .aab; an iOS .ipa, or a macOS .app in a .zip, a .dmg or a .pkg; a HarmonyOS .hap or .app; " +
+		"a Linux .deb, .rpm or .AppImage; a Windows .exe, .msi, .msix, .appx or their bundles): found a text file"
 	if errs.KindOf(err) != errs.Invalid || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Parse error %v, want errs.Invalid mentioning %q", err, want)
 	}

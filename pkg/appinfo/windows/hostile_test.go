@@ -66,8 +66,8 @@ func TestPEHostile(t *testing.T) {
 		patch patch
 		want  string
 	}{
-		{"PE offset past the end", func(b []byte, _ int) []byte { put32(b, 0x3c, len(b)); return b }, "not a package"},
-		{"no PE signature", func(b []byte, _ int) []byte { b[0x81] = 'X'; return b }, "not a package"},
+		{"PE offset past the end", func(b []byte, _ int) []byte { put32(b, 0x3c, len(b)); return b }, "not a build Slipway reads"},
+		{"no PE signature", func(b []byte, _ int) []byte { b[0x81] = 'X'; return b }, "not a build Slipway reads"},
 		{"65535 sections", func(b []byte, _ int) []byte { put16(b, offNSec, 65535); return b }, "declares 65535 sections"},
 		{"sections past the end", func(b []byte, _ int) []byte { put16(b, offNSec, 2000); return b[:0x400] }, "section table runs past the end"},
 		{"huge optional header", func(b []byte, _ int) []byte { put16(b, offOptLen, 0xffff); return b }, "optional header declares"},

@@ -39,7 +39,7 @@ const (
 // database, an MSIX package or bundle), and separately, as a fallback, a zip that merely holds
 // an .exe (Zealot's rule), which is a Windows build only when no other platform claims the zip.
 func init() {
-	appinfo.Register(appinfo.Family{Name: "windows", MaxParseBytes: maxParseBytes, DecodeBytes: iconDecodeBytes, ReadsRaw: true,
+	appinfo.Register(appinfo.Family{Name: "windows", Takes: "a Windows .exe, .msi, .msix, .appx or their bundles", MaxParseBytes: maxParseBytes, DecodeBytes: iconDecodeBytes, ReadsRaw: true,
 		NestedBytes: func(a *zipread.Archive) int64 {
 			if a.File(appxManifest) == nil && a.File(appxBundleManifest) != nil {
 				return maxBundleParseBytes
