@@ -39,7 +39,10 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require golang.org/x/time v0.16.0 // indirect
+require (
+	github.com/yuin/goldmark v1.8.7 // indirect
+	golang.org/x/time v0.16.0 // indirect
+)
 
 require (
 	github.com/VictoriaMetrics/metrics v1.35.3 // indirect

@@ -2,7 +2,7 @@
 // the server against them.
 package docs
 
-import _ "embed"
+import "embed"
 
 // OpenAPIYAML is the OpenAPI 3.1 document of every route Slipway answers (openapi.yaml). The
 // server serves it as JSON at GET /api/openapi.json; test/apptest validates the integration
@@ -10,3 +10,9 @@ import _ "embed"
 //
 //go:embed openapi.yaml
 var OpenAPIYAML []byte
+
+// Guides are the user guides the server serves at /docs/<name> (an installation without access to
+// the internet still has them): the console links to them.
+//
+//go:embed ci.md deploy.md feeds.md operations.md security.md testers.md webhooks.md
+var Guides embed.FS

@@ -479,6 +479,9 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Do(t, "DELETE", "/api/groups/qa", nil, admin), 200, "delete a group")
 	// The tester pages (pkg/web's tester tests walk them whole).
 	expect(e.Do(t, "GET", "/", nil, nil), 302, "the site's address")
+	expect(e.Do(t, "GET", "/docs", nil, nil), 200, "the guides")
+	expect(e.Do(t, "GET", "/docs/webhooks", nil, nil), 200, "a guide")
+	expect(e.Do(t, "GET", "/docs/nope", nil, nil), 404, "no such guide")
 	expect(e.Do(t, "GET", "/t", nil, nil), 303, "tester home without a session")
 	expect(e.Do(t, "GET", "/t/signin?next=/t", nil, nil), 200, "tester sign-in")
 	expect(e.Do(t, "POST", "/t/signin", strings.NewReader("email=ada%40example.com"), formHeader), 303, "ask for a sign-in link")

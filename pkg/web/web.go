@@ -52,7 +52,7 @@ var templateFS embed.FS
 
 // pageNames are the templates under templates/, each rendered inside layout.html.
 var pageNames = []string{"release", "channel", "password", "error", "udid", "device", "signin", "console", "tokens", "audit", "app",
-	"webhook", "devices", "users", "gone", "console-channel", "console-release", "tester-signin", "tester-home", "unsubscribe", "button", "colleague-signin",
+	"webhook", "devices", "users", "gone", "console-channel", "console-release", "tester-signin", "tester-home", "unsubscribe", "button", "colleague-signin", "guide",
 	"console-testers"}
 
 // New returns the pages' handler. The templates are parsed once here; a broken template is a
@@ -73,6 +73,8 @@ func (h *Handler) Register(e *gin.Engine) {
 	// The public pages act as their visitor (a tester or console session, else anonymous).
 	v := h.Visitor()
 	e.GET("/", v, h.page(h.root))
+	e.GET("/docs", h.page(h.guidePage))
+	e.GET("/docs/:name", h.page(h.guidePage))
 	e.GET("/channels/:slug", v, h.page(h.channelPage))
 	e.POST("/channels/:slug", v, h.page(h.channelPage))
 	e.GET("/channels/:slug/releases/:id", v, h.page(h.releasePage))
