@@ -142,9 +142,26 @@ func TestConsolePostRedirectGet(t *testing.T) {
 	if resp.Request.URL.String() != hookURL || !strings.Contains(page, "Test event queued") {
 		t.Errorf("send test landed on %s", resp.Request.URL)
 	}
-	fetch(t, admin, http.MethodGet, hookURL, nil)
+	_, page = fetch(t, admin, http.MethodGet, hookURL, nil)
 	if n := count(t, e, `SELECT count(*) FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE w.channel_id = $1`, chID); n != 1 {
 		t.Errorf("%d test deliveries after one send and a reload", n)
+	}
+	// The delivery's payload is on the page, with the guide to verifying it; the webhook is
+	// changed in place (a bad URL is said beside its field, with what was typed).
+	mustContain(t, []byte(page), "Payload and answers", "&#34;event&#34;: &#34;ping&#34;", `href="`+e.URL+`/docs/webhooks#verifying-a-delivery" id="verify-guide"`)
+	resp, page = fetch(t, admin, http.MethodPost, hookURL, with(formOf(t, page, "edit-webhook"), "url", "not a url"))
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(page, `value="not a url"`) || !strings.Contains(page, "Webhook URL ") {
+		t.Errorf("a bad URL for the webhook: %d %.300s", resp.StatusCode, page)
+	}
+	edit := with(formOf(t, page, "edit-webhook"), "url", "http://127.0.0.1:9/other", "format", "slack")
+	edit["events"] = []string{"release.deleted", "tester.installed"}
+	if resp, page = fetch(t, admin, http.MethodPost, hookURL, edit); resp.StatusCode != 200 || !strings.Contains(page, "Webhook saved") {
+		t.Errorf("changing the webhook: %d %.300s", resp.StatusCode, page)
+	}
+	var hookURLNow, format, evs string
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT url, format, array_to_string(events, ',') FROM webhooks WHERE channel_id = $1`, chID).
+		Scan(&hookURLNow, &format, &evs); err != nil || hookURLNow != "http://127.0.0.1:9/other" || format != "slack" || evs != "release.deleted,tester.installed" {
+		t.Errorf("the webhook after the change: %q %q %q (%v)", hookURLNow, format, evs, err)
 	}
 }
 

@@ -1,7 +1,10 @@
 package web
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +16,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution/events"
 	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/webhook"
 )
 
 // The console's other management forms: channel settings and deletion, release pin and delete,
@@ -251,6 +255,9 @@ type deliveryView struct {
 	Event, State, Created string
 	Attempts              int
 	Last                  string
+	// Payload is the body as sent (indented when JSON); Tries every attempt, oldest first.
+	Payload string
+	Tries   []string
 }
 
 type webhookView struct {
@@ -260,7 +267,17 @@ type webhookView struct {
 	AppURL     string
 	Deliveries []deliveryView
 	Form       formState
+	// Formats and Events are what the edit form offers; GuideURL says how to verify a delivery.
+	Formats, Events []string
+	GuideURL        string
 }
+
+// Subscribed reports whether the edit form ticks event: the webhook names it (none named: every
+// event, and none is ticked).
+func (v webhookView) Subscribed(event string) bool { return slices.Contains(v.Webhook.Events, event) }
+
+// RobotSigned reports whether a format's robot may require its own signature (the robot secret).
+func (v webhookView) RobotSigned(format string) bool { return webhook.RobotSigned(format) }
 
 // webhookURL is a webhook's console page.
 func (h *Handler) webhookURL(id int64) string {
@@ -278,7 +295,8 @@ func (h *Handler) renderWebhook(c *gin.Context, session string, u *distribution.
 	if err != nil {
 		return err
 	}
-	v := webhookView{User: u, CSRF: h.csrfToken(session), Base: h.links.Base, Webhook: w, Form: form}
+	v := webhookView{User: u, CSRF: h.csrfToken(session), Base: h.links.Base, Webhook: w, Form: form,
+		Formats: webhook.Formats, Events: webhook.Events, GuideURL: h.links.Base + "/docs/webhooks#verifying-a-delivery"}
 	crumbs := []crumb{{Text: "Apps", URL: h.links.Base + "/console"}}
 	if appID := h.webhookApp(c, w); appID != 0 {
 		v.AppURL = h.appURL(appID)
@@ -293,7 +311,21 @@ func (h *Handler) renderWebhook(c *gin.Context, session string, u *distribution.
 	}
 	crumbs = append(crumbs, crumb{Text: "Webhook"})
 	for _, d := range ds {
-		dv := deliveryView{ID: d.ID, Event: d.Event, State: d.State, Attempts: d.Attempts, Created: h.when(d.CreatedAt)}
+		dv := deliveryView{ID: d.ID, Event: d.Event, State: d.State, Attempts: d.Attempts, Created: h.when(d.CreatedAt),
+			Payload: indentJSON(d.Payload)}
+		for _, a := range d.History {
+			try := h.when(a.At) + ": "
+			if a.StatusCode == 0 {
+				try += "no answer"
+			} else {
+				try += "HTTP " + strconv.Itoa(a.StatusCode)
+			}
+			try += " in " + a.Latency.Round(time.Millisecond).String()
+			if a.Error != "" {
+				try += ": " + truncateText(a.Error, 500)
+			}
+			dv.Tries = append(dv.Tries, try)
+		}
 		if n := len(d.History); n > 0 {
 			a := d.History[n-1]
 			dv.Last = "HTTP " + strconv.Itoa(a.StatusCode) + " in " + a.Latency.Round(time.Millisecond).String()
@@ -571,6 +603,40 @@ func (h *Handler) consoleDeleteScheme(c *gin.Context, f *formCall) (string, erro
 	}
 	f.ok("Scheme %s deleted with its channels and builds.", sc.Name)
 	return h.appURL(sc.AppID), nil
+}
+
+// indentJSON shows a delivery's body: indented when it is JSON, else as it is (at most 64 KiB).
+func indentJSON(b []byte) string {
+	var out bytes.Buffer
+	if json.Indent(&out, b, "", "  ") == nil {
+		return truncateText(out.String(), 64<<10)
+	}
+	return truncateText(string(b), 64<<10)
+}
+
+// consoleUpdateWebhook: POST /console/webhooks/:id changes a webhook's URL, format, events and
+// robot secret (blank: kept) (admins). Its signing secret stays.
+func (h *Handler) consoleUpdateWebhook(c *gin.Context, f *formCall) (string, error) {
+	ctx := reqCtx(c)
+	id, err := idParam(c, "id", "webhook")
+	if err != nil {
+		return "", err
+	}
+	f.inPlace("edit-webhook", webhookLabels, func(s formState) error {
+		return h.renderWebhook(c, f.session, f.user, id, s, http.StatusUnprocessableEntity)
+	})
+	in := events.WebhookInput{URL: optionalForm(c, "url"), Format: optionalForm(c, "format"), Events: c.PostFormArray("events")}
+	if in.Events == nil {
+		in.Events = []string{} // none ticked: every event
+	}
+	if rs := strings.TrimSpace(c.PostForm("robot_secret")); rs != "" {
+		in.RobotSecret = &rs
+	}
+	if _, err := h.svc.Webhooks.UpdateWebhook(ctx, id, in); err != nil {
+		return "", err
+	}
+	f.ok("Webhook saved.")
+	return h.webhookURL(id), nil
 }
 
 // consoleEnableWebhook: POST /console/webhooks/:id/enabled (enabled=true|false; admins).

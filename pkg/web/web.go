@@ -140,6 +140,7 @@ func (h *Handler) Register(e *gin.Engine) {
 	e.POST("/console/releases/:id/pin", h.form(h.consolePinRelease))
 	e.POST("/console/releases/:id/delete", h.form(h.consoleDeleteRelease))
 	e.GET("/console/webhooks/:id", h.page(h.consoleWebhook))
+	e.POST("/console/webhooks/:id", h.form(h.consoleUpdateWebhook))
 	e.POST("/console/webhooks/:id/test", h.form(h.consoleTestWebhook))
 	e.POST("/console/webhooks/:id/enabled", h.form(h.consoleEnableWebhook))
 	e.POST("/console/webhooks/:id/delete", h.form(h.consoleDeleteWebhook))

@@ -45,6 +45,15 @@
       navigator.clipboard.writeText(field.value).then(function () { b.textContent = 'Copied'; }, function () { field.select(); });
     });
   });
+  // A webhook's robot secret is asked only for the formats whose robots sign (DingTalk, Feishu).
+  document.querySelectorAll('label.robot-secret[data-formats]').forEach(function (label) {
+    const select = label.closest('form') && label.closest('form').querySelector('select[name="format"]');
+    if (!select) { return; }
+    const formats = label.dataset.formats.split(' ');
+    const show = function () { label.hidden = formats.indexOf(select.value) < 0; };
+    select.addEventListener('change', show);
+    show();
+  });
   // Coming back to a page with the back button (bfcache) shows its buttons usable again.
   window.addEventListener('pageshow', function () {
     document.querySelectorAll('form[data-sent]').forEach(function (form) {
