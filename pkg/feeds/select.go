@@ -127,8 +127,12 @@ var tauriFormats = map[string][]string{"windows": {"exe", "msi"}, "linux": {"app
 
 // TauriServes reports whether the Tauri updater of platform and arch may be offered release r:
 // its framework's artifact (a Windows .nupkg or .msix is Squirrel's or App Installer's, not
-// Tauri's) for that architecture.
+// Tauri's) for that architecture, signed: the updater refuses an update whose signature is
+// empty, so a build uploaded without tauri_signature is never offered (issue 34).
 func TauriServes(platform string, r *distribution.Release, arch string) bool {
+	if r.TauriSignature == "" {
+		return false
+	}
 	if formats, ok := tauriFormats[platform]; ok && (!slices.Contains(formats, r.Format) || strings.HasSuffix(strings.ToLower(r.Filename), ".nupkg")) {
 		return false
 	}

@@ -12,7 +12,7 @@ import (
 // .nupkg, and only once it is rolled out to all.
 func TestFeedsOfferTheirOwnArtifacts(t *testing.T) {
 	rel := func(format, file string, rollout int) *distribution.Release {
-		return &distribution.Release{Format: format, Filename: file, RolloutPercent: rollout, SHA1: "ab"}
+		return &distribution.Release{Format: format, Filename: file, RolloutPercent: rollout, SHA1: "ab", TauriSignature: "c2ln"}
 	}
 	for _, c := range []struct {
 		platform string
@@ -32,6 +32,12 @@ func TestFeedsOfferTheirOwnArtifacts(t *testing.T) {
 		if got := TauriServes(c.platform, c.r, "x86_64"); got != c.want {
 			t.Errorf("tauri %s offers %s (%s): %v", c.platform, c.r.Filename, c.r.Format, got)
 		}
+	}
+	// Tauri refuses an update without a signature: a build uploaded without one is never offered.
+	unsigned := rel("macos-zip", "Desk.zip", 100)
+	unsigned.TauriSignature = ""
+	if TauriServes("macos", unsigned, "x86_64") {
+		t.Error("tauri offers a build without tauri_signature")
 	}
 	if !SquirrelOffers(rel("other", "Desk-1.0.0-full.nupkg", 100)) || SquirrelOffers(rel("other", "Desk-1.0.0-full.nupkg", 50)) ||
 		SquirrelOffers(rel("exe", "Desk-setup.exe", 100)) {
@@ -66,6 +72,53 @@ func TestInRollout(t *testing.T) {
 		r := &distribution.Release{ID: 3, RolloutPercent: p}
 		if InRollout(r, "x") != (p == 100) {
 			t.Errorf("rollout %d%%", p)
+		}
+	}
+}
+
+// Frameworks says per update framework whether it can use a build (issue 34): the feed must
+// offer it and the framework accept it.
+func TestFrameworks(t *testing.T) {
+	usable := func(r *distribution.Release) map[string]bool {
+		out := map[string]bool{}
+		for _, u := range Frameworks(r) {
+			if u.Usable != (u.Why == "") {
+				t.Errorf("%s: usable %v with why %q", u.Framework, u.Usable, u.Why)
+			}
+			out[u.Framework] = u.Usable
+		}
+		return out
+	}
+	verified := func(r distribution.Release) *distribution.Release {
+		r.ChecksumState, r.SHA512, r.SHA1 = distribution.ChecksumVerified, "aa", "bb"
+		if r.RolloutPercent == 0 {
+			r.RolloutPercent = 100
+		}
+		return &r
+	}
+	for _, c := range []struct {
+		name string
+		r    *distribution.Release
+		want map[string]bool
+	}{
+		{"bare mac zip, not semver", verified(distribution.Release{Platform: "macos", Format: "macos-zip", ReleaseVersion: "1.0"}),
+			map[string]bool{"Sparkle": false, "electron-updater": false, "Tauri": false}},
+		{"signed mac zip", verified(distribution.Release{Platform: "macos", Format: "macos-zip", ReleaseVersion: "1.2.0", EdSignature: "e", TauriSignature: "t"}),
+			map[string]bool{"Sparkle": true, "electron-updater": true, "Tauri": true}},
+		{"signed mac dmg", verified(distribution.Release{Platform: "macos", Format: "dmg", ReleaseVersion: "1.2.0", EdSignature: "e", TauriSignature: "t"}),
+			map[string]bool{"Sparkle": true, "electron-updater": false, "Tauri": true}},
+		{"unverified", &distribution.Release{Platform: "macos", Format: "macos-zip", ReleaseVersion: "1.2.0", EdSignature: "e", TauriSignature: "t", RolloutPercent: 100},
+			map[string]bool{"Sparkle": false, "electron-updater": false, "Tauri": false}},
+		{"windows nupkg", verified(distribution.Release{Platform: "windows", Format: "other", Filename: "Desk-1.0.0-full.nupkg", ReleaseVersion: "1.0.0"}),
+			map[string]bool{"electron-updater": false, "Tauri": false, "Squirrel.Windows": true}},
+		{"windows installer, staged", verified(distribution.Release{Platform: "windows", Format: "exe", Filename: "Desk-setup.exe", ReleaseVersion: "1.0.0", TauriSignature: "t", RolloutPercent: 50}),
+			map[string]bool{"electron-updater": true, "Tauri": true, "Squirrel.Windows": false}},
+		{"linux deb", verified(distribution.Release{Platform: "linux", Format: "deb", ReleaseVersion: "1.0.0", TauriSignature: "t"}),
+			map[string]bool{"electron-updater": false, "Tauri": true}},
+		{"ios", &distribution.Release{Platform: "ios"}, map[string]bool{}},
+	} {
+		if got := usable(c.r); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
 }

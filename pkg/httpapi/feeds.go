@@ -316,8 +316,8 @@ func (s *Server) tauriStatic(c *gin.Context) error {
 			return nil, err
 		}
 		if len(newest) == 0 {
-			return nil, errs.New(errs.NotFound, "channel %s offers no build to every install yet (builds are offered once Slipway has verified "+
-				"their checksums, and in the static form once they are rolled out to 100%%)", v.Channel.Slug)
+			return nil, errs.New(errs.NotFound, "channel %s offers no build to every install yet (Tauri's feeds offer builds uploaded with "+
+				"tauri_signature, once Slipway has verified their checksums, and in the static form once they are rolled out to 100%%)", v.Channel.Slug)
 		}
 		u := feeds.Tauri(newest[0])
 		doc := feeds.TauriStatic{Version: u.Version, Notes: u.Notes, PubDate: u.PubDate, Platforms: map[string]feeds.TauriPlatform{}}

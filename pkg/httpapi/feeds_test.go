@@ -166,9 +166,9 @@ func TestSparkleAppcast(t *testing.T) {
 func TestElectronAndTauriFeeds(t *testing.T) {
 	_, key, _ := ed25519.GenerateKey(nil)
 	f := feedEnv{newMgmt(t, apptest.Options{}), key}
-	first, _ := f.macBuild("", "1.0.0", "1")
-	slug := first["channel"].(map[string]any)["slug"].(string)
 	tauriSig := base64.StdEncoding.EncodeToString([]byte("untrusted comment: signature from tauri secret key\nRUQf\ntrusted comment: x\nabc\n"))
+	first, _ := f.macBuild("", "1.0.0", "1", apptest.Field("tauri_signature", tauriSig))
+	slug := first["channel"].(map[string]any)["slug"].(string)
 	second, zip2 := f.macBuild(slug, "1.1.0", "2", apptest.Field("rollout", "25"), apptest.Field("tauri_signature", tauriSig))
 
 	r := f.get("/channels/" + slug + "/electron/latest-mac.yml")
@@ -410,7 +410,10 @@ func TestElectronLinuxFeeds(t *testing.T) {
 // channel's other builds (an .exe) are not in it, and other channels answer 404.
 func TestSquirrelReleases(t *testing.T) {
 	m := newMgmt(t, apptest.Options{})
-	exe := m.e.UploadApp(t, "Desk-1.0.0.exe", windowstest.BuildPE(windowstest.PEOptions{}))
+	// Every build signed for Tauri, whose feeds offer only signed builds (issue 34): the .nupkg
+	// are still never its.
+	sig := apptest.Field("tauri_signature", base64.StdEncoding.EncodeToString([]byte("untrusted comment: signature from tauri secret key\nRUQf\ntrusted comment: x\nabc\n")))
+	exe := m.e.UploadApp(t, "Desk-1.0.0.exe", windowstest.BuildPE(windowstest.PEOptions{}), sig)
 	slug := exe["channel"].(map[string]any)["slug"].(string)
 	if r := m.e.Get(t, "/channels/"+slug+"/squirrel/RELEASES"); r.Status != 404 || !strings.Contains(r.Error(t), ".nupkg") {
 		t.Errorf("RELEASES without a .nupkg: %d %s", r.Status, r.Body)
@@ -423,7 +426,7 @@ func TestSquirrelReleases(t *testing.T) {
 	bodies := map[string][]byte{}
 	for _, name := range files {
 		bodies[name] = nupkg(name)
-		rel := m.e.UploadApp(t, name, bodies[name], apptest.Field("channel_key", slug))
+		rel := m.e.UploadApp(t, name, bodies[name], apptest.Field("channel_key", slug), sig)
 		m.waitRelease(id(rel), func(r map[string]any) bool { return r["checksum_state"] == "verified" })
 	}
 	m.waitRelease(id(exe), func(r map[string]any) bool { return r["checksum_state"] == "verified" })
@@ -449,7 +452,7 @@ func TestSquirrelReleases(t *testing.T) {
 	}
 	// RELEASES cannot stage: a .nupkg in a staged rollout is left out until it is rolled out to
 	// all, and the Tauri feed of the channel offers its installer (the .exe), never a .nupkg.
-	staged := m.e.UploadApp(t, "Desk-1.2.0-full.nupkg", nupkg("1.2.0"), apptest.Field("channel_key", slug), apptest.Field("rollout", "5"))
+	staged := m.e.UploadApp(t, "Desk-1.2.0-full.nupkg", nupkg("1.2.0"), apptest.Field("channel_key", slug), apptest.Field("rollout", "5"), sig)
 	m.waitRelease(id(staged), func(r map[string]any) bool { return r["checksum_state"] == "verified" })
 	if r := m.e.Get(t, "/channels/"+slug+"/squirrel/RELEASES"); r.Status != 200 || strings.Contains(string(r.Body), "Desk-1.2.0") {
 		t.Fatalf("RELEASES lists a .nupkg at 5%%: %d %s", r.Status, r.Body)
@@ -483,10 +486,12 @@ func TestTauriArchitectures(t *testing.T) {
 		return linuxtest.BuildAppImage(linuxtest.AppImageOptions{Name: "Tool", Version: version, Runtime: linuxtest.RuntimeOptions{Machine: machine}})
 	}
 	x64v1, armv1, x64v2, armv2 := appImage("2.0.0", 0), appImage("2.0.0", linuxtest.MachineAArch64), appImage("2.0.1", 0), appImage("2.0.1", linuxtest.MachineAArch64)
-	first := m.e.UploadApp(t, "Tool-2.0.0-x86_64.AppImage", x64v1)
+	// Tauri's feeds offer signed builds only (issue 34).
+	sig := apptest.Field("tauri_signature", base64.StdEncoding.EncodeToString([]byte("untrusted comment: signature from tauri secret key\nRUQf\ntrusted comment: x\nabc\n")))
+	first := m.e.UploadApp(t, "Tool-2.0.0-x86_64.AppImage", x64v1, sig)
 	slug := first["channel"].(map[string]any)["slug"].(string)
 	upload := func(name string, data []byte) {
-		rel := m.e.UploadApp(t, name, data, apptest.Field("channel_key", slug))
+		rel := m.e.UploadApp(t, name, data, apptest.Field("channel_key", slug), sig)
 		m.waitRelease(id(rel), func(r map[string]any) bool { return r["checksum_state"] == "verified" })
 	}
 	m.waitRelease(id(first), func(r map[string]any) bool { return r["checksum_state"] == "verified" })
@@ -554,4 +559,30 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// Issue 34: Tauri refuses an update without a signature, so its feeds never offer a build that
+// came without tauri_signature: the dynamic endpoint answers 204 (Tauri's "no update") rather
+// than `"signature":""`, the static form leaves it out, and a signed build is offered as before.
+func TestTauriNeverOffersAnUnsignedBuild(t *testing.T) {
+	_, key, _ := ed25519.GenerateKey(nil)
+	f := feedEnv{newMgmt(t, apptest.Options{}), key}
+	first, _ := f.macBuild("", "1.0.0", "1") // a Sparkle signature, no Tauri one
+	slug := first["channel"].(map[string]any)["slug"].(string)
+	if r := f.get("/channels/" + slug + "/tauri/darwin/aarch64/0.9.0"); r.Status != 204 || len(r.Body) != 0 {
+		t.Fatalf("the Tauri endpoint offers an unsigned build: %d %s", r.Status, r.Body)
+	}
+	if r := f.get("/channels/" + slug + "/tauri.json"); r.Status != 404 || !strings.Contains(r.Error(t), "tauri_signature") {
+		t.Fatalf("the static Tauri form lists an unsigned build: %d %s", r.Status, r.Body)
+	}
+	tauriSig := base64.StdEncoding.EncodeToString([]byte("untrusted comment: signature from tauri secret key\nRUQf\ntrusted comment: x\nabc\n"))
+	f.macBuild(slug, "1.1.0", "2", apptest.Field("tauri_signature", tauriSig))
+	r := f.get("/channels/" + slug + "/tauri/darwin/aarch64/0.9.0")
+	var upd struct{ Version, Signature string }
+	if r.Status != 200 || json.Unmarshal(r.Body, &upd) != nil || upd.Version != "1.1.0" || upd.Signature != tauriSig {
+		t.Fatalf("the signed build: %d %s", r.Status, r.Body)
+	}
+	if r := f.get("/channels/" + slug + "/tauri.json"); r.Status != 200 || !strings.Contains(string(r.Body), tauriSig) {
+		t.Fatalf("the static form with a signed build: %d %s", r.Status, r.Body)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -209,7 +210,9 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Upload(t, "/api/apps/upload", "", apptest.File("demo.ipa", ipa)), 401, "upload without token")
 
 	// Desktop update feeds (issue 23): a macOS build, once its checksums are verified.
-	mac := e.UploadApp(t, "Desk.zip", appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk", Version: "1.0", Build: "1"}))
+	// (Signed for Tauri: its feeds offer signed builds only.)
+	mac := e.UploadApp(t, "Desk.zip", appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk", Version: "1.0", Build: "1"}),
+		apptest.Field("tauri_signature", base64.StdEncoding.EncodeToString([]byte("untrusted comment: signature from tauri secret key\nRUQf\ntrusted comment: x\nabc\n"))))
 	macSlug := mac["channel"].(map[string]any)["slug"].(string)
 	testkit.Eventually(t, time.Minute, "the macOS build's checksums to be verified", func() bool {
 		return expect(e.Do(t, "GET", fmt.Sprintf("/api/releases/%d", int64(mac["id"].(float64))), nil, admin), 200, "get").Map(t)["checksum_state"] == "verified"

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution/catalog"
 	"github.com/slipwayhq/slipway/pkg/distribution/policy"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/feeds"
 	"github.com/slipwayhq/slipway/pkg/links"
 )
 
@@ -121,11 +123,21 @@ func (h *Handler) consoleSetUpdates(c *gin.Context, f *formCall) (string, error)
 	return h.buildURL(id) + "#updates", nil
 }
 
+// andList joins words as a sentence does: "a", "a and b", "a, b and c".
+func andList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}
+
 // updatesView is what the update feeds say of a desktop build, for its console page.
 type updatesView struct {
-	// State is the checksum state in words; Offered whether the feeds offer the build.
-	State   string
-	Offered bool
+	// State is the checksum state in words; Offered says which frameworks the feeds offer the
+	// build to (or why none), and Frameworks whether each framework of its platform can use it.
+	State      string
+	Offered    string
+	Frameworks []frameworkView
 	// Sparkle says whether the build has a Sparkle signature ("" for other platforms).
 	Sparkle  string
 	SHA512   string
@@ -134,12 +146,37 @@ type updatesView struct {
 	Critical bool
 }
 
+// frameworkView is whether one update framework can use a build (feeds.Usability), with its
+// element id.
+type frameworkView struct {
+	feeds.Usability
+	ID string
+}
+
 // releaseUpdates is the build's updates view, nil for a platform without update feeds.
 func releaseUpdates(r *distribution.Release) *updatesView {
 	if !distribution.DesktopPlatform(r.Platform) {
 		return nil
 	}
-	v := &updatesView{Offered: r.InFeeds(), SHA512: r.SHA512, SHA1: r.SHA1, Rollout: strconv.Itoa(r.RolloutPercent), Critical: r.Critical}
+	v := &updatesView{SHA512: r.SHA512, SHA1: r.SHA1, Rollout: strconv.Itoa(r.RolloutPercent), Critical: r.Critical}
+	var usable []string
+	for _, u := range feeds.Frameworks(r) {
+		v.Frameworks = append(v.Frameworks, frameworkView{Usability: u, ID: "usable-" + strings.ToLower(strings.ReplaceAll(u.Framework, ".", "-"))})
+		if u.Usable {
+			usable = append(usable, u.Framework)
+		}
+	}
+	switch {
+	case !r.InFeeds():
+		v.Offered = "not offered"
+	case len(usable) == 0:
+		v.Offered = "in the feeds, but no framework can use it (below)"
+	default:
+		v.Offered = "offered to " + andList(usable)
+		if r.RolloutPercent < 100 {
+			v.Offered += fmt.Sprintf(", to %d%% of installs", r.RolloutPercent)
+		}
+	}
 	switch r.ChecksumState {
 	case distribution.ChecksumVerified:
 		v.State = "verified: Slipway computed its checksums from the stored bytes"

@@ -45,7 +45,7 @@ func TestConsoleUpdateFeeds(t *testing.T) {
 	buildURL := fmt.Sprintf("%s/console/releases/%d", e.URL, relID)
 	_, page := fetch(t, admin, http.MethodGet, buildURL, nil)
 	updates := between(page, `id="updates"`, "</section>")
-	for _, want := range []string{`id="updates-offered">offered`, "verified: Slipway computed", `id="updates-sparkle">none: Sparkle refuses`,
+	for _, want := range []string{`id="updates-offered">in the feeds, but no framework can use it`, "verified: Slipway computed", `id="updates-sparkle">none: Sparkle refuses`,
 		fmt.Sprintf(`id="rollout-%d" inputmode="numeric" size="4" value="100"`, relID), "<dt>SHA-512</dt>"} {
 		if !strings.Contains(updates, want) {
 			t.Errorf("the build's updates card lacks %q: %s", want, updates)

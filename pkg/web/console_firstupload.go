@@ -9,6 +9,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +56,9 @@ type uploadBoxView struct {
 	Accept, Accepts string
 	// Names offers the "Choose names" disclosure (the home page's box: its build may make an app).
 	Names bool
+	// Signatures offers the update feeds' signatures the API's upload takes (ed_signature,
+	// tauri_signature): a box whose build may be a desktop one.
+	Signatures bool
 	// After is what the script does once the build is recorded: "build" opens the build's page,
 	// "list" refreshes the page's builds list.
 	After string
@@ -65,7 +69,7 @@ type uploadBoxView struct {
 func (h *Handler) homeUploadBox(csrf string, form formState) *uploadBoxView {
 	return &uploadBoxView{FormID: uploadFormID, CSRF: csrf, Base: h.links.Base, Start: h.links.Base + "/console/uploads",
 		Accepts: "an iOS, Android, macOS, HarmonyOS, Windows or Linux package",
-		Names:   true, After: "build", Form: form}
+		Names:   true, Signatures: true, After: "build", Form: form}
 }
 
 // appUploadBox is the upload box of an app's page.
@@ -80,7 +84,7 @@ func (h *Handler) channelUploadBox(csrf string, ch consoleChannelView, form form
 	id := strconv.FormatInt(ch.ID, 10)
 	return &uploadBoxView{FormID: "upload-" + id, Suffix: "-" + id, CSRF: csrf, Base: h.links.Base,
 		Start: h.links.Base + "/console/channels/" + id + "/uploads", ChannelID: ch.ID, Accept: ch.Accept(), Accepts: ch.Accepts(),
-		After: "list", Form: form}
+		After: "list", Form: form, Signatures: distribution.DesktopPlatform(ch.DeviceType)}
 }
 
 // uploadTarget is where a box's build goes, as its hidden fields say.
@@ -234,7 +238,8 @@ func (h *Handler) consoleUploadForm(c *gin.Context) error {
 		idem = "console-form:" + nonce
 	}
 	form := uploads.ReleaseForm{ChannelKey: target.channelKey, AppID: target.appID, Source: "console",
-		Changelog: strings.TrimSpace(fields.Get("changelog")),
+		Changelog:   strings.TrimSpace(fields.Get("changelog")),
+		EdSignature: fields.Get("ed_signature"), TauriSignature: fields.Get("tauri_signature"),
 		// A build of another app than its channel holds is a question before it is kept (issue
 		// 34): refused, and the box offers to send it again with "Keep it anyway" ticked.
 		AllowOtherBundleID: "false"}
@@ -263,19 +268,19 @@ func (h *Handler) uploadRefused(c *gin.Context, session string, u *distribution.
 		return err
 	}
 	f := &formCall{formID: t.formID, labels: map[string]fieldLabel{"name": {"name", "App name"}, "changelog": {"changelog", "Changelog"},
-		"file": {"file", "The build"}}}
+		"file": {"file", "The build"}, "ed_signature": {"ed_signature", "The Sparkle signature"}, "tauri_signature": {"tauri_signature", "The Tauri signature"}}}
 	s := h.failedForm(c, f, err)
 	if e, ok := errs.AsError(err); ok && e.Entry["allow_other_bundle_id"] != nil {
 		// A build of another app: the refusal (naming both bundle ids) is the box's question.
 		s.Field, s.Message = "allow_other_bundle_id", consoleWords(h.describe(c, err).Message)
 	}
 	s.Values = url.Values{}
-	for _, k := range []string{"name", "changelog"} {
+	for _, k := range []string{"name", "changelog", "ed_signature", "tauri_signature"} {
 		if v := fields.Get(k); v != "" {
 			s.Values.Set(k, v)
 		}
 	}
-	if s.Field != "" && s.Field != "name" && s.Field != "changelog" && s.Field != "file" && s.Field != "allow_other_bundle_id" {
+	if s.Field != "" && !slices.Contains([]string{"name", "changelog", "file", "allow_other_bundle_id", "ed_signature", "tauri_signature"}, s.Field) {
 		s.Field = "" // a field the box does not show: said above it
 	}
 	switch {

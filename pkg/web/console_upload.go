@@ -79,7 +79,7 @@ func (h *Handler) consoleUploader(c *gin.Context) (context.Context, error) {
 }
 
 // consoleUploadFields are the form fields a console upload passes on to its session.
-var consoleUploadFields = []string{"changelog", "release_type", "branch", "git_commit", "ci_url"}
+var consoleUploadFields = []string{"changelog", "release_type", "branch", "git_commit", "ci_url", "ed_signature", "tauri_signature"}
 
 // consoleStartUpload: POST /console/channels/:id/uploads (filename, size, changelog) → 201 with
 // the session and where to put its parts.

@@ -147,6 +147,8 @@
         // The box is emptied, so a second click cannot send the same build again.
         input.value = '';
         form.querySelector('textarea[name="changelog"]').value = '';
+        // (A signature is the file's: the next build needs its own.)
+        form.querySelectorAll('[name="ed_signature"], [name="tauri_signature"]').forEach(function (el) { el.value = ''; });
         show(null);
         status.dataset.releaseId = result.release_id;
         const link = document.createElement('a');
@@ -221,8 +223,9 @@
         size: String(file.size),
         changelog: form.querySelector('textarea[name="changelog"]').value,
       });
-      // Where the build goes (an app's page), and the app's name when one was chosen.
-      ['app_id', 'name'].forEach(function (k) {
+      // Where the build goes (an app's page), the app's name when one was chosen, and the update
+      // feeds' signatures when given.
+      ['app_id', 'name', 'ed_signature', 'tauri_signature'].forEach(function (k) {
         const el = form.querySelector('[name="' + k + '"]');
         if (el && el.value.trim()) { start.set(k, el.value.trim()); }
       });
