@@ -129,7 +129,9 @@
     // channel holds is refused first: the refusal is shown with a "Keep it anyway" button, which
     // sends the file again saying so (allow_other_bundle_id=true); nothing is kept silently.
     async function send(file, extra) {
-      let next = null;
+      // What follows a recorded build, once the upload is over (leaving the page mid-upload asks
+      // first, so neither may happen while it counts as uploading).
+      let next = null, refresh = false;
       button.disabled = true;
       cancel.hidden = false;
       ctl = { cancelled: false, xhr: null };
@@ -161,7 +163,7 @@
           // The home and app pages' box: on to the build's page, as the form without script goes.
           next = result.console_url;
         } else {
-          await refreshBuilds();
+          refresh = true;
         }
       } catch (err) {
         if (ctl.cancelled) {
@@ -183,7 +185,11 @@
         cancel.hidden = true;
         uploading--;
       }
-      if (next) { window.location.assign(next); }
+      if (next) {
+        window.location.assign(next);
+      } else if (refresh) {
+        await refreshBuilds();
+      }
     }
   }
 
