@@ -45,7 +45,7 @@ func (s *Server) feedView(c *gin.Context) (*readcache.ChannelView, string, error
 	}
 	if !v.Channel.CheckFeedToken(strings.TrimSpace(token)) {
 		return nil, "", errs.New(errs.Unauthenticated, "this channel is protected (a password, or its testers only): its feeds need the channel's feed token "+
-			"(?token=..., or Authorization: Bearer ...); an admin makes one with POST /api/channels/%d/feed_token", v.Channel.ID)
+			"(?token=..., or Authorization: Bearer ...); an admin makes one on the channel's console page (/console/channels/%d, Update feeds) or with POST /api/channels/%d/feed_token", v.Channel.ID, v.Channel.ID)
 	}
 	return v, strings.TrimSpace(token), nil
 }

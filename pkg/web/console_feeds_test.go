@@ -83,15 +83,18 @@ func TestConsoleUpdateFeeds(t *testing.T) {
 	chURL := fmt.Sprintf("%s/console/channels/%d", e.URL, chID)
 	_, page = fetch(t, admin, http.MethodGet, chURL, nil)
 	feeds := between(page, `id="feeds"`, "</section>")
-	for _, want := range []string{fmt.Sprintf(`value="%s/channels/%s/appcast.xml"`, e.URL, slug), fmt.Sprintf(`value="%s/channels/%s/electron"`, e.URL, slug),
-		"/tauri/{{target}}/{{arch}}/{{current_version}}", "No token has been made yet"} {
+	// A password channel's feed URLs are shown as an updater needs them, with the token's place,
+	// each with a Copy button; the 401 says where the token is made.
+	for _, want := range []string{fmt.Sprintf(`value="%s/channels/%s/appcast.xml?token=FEED-TOKEN"`, e.URL, slug),
+		fmt.Sprintf(`value="%s/channels/%s/electron?token=FEED-TOKEN"`, e.URL, slug), `data-copy="feed-url-0"`, `id="feed-token-placeholder"`,
+		"/tauri/{{target}}/{{arch}}/{{current_version}}", "No token has been made yet", `href="` + e.URL + `/docs/feeds"`} {
 		if !strings.Contains(feeds, want) {
 			t.Errorf("the channel's feeds card lacks %q: %s", want, feeds)
 		}
 	}
 	appcast := "/channels/" + slug + "/appcast.xml"
-	if r := e.Get(t, appcast); r.Status != 401 {
-		t.Fatalf("the protected appcast without a token: %d", r.Status)
+	if r := e.Get(t, appcast); r.Status != 401 || !strings.Contains(string(r.Body), fmt.Sprintf("console page (/console/channels/%d, Update feeds)", chID)) {
+		t.Fatalf("the protected appcast without a token: %d %s", r.Status, r.Body)
 	}
 	tokenURL := fmt.Sprintf("%s/console/channels/%d/feed_token", e.URL, chID)
 	makeToken := func(form url.Values) (int, string) {
