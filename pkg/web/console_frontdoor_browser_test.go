@@ -55,7 +55,8 @@ func TestBrowserDayOne(t *testing.T) {
 			if w := run(t, ctx, "home width", chromedp.Evaluate[float64](`document.documentElement.scrollWidth - document.documentElement.clientWidth`)); w > 0 {
 				t.Errorf("the console's home is %v px wider than the %s's screen", w, vp.name)
 			}
-			b.screenshot("console-first-upload-" + vp.name)
+			// The README's picture of the console's home (docs/images with SLIPWAY_UPDATE_SCREENSHOT=1).
+			readmeShot(t, ctx, "console-home-"+vp.name)
 			steps(t, ctx, "drop a build on the home page's box",
 				chromedp.SetUploadFiles(chromedp.ID("upload-file"), []string{path}),
 				chromedp.SetValue(chromedp.ID("upload-changelog"), "The first build"),
