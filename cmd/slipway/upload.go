@@ -200,6 +200,7 @@ func uploadCmd(ctx context.Context, args []string, getenv func(string) string, s
 	tauriSigFile := fs.String("tauri-signature-file", "", "read the Tauri signature from this .sig file")
 	fs.StringVar(&form.Rollout, "rollout", "", "staged rollout: the percentage of installs the update feeds offer it to, 0-100 (default 100)")
 	fs.BoolVar(&form.Critical, "critical", false, "mark the build a critical (mandatory) update in the update feeds")
+	fs.StringVar(&form.AllowOtherBundleID, "allow-other-bundle-id", "", "a build of another app than the channel holds: false refuses it (nothing kept), true keeps it meaning it; by default it is kept with a warning")
 	report := fs.String("report", "", "after the upload, print a report of what changed on stdout instead of the URL: markdown")
 	var who testerFlags
 	who.register(fs)
@@ -263,6 +264,9 @@ func uploadCmd(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	if rel.Testers != nil {
 		fmt.Fprintln(stderr, distributedText(rel.Testers))
+	}
+	for _, w := range rel.Warnings {
+		fmt.Fprintln(stderr, "Warning: "+w)
 	}
 	switch {
 	case common.json:

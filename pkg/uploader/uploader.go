@@ -146,6 +146,9 @@ type AppForm struct {
 	Testers  []string
 	Groups   []string
 	NoNotify bool
+	// AllowOtherBundleID is what the server does with a build of another app than its channel
+	// holds: "" keeps it with a warning, "false" refuses it (422), "true" keeps it (Slipway 34+).
+	AllowOtherBundleID string
 }
 
 // DebugFileForm holds the fields of a debug file upload (api.md, "Upload a debug file").
@@ -176,8 +179,11 @@ type Release struct {
 	Insights *UploadInsights `json:"insights"`
 	// Testers says how many testers the build went to and how many were mailed; nil when it went
 	// to none (or the server has no testers).
-	Testers *Distributed    `json:"testers"`
-	Raw     json.RawMessage `json:"-"`
+	Testers *Distributed `json:"testers"`
+	// Warnings say what the upload kept that its uploader should look at (a build of another app
+	// than its channel holds; Slipway 34+).
+	Warnings []string        `json:"warnings"`
+	Raw      json.RawMessage `json:"-"`
 }
 
 // Distributed is how many testers a release went to and how many of them were mailed (the
@@ -289,6 +295,7 @@ func appFields(form AppForm) []field {
 		{"git_commit", form.GitCommit}, {"ci_url", form.CIURL}, {"password", form.Password},
 		{"release_version", form.ReleaseVersion}, {"build_version", form.BuildVersion}, {"bundle_id", form.BundleID},
 		{"ed_signature", form.EdSignature}, {"tauri_signature", form.TauriSignature}, {"rollout", form.Rollout},
+		{"allow_other_bundle_id", form.AllowOtherBundleID},
 	}
 	if form.Critical {
 		fields = append(fields, field{"critical", "true"})

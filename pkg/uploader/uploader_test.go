@@ -128,7 +128,7 @@ func TestUploadAppStreams(t *testing.T) {
 	path := sparseFile(t, size)
 	c := &Client{BaseURL: srv.URL + "/", Token: testToken}
 	var last atomic.Int64
-	form := AppForm{ChannelKey: "abc", Changelog: "- one\n- two", Branch: "main",
+	form := AppForm{ChannelKey: "abc", Changelog: "- one\n- two", Branch: "main", AllowOtherBundleID: "false",
 		CustomFields: []CustomField{{Name: "QA", Value: "a=b"}, {Name: "R", Value: "x", Icon: "fa fa-check"}}}
 
 	var before, after runtime.MemStats
@@ -154,7 +154,10 @@ func TestUploadAppStreams(t *testing.T) {
 	if _, ok := rec.fields["token"]; ok {
 		t.Error("the token was sent in the form too")
 	}
-	wantOrder := []string{"channel_key", "changelog", "branch", "custom_fields", "file"}
+	wantOrder := []string{"channel_key", "changelog", "branch", "allow_other_bundle_id", "custom_fields", "file"}
+	if rec.fields["allow_other_bundle_id"] != "false" {
+		t.Errorf("allow_other_bundle_id %q", rec.fields["allow_other_bundle_id"])
+	}
 	if strings.Join(rec.order, ",") != strings.Join(wantOrder, ",") {
 		t.Errorf("parts %v, want %v (empty fields left out, the file last)", rec.order, wantOrder)
 	}
