@@ -124,7 +124,6 @@ func TestBrowserChannelUploadShowsInList(t *testing.T) {
 	}
 }
 
-
 // The upload box of an app's page, with its script: the build goes into that app, whatever the
 // package calls itself (its channel made for its platform), and the browser lands on its page.
 func TestBrowserAppPageUpload(t *testing.T) {
