@@ -31,24 +31,61 @@ func Summary(d *Diff) []string {
 	return out
 }
 
+// Group is one kind of change of a diff, as the console's build page lists them.
+type Group struct {
+	Title string
+	Lines []string
+}
+
+// Groups says a diff as Summary does, in groups, the most important first: identity and version,
+// signing, permissions and entitlements, size and files, the platform (minimum OS, SDK,
+// architectures). Empty groups are left out.
+func Groups(d *Diff) []Group {
+	if d == nil {
+		return nil
+	}
+	l := lineGroups(d)
+	var out []Group
+	for _, g := range []Group{{"Identity and version", l.head}, {"Signing", l.signing}, {"Permissions and entitlements", l.permissions},
+		{"Size and files", append(append([]string(nil), l.size...), l.files...)}, {"Platform", l.platform}} {
+		if len(g.Lines) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 // lines says a diff in four groups of lines: what is wrong with the builds' identity, the size
 // (total and components added or removed), the other findings, and the files.
 func lines(d *Diff) (head, size, findings, files []string) {
+	l := lineGroups(d)
+	findings = append(append(append(findings, l.permissions...), l.platform...), l.signing...)
+	return l.head, l.size, findings, l.files
+}
+
+// diffLines are a diff's lines by kind.
+type diffLines struct {
+	head, size, permissions, platform, signing, files []string
+}
+
+func lineGroups(d *Diff) diffLines {
+	var l diffLines
+	head, size, files := &l.head, &l.size, &l.files
 	add := func(to *[]string, format string, args ...any) { *to = append(*to, fmt.Sprintf(format, args...)) }
 	if c := d.VersionBackwards; c != nil {
-		add(&head, "version went backwards: %s → %s", text(c.Old), text(c.New))
+		add(head, "version went backwards: %s → %s", text(c.Old), text(c.New))
 	}
 	if c := d.BuildBackwards; c != nil {
-		add(&head, "build went backwards: %s → %s", text(c.Old), text(c.New))
+		add(head, "build went backwards: %s → %s", text(c.Old), text(c.New))
 	}
 	if c := d.BundleID; c != nil {
-		add(&head, "bundle id changed: %s → %s", orNone(c.Old), orNone(c.New))
+		add(head, "bundle id changed: %s → %s", orNone(c.Old), orNone(c.New))
 	}
 	if s := d.Size; s != nil {
 		if s.Download.Change != 0 {
-			add(&size, "%s", signedDelta(s.Download))
+			add(size, "%s", signedDelta(s.Download))
 		} else if s.Install != nil && s.Install.Change != 0 {
-			add(&size, "installed size %s", signedDelta(*s.Install))
+			add(size, "installed size %s", signedDelta(*s.Install))
 		}
 		n := 0
 		for _, c := range s.Components {
@@ -56,7 +93,7 @@ func lines(d *Diff) (head, size, findings, files []string) {
 				continue
 			}
 			if n == maxSummaryComponents {
-				add(&size, "and more components added or removed")
+				add(size, "and more components added or removed")
 				break
 			}
 			n++
@@ -64,63 +101,63 @@ func lines(d *Diff) (head, size, findings, files []string) {
 			if c.Status == StatusRemoved {
 				verb = "removed"
 			}
-			add(&size, "%s %s: %s (%s)", verb, kindNoun(c.Kind), text(c.Name), signedBytes(c.Download.Change))
+			add(size, "%s %s: %s (%s)", verb, kindNoun(c.Kind), text(c.Name), signedBytes(c.Download.Change))
 		}
 	}
 	if p := d.Permissions; p != nil {
 		for _, v := range p.Added {
-			add(&findings, "new permission: %s", text(v))
+			add(&l.permissions, "new permission: %s", text(v))
 		}
 		for _, v := range p.Removed {
-			add(&findings, "removed permission: %s", text(v))
+			add(&l.permissions, "removed permission: %s", text(v))
 		}
 	}
 	if e := d.Entitlements; e != nil {
 		for _, v := range e.Added {
-			add(&findings, "new entitlement: %s%s", text(v.Key), capabilityNote(v.Capability))
+			add(&l.permissions, "new entitlement: %s%s", text(v.Key), capabilityNote(v.Capability))
 		}
 		for _, v := range e.Removed {
-			add(&findings, "removed entitlement: %s%s", text(v.Key), capabilityNote(v.Capability))
+			add(&l.permissions, "removed entitlement: %s%s", text(v.Key), capabilityNote(v.Capability))
 		}
 		for _, v := range e.Changed {
-			add(&findings, "entitlement %s: %s → %s", text(v.Key), orNone(v.Old), orNone(v.New))
+			add(&l.permissions, "entitlement %s: %s → %s", text(v.Key), orNone(v.Old), orNone(v.New))
 		}
 	}
 	if c := d.MinOS; c != nil {
-		add(&findings, "minimum %s %s → %s", platformName(d.New.Platform), orNone(c.Old), orNone(c.New))
+		add(&l.platform, "minimum %s %s → %s", platformName(d.New.Platform), orNone(c.Old), orNone(c.New))
 	}
 	if c := d.TargetSDK; c != nil {
-		add(&findings, "target SDK %s → %s", orNone(c.Old), orNone(c.New))
+		add(&l.platform, "target SDK %s → %s", orNone(c.Old), orNone(c.New))
 	}
 	if a := d.Architectures; a != nil {
 		for _, v := range a.Added {
-			add(&findings, "new architecture: %s", text(v))
+			add(&l.platform, "new architecture: %s", text(v))
 		}
 		for _, v := range a.Removed {
-			add(&findings, "dropped architecture: %s", text(v))
+			add(&l.platform, "dropped architecture: %s", text(v))
 		}
 	}
 	if s := d.Signing; s != nil {
 		if s.Team != nil {
-			add(&findings, "signing team changed: %s → %s", team(s.Team.Old, s.TeamNames, true), team(s.Team.New, s.TeamNames, false))
+			add(&l.signing, "signing team changed: %s → %s", team(s.Team.Old, s.TeamNames, true), team(s.Team.New, s.TeamNames, false))
 		}
 		if s.Type != nil {
-			add(&findings, "profile type: %s → %s", orNone(s.Type.Old), orNone(s.Type.New))
+			add(&l.signing, "profile type: %s → %s", orNone(s.Type.Old), orNone(s.Type.New))
 		}
 		if s.Devices != nil {
-			add(&findings, "provisioned devices: %d → %d", s.Devices.Old, s.Devices.New)
+			add(&l.signing, "provisioned devices: %d → %d", s.Devices.Old, s.Devices.New)
 		}
 		if x := s.Expires; x != nil {
 			day := x.At.Format("2006-01-02")
 			switch {
 			case x.Expired:
-				add(&findings, "profile expired on %s", day)
+				add(&l.signing, "profile expired on %s", day)
 			case x.Days == 0:
-				add(&findings, "profile expires today (%s)", day)
+				add(&l.signing, "profile expires today (%s)", day)
 			case x.Days == 1:
-				add(&findings, "profile expires tomorrow (%s)", day)
+				add(&l.signing, "profile expires tomorrow (%s)", day)
 			default:
-				add(&findings, "profile expires in %d days (%s)", x.Days, day)
+				add(&l.signing, "profile expires in %d days (%s)", x.Days, day)
 			}
 		}
 	}
@@ -139,9 +176,9 @@ func lines(d *Diff) (head, size, findings, files []string) {
 		if d.FilesOmitted > 0 {
 			more = fmt.Sprintf(" (and %d more)", d.FilesOmitted)
 		}
-		add(&files, "files: %s%s", strings.Join(parts, ", "), more)
+		add(files, "files: %s%s", strings.Join(parts, ", "), more)
 	}
-	return head, size, findings, files
+	return l
 }
 
 // Markdown renders a diff as a report for a pull-request comment: a heading naming the builds,

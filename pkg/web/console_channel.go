@@ -11,6 +11,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/insights"
 	"github.com/slipwayhq/slipway/pkg/webhook"
 )
 
@@ -234,9 +235,15 @@ type buildPageView struct {
 	Form                                                                         formState
 	// Changed lists what changed since the build before it in its channel (ChangedSince names
 	// that build, ChangedSinceURL its page); FirstBuild says there is none to compare with.
-	Changed                       []string
+	Changed                       []insights.Group
 	ChangedSince, ChangedSinceURL string
 	FirstBuild                    bool
+	// CompareWith are the channel's other builds of the platform (newest first) to compare this
+	// one with (?against=); Against is the one compared with when it was chosen.
+	CompareWith []compareOption
+	Against     int64
+	// CompareError says why the chosen build cannot be compared with this one.
+	CompareError string
 	// OverBudget lists the channel's size budgets this build crosses.
 	OverBudget []string
 	// Updates is what the update feeds say of a desktop build (nil: not a desktop platform).
@@ -246,7 +253,17 @@ type buildPageView struct {
 	Testers []releaseTesterRow
 }
 
-// consoleRelease: GET /console/releases/:id, a build's console page.
+// compareOption is a build the build page may be compared with.
+type compareOption struct {
+	ID    int64
+	Label string
+}
+
+// maxCompareOptions bounds the builds offered to compare with (the channel's newest).
+const maxCompareOptions = 50
+
+// consoleRelease: GET /console/releases/:id, a build's console page (?against=: compared with
+// that build of the channel instead of the one before it).
 func (h *Handler) consoleRelease(c *gin.Context) error {
 	session, u, ok := h.consoleUser(c)
 	if !ok {
@@ -280,13 +297,30 @@ func (h *Handler) renderBuild(c *gin.Context, session string, u *distribution.Us
 			v.Uploader = a.Label()
 		}
 	}
-	// Best effort: the page is still the page when the comparison cannot be made.
+	// Best effort: the page is still the page when the comparison cannot be made. By default
+	// the build before it; ?against= another build of the channel.
 	var prev *distribution.Release
 	if d, err := h.svc.Insights.Diff(ctx, rc.ID, 0); err == nil {
-		v.Changed, v.ChangedSince, prev = d.Summary, versionText(&d.Against.Release), &d.Against.Release
+		v.Changed, v.ChangedSince, prev = d.Groups, versionText(&d.Against.Release), &d.Against.Release
 		v.ChangedSinceURL = h.links.Base + "/console/releases/" + strconv.FormatInt(d.Against.ID, 10)
 	} else if errs.KindOf(err) == errs.Invalid {
 		v.FirstBuild = true
+	}
+	if against, err := strconv.ParseInt(c.Query("against"), 10, 64); err == nil && against > 0 && against != rc.ID {
+		v.Against = against
+		if d, err := h.svc.Insights.Diff(ctx, rc.ID, against); err == nil {
+			v.Changed, v.ChangedSince, v.FirstBuild = d.Groups, versionText(&d.Against.Release), false
+			v.ChangedSinceURL = h.links.Base + "/console/releases/" + strconv.FormatInt(d.Against.ID, 10)
+		} else {
+			v.CompareError = h.describe(c, err).Message
+		}
+	}
+	if view, err := h.svc.Reads.View(ctx, cc.Channel.Slug); err == nil {
+		for i := range view.Releases {
+			if r := &view.Releases[i]; r.ID != rc.ID && r.Platform == rc.Platform && len(v.CompareWith) < maxCompareOptions {
+				v.CompareWith = append(v.CompareWith, compareOption{ID: r.ID, Label: versionText(r) + " · #" + strconv.Itoa(r.Version)})
+			}
+		}
 	}
 	v.OverBudget = uploads.BudgetWarnings(rc.Channel.Budget, rc.Size, prev)
 	name := versionText(&rc.Release)

@@ -660,8 +660,26 @@ func TestConsoleBuildPage(t *testing.T) {
 	if warn := between(nextPage, `id="over-budget"`, "</p>"); !strings.Contains(warn, "over the channel&#39;s maximum growth of 10%") {
 		t.Errorf("the build page does not say the build grew past the channel's budget: %q", warn)
 	}
-	if list := between(nextPage, `id="changes-list"`, "</ul>"); !strings.Contains(list, "new framework: Frameworks/Maps.framework") {
-		t.Errorf("the next build's page does not say what grew: %q", list)
+	if list := between(nextPage, `id="changes-list"`, "</ul>"); !strings.Contains(list, "new framework: Frameworks/Maps.framework") ||
+		!strings.Contains(list, "<h3>Size and files</h3>") {
+		t.Errorf("the next build's page does not say what grew, in its group: %q", list)
+	}
+	// Compared with another build of the channel, as the API's ?against= does; a build that is
+	// not one to compare with is said so.
+	third := e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.3", Build: "30"}),
+		apptest.Field("channel_key", slug))
+	thirdURL := fmt.Sprintf("%s/console/releases/%d", e.URL, int64(third["id"].(float64)))
+	_, thirdPage := fetch(t, admin, http.MethodGet, thirdURL, nil)
+	if form := between(thirdPage, `id="compare-form"`, "</form>"); !strings.Contains(form, fmt.Sprintf(`<option value="%d"`, relID)) {
+		t.Errorf("the compare form does not offer 2.4 (31): %s", form)
+	}
+	_, thirdPage = fetch(t, admin, http.MethodGet, fmt.Sprintf("%s?against=%d", thirdURL, relID), nil)
+	if since := between(thirdPage, `id="changes-since"`, "</a>"); !strings.Contains(since, "2.4 (31)") ||
+		!strings.Contains(between(thirdPage, `id="changes-list"`, "</div>"), "<h3>Identity and version</h3><ul><li>version went backwards: 2.4 → 2.3") {
+		t.Errorf("compared with 2.4 (31): %q %s", since, between(thirdPage, `id="changes-list"`, "</div>"))
+	}
+	if _, bad := fetch(t, admin, http.MethodGet, thirdURL+"?against=999999", nil); !strings.Contains(bad, `id="compare-error"`) {
+		t.Error("comparing with a build that does not exist says nothing")
 	}
 
 	// A viewer reads the build's and the channel's pages, without their forms.

@@ -68,6 +68,8 @@ type ReleaseDiff struct {
 	Release, Against *distribution.ReleaseContext
 	Diff             *insights.Diff
 	Summary          []string
+	// Groups are Summary's lines by kind, the most important first (the console's build page).
+	Groups []insights.Group
 }
 
 // Release returns a release with its snapshot, computing and recording the snapshot when none
@@ -117,7 +119,7 @@ func (s *Insights) Diff(ctx context.Context, id, against int64) (*ReleaseDiff, e
 		return nil, err
 	}
 	d := insights.Compare(oldSnap, newSnap)
-	return &ReleaseDiff{Release: rc, Against: old, Diff: d, Summary: insights.Summary(d)}, nil
+	return &ReleaseDiff{Release: rc, Against: old, Diff: d, Summary: insights.Summary(d), Groups: insights.Groups(d)}, nil
 }
 
 // Changes says in one short line what changed in release id since release prev, for the tester
