@@ -5,6 +5,8 @@
 #     port with a temporary data folder, stopped (and its data removed) when the command ends.
 #   - Mailpit (the SMTP relay of the mail tests): built once the same way and cached; each test
 #     starts its own on free loopback ports (test/mailpit), so only its path is exported.
+#   - axe-core: fetched once from the npm registry at a pinned version (test/axe.sh) and cached;
+#     its path is exported for the browser tests' accessibility check.
 # It exports the SLIPWAY_TEST_* variables the tests read (see test/testenv) and
 # SLIPWAY_TEST_REQUIRE_SERVICES=1 so that a test missing a service fails instead of skipping.
 #
@@ -65,6 +67,7 @@ if [ ! -x "$MAILPIT" ]; then
 fi
 bash "$(dirname "$0")/tools.sh" helm >"$TOOLS/helm" & pids+=($!)
 bash "$(dirname "$0")/chromium.sh" >"$TOOLS/chromium" & pids+=($!)
+bash "$(dirname "$0")/axe.sh" >"$TOOLS/axe" & pids+=($!)
 for pid in "${pids[@]}"; do
   wait "$pid" || { log "preparing the test tools failed (see above)"; exit 1; }
 done
@@ -72,6 +75,8 @@ export SLIPWAY_TEST_OIDC_PROVIDER=$OIDC_PROVIDER
 export SLIPWAY_TEST_MAILPIT=$MAILPIT
 export SLIPWAY_TEST_HELM=$(cat "$TOOLS/helm")
 export SLIPWAY_TEST_CHROMIUM=$(cat "$TOOLS/chromium")
+# axe-core (npm, pinned in test/axe.sh): the accessibility rules the phone test runs in the pages.
+export SLIPWAY_TEST_AXE=$(cat "$TOOLS/axe")
 rm -rf "$TOOLS"
 
 free_port() { python3 - <<'PY'

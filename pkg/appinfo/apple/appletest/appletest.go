@@ -218,8 +218,10 @@ type ProfileOptions struct {
 	AllDevices        bool
 	GetTaskAllow      bool
 	BetaReportsActive bool
-	CreatedAt         time.Time // 2024-01-01
-	ExpiresAt         time.Time // 2025-01-01
+	// Entitlements adds entitlements to (or overrides those of) the profile's.
+	Entitlements map[string]any
+	CreatedAt    time.Time // 2024-01-01
+	ExpiresAt    time.Time // 2025-01-01
 }
 
 // BuildProfile returns a provisioning profile: an XML property list wrapped, as Apple's are, in a
@@ -239,6 +241,9 @@ func BuildProfile(o ProfileOptions) []byte {
 	}
 	if o.BetaReportsActive {
 		ent["beta-reports-active"] = true
+	}
+	for k, v := range o.Entitlements {
+		ent[k] = v
 	}
 	p := map[string]any{
 		"AppIDName":      "Synthetic",
