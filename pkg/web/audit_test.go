@@ -22,7 +22,7 @@ import (
 type auditRow struct{ kind, actor, action, target, link string }
 
 var (
-	auditRowRe = regexp.MustCompile(`<tr id="audit-\d+" class="actor-(\w+)"><td>[^<]*</td><td class="audit-actor">([^<]*)</td><td class="mono audit-action">([^<]*)</td><td class="audit-target">(.*?)</td></tr>`)
+	auditRowRe = regexp.MustCompile(`<tr id="audit-\d+" class="actor-(\w+)"><td[^>]*>[^<]*</td><td[^>]* class="audit-actor">([^<]*)</td><td[^>]* class="mono audit-action">([^<]*)</td><td[^>]* class="audit-target">(.*?)</td></tr>`)
 	tagRe      = regexp.MustCompile(`<[^>]+>`)
 	hrefRe     = regexp.MustCompile(`href="([^"]+)"`)
 )

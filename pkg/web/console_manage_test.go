@@ -255,7 +255,7 @@ func TestConsoleManageAuthorization(t *testing.T) {
 	if s := post(admin, fmt.Sprintf("/console/webhooks/%d/test", hook.ID), url.Values{"csrf": {acsrf}}); s != 200 {
 		t.Errorf("test webhook: %d", s)
 	}
-	if _, page := fetch(t, admin, http.MethodGet, fmt.Sprintf("%s/console/webhooks/%d", e.URL, hook.ID), nil); !strings.Contains(page, `<td class="mono">ping</td>`) || strings.Contains(page, hook.Secret) {
+	if _, page := fetch(t, admin, http.MethodGet, fmt.Sprintf("%s/console/webhooks/%d", e.URL, hook.ID), nil); !strings.Contains(page, `<td data-label="Event" class="mono">ping</td>`) || strings.Contains(page, hook.Secret) {
 		t.Errorf("the webhook page shows no test delivery, or shows the secret: %.2000s", page)
 	}
 	if s := post(admin, fmt.Sprintf("/console/webhooks/%d/enabled", hook.ID), url.Values{"csrf": {acsrf}, "enabled": {"false"}}); s != 200 {

@@ -642,7 +642,7 @@ func TestConsoleLimitedToken(t *testing.T) {
 		t.Errorf("the console's token: apps %v abilities %v", tok.Apps, tok.Abilities)
 	}
 	row := regexp.MustCompile(fmt.Sprintf(`(?s)<tr id="token-%d">.*?</tr>`, tok.ID)).FindString(body)
-	if !strings.Contains(row, "<td>Alpha</td>") || !strings.Contains(row, "<td>read, upload</td>") {
+	if !strings.Contains(row, `<td data-label="Apps">Alpha</td>`) || !strings.Contains(row, `<td data-label="Abilities">read, upload</td>`) {
 		t.Errorf("the list shows the limited token as %s", row)
 	}
 	// Refused (an unknown ability): the choices are kept, nothing is made.
