@@ -389,6 +389,9 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	// The web upload's script calls: refused without the X-CSRF-Token header (console_upload_test.go
 	// in pkg/web walks a whole upload through them).
 	expect(e.Do(t, "POST", fmt.Sprintf("/console/channels/%d/uploads", chID), strings.NewReader("filename=a.ipa&size=10"), consoleFormHeader(session)), 403, "start a web upload without the CSRF token")
+	expect(e.Do(t, "POST", "/console/uploads", strings.NewReader("filename=a.ipa&size=10"), consoleFormHeader(session)), 403, "start a first upload without the CSRF token")
+	expect(e.Do(t, "POST", "/console/upload", strings.NewReader("--x\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\nforged\r\n--x\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.ipa\"\r\n\r\nPK\r\n--x--\r\n"),
+		http.Header{"Cookie": session["Cookie"], "Content-Type": {"multipart/form-data; boundary=x"}}), 403, "the upload box without the CSRF token")
 	expect(e.Do(t, "GET", "/console/uploads/ups_nothing", nil, session), 403, "web upload session without the CSRF token")
 	expect(e.Do(t, "POST", "/console/uploads/ups_nothing/complete", nil, session), 403, "complete a web upload without the CSRF token")
 	expect(e.Do(t, "POST", "/console/tokens", strings.NewReader("name=x&scope=upload"), consoleFormHeader(session)), 403, "create a token without the CSRF token")
