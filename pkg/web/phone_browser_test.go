@@ -26,7 +26,7 @@ import (
 //   - every visible interactive element (a link, button, input, select, summary, and the label
 //     of a checkbox or radio, which is its tap target) is at least 44 × 44 CSS px (WCAG 2.2's
 //     2.5.5 target size). There is no exception: a link inside running text is given the
-//     height too (docs/architecture.md, "Browser tests");
+//     height too (docs/decisions.md, "Phone-sized pages"; README);
 //   - axe-core (SLIPWAY_TEST_AXE, fetched from npm by test/axe.sh) reports no violation.
 //
 // A failure names the page and the element (tag, id, classes and text).
