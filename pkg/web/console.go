@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/hmac"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -231,13 +233,50 @@ func (h *Handler) csrfValid(session, token string) bool {
 type consoleView struct {
 	User   *distribution.User
 	CSRF   string
-	Apps   []distribution.App
+	Apps   []appRow
 	Base   string
 	Recent []recentView
 	Form   formState
 	Can    grants
 	// Upload is the upload box (nil: the person may not make an app by upload).
 	Upload *uploadBoxView
+}
+
+// appRow is an app in the console's apps list: its icon, platforms and newest build.
+type appRow struct {
+	ID                               int64
+	Name, URL, IconURL               string
+	Platforms                        []string
+	Newest, NewestUploaded, NewestID string
+}
+
+// appRows shows the apps with their newest build (across their channels, from the read cache)
+// and platforms.
+func (h *Handler) appRows(ctx context.Context, apps []distribution.App) []appRow {
+	rows := make([]appRow, 0, len(apps))
+	for _, a := range apps {
+		row := appRow{ID: a.ID, Name: a.Name, URL: h.appURL(a.ID), IconURL: h.links.Icon(0, false)}
+		var newest *distribution.Release
+		for _, sc := range a.Schemes {
+			for _, ch := range sc.Channels {
+				if p := platformName(ch.DeviceType); !slices.Contains(row.Platforms, p) {
+					row.Platforms = append(row.Platforms, p)
+				}
+				if view, err := h.svc.Reads.View(ctx, ch.Slug); err == nil && len(view.Releases) > 0 {
+					if r := &view.Releases[0]; newest == nil || r.CreatedAt.After(newest.CreatedAt) {
+						newest = r
+					}
+				}
+			}
+		}
+		if newest != nil {
+			row.Newest, row.NewestUploaded = versionText(newest), h.when(newest.CreatedAt)
+			row.NewestID = strconv.FormatInt(newest.ID, 10)
+			row.IconURL = h.links.Icon(newest.ID, newest.IconKey != nil)
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 // recentView is an upload on the console's home: the newest across every app.
@@ -266,7 +305,7 @@ func (h *Handler) renderHome(c *gin.Context, session string, u *distribution.Use
 	if err != nil {
 		return err
 	}
-	v := consoleView{User: u, CSRF: h.csrfToken(session), Apps: apps, Base: h.links.Base, Form: form, Can: h.grants(c, 0)}
+	v := consoleView{User: u, CSRF: h.csrfToken(session), Apps: h.appRows(ctx, apps), Base: h.links.Base, Form: form, Can: h.grants(c, 0)}
 	if v.Can.Upload {
 		v.Upload = h.homeUploadBox(v.CSRF, form)
 	}

@@ -213,3 +213,27 @@ func TestConsoleCreateChannelIsOneTransaction(t *testing.T) {
 		t.Errorf("a refused channel left %d schemes behind", s)
 	}
 }
+
+// The console's apps list says what each app is at a glance: its icon, platforms and newest
+// build (issue 34: it was bare names).
+func TestConsoleAppsList(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	admin, _ := signedIn(t, e, "alice")
+	m := e.UploadApp(t, "harbor.ipa", ipa("Harbor", "1.0", "1"))
+	appID := int64(m["app"].(map[string]any)["id"].(float64))
+	r := upload(t, e, "harbor.ipa", ipa("Harbor", "1.1", "2"), apptest.Field("channel_key", m["channel"].(map[string]any)["slug"].(string)))
+	empty, err := e.Service.Apps.CreateApp(apptest.AsSystem(context.Background()), "Empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, page := fetch(t, admin, http.MethodGet, e.URL+"/console", nil)
+	row := between(page, fmt.Sprintf(`id="app-%d"`, appID), "</li>")
+	for _, want := range []string{fmt.Sprintf("/releases/%d/icon", r.ID), `<span class="tag">iOS</span>`, "newest 1.1 (2)"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("Harbor's row lacks %q: %s", want, row)
+		}
+	}
+	if row := between(page, fmt.Sprintf(`id="app-%d"`, empty.ID), "</li>"); !strings.Contains(row, "no builds yet") {
+		t.Errorf("the empty app's row: %s", row)
+	}
+}
