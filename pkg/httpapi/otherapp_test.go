@@ -89,6 +89,9 @@ func TestUploadOtherAppIntoChannel(t *testing.T) {
 	if !strings.Contains(page, newest) || !strings.Contains(page, "com.example.intruder") {
 		t.Fatalf("tester page offers another app as Newest, or hides that it holds one:\n%s", page)
 	}
+	if page := string(e.Get(t, strings.TrimPrefix(other["release_url"].(string), e.URL)).Body); !strings.Contains(page, `id="other-app"`) {
+		t.Errorf("the other app's release page does not say so:\n%s", page)
+	}
 
 	// Keep 1: the real build stays (the newest of its app), whatever came after it.
 	m.want(m.call("PUT", fmt.Sprintf("/api/channels/%d/retention", chID), e.AdminToken, `{"keep_builds":1}`), 200, "set policy")

@@ -29,7 +29,10 @@ type consoleChannelView struct {
 	HasPassword bool
 	// SparkleSigning: Slipway signs the channel's macOS builds (an admin's switch).
 	SparkleSigning bool
-	Retention      distribution.RetentionRules
+	// HeldApp is the bundle id of the app the channel holds, learned from its first build
+	// (Channel.HeldApp; "" when it takes any).
+	HeldApp   string
+	Retention distribution.RetentionRules
 	// Own is the channel's own policy, as its form shows it ("" inherits).
 	Own struct{ KeepBuilds, MaxAgeDays, MaxBytes, ExpiredProfileDays string }
 	// OlderURL and NewerURL page through the channel's builds.

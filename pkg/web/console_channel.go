@@ -82,6 +82,8 @@ type buildRow struct {
 	Format    string
 	Downloads int64
 	Pinned    bool
+	// OtherApp is the build's bundle id when it is of another app than its channel holds.
+	OtherApp string
 }
 
 type channelPageView struct {
@@ -136,7 +138,7 @@ func (h *Handler) renderChannel(c *gin.Context, session string, u *distribution.
 		Can: h.grants(c, app.ID), Form: form, Preview: preview, Events: webhook.Events}
 	cv := consoleChannelView{ID: ch.ID, SchemeID: cc.Scheme.ID, Name: ch.Name, Scheme: cc.Scheme.Name, Key: ch.Slug,
 		DeviceType: ch.DeviceType, URL: h.links.Channel(ch.Slug), HasPassword: ch.HasPassword(), ConsoleURL: h.channelURL(ch.ID),
-		SparkleSigning: ch.SparkleSigning}
+		SparkleSigning: ch.SparkleSigning, HeldApp: ch.HeldApp()}
 	pg := 1
 	if n, err := strconv.Atoi(c.Query("page")); err == nil && n > 1 && n <= 100_000 {
 		pg = n
@@ -154,6 +156,11 @@ func (h *Handler) renderChannel(c *gin.Context, session string, u *distribution.
 	v.Builds, err = h.buildRows(c, rels)
 	if err != nil {
 		return err
+	}
+	for i := range v.Builds {
+		if cv.HeldApp != "" && rels[i].BundleID != cv.HeldApp {
+			v.Builds[i].OtherApp = rels[i].BundleID
+		}
 	}
 	// One read of the channel's retention state gives its policy, rules and plan.
 	if plan, err := h.svc.Retention.PlanChannelRetention(ctx, ch.ID, nil); err == nil {

@@ -72,7 +72,8 @@ func TestBrowserConsoleUploadOtherApp(t *testing.T) {
 // with a "Keep it anyway" box; sent again with it ticked, it is kept.
 func TestConsoleUploadOtherAppWithoutScript(t *testing.T) {
 	e := apptest.New(t, apptest.Options{})
-	e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.0", Build: "20"}))
+	real := e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.0", Build: "20"}))
+	chID := int64(real["channel"].(map[string]any)["id"].(float64))
 	admin, _ := signedIn(t, e, "alice")
 	intruder := appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.intruder", Version: "1.0", Build: "1"})
 	count := func() (n int) {
@@ -90,5 +91,15 @@ func TestConsoleUploadOtherAppWithoutScript(t *testing.T) {
 	resp, _ = postUpload(t, e, admin, uploadBox(t, admin, e.URL+"/console"), "i.ipa", intruder, "allow_other_bundle_id", "true")
 	if resp.StatusCode != http.StatusSeeOther || count() != 1 {
 		t.Fatalf("kept anyway: %d, %d kept", resp.StatusCode, count())
+	}
+	// The channel's console page says which app it holds and marks the other app's build.
+	var otherID int64
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT id FROM releases WHERE bundle_id = 'com.example.intruder'`).Scan(&otherID); err != nil {
+		t.Fatal(err)
+	}
+	_, page = fetch(t, admin, http.MethodGet, fmt.Sprintf("%s/console/channels/%d", e.URL, chID), nil)
+	if holds := between(page, `id="channel-holds"`, "</p>"); !strings.Contains(holds, "com.example.harbor") ||
+		!strings.Contains(between(page, fmt.Sprintf(`id="other-app-%d"`, otherID), "</td>"), "com.example.intruder") {
+		t.Errorf("the channel's console page does not say which app it holds, or hides the other app's build: %.4000s", between(page, `id="builds"`, "</section>"))
 	}
 }

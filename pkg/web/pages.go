@@ -32,6 +32,9 @@ type releaseView struct {
 	// profile (nil: none registered, or the build installs anywhere); RegisterURL is /udid.
 	DeviceCheck *deviceCheck
 	RegisterURL string
+	// OtherApp is the build's bundle id when it is of another app than the channel holds
+	// (HeldApp; issue 34), "" otherwise.
+	OtherApp, HeldApp string
 	// Downloads counts downloads and iOS installs (up to the read cache's TTL late).
 	Downloads                                int64
 	Size, Uploaded, UploadedISO, ReleaseType string
@@ -208,6 +211,9 @@ func (h *Handler) releaseView(ctx context.Context, rc *distribution.ReleaseConte
 		v.Expired, v.ProfileExpires = v.Profile.Expired, v.Profile.Expires
 	}
 	v.install = h.installButton(ctx, r, ch)
+	if held := ch.HeldApp(); held != "" && r.BundleID != held {
+		v.OtherApp, v.HeldApp = r.BundleID, held
+	}
 	v.Facts = platformFacts(r)
 	if links.HarmonyInstallable(r.Platform, r.Format) {
 		v.HarmonyInstallURL = installURL(links.HarmonyInstall(h.links.Manifest(ch.Slug, r.ID, h.svc.Passwords.ReleaseAccessTokenAs(ctx, ch, r.ID))))
