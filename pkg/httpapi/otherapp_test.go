@@ -110,3 +110,32 @@ func TestUploadOtherAppIntoChannel(t *testing.T) {
 		t.Fatalf("upload into a channel that chose *: %d %v", status, any)
 	}
 }
+
+// A desktop build whose version electron-updater cannot read (not semver) is kept, with a
+// warning in the upload's answer (issue 34: electron-updater throws "Invalid Version: 1.0");
+// a semver version, or a platform without electron feeds, says nothing.
+func TestUploadWarnsOfAVersionElectronCannotRead(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	upload := func(name, version string, data []byte) []string {
+		t.Helper()
+		r := e.Upload(t, "/api/apps/upload", e.UploadToken, apptest.File(name, data))
+		if r.Status != http.StatusCreated {
+			t.Fatalf("uploading %s %s: %d %s", name, version, r.Status, r.Body)
+		}
+		return warningsOf(r.Map(t))
+	}
+	mac := func(version string) []byte {
+		return appletest.BuildMacZip(appletest.MacZipOptions{AppName: "Desk", BundleID: "com.example.desk", Version: version, Build: "7"})
+	}
+	if ws := upload("Desk.zip", "1.0", mac("1.0")); !slices.ContainsFunc(ws, func(w string) bool {
+		return strings.Contains(w, `version "1.0" is not semver`) && strings.Contains(w, "electron-updater")
+	}) {
+		t.Errorf("a macOS build versioned 1.0: warnings %q", ws)
+	}
+	if ws := upload("Desk.zip", "1.0.1", mac("1.0.1")); len(ws) != 0 {
+		t.Errorf("a macOS build versioned 1.0.1: warnings %q", ws)
+	}
+	if ws := upload("h.ipa", "1.0", otherAppIPA("com.example.ios", "1.0", "1")); len(ws) != 0 {
+		t.Errorf("an iOS build versioned 1.0: warnings %q", ws)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
+	"github.com/slipwayhq/slipway/pkg/feeds"
 	// appinfo.Parse (in parse below) knows only the platform families a program imports: every
 	// one Slipway reads (Apple, Android, HarmonyOS, Windows, Linux).
 	_ "github.com/slipwayhq/slipway/pkg/appinfo/platforms"
@@ -546,6 +547,21 @@ func checkApp(ctx context.Context, tx UploadTx, ch *distribution.Channel, bundle
 	news.Warnings = append(news.Warnings, fmt.Sprintf("channel %s holds %s, but this build is %s, another app: it was kept, "+
 		"but testers are not offered it as the channel's newest build, and retention counts it apart from %s's builds", strconv.Quote(ch.Name), held, bundleID, held))
 	return nil
+}
+
+// electronFeedFiles are the electron-updater feed files of each desktop platform.
+var electronFeedFiles = map[string][]string{"macos": {"latest-mac.yml"}, "windows": {"latest.yml"},
+	"linux": {"latest-linux.yml", "latest-linux-arm64.yml"}}
+
+// electronWarning warns of a build electron-updater's feeds list but cannot read: its version is
+// not semver, and electron-updater throws "Invalid Version" on it ("" when nothing to say). The
+// build is kept: Sparkle and Squirrel read such versions.
+func electronWarning(r *distribution.Release) string {
+	if feeds.Semver(r.ReleaseVersion) || !slices.ContainsFunc(electronFeedFiles[r.Platform], func(f string) bool { return feeds.ElectronOffers(f, r) }) {
+		return ""
+	}
+	return fmt.Sprintf("version %q is not semver (x.y.z): an app that updates with electron-updater (or Tauri) fails on it "+
+		"with Invalid Version; version it as 1.2.0 for those", r.ReleaseVersion)
 }
 
 // checkChannel refuses a package whose platform or bundle id the channel does not take.

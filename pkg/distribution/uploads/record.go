@@ -158,6 +158,9 @@ func (b *Builds) record(ctx context.Context, up *upload, keys []string) (*distri
 		if err := checkApp(ctx, tx, ch, up.release.BundleID, up.otherApp, news); err != nil {
 			return err
 		}
+		if w := electronWarning(&up.release); w != "" {
+			news.Warnings = append(news.Warnings, w)
+		}
 		r := up.release
 		r.ChannelID = ch.ID
 		r.SparkleSign = b.signs(ctx, ch, appID, &r)
