@@ -120,6 +120,8 @@ func TestBrowserPhonePages(t *testing.T) {
 		{"the people page", "/console/users"},
 		{"the testers page", "/console/testers"},
 		{"a webhook's page", fmt.Sprintf("/console/webhooks/%d", hook.ID)},
+		{"the guides", "/docs"},
+		{"the feeds guide", "/docs/feeds"},
 	} {
 		p.check(console, pg.name, e.URL+pg.path, 200)
 	}
