@@ -58,6 +58,9 @@ func (h *Handler) renderGuides() {
 			}
 			name := strings.TrimSuffix(file, ".md")
 			body := guideLinkRe.ReplaceAllString(out.String(), `href="$1$2"`)
+			// Code blocks and tables scroll sideways inside the card on a phone: a keyboard can
+			// reach (and so scroll) them too.
+			body = strings.NewReplacer("<pre>", `<pre tabindex="0">`, "<table>", `<table tabindex="0">`).Replace(body)
 			// The guides are the project's own markdown, rendered without raw HTML.
 			guidesRendered[name] = guideView{Name: name, HTML: template.HTML(body)} //nolint:gosec
 			title, _, _ := strings.Cut(strings.TrimPrefix(string(src), "# "), "\n")

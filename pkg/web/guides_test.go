@@ -20,7 +20,7 @@ func TestGuidesServed(t *testing.T) {
 	}
 	mustContain(t, list.Body, `id="guide-webhooks"`, `href="`+e.URL+`/docs/feeds"`, "Webhooks")
 	hooks := get(t, e, "/docs/webhooks")
-	mustContain(t, hooks.Body, `<h2 id="verifying-a-delivery">`, "Slipway-Signature", "<table>", "<pre><code")
+	mustContain(t, hooks.Body, `<h2 id="verifying-a-delivery">`, "Slipway-Signature", `<table tabindex="0">`, `<pre tabindex="0"><code`)
 	if cc := hooks.Header.Get("Content-Security-Policy"); !strings.Contains(cc, "default-src 'none'") {
 		t.Errorf("a guide's CSP: %q", cc)
 	}
