@@ -1,4 +1,4 @@
--- The app a channel holds (issue 34). A channel made without a bundle id (bundle_id '*', as an
+-- The app a channel holds. A channel made without a bundle id (bundle_id '*', as an
 -- upload without channel_key makes it) learns the bundle id of its first build: a build of
 -- another app is then announced (a warning in the upload's answer, a question in the console),
 -- never offered as the channel's newest build, and counted apart by retention.

@@ -57,7 +57,7 @@ type Channel struct {
 	TesterOnly bool
 	// TesterGroups are the aliases of the groups that open a TesterOnly channel (nil: not read).
 	TesterGroups []string
-	// AppBundleID is the app the channel holds while its BundleID is "*" (issue 34): "" when it
+	// AppBundleID is the app the channel holds while its BundleID is "*": "" when it
 	// was made without a bundle id and has no build yet (its first build's is learned), "*" when
 	// it takes any app (its bundle id was chosen), else the bundle id its first build taught it.
 	AppBundleID string
@@ -264,7 +264,7 @@ type UploadNews struct {
 	// BudgetWarnings say which of the channel's size budgets the build crosses.
 	BudgetWarnings []string
 	// Warnings say what the upload kept that its uploader should look at: a build of another
-	// app than its channel holds (issue 34).
+	// app than its channel holds.
 	Warnings []string
 	// Distributed is who the build went to (nil: testers are not set up in this service).
 	Distributed *Distributed

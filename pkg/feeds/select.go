@@ -128,7 +128,7 @@ var tauriFormats = map[string][]string{"windows": {"exe", "msi"}, "linux": {"app
 // TauriServes reports whether the Tauri updater of platform and arch may be offered release r:
 // its framework's artifact (a Windows .nupkg or .msix is Squirrel's or App Installer's, not
 // Tauri's) for that architecture, signed: the updater refuses an update whose signature is
-// empty, so a build uploaded without tauri_signature is never offered (issue 34).
+// empty, so a build uploaded without tauri_signature is never offered.
 func TauriServes(platform string, r *distribution.Release, arch string) bool {
 	if r.TauriSignature == "" {
 		return false

@@ -11,7 +11,7 @@ import (
 // Usability says whether one update framework can install a build from Slipway's feeds, and
 // why not: a build "in the feeds" that no framework accepts (a Mac build without an EdDSA
 // signature, with a version electron-updater cannot parse, without a Tauri signature) is not an
-// update anyone gets (issue 34).
+// update anyone gets.
 type Usability struct {
 	// Framework is the updater's name: "Sparkle", "electron-updater", "Tauri", "Squirrel.Windows".
 	Framework string

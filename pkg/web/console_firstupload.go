@@ -240,8 +240,8 @@ func (h *Handler) consoleUploadForm(c *gin.Context) error {
 	form := uploads.ReleaseForm{ChannelKey: target.channelKey, AppID: target.appID, Source: "console",
 		Changelog:   strings.TrimSpace(fields.Get("changelog")),
 		EdSignature: fields.Get("ed_signature"), TauriSignature: fields.Get("tauri_signature"),
-		// A build of another app than its channel holds is a question before it is kept (issue
-		// 34): refused, and the box offers to send it again with "Keep it anyway" ticked.
+		// A build of another app than its channel holds is a question before it is kept:
+		// refused, and the box offers to send it again with "Keep it anyway" ticked.
 		AllowOtherBundleID: "false"}
 	if fields.Get("allow_other_bundle_id") == "true" {
 		form.AllowOtherBundleID = "true"

@@ -133,7 +133,7 @@ func (h *Handler) startUpload(ctx context.Context, c *gin.Context, in uploads.Ne
 			in.Fields[k] = v
 		}
 	}
-	// A build of another app than the channel holds is a question before it is kept (issue 34):
+	// A build of another app than the channel holds is a question before it is kept:
 	// refused, and the upload box offers "Keep it anyway", which starts again with true.
 	in.Fields["allow_other_bundle_id"] = "false"
 	if strings.TrimSpace(c.PostForm("allow_other_bundle_id")) == "true" {

@@ -33,7 +33,7 @@ type releaseView struct {
 	DeviceCheck *deviceCheck
 	RegisterURL string
 	// OtherApp is the build's bundle id when it is of another app than the channel holds
-	// (HeldApp; issue 34), "" otherwise.
+	// (HeldApp), "" otherwise.
 	OtherApp, HeldApp string
 	// Downloads counts downloads and iOS installs (up to the read cache's TTL late).
 	Downloads                                int64
@@ -118,7 +118,7 @@ type summaryView struct {
 	Version                                                    int
 	IconURL                                                    string
 	// OtherApp is the build's bundle id when it is of another app than its channel holds
-	// (Channel.HeldApp; issue 34), "" otherwise.
+	// (Channel.HeldApp), "" otherwise.
 	OtherApp string
 	install
 }
@@ -274,7 +274,7 @@ func (h *Handler) channelPage(c *gin.Context) error {
 }
 
 // newestOfApp is the channel's newest release (releases newest first) of the app it holds: a
-// build of another app uploaded to it is never offered as the channel's newest (issue 34). When
+// build of another app uploaded to it is never offered as the channel's newest. When
 // none of releases is of its app, the newest of all (nil when there is none).
 func newestOfApp(releases []distribution.Release, ch *distribution.Channel) *distribution.Release {
 	if len(releases) == 0 {

@@ -105,7 +105,7 @@ func EffectiveRetention(scheme, channel distribution.RetentionPolicy, defaults d
 // PlanRetention returns the releases the rules delete, oldest last as given (newest first). Each
 // app's newest release in the channel (by bundle id) and pinned releases are never deleted:
 // testers and the update check always find the current build, and a build of another app
-// uploaded to the channel never pushes out the channel's own (issue 34). keep_builds keeps each
+// uploaded to the channel never pushes out the channel's own. keep_builds keeps each
 // app's newest N. Size is counted newest first over the releases that survive the other rules,
 // pinned ones included.
 func PlanRetention(rules distribution.RetentionRules, releases []distribution.RetentionCandidate, now time.Time) []distribution.RetentionVictim {

@@ -63,7 +63,7 @@ type ReleaseForm struct {
 	// app's page). The API has no such field: its uploads name a channel or an app's name.
 	AppID int64
 	// AllowOtherBundleID says what to do with a build of another app than the one its channel
-	// holds (a channel made without a bundle id holds its first build's; issue 34): "" keeps it
+	// holds (a channel made without a bundle id holds its first build's): "" keeps it
 	// with a warning (as Zealot keeps any app in a channel of "*"), "false" refuses it (422 naming
 	// both ids), "true" keeps it, the request meaning it.
 	AllowOtherBundleID string
