@@ -14,7 +14,15 @@ JS=$DIR/axe.min.js
 
 if [ ! -s "$JS" ]; then
   echo "axe.sh: fetching axe-core $AXE_VERSION from the npm registry (once; cached in $DIR)" >&2
-  command -v npm >/dev/null || { echo "axe.sh: npm is needed to fetch axe-core" >&2; exit 1; }
+  if ! command -v npm >/dev/null; then
+    echo "axe.sh: installing Debian's npm (once), to fetch axe-core" >&2
+    SUDO=
+    if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+    {
+      $SUDO apt-get update -q
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends npm
+    } >&2
+  fi
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   # npm pack verifies the tarball against the registry's integrity field.
