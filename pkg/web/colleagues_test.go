@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/access"
@@ -28,16 +29,24 @@ var (
 
 var sameOrigin = http.Header{"Sec-Fetch-Site": {"same-origin"}}
 
-// mailedTo waits for the n-th mail to address and returns the link in its text that re finds.
+// mailedTo waits for n mails to address and returns the newest one whose text has a link re
+// finds, with the link. (Mailpit's list is not reliably newest first for mails of the same
+// moment, so each is read.)
 func mailedTo(t *testing.T, relay *mailpit.Server, address string, n int, re *regexp.Regexp) (mailpit.Message, string) {
 	t.Helper()
-	msgs := relay.WaitFor(t, address, n)
-	m := relay.Message(t, msgs[0].ID) // newest first
-	link := re.FindString(m.Text)
-	if link == "" {
-		t.Fatalf("no link in the mail to %s: %s", address, m.Text)
+	var found mailpit.Message
+	var at time.Time
+	link := ""
+	for _, s := range relay.WaitFor(t, address, n) {
+		m := relay.Message(t, s.ID)
+		if l := re.FindString(m.Text); l != "" && (link == "" || s.Created.After(at)) {
+			found, at, link = m, s.Created, l
+		}
 	}
-	return m, link
+	if link == "" {
+		t.Fatalf("no mail to %s has a link like %s", address, re)
+	}
+	return found, link
 }
 
 func userOf(t *testing.T, e *apptest.Env, email string) (id int64, subject, role string) {
@@ -67,7 +76,7 @@ func TestColleagueInvitations(t *testing.T) {
 	}
 	mustContain(t, []byte(body), `id="app-invitations"`, "ann@example.com")
 	mail, link := mailedTo(t, relay, "ann@example.com", 1, invitationLinkRe)
-	if !strings.Contains(mail.Subject, "Harbor") || !strings.Contains(mail.Text, "alice") {
+	if !strings.Contains(mail.Subject, "Harbor") || !strings.Contains(mail.Text, "alice") || !strings.Contains(mail.Text, e.URL+"/console/login/email") {
 		t.Errorf("the invitation names neither the app nor who invited: %q %s", mail.Subject, mail.Text)
 	}
 	if strings.Contains(e.LogText(), link[strings.LastIndex(link, "/")+1:]) {

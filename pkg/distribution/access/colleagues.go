@@ -116,7 +116,7 @@ func (c *Colleagues) Invite(ctx context.Context, in InviteInput) (*Invited, erro
 	link := c.links().Invitation(secret)
 	var m *distribution.OutgoingMail
 	if c.MailOn {
-		mm := invitationMail(inv, link, hash)
+		mm := invitationMail(inv, link, c.links().ConsoleSignIn(), hash)
 		m = &mm
 	}
 	made, err := c.Store.CreateInvitation(ctx, inv, hash, actor.UserID, m)
@@ -302,12 +302,12 @@ func (c *Colleagues) wake() {
 // colleagueView is what the colleagues' mails show; every value goes through the templates'
 // escaping (html/template in the HTML part).
 type colleagueView struct {
-	InvitedBy, Place, Role, LinkURL string
-	Days, Minutes                   int
+	InvitedBy, Place, Role, LinkURL, SignInURL string
+	Days, Minutes                              int
 }
 
-func invitationMail(inv distribution.Invitation, link, hash string) distribution.OutgoingMail {
-	v := colleagueView{InvitedBy: inv.InvitedBy, Role: inv.Role, LinkURL: link, Days: int(InvitationTTL / (24 * time.Hour))}
+func invitationMail(inv distribution.Invitation, link, signIn, hash string) distribution.OutgoingMail {
+	v := colleagueView{InvitedBy: inv.InvitedBy, Role: inv.Role, LinkURL: link, SignInURL: signIn, Days: int(InvitationTTL / (24 * time.Hour))}
 	subject := "You are invited to Slipway"
 	if inv.AppName != "" {
 		v.Place = inv.AppName
@@ -339,8 +339,8 @@ Accept the invitation here (it works once, for {{.Days}} days):
 
   {{.LinkURL}}
 
-No password and no account anywhere else: Slipway mails you a link whenever you sign in. If you
-did not expect this, ignore it; nothing happens.
+No password and no account anywhere else: Slipway mails you a link whenever you sign in, at
+{{.SignInURL}}. If you did not expect this, ignore it; nothing happens.
 {{end}}
 {{define "colleague_sign_in"}}Here is your sign-in link for the Slipway console. It works once, for {{.Minutes}} minutes:
 
@@ -353,7 +353,7 @@ var colleagueHTML = htmltemplate.Must(htmltemplate.New("colleagues").Parse(`
 {{define "colleague_invitation"}}<p>Hello,</p>
 <p>{{.InvitedBy}} invites you to {{if .Place}}<strong>{{.Place}}</strong> on Slipway, as a member who uploads and manages its builds{{else}}the Slipway console, as {{.Role}}{{end}}.</p>
 <p><a href="{{.LinkURL}}">Accept the invitation</a> (it works once, for {{.Days}} days).</p>
-<p>No password and no account anywhere else: Slipway mails you a link whenever you sign in. If you did not expect this, ignore it; nothing happens.</p>
+<p>No password and no account anywhere else: Slipway mails you a link whenever you sign in, at <a href="{{.SignInURL}}">{{.SignInURL}}</a>. If you did not expect this, ignore it; nothing happens.</p>
 {{end}}
 {{define "colleague_sign_in"}}<p><a href="{{.LinkURL}}">Sign in to the Slipway console</a>. The link works once, for {{.Minutes}} minutes.</p>
 <p>If you did not ask for it, ignore this mail: nothing happens.</p>
