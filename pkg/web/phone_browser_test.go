@@ -27,6 +27,8 @@ import (
 //     of a checkbox or radio, which is its tap target) is at least 44 × 44 CSS px (WCAG 2.2's
 //     2.5.5 target size). There is no exception: a link inside running text is given the
 //     height too (docs/decisions.md, "Phone-sized pages"; README);
+//   - no table is cut off in a box that scrolls sideways (a guide's tables and code blocks
+//     excepted: they scroll, keyboard-reachable);
 //   - axe-core (SLIPWAY_TEST_AXE, fetched from npm by test/axe.sh) reports no violation.
 //
 // A failure names the page and the element (tag, id, classes and text).
@@ -219,6 +221,14 @@ const phoneLayoutJS = `(() => {
 			inner = over.filter(el => !over.some(o => o !== el && el.contains(o)));
 		}
 		out.push('scrolls sideways: ' + se.scrollWidth + ' px wide on a ' + width + ' px screen; sticking out: ' + inner.slice(0, 5).map(name).join(', '));
+	}
+	// A table in a scrolling box shows only its first columns on a phone (the recent uploads'
+	// last column was cut off so): it must fit. A guide's reference tables (/docs) may scroll
+	// inside the page, reachable by keyboard, as its code blocks do.
+	for (const el of document.querySelectorAll('.table-wrap, table:not(.guide table)')) {
+		if (visible(el) && el.scrollWidth > el.clientWidth + 1) {
+			out.push(name(el.querySelector('thead') || el) + ' shows ' + el.clientWidth + ' of its ' + el.scrollWidth + ' px');
+		}
 	}
 	const small = el => { const r = el.getBoundingClientRect(); return r.width < min - 0.5 || r.height < min - 0.5; };
 	const size = el => { const r = el.getBoundingClientRect(); return Math.round(r.width) + ' × ' + Math.round(r.height) + ' px'; };
