@@ -90,7 +90,12 @@
     });
     form.closest('.upload-box').hidden = false;
 
-    function show(file) { chosen.textContent = file ? file.name + ' · ' + size(file.size) : ''; }
+    // show names the chosen file on one line of its own (a long name is cut with an ellipsis and
+    // given whole as the line's title), so the fields below it never move.
+    function show(file) {
+      chosen.textContent = file ? file.name + ' · ' + size(file.size) : '';
+      chosen.title = file ? file.name : '';
+    }
     input.addEventListener('change', function () { show(input.files[0]); });
     ['dragenter', 'dragover'].forEach(function (type) {
       drop.addEventListener(type, function (e) { e.preventDefault(); drop.classList.add('over'); });
@@ -138,6 +143,7 @@
       uploading++;
       bar.hidden = false;
       bar.value = 0;
+      bar.classList.remove('failed');
       setStatus('Starting…', '');
       try {
         const result = await upload(form, file, ctl, extra, function (sent) {
@@ -166,6 +172,10 @@
           refresh = true;
         }
       } catch (err) {
+        // The bar shows the failure: red, and never full (a refused build is not kept, so none of
+        // it counts as stored; a cancelled or cut upload keeps the parts stored, for resuming).
+        bar.classList.add('failed');
+        if (!ctl.cancelled && !err.resumable) { bar.value = 0; }
         if (ctl.cancelled) {
           setStatus('Upload cancelled. Choosing the same file again resumes it where it stopped.', 'error');
         } else if (err.entry && err.entry.allow_other_bundle_id && !extra.allow_other_bundle_id) {
@@ -257,7 +267,11 @@
         } catch (err) {
           sent[part.number] = 0;
           if (err.cancelled || ctl.cancelled) { throw new Error('cancelled'); }
-          if (attempt >= partAttempts) { throw new Error('part ' + part.number + ' could not be sent (status ' + err.status + ')'); }
+          if (attempt >= partAttempts) {
+            const cut = new Error('part ' + part.number + ' could not be sent (status ' + err.status + ')');
+            cut.resumable = true; // the parts stored stay: the bar shows them
+            throw cut;
+          }
           await wait(500 * attempt);
           // The URL may have expired, or the part been stored after all: ask the session.
           session = await call(form, 'GET', sessionURL);
