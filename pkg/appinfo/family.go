@@ -40,6 +40,10 @@ type Family struct {
 	ClaimZip func(a *zipread.Archive) ZipParser
 	// ClaimFile returns the parser for a file of this family that is not a zip, or nil.
 	ClaimFile func(r io.ReaderAt, size int64) FileParser
+	// Platform says the platform of a package the family claimed, from what the claim looked
+	// at: a is the zip's directory, nil for a file that is not a zip (ClaimPlatform). Nil, or "":
+	// not known before the package is parsed.
+	Platform func(a *zipread.Archive) Platform
 	// Fallback families are asked after every other one has declined: a zip that merely holds
 	// an .exe is a Windows build only when it is no other platform's package.
 	Fallback bool

@@ -2,12 +2,14 @@ package web
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
 	"github.com/slipwayhq/slipway/pkg/errs"
@@ -78,13 +80,28 @@ func (h *Handler) consoleUploader(c *gin.Context) (context.Context, error) {
 	return reqCtx(c), nil
 }
 
+// startUploadBytes bounds the body of a session's start: the box's fields, and the file's first
+// and last bytes in base64.
+const startUploadBytes = maxConsoleFormBytes + maxSniffBytes/3*4 + 4
+
+// startUploader is consoleUploader for the start of a session, whose form (larger than the other
+// console forms: it holds the file's first and last bytes) is read once the session and the CSRF
+// token have been checked, so nothing past a console form's 64 KiB is read before them.
+func (h *Handler) startUploader(c *gin.Context) (context.Context, error) {
+	ctx, err := h.consoleUploader(c)
+	if err != nil {
+		return nil, err
+	}
+	return ctx, readConsoleFormWithin(c, startUploadBytes)
+}
+
 // consoleUploadFields are the form fields a console upload passes on to its session.
 var consoleUploadFields = []string{"changelog", "release_type", "branch", "git_commit", "ci_url", "ed_signature", "tauri_signature"}
 
 // consoleStartUpload: POST /console/channels/:id/uploads (filename, size, changelog) → 201 with
 // the session and where to put its parts.
 func (h *Handler) consoleStartUpload(c *gin.Context) error {
-	ctx, err := h.consoleUploader(c)
+	ctx, err := h.startUploader(c)
 	if err != nil {
 		return err
 	}
@@ -96,7 +113,38 @@ func (h *Handler) consoleStartUpload(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseOtherPlatform(c, cc.Channel.DeviceType); err != nil {
+		return err
+	}
 	return h.startUpload(ctx, c, uploads.NewSession{Fields: map[string]string{"channel_key": cc.Channel.Slug}})
+}
+
+// maxSniffBytes bounds the file's bytes the script sends when it starts a session (head and tail
+// together, before base64): the first 4 KiB, and the last bytes from a zip's central directory
+// on (the last 4 KiB of another file), unless the directory is larger.
+const maxSniffBytes = 512 << 10
+
+// refuseOtherPlatform refuses a build of another platform than the channel's from the file's
+// first and last bytes the script sent (head, tail: base64), before a part of it is uploaded
+// (issue 34: it was refused once the whole file had been sent). The claims are pkg/appinfo's
+// (ClaimPlatform); whatever they cannot say for sure from those bytes is left to the session's
+// completion, which parses the whole build as every upload does.
+func refuseOtherPlatform(c *gin.Context, channelPlatform string) error {
+	size, err := strconv.ParseInt(strings.TrimSpace(c.PostForm("size")), 10, 64)
+	if err != nil || c.PostForm("head") == "" {
+		return nil // startUpload says what is wrong with the size; an older page sends no bytes
+	}
+	head, err1 := base64.StdEncoding.DecodeString(c.PostForm("head"))
+	tail, err2 := base64.StdEncoding.DecodeString(c.PostForm("tail"))
+	if err1 != nil || err2 != nil || len(head)+len(tail) > maxSniffBytes {
+		return errs.Field("head", "must be the file's first bytes (and tail its last), base64, at most %d bytes together", maxSniffBytes)
+	}
+	p, ok := appinfo.ClaimPlatform(head, tail, size)
+	if !ok || string(p) == channelPlatform {
+		return nil
+	}
+	return errs.New(errs.Invalid, "this channel takes %s builds, and this file is %s build: upload it on %s channel, or on the console's home, which finds or makes one",
+		platformName(channelPlatform), distribution.WithArticle(platformName(string(p))), distribution.WithArticle(platformName(string(p))))
 }
 
 // consoleStartFirstUpload: POST /console/uploads (filename, size, changelog; app_id, or a chosen
@@ -104,7 +152,7 @@ func (h *Handler) consoleStartUpload(c *gin.Context) error {
 // with app_id), whose build makes its app (or goes into app_id), scheme and channel as the API's
 // upload without channel_key does.
 func (h *Handler) consoleStartFirstUpload(c *gin.Context) error {
-	ctx, err := h.consoleUploader(c)
+	ctx, err := h.startUploader(c)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,8 @@ import (
 // TestBrowserConsoleUploadBoxFailure: the upload box of a channel's page (issue 34), at desktop
 // and phone size. Choosing a file with a long name leaves the changelog label where it was (the
 // name is cut on a line of its own), and a refused upload (an Android build dropped on an iOS
-// channel) shows in the bar, which is marked failed and not full, with the refusal beside it.
+// channel) shows in the bar, which is marked failed and not full, with the refusal beside it;
+// the refusal comes from the file's first bytes, before a part of it is sent.
 func TestBrowserConsoleUploadBoxFailure(t *testing.T) {
 	e := apptest.New(t, apptest.Options{})
 	real := e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.0", Build: "20"}))
@@ -55,9 +56,16 @@ func TestBrowserConsoleUploadBoxFailure(t *testing.T) {
 		if w := run(t, ctx, "page width", chromedp.Evaluate[float64](`document.documentElement.scrollWidth - document.documentElement.clientWidth`)); w > 0 {
 			t.Errorf("%s: with the long file name chosen, the page is %v px wider than the screen", size.name, w)
 		}
+		// Parts are PUT with XMLHttpRequest: count them.
+		run(t, ctx, "count parts", chromedp.Evaluate[bool](`(() => { const send = XMLHttpRequest.prototype.send; window.puts = 0;
+			XMLHttpRequest.prototype.send = function () { window.puts++; return send.apply(this, arguments); }; return true; })()`))
 		steps(t, ctx, "upload it", chromedp.Click(chromedp.ID(id("upload-submit"))))
 		run(t, ctx, "the upload fails", chromedp.Poll[bool](fmt.Sprintf(`document.getElementById(%q).textContent.includes("Upload failed")`, id("upload-status"))))
 		status := run(t, ctx, "status", chromedp.Text(chromedp.ID(id("upload-status"))))
+		// The first bytes say it is an Android build: refused before any of it is sent.
+		if puts := run(t, ctx, "parts sent", chromedp.Evaluate[int](`window.puts`)); puts != 0 {
+			t.Errorf("%s: %d parts of the Android build were sent to the iOS channel before the refusal", size.name, puts)
+		}
 		bar := run(t, ctx, "bar", chromedp.Evaluate[string](fmt.Sprintf(`(() => { const b = document.getElementById(%q); return b.className + "|" + b.value + "|" + b.hidden; })()`, id("upload-progress"))))
 		if bar != "failed|0|false" {
 			t.Errorf("%s: after the refusal the bar is %q (class|value|hidden), want it marked failed and empty", size.name, bar)

@@ -183,13 +183,20 @@ func checked(c *gin.Context, fn func(c *gin.Context) error) error {
 	if err := problem.CheckRequestText(c.Request); err != nil {
 		return err
 	}
-	// The upload box's own POST streams its file into storage itself (console_firstupload.go).
-	if c.Request.Method == http.MethodPost && strings.HasPrefix(c.Request.URL.Path, "/console/") && c.Request.URL.Path != uploadFormPath {
+	// The upload box's own POST streams its file into storage itself (console_firstupload.go);
+	// the start of an upload session reads its larger form once its caller is checked.
+	if c.Request.Method == http.MethodPost && strings.HasPrefix(c.Request.URL.Path, "/console/") && c.Request.URL.Path != uploadFormPath && !startsUpload(c) {
 		if err := readConsoleForm(c); err != nil {
 			return err
 		}
 	}
 	return fn(c)
+}
+
+// startsUpload says whether the request starts an upload session (consoleStartUpload,
+// consoleStartFirstUpload).
+func startsUpload(c *gin.Context) bool {
+	return c.FullPath() == "/console/channels/:id/uploads" || c.FullPath() == "/console/uploads"
 }
 
 // maxConsoleFormBytes bounds the body of every console POST. The console's forms are a few
@@ -203,10 +210,14 @@ const maxConsoleFormBytes = 64 << 10
 // read; a longer body without one is cut at the limit. Either is 413, a multipart or other body
 // 415, so nothing large is read or written anywhere before the session and CSRF token are
 // checked.
-func readConsoleForm(c *gin.Context) error {
+func readConsoleForm(c *gin.Context) error { return readConsoleFormWithin(c, maxConsoleFormBytes) }
+
+// readConsoleFormWithin is readConsoleForm with another limit: the start of an upload session
+// (startUploadBytes), read once its session and CSRF token have been checked.
+func readConsoleFormWithin(c *gin.Context, limit int64) error {
 	r := c.Request
-	if r.ContentLength > maxConsoleFormBytes {
-		return errs.New(errs.TooLarge, "a console form is at most %d bytes (builds are uploaded from the app's page, or with slipway upload)", maxConsoleFormBytes)
+	if r.ContentLength > limit {
+		return errs.New(errs.TooLarge, "a console form is at most %d bytes (builds are uploaded from the app's page, or with slipway upload)", limit)
 	}
 	if r.ContentLength == 0 {
 		return nil
@@ -214,11 +225,11 @@ func readConsoleForm(c *gin.Context) error {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
 		return errs.New(errs.Unsupported, "console forms are sent as application/x-www-form-urlencoded (builds are uploaded from the app's page, or with slipway upload)")
 	}
-	r.Body = http.MaxBytesReader(c.Writer, r.Body, maxConsoleFormBytes)
+	r.Body = http.MaxBytesReader(c.Writer, r.Body, limit)
 	if err := r.ParseForm(); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return errs.New(errs.TooLarge, "a console form is at most %d bytes (builds are uploaded from the app's page, or with slipway upload)", maxConsoleFormBytes)
+			return errs.New(errs.TooLarge, "a console form is at most %d bytes (builds are uploaded from the app's page, or with slipway upload)", limit)
 		}
 		return errs.Wrap(errs.Invalid, err, "the form could not be read")
 	}

@@ -70,7 +70,8 @@ const (
 // Priority 2 keeps the order appinfo had before the families moved to folders of their own:
 // Android first, so a zip holding both an AndroidManifest.xml and an iOS Payload/ is an APK.
 func init() {
-	appinfo.Register(appinfo.Family{Name: "android", Takes: "an Android .apk or .aab", Priority: 2, MaxParseBytes: MaxParseBytes, DecodeBytes: 1 << 20, ZipParseBytes: parseBytes,
+	appinfo.Register(appinfo.Family{Name: "android", Takes: "an Android .apk or .aab", Priority: 2, Platform: func(*zipread.Archive) appinfo.Platform { return appinfo.Android },
+		MaxParseBytes: MaxParseBytes, DecodeBytes: 1 << 20, ZipParseBytes: parseBytes,
 		ClaimZip: func(a *zipread.Archive) appinfo.ZipParser {
 			switch {
 			case a.File("AndroidManifest.xml") != nil:

@@ -72,7 +72,14 @@ const (
 // .dmg by its UDIF trailer. Priority 1 keeps the order appinfo had before the families moved to
 // folders of their own: after Android (2), before every other family (0).
 func init() {
-	appinfo.Register(appinfo.Family{Name: "apple", Takes: "an iOS .ipa, or a macOS .app in a .zip, a .dmg or a .pkg", Priority: 1, MaxParseBytes: MaxParseBytes, DecodeBytes: iconDecodeBytes,
+	appinfo.Register(appinfo.Family{Name: "apple", Takes: "an iOS .ipa, or a macOS .app in a .zip, a .dmg or a .pkg", Priority: 1,
+		Platform: func(a *zipread.Archive) appinfo.Platform {
+			if a != nil && findIPAInfoPlist(a) != "" {
+				return appinfo.IOS
+			}
+			return appinfo.MacOS // a zipped .app, a .pkg or a .dmg
+		},
+		MaxParseBytes: MaxParseBytes, DecodeBytes: iconDecodeBytes,
 		ClaimZip: func(a *zipread.Archive) appinfo.ZipParser {
 			switch {
 			case findIPAInfoPlist(a) != "":

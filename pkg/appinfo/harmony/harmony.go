@@ -154,7 +154,8 @@ const (
 
 // Family registration: a HAP by its module.json, an .app by its pack.info and HAPs.
 func init() {
-	appinfo.Register(appinfo.Family{Name: "harmony", Takes: "a HarmonyOS .hap or .app", ClaimZip: Claim, MaxParseBytes: maxHAPParseBytes, DecodeBytes: iconDecodeBytes,
+	appinfo.Register(appinfo.Family{Name: "harmony", Takes: "a HarmonyOS .hap or .app", ClaimZip: Claim, Platform: func(*zipread.Archive) appinfo.Platform { return appinfo.HarmonyOS },
+		MaxParseBytes: maxHAPParseBytes, DecodeBytes: iconDecodeBytes,
 		NestedBytes: func(a *zipread.Archive) int64 {
 			if Claim(a) == nil || a.File(moduleJSONName) != nil && (a.File(packInfoName) != nil || a.File(resourcesIndexName) != nil) {
 				return 0 // a HAP: bounded by its own entries

@@ -107,6 +107,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/zipread"
 )
 
 // Caps on what one parse reads or keeps. Over a cap, the parse fails with errs.Invalid.
@@ -150,7 +151,8 @@ func parseBytes(r io.ReaderAt, size int64) int64 {
 
 // Family registration: each format is recognised by its first bytes.
 func init() {
-	appinfo.Register(appinfo.Family{Name: "linux", Takes: "a Linux .deb, .rpm or .AppImage", MaxParseBytes: maxParseBytes, DecodeBytes: 1 << 20, FileParseBytes: parseBytes,
+	appinfo.Register(appinfo.Family{Name: "linux", Takes: "a Linux .deb, .rpm or .AppImage", Platform: func(*zipread.Archive) appinfo.Platform { return appinfo.Linux },
+		MaxParseBytes: maxParseBytes, DecodeBytes: 1 << 20, FileParseBytes: parseBytes,
 		ClaimFile: func(r io.ReaderAt, size int64) appinfo.FileParser {
 			var head [24]byte
 			n, _ := r.ReadAt(head[:min(size, int64(len(head)))], 0)

@@ -39,7 +39,8 @@ const (
 // database, an MSIX package or bundle), and separately, as a fallback, a zip that merely holds
 // an .exe (Zealot's rule), which is a Windows build only when no other platform claims the zip.
 func init() {
-	appinfo.Register(appinfo.Family{Name: "windows", Takes: "a Windows .exe, .msi, .msix, .appx or their bundles", MaxParseBytes: maxParseBytes, DecodeBytes: iconDecodeBytes, ReadsRaw: true,
+	appinfo.Register(appinfo.Family{Name: "windows", Takes: "a Windows .exe, .msi, .msix, .appx or their bundles", Platform: windowsPlatform,
+		MaxParseBytes: maxParseBytes, DecodeBytes: iconDecodeBytes, ReadsRaw: true,
 		NestedBytes: func(a *zipread.Archive) int64 {
 			if a.File(appxManifest) == nil && a.File(appxBundleManifest) != nil {
 				return maxBundleParseBytes
@@ -64,7 +65,7 @@ func init() {
 			}
 			return nil
 		}})
-	appinfo.Register(appinfo.Family{Name: "windows-exe-zip", Fallback: true, MaxParseBytes: maxParseBytes, DecodeBytes: iconDecodeBytes,
+	appinfo.Register(appinfo.Family{Name: "windows-exe-zip", Fallback: true, Platform: windowsPlatform, MaxParseBytes: maxParseBytes, DecodeBytes: iconDecodeBytes,
 		ClaimZip: func(a *zipread.Archive) appinfo.ZipParser {
 			if mainEXE(a) != nil {
 				return ParseEXEZip
@@ -72,6 +73,9 @@ func init() {
 			return nil
 		}})
 }
+
+// windowsPlatform is the platform of every package the windows families claim.
+func windowsPlatform(*zipread.Archive) appinfo.Platform { return appinfo.Windows }
 
 // mainEXE picks the .exe a zip is about: the shallowest one, the largest among those. Entries
 // macOS's archiver added (__MACOSX/) are ignored.

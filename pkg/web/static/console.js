@@ -218,6 +218,40 @@
     } catch (e) { /* the list stays as it was */ }
   }
 
+  // sniffBytes reads what says which platform the file is for (issue 34): its first 4 KiB and,
+  // for a zip, its end from its central directory (found from the end record) or its last
+  // 64 KiB, whichever starts first (the last 4 KiB of another file), as base64, so the server
+  // refuses a build of the wrong platform for the channel before a part is sent. A directory
+  // over the limit sends only the last 4 KiB: the server then cannot tell, and the completion
+  // decides as before.
+  const sniffLimit = 512 * 1024;
+  async function bytesOf(blob) { return new Uint8Array(await blob.arrayBuffer()); }
+  function base64(bytes) {
+    let s = '';
+    for (let i = 0; i < bytes.length; i += 0x8000) { s += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000)); }
+    return btoa(s);
+  }
+  async function sniffBytes(file) {
+    const head = await bytesOf(file.slice(0, Math.min(file.size, 4096)));
+    let from = Math.max(0, file.size - 4096);
+    if (head.length >= 4 && head[0] === 0x50 && head[1] === 0x4b) {
+      const endFrom = Math.max(0, file.size - (65535 + 22));
+      const end = await bytesOf(file.slice(endFrom));
+      const v = new DataView(end.buffer);
+      for (let i = end.length - 22; i >= 0; i--) {
+        if (v.getUint32(i, true) === 0x06054b50) {
+          const dir = v.getUint32(i + 16, true);
+          // (From the directory, or from where the end record is looked for, if that is earlier.)
+          if (dir !== 0xffffffff && dir < file.size) { from = Math.min(dir, endFrom); }
+          break;
+        }
+      }
+      if (file.size - from + head.length > sniffLimit) { from = Math.max(0, file.size - 4096); }
+    }
+    const tail = await bytesOf(file.slice(from));
+    return { head: base64(head), tail: base64(tail) };
+  }
+
   async function upload(form, file, ctl, extra, onProgress) {
     // (The app a box names, and a chosen name, are part of where the session's build goes.)
     const where = ['app_id', 'name'].map(function (k) {
@@ -245,6 +279,14 @@
         const el = form.querySelector('[name="' + k + '"]');
         if (el && el.value.trim()) { start.set(k, el.value.trim()); }
       });
+      // The file's first and last bytes, which a channel's session start checks the platform by.
+      if (form.querySelector('input[name="channel_id"]')) {
+        try {
+          const b = await sniffBytes(file);
+          start.set('head', b.head);
+          start.set('tail', b.tail);
+        } catch (e) { /* not readable here: the completion checks it */ }
+      }
       // Extra fields of this attempt (allow_other_bundle_id after "Keep it anyway").
       Object.keys(extra).forEach(function (k) { start.set(k, extra[k]); });
       session = await call(form, 'POST', form.dataset.start, start);
