@@ -34,7 +34,8 @@ import (
 // It is the one console POST that is not a small urlencoded form (readConsoleForm): the file
 // streams into storage as it arrives, as the API's upload does, never into memory or a temporary
 // file. Nothing is stored before the session, the CSRF token and the policy's answer for the box's
-// target have been checked: the box's hidden fields come before its file.
+// target have been checked: the box's hidden fields come before its file; nor, on a channel's
+// page, once the file's first bytes say it is a build of another platform.
 
 // uploadFormPath is the box's action.
 const uploadFormPath = "/console/upload"
@@ -92,6 +93,8 @@ type uploadTarget struct {
 	formID           string
 	appID, channelID int64
 	channelKey       string
+	// platform is the channel's platform (device type), when the box is a channel's.
+	platform string
 	// resource is what the policy is asked about: the app, or the installation (making one).
 	resource policy.Resource
 }
@@ -125,6 +128,7 @@ func (h *Handler) uploadTarget(c *gin.Context, fields url.Values) (*uploadTarget
 			return nil, err
 		}
 		t.formID, t.channelKey, t.appID = "upload-"+strconv.FormatInt(t.channelID, 10), cc.Channel.Slug, 0
+		t.platform = cc.Channel.DeviceType
 		t.resource = policy.OnApp(cc.App.ID)
 	case t.appID != 0:
 		if _, err := h.svc.Apps.App(ctx, t.appID); err != nil {
@@ -202,7 +206,26 @@ func (h *Handler) consoleUploadForm(c *gin.Context) error {
 				_, _ = io.Copy(io.Discard, part)
 				continue
 			}
-			if obj, err = h.svc.Objects.StoreUpload(ctx, uploads.PackagePrefix, part, part.FileName()); err != nil {
+			file := io.Reader(part)
+			if target.platform != "" {
+				// A channel's box: a build of another platform is refused from its first bytes,
+				// before any of it is stored (issue 34). Only a file that is no zip can be told so
+				// (a zip's directory is at its end): the part's size is not known, the body's
+				// length bounds it, and a claim that reads past the first bytes cannot say.
+				br := bufio.NewReaderSize(part, sniffHeadBytes)
+				head, err := br.Peek(sniffHeadBytes)
+				size := r.ContentLength
+				if errors.Is(err, io.EOF) {
+					size = int64(len(head))
+				}
+				if (err == nil || errors.Is(err, io.EOF)) && size >= int64(len(head)) && len(head) > 0 {
+					if err := otherPlatform(target.platform, head, nil, size); err != nil {
+						return h.uploadRefused(c, session, u, target, fields, err)
+					}
+				}
+				file = br
+			}
+			if obj, err = h.svc.Objects.StoreUpload(ctx, uploads.PackagePrefix, file, part.FileName()); err != nil {
 				return h.uploadRefused(c, session, u, target, fields, err)
 			}
 		case name != "":

@@ -124,6 +124,9 @@ func (h *Handler) consoleStartUpload(c *gin.Context) error {
 // on (the last 4 KiB of another file), unless the directory is larger.
 const maxSniffBytes = 512 << 10
 
+// sniffHeadBytes is how much of the start of a file the box without script looks at.
+const sniffHeadBytes = 4096
+
 // refuseOtherPlatform refuses a build of another platform than the channel's from the file's
 // first and last bytes the script sent (head, tail: base64), before a part of it is uploaded
 // (issue 34: it was refused once the whole file had been sent). The claims are pkg/appinfo's
@@ -139,6 +142,13 @@ func refuseOtherPlatform(c *gin.Context, channelPlatform string) error {
 	if err1 != nil || err2 != nil || len(head)+len(tail) > maxSniffBytes {
 		return errs.Field("head", "must be the file's first bytes (and tail its last), base64, at most %d bytes together", maxSniffBytes)
 	}
+	return otherPlatform(channelPlatform, head, tail, size)
+}
+
+// otherPlatform refuses, in the user's words, a file of size bytes whose first (head) and last
+// (tail) bytes say it is a build of another platform than channelPlatform; nil when they say
+// it is not, or cannot say.
+func otherPlatform(channelPlatform string, head, tail []byte, size int64) error {
 	p, ok := appinfo.ClaimPlatform(head, tail, size)
 	if !ok || string(p) == channelPlatform {
 		return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/android/androidtest"
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/linux/linuxtest"
 	"github.com/slipwayhq/slipway/test/apptest"
 )
 
@@ -53,5 +54,27 @@ func TestConsoleUploadSniffRefusesEarly(t *testing.T) {
 	}
 	if s, out := script(t, admin, http.MethodPost, chURL+"/uploads", csrf, url.Values{"filename": {"x.apk"}, "size": {"100"}}); s != http.StatusCreated {
 		t.Errorf("a start without the file's bytes (an older page): %d %v", s, out)
+	}
+}
+
+// Without its script, a channel's upload box streams the file: a build of another platform that
+// its first bytes tell (a Linux .deb on an iOS channel) is refused from them, nothing stored; a
+// zip (whose directory is at its end) is still told once stored, and discarded.
+func TestConsoleUploadFormRefusesOtherPlatformEarly(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	real := e.UploadApp(t, "h.ipa", appletest.BuildIPA(appletest.IPAOptions{AppName: "Harbor", BundleID: "com.example.harbor", Version: "2.0", Build: "20"}))
+	chID := int64(real["channel"].(map[string]any)["id"].(float64))
+	admin, _ := signedIn(t, e, "alice")
+	chURL := fmt.Sprintf("%s/console/channels/%d", e.URL, chID)
+	_, page := fetch(t, admin, http.MethodGet, chURL, nil)
+	box := formOf(t, page, fmt.Sprintf("upload-%d", chID))
+	box.Set("channel_id", strconv.FormatInt(chID, 10))
+	objects := len(e.Objects(t))
+	resp, page := postUpload(t, e, admin, box, "tool.deb", linuxtest.BuildDeb(linuxtest.DebOptions{}))
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(page, "this channel takes iOS builds, and this file is a Linux build") {
+		t.Errorf("a .deb on an iOS channel without the script: %d %.3000s", resp.StatusCode, between(page, fmt.Sprintf(`id="upload-%d"`, chID), "</form>"))
+	}
+	if got := len(e.Objects(t)); got != objects {
+		t.Errorf("%d objects stored for the refused .deb", got-objects)
 	}
 }
