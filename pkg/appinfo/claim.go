@@ -50,7 +50,8 @@ func eofIf(short bool) error {
 // with nothing parsed. ok is false when that cannot be said for sure: no family claims the file,
 // the claiming family does not say its platform (Family.Platform), or a claim needed bytes that
 // head and tail do not hold. The upload box refuses a build of the wrong platform for its
-// channel with it before sending the file (issue 34).
+// channel with it before sending the file (a refusal after the whole file was sent wastes the
+// uploader's time).
 func ClaimPlatform(head, tail []byte, size int64) (p Platform, ok bool) {
 	if size <= 0 || int64(len(head)) > size || int64(len(tail)) > size {
 		return "", false

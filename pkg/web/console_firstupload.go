@@ -209,7 +209,7 @@ func (h *Handler) consoleUploadForm(c *gin.Context) error {
 			file := io.Reader(part)
 			if target.platform != "" {
 				// A channel's box: a build of another platform is refused from its first bytes,
-				// before any of it is stored (issue 34). Only a file that is no zip can be told so
+				// before any of it is stored. Only a file that is no zip can be told so
 				// (a zip's directory is at its end): the part's size is not known, the body's
 				// length bounds it, and a claim that reads past the first bytes cannot say.
 				br := bufio.NewReaderSize(part, sniffHeadBytes)

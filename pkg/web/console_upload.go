@@ -129,7 +129,7 @@ const sniffHeadBytes = 4096
 
 // refuseOtherPlatform refuses a build of another platform than the channel's from the file's
 // first and last bytes the script sent (head, tail: base64), before a part of it is uploaded
-// (issue 34: it was refused once the whole file had been sent). The claims are pkg/appinfo's
+// (refusing it once the whole file had been sent wasted the upload). The claims are pkg/appinfo's
 // (ClaimPlatform); whatever they cannot say for sure from those bytes is left to the session's
 // completion, which parses the whole build as every upload does.
 func refuseOtherPlatform(c *gin.Context, channelPlatform string) error {
