@@ -309,9 +309,16 @@ func (s *Server) cleanup(t testing.TB) {
 		select {
 		case <-s.done:
 		case <-time.After(WaitTimeout):
-			t.Errorf("e2e: server %s ignored SIGTERM for %s; killing it", s.Addr, WaitTimeout)
-			_ = s.Signal(syscall.SIGKILL)
-			<-s.done
+			// SIGQUIT first: the Go runtime writes every goroutine's stack to the server's
+			// output, so a server stuck in shutdown says where it is stuck.
+			t.Errorf("e2e: server %s ignored SIGTERM for %s; its goroutines follow its output; killing it", s.Addr, WaitTimeout)
+			_ = s.Signal(syscall.SIGQUIT)
+			select {
+			case <-s.done:
+			case <-time.After(5 * time.Second):
+				_ = s.Signal(syscall.SIGKILL)
+				<-s.done
+			}
 		}
 	}
 	logs := s.Logs()
@@ -320,7 +327,10 @@ func (s *Server) cleanup(t testing.TB) {
 		return
 	}
 	if t.Failed() {
-		const tail = 32 << 10
+		tail := 32 << 10
+		if strings.Contains(logs, "goroutine ") && strings.Contains(logs, "SIGQUIT") {
+			tail = 512 << 10 // a goroutine dump: keep it whole
+		}
 		if len(logs) > tail {
 			logs = "…" + logs[len(logs)-tail:]
 		}
