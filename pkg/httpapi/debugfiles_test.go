@@ -224,6 +224,16 @@ func TestDebugFileLifecycle(t *testing.T) {
 	if s, b := download("&release_version=1.0&build_version=4"); s != 200 || !bytes.Equal(b, v4) {
 		t.Fatalf("new version after update: %d", s)
 	}
+	// Updating it to another file's content is 409 naming that file, read in the failed
+	// update's own transaction; the file is as it was.
+	body, ctype = apptest.Multipart(apptest.Field("channel_key", d.ios), apptest.File("same.zip", v10))
+	r = d.Do(t, "PUT", fmt.Sprintf("/api/debug_files/%d", f2.ID), body, http.Header{"Content-Type": {ctype}, "Authorization": {"Token " + d.UploadToken}})
+	if r.Status != 409 || !bytes.Contains(r.Body, []byte(fmt.Sprintf("debug file %d", f10.ID))) {
+		t.Fatalf("update to another file's content: %d %s", r.Status, r.Body)
+	}
+	if s, b := download("&release_version=1.0&build_version=4"); s != 200 || !bytes.Equal(b, v4) {
+		t.Fatalf("after the refused update: %d", s)
+	}
 	// Delete: admin only; then 404 and the object is gone.
 	del := fmt.Sprintf("/api/debug_files/%d?channel_key=%s", f2.ID, d.ios)
 	if r := d.Do(t, "DELETE", del, nil, tok); r.Status != 403 {

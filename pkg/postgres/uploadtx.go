@@ -6,7 +6,6 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
@@ -18,19 +17,17 @@ import (
 // domain's (uploads.Builds, uploads.DebugFiles); nothing here calls back into it.
 type uploadTx struct {
 	tx pgx.Tx
-	// pool reads what a statement that aborted the transaction collided with.
-	pool *pgxpool.Pool
 }
 
 // InUploadTx runs fn in the one transaction that records an upload: it commits when fn returns
 // nil and rolls back otherwise.
 func (db *Releases) InUploadTx(ctx context.Context, fn func(tx uploads.UploadTx) error) error {
-	return db.Tx(ctx, func(tx pgx.Tx) error { return fn(&uploadTx{tx: tx, pool: db.Pool}) })
+	return db.Tx(ctx, func(tx pgx.Tx) error { return fn(&uploadTx{tx: tx}) })
 }
 
 // InDebugFileTx runs fn in the one transaction that records (or replaces) a debug file.
 func (db *Releases) InDebugFileTx(ctx context.Context, fn func(tx uploads.DebugFileTx) error) error {
-	return db.Tx(ctx, func(tx pgx.Tx) error { return fn(&uploadTx{tx: tx, pool: db.Pool}) })
+	return db.Tx(ctx, func(tx pgx.Tx) error { return fn(&uploadTx{tx: tx}) })
 }
 
 func (u *uploadTx) ReleaseForKey(ctx context.Context, tokenID int64, key string) (int64, error) {
@@ -48,10 +45,12 @@ func (u *uploadTx) KeepKey(ctx context.Context, tokenID int64, key string, relea
 	if err != nil || tag.RowsAffected() == 1 {
 		return 0, err
 	}
-	// A concurrent upload with the same key committed first: its release, read from what it
-	// committed.
+	// A concurrent upload with the same key committed first (DO NOTHING waited for it): its
+	// release. At READ COMMITTED the next statement of this transaction sees what it committed, so
+	// no second connection is taken while this one is held (a pool full of uploads waiting for
+	// one would never be released).
 	var first int64
-	err = u.pool.QueryRow(ctx, `SELECT release_id FROM upload_idempotency WHERE token_id = $1 AND key = $2`, tokenID, key).Scan(&first)
+	err = u.tx.QueryRow(ctx, `SELECT release_id FROM upload_idempotency WHERE token_id = $1 AND key = $2`, tokenID, key).Scan(&first)
 	return first, err
 }
 
@@ -188,14 +187,26 @@ func (u *uploadTx) LockDebugFile(ctx context.Context, id int64) (string, error) 
 }
 
 func (u *uploadTx) UpdateDebugFile(ctx context.Context, d *distribution.DebugFile) (int64, error) {
-	_, err := u.tx.Exec(ctx, `UPDATE debug_files SET release_version = $2, build_version = $3, sha256 = $4, size = $5,
+	// Under a savepoint: a unique violation rolls back to it, and the debug file with that content
+	// is read in this transaction rather than on a second connection.
+	sp, err := u.tx.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer sp.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	_, err = sp.Exec(ctx, `UPDATE debug_files SET release_version = $2, build_version = $3, sha256 = $4, size = $5,
 		object_key = $6, filename = $7, md5 = nullif($8, ''), updated_at = now() WHERE id = $1`,
 		d.ID, d.ReleaseVersion, d.BuildVersion, d.SHA256, d.Size, d.ObjectKey, d.Filename, d.MD5)
 	if isUniqueViolation(err, "") {
-		// The transaction is aborted: the debug file with that content is read outside it.
-		return sameContent(ctx, u.pool, d.AppID, d.SHA256), nil
+		if err := sp.Rollback(ctx); err != nil {
+			return 0, err
+		}
+		return sameContent(ctx, u.tx, d.AppID, d.SHA256), nil
 	}
-	return 0, err
+	if err != nil {
+		return 0, err
+	}
+	return 0, sp.Commit(ctx)
 }
 
 func (u *uploadTx) ReplaceMetadata(ctx context.Context, fileID int64, meta []distribution.DebugFileMetadata) error {

@@ -50,7 +50,14 @@ type Config struct {
 	MaxBytes int64
 	// TTL bounds how stale an answer can be when a change notification is lost.
 	TTL time.Duration
+	// LoadTimeout bounds one load of a view from the database (0: DefaultLoadTimeout).
+	LoadTimeout time.Duration
 }
+
+// DefaultLoadTimeout bounds a view's load when Config does not: the load runs for every request
+// waiting on it, so none of them may bound it, and without a bound one read stuck behind an
+// exhausted pool or a lock would hold every request for that channel for ever.
+const DefaultLoadTimeout = 30 * time.Second
 
 // ViewReleases is how many of a channel's newest releases a view holds. It is also how many the
 // SDK form of latest compares (decisions.md), so that form is always answered from the view.
@@ -129,6 +136,13 @@ type lru struct {
 	generation uint64
 
 	loads singleflight.Group
+}
+
+func (c *lru) loadTimeout() time.Duration {
+	if c.cfg.LoadTimeout > 0 {
+		return c.cfg.LoadTimeout
+	}
+	return DefaultLoadTimeout
 }
 
 func newLRU(cfg Config, m *metrics.Metrics) *lru {
@@ -292,18 +306,26 @@ func (c *Cache) View(ctx context.Context, key string) (*ChannelView, error) {
 	// One load per key and generation at a time, however many requests miss together. A request
 	// that comes after an invalidation does not join a load that started before it (that load may
 	// have read what the change replaced: the writer must read its own write). The load runs
-	// detached from the first caller's cancellation, since others may be waiting on it.
-	res, err, _ := c.lru.loads.Do(key+"@"+strconv.FormatUint(gen, 10), func() (any, error) {
-		v, err := c.load(context.WithoutCancel(ctx), key)
+	// detached from the first caller's cancellation, since others may be waiting on it, but within
+	// the load timeout; each waiter stops waiting when its own request ends.
+	done := c.lru.loads.DoChan(key+"@"+strconv.FormatUint(gen, 10), func() (any, error) {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.lru.loadTimeout())
+		defer cancel()
+		v, err := c.load(lctx, key)
 		if err == nil {
 			c.lru.put(key, v, gen)
 		}
 		return v, err
 	})
-	if err != nil {
-		return nil, err
+	select {
+	case res := <-done:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*ChannelView), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	return res.(*ChannelView), nil
 }
 
 func (c *Cache) load(ctx context.Context, key string) (*ChannelView, error) {

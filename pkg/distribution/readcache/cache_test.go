@@ -2,6 +2,7 @@ package readcache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -300,5 +301,58 @@ func TestReadCacheAgeCountsFromTheReads(t *testing.T) {
 	}
 	if n := st.loads.Load(); n != 2 {
 		t.Fatalf("%d loads: a view read more than its TTL ago was served as fresh", n)
+	}
+}
+
+// blockingStore's reads wait until their context ends, as a read stuck behind an exhausted pool or
+// a lock does.
+type blockingStore struct {
+	*viewStore
+	block   atomic.Bool
+	started chan struct{}
+}
+
+func (s *blockingStore) ChannelContextBySlug(ctx context.Context, slug string) (*ChannelContext, error) {
+	if s.block.Load() {
+		s.started <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.viewStore.ChannelContextBySlug(ctx, slug)
+}
+
+// A load that is stuck neither holds its waiters past their own deadlines nor lasts for ever: a
+// request whose client has gone returns at once, and the load ends at the cache's load timeout,
+// so the next request loads afresh.
+func TestReadCacheStuckLoadReleasesItsWaiters(t *testing.T) {
+	st := &blockingStore{viewStore: newViewStore(), started: make(chan struct{}, 1)}
+	st.add(1, 10, 100, "one", 2)
+	st.block.Store(true)
+	s := New(Config{MaxBytes: 1 << 20, TTL: time.Hour, LoadTimeout: 200 * time.Millisecond}, st, nil)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	waiter := make(chan error, 1)
+	go func() {
+		_, err := s.View(ctx, "one")
+		waiter <- err
+	}()
+	<-st.started
+	cancel()
+	select {
+	case err := <-waiter:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the waiter whose request ended got %v, want context.Canceled", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a request whose context ended still waits for a stuck load")
+	}
+
+	// The stuck load itself ends at the load timeout; once the store answers, so does the cache.
+	if _, err := s.View(context.Background(), "one"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a load stuck past the load timeout ended with %v, want context.DeadlineExceeded", err)
+	}
+	st.block.Store(false)
+	if v, err := s.View(context.Background(), "one"); err != nil || v.Total != 2 {
+		t.Fatalf("after the store recovered: %v, %v", v, err)
 	}
 }
