@@ -38,7 +38,14 @@ func scanJPEG(data []byte) (jpegFrame, error) {
 	i := 2 // after SOI
 	for i+1 < len(data) {
 		if data[i] != 0xff {
-			return f, errs.Invalidf("the screenshot is a damaged JPEG image (no marker where one is due)")
+			// Bytes where a marker is due: Go's decoder, like libjpeg, skips them to the next
+			// 0xff, and so does this walk, to see the frame the decoder will see.
+			j := bytes.IndexByte(data[i:], 0xff)
+			if j < 0 {
+				return f, nil
+			}
+			i += j
+			continue
 		}
 		m := data[i+1]
 		i += 2
@@ -48,9 +55,9 @@ func scanJPEG(data []byte) (jpegFrame, error) {
 			continue
 		case m == 0xd9: // EOI: what follows is no part of the image
 			return f, nil
-		case m == 0x01 || (m >= 0xd0 && m <= 0xd7):
+		case m == 0x00 || m == 0x01 || (m >= 0xd0 && m <= 0xd7):
 			continue
-		case m == 0xd8 || m == 0x00:
+		case m == 0xd8:
 			return f, errs.Invalidf("the screenshot is a damaged JPEG image (a misplaced marker)")
 		}
 		if i+2 > len(data) {
@@ -80,7 +87,7 @@ func scanJPEG(data []byte) (jpegFrame, error) {
 			f.height = int(binary.BigEndian.Uint16(seg[1:]))
 			f.width = int(binary.BigEndian.Uint16(seg[3:]))
 			nc := int(seg[5])
-			if nc == 0 || nc > 4 || len(seg) < 6+3*nc {
+			if (nc != 1 && nc != 3 && nc != 4) || len(seg) < 6+3*nc {
 				return f, errs.Invalidf("the screenshot is a JPEG image of %d components, which Slipway does not read", nc)
 			}
 			f.comps = make([]jpegComp, nc)

@@ -698,3 +698,21 @@ func FuzzOrientation(f *testing.F) {
 		}
 	})
 }
+
+// Bytes between a JPEG's segments are skipped by Go's decoder, and by the marker walk, so that
+// the walk sees the frame the decoder decodes.
+func TestSanitizeJPEGWithBytesBetweenSegments(t *testing.T) {
+	j := encodeJPEG(t, marked(64, 48))
+	cut := 4 + int(binary.BigEndian.Uint16(j[4:])) // after the first segment
+	in := append(append(append([]byte{}, j[:cut]...), 0, 0, 0), j[cut:]...)
+	if _, err := jpeg.Decode(bytes.NewReader(in)); err != nil {
+		t.Skipf("Go's decoder no longer takes it: %v", err)
+	}
+	img, err := sanitize(t, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Width != 64 || img.Height != 48 {
+		t.Errorf("%d×%d", img.Width, img.Height)
+	}
+}
