@@ -716,3 +716,34 @@ func TestSanitizeJPEGWithBytesBetweenSegments(t *testing.T) {
 		t.Errorf("%d×%d", img.Width, img.Height)
 	}
 }
+
+// A screenshot waits for its reservation while the budget is held by others, and gives up with
+// its request.
+func TestSanitizeWaitsForTheBudget(t *testing.T) {
+	in := encodePNG(t, marked(64, 48))
+	b := appinfo.NewBudget(8 << 20)
+	held, err := b.Reserve(context.Background(), 8<<20, "another parse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Sanitize(ctx, bytes.NewReader(in), Limits{}, b)
+		done <- err
+	}()
+	for b.Waiting() == 0 {
+		runtime.Gosched()
+	}
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("%v, want the request's end", err)
+	}
+	held.Release()
+	if _, err := Sanitize(context.Background(), bytes.NewReader(in), Limits{}, b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Held() != 0 {
+		t.Errorf("the budget holds %d bytes", b.Held())
+	}
+}
