@@ -16,16 +16,17 @@ import (
 
 // Audit target kinds: what a row's target names, for its link.
 const (
-	TargetApp     = "app"
-	TargetScheme  = "scheme"
-	TargetChannel = "channel"
-	TargetRelease = "release"
-	TargetWebhook = "webhook"
-	TargetToken   = "token"
-	TargetUser    = "user"
-	TargetDevice  = "device"
-	TargetSession = "session"
-	TargetDebug   = "debug_file"
+	TargetApp      = "app"
+	TargetScheme   = "scheme"
+	TargetChannel  = "channel"
+	TargetRelease  = "release"
+	TargetWebhook  = "webhook"
+	TargetToken    = "token"
+	TargetUser     = "user"
+	TargetDevice   = "device"
+	TargetSession  = "session"
+	TargetDebug    = "debug_file"
+	TargetFeedback = "feedback"
 )
 
 // AuditTarget is what an action was done to: its kind and id (for a link while it exists), its

@@ -621,11 +621,12 @@ type Change struct {
 
 // Kinds of ObjectOwner.
 const (
-	OwnerRelease   = "release"    // a release's package
-	OwnerIcon      = "icon"       // a release's icon
-	OwnerDebugFile = "debug_file" // a debug file
-	OwnerLedger    = "ledger"     // storage_objects: an upload in progress, or an object the collector is to delete
-	OwnerSession   = "session"    // an open resumable upload session
+	OwnerRelease    = "release"    // a release's package
+	OwnerIcon       = "icon"       // a release's icon
+	OwnerDebugFile  = "debug_file" // a debug file
+	OwnerScreenshot = "screenshot" // a feedback screenshot or its thumbnail
+	OwnerLedger     = "ledger"     // storage_objects: an upload in progress, or an object the collector is to delete
+	OwnerSession    = "session"    // an open resumable upload session
 )
 
 // ObjectOwner is a row that names an object key: reconciliation (`slipway gc --reconcile`)
@@ -633,12 +634,12 @@ const (
 type ObjectOwner struct {
 	Key  string
 	Kind string // OwnerRelease, OwnerIcon, ...
-	// ID is the release's or debug file's id (0 for the ledger and sessions).
+	// ID is the release's, debug file's or feedback's id (0 for the ledger and sessions).
 	ID int64
 }
 
-// Expected reports whether the row's object must exist: releases' packages and icons and debug
-// files. Ledger rows and open sessions may name objects not (or no longer) stored.
+// Expected reports whether the row's object must exist: releases' packages and icons, debug
+// files and screenshots. Ledger rows and open sessions may name objects not (or no longer) stored.
 func (o ObjectOwner) Expected() bool {
-	return o.Kind == OwnerRelease || o.Kind == OwnerIcon || o.Kind == OwnerDebugFile
+	return o.Kind == OwnerRelease || o.Kind == OwnerIcon || o.Kind == OwnerDebugFile || o.Kind == OwnerScreenshot
 }

@@ -71,6 +71,7 @@ func (m *mgmt) state() string {
 	var b strings.Builder
 	for _, q := range []string{
 		`SELECT coalesce(string_agg(concat_ws('|', id, name), ',' ORDER BY id), '') FROM apps`,
+		`SELECT coalesce(string_agg(concat_ws('|', id, release_id, state, body), ',' ORDER BY id), '') FROM feedback`,
 		`SELECT coalesce(string_agg(concat_ws('|', id, app_id, name, new_build_callout, retained_builds), ',' ORDER BY id), '') FROM schemes`,
 		`SELECT coalesce(string_agg(concat_ws('|', id, scheme_id, name, slug, device_type, bundle_id, git_url, password_hash, download_filename_type), ',' ORDER BY id), '') FROM channels`,
 		`SELECT coalesce(string_agg(concat_ws('|', id, release_version, build_version, release_type, source, branch, git_commit, ci_url, changelog::text, custom_fields::text), ',' ORDER BY id), '') FROM releases`,

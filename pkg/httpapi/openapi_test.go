@@ -483,6 +483,20 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Do(t, "DELETE", "/api/groups/qa/testers/bob@example.com", nil, admin), 200, "remove a tester")
 	expect(e.Do(t, "DELETE", "/api/groups/qa/testers/bob@example.com", nil, admin), 404, "remove them again")
 	expect(e.Do(t, "DELETE", "/api/groups/qa", nil, admin), 200, "delete a group")
+	// Feedback.
+	fbBody, fbType := apptest.Multipart(apptest.Field("text", "It crashes"), apptest.Field("device", "iPhone15,2"),
+		shot("s.png", testPNG(t, 40, 80)))
+	fb := expect(e.Do(t, "POST", fmt.Sprintf("/api/releases/%d/feedback", relID), fbBody, http.Header{"Content-Type": {fbType}}), 201, "send feedback").Map(t)
+	fbID := int64(fb["id"].(float64))
+	dfJSON("POST", fmt.Sprintf("/api/releases/%d/feedback", relID), `{"text":""}`, e.UploadToken, 422)
+	dfJSON("POST", "/api/feedback?channel_key="+slug+"&release_version=1.0&build_version=1", `{"text":"By version"}`, e.UploadToken, 201)
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/releases/%d/feedback", relID), nil, upload), 200, "a build's feedback")
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/apps/%d/feedback?state=open&q=crash", appID), nil, upload), 200, "an app's feedback")
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/feedback/%d", fbID), nil, upload), 200, "a report")
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/feedback/%d/screenshots/1?size=thumb", fbID), nil, upload), 302, "a report's screenshot")
+	expect(e.Do(t, "GET", fmt.Sprintf("/api/feedback/%d/screenshots/9", fbID), nil, upload), 422, "no such screenshot")
+	dfJSON("PATCH", fmt.Sprintf("/api/feedback/%d", fbID), `{"state":"resolved"}`, e.AdminToken, 200)
+	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/feedback/%d", fbID), nil, admin), 200, "delete a report")
 	// The tester pages (pkg/web's tester tests walk them whole).
 	expect(e.Do(t, "GET", "/", nil, nil), 302, "the site's address")
 	expect(e.Do(t, "GET", "/docs", nil, nil), 200, "the guides")

@@ -63,6 +63,7 @@ func TestAppScopedTokenMatrix(t *testing.T) {
 	}
 	dfB := m.want(m.e.Upload(t, "/api/debug_files/upload", m.e.UploadToken, apptest.Field("channel_key", "bravo-ios"),
 		apptest.File("d.zip", dsym("A1A1A1A1-0000-0000-0000-000000000001"))), 201, "debug file into B")
+	fbB := m.want(m.call("POST", fmt.Sprintf("/api/releases/%d/feedback", id(relB)), m.e.AdminToken, `{"text":"on B"}`), 201, "feedback on B")
 	hookB := m.want(m.call("POST", fmt.Sprintf("/api/apps/%d/webhooks", b), m.e.AdminToken, `{"url":"`+receiver.URL+`/b","format":"slipway"}`), 201, "webhook of B")
 	sessB := m.want(m.call("POST", "/api/uploads", m.e.UploadToken, `{"filename":"s.ipa","size":1000,"channel_key":"bravo-ios"}`), 201, "session into B")
 	m.want(m.call("POST", "/api/groups", m.e.AdminToken, `{"alias":"qa","name":"QA"}`), 201, "a tester group")
@@ -134,6 +135,11 @@ func TestAppScopedTokenMatrix(t *testing.T) {
 		{"POST", "/api/groups/:alias/testers", "/api/groups/qa/testers", `{"emails":["eve@example.com"]}`, nil, 403},
 		{"DELETE", "/api/groups/:alias/testers/:email", "/api/groups/qa/testers/tess@example.com", "", nil, 403},
 		{"POST", "/api/releases/:id/distribute", fmt.Sprintf("/api/releases/%d/distribute", id(relB)), `{"testers":["eve@example.com"]}`, nil, 403},
+		// Feedback on B: even on a channel open to anyone, a token acts within its limits.
+		{"POST", "/api/releases/:id/feedback", fmt.Sprintf("/api/releases/%d/feedback", id(relB)), `{"text":"from A"}`, nil, 403},
+		{"POST", "/api/feedback", "/api/feedback?channel_key=bravo-ios&release_version=1.0&build_version=1", `{"text":"from A"}`, nil, 403},
+		{"PATCH", "/api/feedback/:id", fmt.Sprintf("/api/feedback/%d", id(fbB)), `{"state":"resolved"}`, nil, 403},
+		{"DELETE", "/api/feedback/:id", fmt.Sprintf("/api/feedback/%d", id(fbB)), "", nil, 403},
 		// Another token's session is not found, as for any token that may not use it.
 		{"POST", "/api/uploads/:session/complete", fmt.Sprintf("/api/uploads/%s/complete", sessB["id"]), "", nil, 404},
 		{"DELETE", "/api/uploads/:session", fmt.Sprintf("/api/uploads/%s", sessB["id"]), "", nil, 404},

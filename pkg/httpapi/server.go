@@ -221,6 +221,17 @@ func New(d Deps) *Server {
 	r.GET("/releases/:id/icon", visitor, h(s.releaseIcon))
 	r.GET("/channels/:slug/releases/:id/install", visitor, h(s.installManifest))
 	r.GET("/objects/*key", h(s.serveObject))
+	// Feedback: sent by testers (a tester session), the team (a token or a console session) or,
+	// on a channel open to anyone, anyone; read and managed by the app's members.
+	fb := s.feedbackActor(visitor)
+	api.POST("/releases/:id/feedback", fb, h(s.sendFeedback))
+	api.POST("/feedback", fb, h(s.sendFeedbackByVersion))
+	api.GET("/releases/:id/feedback", fb, h(s.releaseFeedback))
+	api.GET("/apps/:id/feedback", fb, h(s.appFeedback))
+	api.GET("/feedback/:id", fb, h(s.getFeedback))
+	api.PATCH("/feedback/:id", fb, h(s.setFeedbackState))
+	api.DELETE("/feedback/:id", fb, h(s.deleteFeedback))
+	api.GET("/feedback/:id/screenshots/:n", fb, h(s.feedbackScreenshot))
 	r.StaticFS("/static", http.FS(web.Static))
 	s.pages.Register(e)
 

@@ -230,3 +230,8 @@ func (l Links) ConsoleSignIn() string { return l.Base + "/console/login/email" }
 func (l Links) ConsoleLink(secret string) string {
 	return l.Base + "/console/signin/" + url.PathEscape(secret)
 }
+
+// Feedback is an app's feedback inbox in the console, at one report.
+func (l Links) Feedback(appID, id int64) string {
+	return fmt.Sprintf("%s/console/apps/%d/feedback#feedback-%d", l.Base, appID, id)
+}

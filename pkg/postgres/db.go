@@ -37,6 +37,7 @@ type DB struct {
 	*Testers
 	*Mail
 	*Invitations
+	*Feedback
 }
 
 // pool is what every part shares: the connections and the store's logger. Helpers two parts use
@@ -70,7 +71,7 @@ type (
 func newDB(p *pool, conn *pgx.ConnConfig) *DB {
 	return &DB{pool: p, conn: conn, Catalog: &Catalog{p}, Releases: &Releases{p}, People: &People{p},
 		Devices: &Devices{p}, Audit: &Audit{p}, Events: &Events{p}, Testers: &Testers{p}, Mail: &Mail{p},
-		Invitations: &Invitations{p}}
+		Invitations: &Invitations{p}, Feedback: &Feedback{p}}
 }
 
 // Options tune Open.

@@ -151,6 +151,20 @@ var fills = map[uint]string{
 	25: `
 		UPDATE channels SET app_bundle_id = 'com.example.harbor' WHERE id = 2;
 		UPDATE channels SET app_bundle_id = '*' WHERE id = 1;`,
+	// Feedback on release 1: a tester's with a screenshot, resolved; an anonymous one, open; a
+	// member who has feedback mailed.
+	26: `
+		INSERT INTO feedback (id, release_id, app_id, channel_id, tester_id, author_kind, author_name, author_email, body, device,
+			os_version, locale, app_state, source, state, state_by, state_at) VALUES
+			(1, 1, 1, 1, 1, 'tester', 'Ada', 'ada@example.com', 'The login button does nothing', 'iPhone15,2', 'iOS 18.1', 'en-GB',
+				'{"screen": "login"}', 'api', 'resolved', 'Ops', now()),
+			(2, 1, 1, 1, NULL, 'anonymous', '', '', 'Crashes on start', '', '', '', NULL, 'page', 'open', '', NULL);
+		INSERT INTO feedback_screenshots (feedback_id, position, object_key, thumb_key, content_type, size, width, height) VALUES
+			(1, 1, 'feedback/1/a.png', 'feedback/1/a-thumb.jpg', 'image/png', 1234, 1290, 2796);
+		INSERT INTO feedback_attempts (channel_id, client) VALUES (1, '203.0.113.7');
+		INSERT INTO app_members (app_id, user_id, feedback_mail) VALUES (1, 4, true);
+		INSERT INTO audit_log (action, target, actor_kind, actor_name, target_kind, target_id) VALUES
+			('feedback.create', 'Harbor 1.0 (1)', 'anonymous', 'anonymous', 'feedback', 2);`,
 }
 
 // downEffects are the changes to surviving rows that a down migration makes on purpose: they turn
@@ -193,6 +207,24 @@ var downEffects = map[uint]func(t *testing.T, want, got tables){
 			objects.rows = append(objects.rows, got["storage_objects"].rows[i])
 		}
 		want["storage_objects"] = objects
+	},
+	// Feedback goes; its screenshots' objects go to the collector.
+	26: func(t *testing.T, want, got tables) {
+		objects := want["storage_objects"]
+		for _, k := range []string{"feedback/1/a.png", "feedback/1/a-thumb.jpg"} {
+			i := slices.IndexFunc(got["storage_objects"].rows, func(r row) bool { return r["key"] == k })
+			if i < 0 || got["storage_objects"].rows[i]["state"] != "deleted" {
+				t.Errorf("screenshot object %s is not handed to the collector", k)
+				continue
+			}
+			objects.rows = append(objects.rows, got["storage_objects"].rows[i])
+		}
+		want["storage_objects"] = objects
+		for _, r := range want["audit_log"].rows {
+			if r["actor_kind"] == "anonymous" {
+				r["actor_kind"] = "system"
+			}
+		}
 	},
 	// Devices awaiting approval go: the schema before would export them to Apple.
 	10: func(t *testing.T, want, got tables) {

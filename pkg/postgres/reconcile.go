@@ -10,11 +10,14 @@ import (
 )
 
 // ownersSQL is every row that names an object key (see distribution.ObjectOwner): the key
-// patterns Slipway writes are packages/… and debug_files/… (uploads and upload sessions) and
-// icons/… (release icons), all recorded in these columns.
+// patterns Slipway writes are packages/… and debug_files/… (uploads and upload sessions),
+// icons/… (release icons) and feedback/… (screenshots and their thumbnails), all recorded in these
+// columns.
 const ownersSQL = `SELECT object_key AS key, 'release' AS kind, id FROM releases
 	UNION ALL SELECT icon_key, 'icon', id FROM releases WHERE icon_key IS NOT NULL
 	UNION ALL SELECT object_key, 'debug_file', id FROM debug_files
+	UNION ALL SELECT object_key, 'screenshot', feedback_id FROM feedback_screenshots
+	UNION ALL SELECT thumb_key, 'screenshot', feedback_id FROM feedback_screenshots
 	UNION ALL SELECT key, 'ledger', 0 FROM storage_objects
 	UNION ALL SELECT object_key, 'session', 0 FROM upload_sessions WHERE state IN ('open', 'completing')`
 

@@ -26,12 +26,13 @@ const (
 	EventDebugFileCreated  = "debug_file.created"
 	EventTesterInvited     = "tester.invited"
 	EventTesterInstalled   = "tester.installed"
+	EventFeedbackCreated   = "feedback.created"
 	EventPing              = "ping"
 )
 
 // Events are the events a webhook may subscribe to.
 var Events = []string{EventReleaseCreated, EventReleaseDeleted, EventReleaseDownloaded, EventDebugFileCreated,
-	EventTesterInvited, EventTesterInstalled}
+	EventTesterInvited, EventTesterInstalled, EventFeedbackCreated}
 
 // ValidEvent reports whether a webhook may subscribe to s.
 func ValidEvent(s string) bool { return slices.Contains(Events, s) }
@@ -69,7 +70,28 @@ type Envelope struct {
 	// most MaxEventTesters, TesterCount counting all) or the one a tester.installed event names.
 	Testers     []TesterRef `json:"testers,omitempty"`
 	TesterCount int         `json:"tester_count,omitempty"`
+	// Feedback is the report a feedback.created event carries.
+	Feedback *FeedbackInfo `json:"feedback,omitempty"`
 }
+
+// FeedbackInfo is a tester's report in an event: its text, who sent it from what device, and
+// how many screenshots it has (the API serves them: GET /api/feedback/{id}).
+type FeedbackInfo struct {
+	ID          int64      `json:"id"`
+	Text        string     `json:"text"`
+	Author      *TesterRef `json:"author,omitempty"`
+	AuthorKind  string     `json:"author_kind"`
+	Device      string     `json:"device,omitempty"`
+	OSVersion   string     `json:"os_version,omitempty"`
+	Locale      string     `json:"locale,omitempty"`
+	Source      string     `json:"source"`
+	Screenshots int        `json:"screenshots"`
+	// URL is the report in the console.
+	URL string `json:"url,omitempty"`
+}
+
+// maxFeedbackChat bounds the text of a report a chat message shows.
+const maxFeedbackChat = 600
 
 // MaxEventTesters bounds the testers one event lists.
 const MaxEventTesters = 100
@@ -153,18 +175,22 @@ func Render(format string, env *Envelope) ([]byte, error) {
 	}
 	title, text, link := summary(env, escaperFor(format))
 	link = safeLink(link)
+	label := "Open the release page"
+	if env.Event == EventFeedbackCreated {
+		label = "Open the feedback"
+	}
 	var body any
 	switch format {
 	case FormatSlack:
 		msg := "*" + title + "*\n" + text
 		if link != "" {
-			msg += "\n<" + escapeSlack(link) + "|Open the release page>"
+			msg += "\n<" + escapeSlack(link) + "|" + label + ">"
 		}
 		body = map[string]string{"text": msg}
 	case FormatTeams:
 		card := map[string]any{"@type": "MessageCard", "@context": "https://schema.org/extensions", "summary": title, "title": title, "text": text}
 		if link != "" {
-			card["potentialAction"] = []any{map[string]any{"@type": "OpenUri", "name": "Open the release page",
+			card["potentialAction"] = []any{map[string]any{"@type": "OpenUri", "name": label,
 				"targets": []any{map[string]string{"os": "default", "uri": link}}}}
 		}
 		body = card
@@ -178,7 +204,7 @@ func Render(format string, env *Envelope) ([]byte, error) {
 	case FormatDingTalk:
 		md := "### " + title + "\n\n" + text
 		if link != "" {
-			md += "\n\n[Open the release page](" + link + ")"
+			md += "\n\n[" + label + "](" + link + ")"
 		}
 		body = map[string]any{"msgtype": "markdown", "markdown": map[string]string{"title": title, "text": md}}
 	case FormatFeishu:
@@ -190,7 +216,7 @@ func Render(format string, env *Envelope) ([]byte, error) {
 	case FormatWeCom:
 		md := "**" + title + "**\n" + text
 		if link != "" {
-			md += "\n[Open the release page](" + link + ")"
+			md += "\n[" + label + "](" + link + ")"
 		}
 		body = map[string]any{"msgtype": "markdown", "markdown": map[string]string{"content": md}}
 	default:
@@ -254,6 +280,23 @@ func summary(env *Envelope, esc escaper) (title, text, link string) {
 	case EventTesterInstalled:
 		title = fmt.Sprintf("%s installed by a tester", app)
 		text = fmt.Sprintf("Version %s%s installed by %s", version, where, testerList(esc, env.Testers, len(env.Testers)))
+	case EventFeedbackCreated:
+		title = fmt.Sprintf("Feedback on %s %s%s", app, version, where)
+		if f := env.Feedback; f != nil {
+			from := "someone without an account"
+			if f.Author != nil && (f.Author.Name != "" || f.Author.Email != "") {
+				from = esc(firstNonEmpty(f.Author.Name, f.Author.Email))
+			}
+			text = "From " + from
+			if f.Device != "" || f.OSVersion != "" {
+				text += " on " + esc(strings.TrimSpace(f.Device+" "+f.OSVersion))
+			}
+			if f.Screenshots > 0 {
+				text += fmt.Sprintf(", %d screenshot(s)", f.Screenshots)
+			}
+			text += ":\n" + esc(truncateRunes(f.Text, maxFeedbackChat))
+			link = f.URL
+		}
 	case EventPing:
 		title = "Test message from Slipway"
 		text = "This webhook works."
@@ -391,4 +434,13 @@ func NewSecret() (string, error) {
 type TestersInfo struct {
 	Testers  int `json:"testers"`
 	Notified int `json:"notified"`
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }

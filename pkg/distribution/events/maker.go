@@ -97,3 +97,25 @@ func (m *Maker) TesterEvent(kind string, rc *distribution.ReleaseContext, tester
 	}
 	return distribution.Event{ID: env.ID, Kind: kind, AppID: rc.App.ID, ChannelID: rc.Channel.ID, Payload: payload}, nil
 }
+
+// FeedbackEvents makes the feedback.created event of a report on release rc.
+func (m *Maker) FeedbackEvents(f *distribution.Feedback, rc *distribution.ReleaseContext) ([]distribution.Event, error) {
+	info := &webhook.FeedbackInfo{ID: f.ID, Text: f.Text, AuthorKind: f.AuthorKind, Device: f.Device, OSVersion: f.OSVersion,
+		Locale: f.Locale, Source: f.Source, Screenshots: len(f.Screenshots)}
+	if f.AuthorName != "" || f.AuthorEmail != "" {
+		info.Author = &webhook.TesterRef{Name: f.AuthorName, Email: f.AuthorEmail}
+	}
+	if m.Links.Base != "" {
+		info.URL = m.Links.Feedback(f.AppID, f.ID)
+	}
+	env := webhook.Envelope{ID: newEventID(), Event: webhook.EventFeedbackCreated, CreatedAt: time.Now().UTC(),
+		App:      &webhook.AppRef{ID: rc.App.ID, Name: rc.App.Name},
+		Channel:  &webhook.ChannelRef{ID: rc.Channel.ID, Name: rc.Channel.Name, Key: rc.Channel.Slug, SchemeName: rc.Scheme.Name, DeviceType: rc.Channel.DeviceType},
+		Release:  m.releaseInfo(rc, true),
+		Feedback: info}
+	payload, err := json.Marshal(env)
+	if err != nil {
+		return nil, err
+	}
+	return []distribution.Event{{ID: env.ID, Kind: env.Event, AppID: rc.App.ID, ChannelID: rc.Channel.ID, Payload: payload}}, nil
+}

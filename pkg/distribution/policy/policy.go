@@ -81,12 +81,24 @@ const (
 	// Install opens the builds of a channel open to its testers only (OnChannel): its pages,
 	// install links, manifests, downloads and feeds.
 	Install Action = "release.install"
+	// SendFeedback reports on a build (OnFeedback): anyone may on a channel open to anyone (Open),
+	// and on a tester-only channel whoever may install the build.
+	SendFeedback Action = "feedback.send"
+	// ReadFeedback reads an app's feedback, with its authors and screenshots: the app's members,
+	// and tokens that read the app.
+	ReadFeedback Action = "feedback.read"
+	// ManageFeedback marks an app's feedback open or resolved.
+	ManageFeedback Action = "feedback.manage"
+	// DeleteFeedback deletes a report: what ManageFeedback allows, and the tester who wrote it
+	// (who also reads it: ReadFeedback on OnReport).
+	DeleteFeedback Action = "feedback.delete"
 )
 
 // Actions lists every action, for the table test and the documentation.
 var Actions = []Action{ReadCatalog, CreateApp, ManageApp, DeleteApp, Upload, EditRelease, PinRelease, DeleteRelease,
 	DeleteDebugFile, RotateFeedToken, ManageWebhooks, ReadDevices, SyncDevice, ManageDevices, ManageTokens, ManagePeople,
-	InvitePeople, ReadAudit, UseSession, ConfigureSigning, SignRelease, ManageTesters, ReadTesters, Distribute, Install}
+	InvitePeople, ReadAudit, UseSession, ConfigureSigning, SignRelease, ManageTesters, ReadTesters, Distribute, Install,
+	SendFeedback, ReadFeedback, ManageFeedback, DeleteFeedback}
 
 // Resource is what an action is taken on: an app (AppID), or the installation (AppID 0), with
 // what the rules need to know of it.
@@ -103,7 +115,21 @@ type Resource struct {
 	// ChannelID and ReleaseID are the channel (and release, 0: any of its releases) Install
 	// opens.
 	ChannelID, ReleaseID int64
+	// Open marks a channel open to anyone with its key (not tester-only), for SendFeedback.
+	Open bool
+	// Author is the tester who wrote a report (0: someone else), for DeleteFeedback.
+	Author int64
 }
+
+// OnFeedback is the resource of SendFeedback: a release of a channel of an app, open to anyone
+// or not.
+func OnFeedback(appID, channelID, releaseID int64, open bool) Resource {
+	return Resource{AppID: appID, ChannelID: channelID, ReleaseID: releaseID, Open: open}
+}
+
+// OnReport is the resource of an action on one report of an app, written by tester author (0:
+// not a tester).
+func OnReport(appID, author int64) Resource { return Resource{AppID: appID, Author: author} }
 
 // OnChannel is the resource of Install: a release of a channel of an app (releaseID 0: the
 // channel's pages, which show the releases the actor may install).
@@ -205,11 +231,25 @@ var allow = Decision{}
 
 // appActions are those a developer may take on the apps they are members of.
 var appActions = map[Action]bool{ManageApp: true, Upload: true, EditRelease: true, DeleteRelease: true, SignRelease: true,
-	Distribute: true, InvitePeople: true}
+	Distribute: true, InvitePeople: true, ManageFeedback: true, DeleteFeedback: true}
 
 // Decide is the rule table: what each kind of actor may do. It reads nothing but its arguments,
 // so the table test covers it whole.
 func Decide(a distribution.Actor, act Action, res Resource) Decision {
+	if act == SendFeedback {
+		if a.Kind == distribution.ActorToken {
+			// A token that presents itself acts within its limits, even where no credentials
+			// would do.
+			if d, ok := decideLimits(a, act, res); !ok {
+				return d
+			}
+		}
+		if res.Open {
+			// Whoever may open the build's page may say what they saw.
+			return allow
+		}
+		act = Install
+	}
 	switch a.Kind {
 	case distribution.ActorSystem:
 		// The command line on the server and the background components act for the operator.
@@ -226,7 +266,7 @@ func Decide(a distribution.Actor, act Action, res Resource) Decision {
 	case distribution.ActorUser:
 		return decideUser(a, act, res)
 	case distribution.ActorTester:
-		return decideTester(act)
+		return decideTester(act, a, res)
 	}
 	if act == Install {
 		return Decision{Err: errs.New(errs.Unauthenticated, "this channel is open to its testers only: sign in with the link Slipway mails you")}
@@ -263,6 +303,11 @@ func decideToken(a distribution.Actor, act Action, res Resource) Decision {
 		switch act {
 		case ReadCatalog, Upload, ReadDevices, SyncDevice, Distribute:
 			return allow
+		case ReadFeedback:
+			if res.AppID != 0 {
+				return allow
+			}
+			return refuse("reading every app's feedback needs an admin token")
 		case ReadTesters:
 			if res.AppID != 0 {
 				return allow
@@ -293,7 +338,8 @@ var abilityOf = map[Action]string{
 	Upload:      distribution.AbilityUpload, EditRelease: distribution.AbilityUpload, UseSession: distribution.AbilityUpload,
 	SignRelease: distribution.AbilityUpload,
 	ReadDevices: distribution.AbilityDevices, SyncDevice: distribution.AbilityDevices, ManageDevices: distribution.AbilityDevices,
-	Distribute: distribution.AbilityUpload, ReadTesters: distribution.AbilityRead,
+	Distribute: distribution.AbilityUpload, ReadTesters: distribution.AbilityRead, ReadFeedback: distribution.AbilityRead,
+	SendFeedback: distribution.AbilityRead,
 }
 
 // decideLimits applies a token's limits, before its scope: a token limited to apps acts on no
@@ -387,6 +433,9 @@ func decideUser(a distribution.Actor, act Action, res Resource) Decision {
 			Err: errs.New(errs.Forbidden, "this channel is open to its testers only, and you are not one of them")}
 	case act == ReadDevices && a.Role == distribution.RoleDeveloper:
 		return allow
+	case act == ReadFeedback && res.AppID != 0:
+		// Feedback names testers and holds what they wrote: the app's members read it.
+		return Decision{NeedsMembership: true, Err: notMember}
 	case act == ReadTesters && a.Role == distribution.RoleDeveloper:
 		if res.AppID == 0 {
 			return allow
@@ -411,7 +460,10 @@ func decideUser(a distribution.Actor, act Action, res Resource) Decision {
 
 // decideTester: a tester signed in with a mailed link may install what was given to them (the
 // store answers which), and nothing else.
-func decideTester(act Action) Decision {
+func decideTester(act Action, a distribution.Actor, res Resource) Decision {
+	if (act == ReadFeedback || act == DeleteFeedback) && res.Author != 0 && res.Author == a.TesterID {
+		return allow
+	}
 	if act == Install {
 		return Decision{NeedsTesterGrant: true, Err: errs.New(errs.Forbidden, "this build was not given to you; ask the team to add you to its testers")}
 	}

@@ -110,6 +110,16 @@ func TestPolicyTable(t *testing.T) {
 		// A tester-only channel: the app's members (any role), tokens that read the app, and the
 		// testers it was given to (tester 9 has channel 5 of app 1, nothing of app 2).
 		{policy.Install, own, [n]string{yes, login, yes, yes, yes, member, member, yes, yes, no, member, member}},
+		// Feedback: on a channel open to anyone, anyone reports; on a tester-only one, whoever
+		// may install. The app's members read it; developers and admins set its state and delete
+		// it, and so does the tester who wrote it (tester 9).
+		{policy.SendFeedback, policy.OnFeedback(1, 5, 0, true), [n]string{yes, yes, yes, yes, yes, yes, yes, yes, yes, no, yes, yes}},
+		{policy.SendFeedback, own, [n]string{yes, login, yes, yes, yes, member, member, yes, yes, no, member, member}},
+		{policy.ReadFeedback, own, [n]string{yes, login, yes, yes, yes, member, member, yes, yes, no, member, no}},
+		{policy.ReadFeedback, policy.OnReport(1, 9), [n]string{yes, login, yes, yes, yes, member, member, yes, yes, no, member, yes}},
+		{policy.ManageFeedback, own, [n]string{yes, login, yes, no, yes, member, no, no, yes, no, no, no}},
+		{policy.DeleteFeedback, own, [n]string{yes, login, yes, no, yes, member, no, no, yes, no, no, no}},
+		{policy.DeleteFeedback, policy.OnReport(1, 9), [n]string{yes, login, yes, no, yes, member, no, no, yes, no, no, yes}},
 	}
 	seen := map[policy.Action]bool{}
 	for _, r := range rows {
@@ -135,12 +145,16 @@ func TestPolicyTable(t *testing.T) {
 			// On app 2 (not the developer's, not the token's upload or session, not among the
 			// limited tokens' apps), a member-only answer becomes a refusal, and so do the upload
 			// token's own-things answers and everything a token limited to other apps would do.
-			other := policy.Resource{AppID: 2, UploadedBy: tokenID + 1, SessionToken: tokenID + 1}
+			other := policy.Resource{AppID: 2, UploadedBy: tokenID + 1, SessionToken: tokenID + 1, Open: r.res.Open, Author: r.res.Author}
 			if r.res.AppID == 0 {
 				continue
 			}
 			want2 := r.want[i]
 			switch {
+			case r.act == policy.SendFeedback && r.res.Open && name != "app token" && name != "app admin token",
+				r.res.Author != 0 && name == "tester":
+				// Open to anyone, whichever app (but to tokens limited to others); the tester's own
+				// report, whichever app.
 			case want2 == member:
 				want2 = no
 			case name == "app token" || name == "app admin token":

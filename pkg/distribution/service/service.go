@@ -9,6 +9,7 @@ package service
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution/catalog"
 	"github.com/slipwayhq/slipway/pkg/distribution/devices"
 	"github.com/slipwayhq/slipway/pkg/distribution/events"
+	"github.com/slipwayhq/slipway/pkg/distribution/feedback"
 	"github.com/slipwayhq/slipway/pkg/distribution/lifecycle"
 	"github.com/slipwayhq/slipway/pkg/distribution/mailer"
 	"github.com/slipwayhq/slipway/pkg/distribution/policy"
@@ -30,6 +32,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/mail"
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/problem"
+	"github.com/slipwayhq/slipway/pkg/screenshot"
 	"github.com/slipwayhq/slipway/pkg/signing"
 	"github.com/slipwayhq/slipway/pkg/webhook"
 )
@@ -66,6 +69,7 @@ type Store interface {
 	readcache.ChangeFeed
 	testers.Store
 	testers.MailingStore
+	feedback.Store
 }
 
 // Service is the domain, part by part.
@@ -88,7 +92,9 @@ type Service struct {
 	People *access.People
 	// Colleagues invites people to the console and signs in those who came by invitation.
 	Colleagues *access.Colleagues
-	Passwords  *access.Passwords
+	// Feedback takes testers' reports on builds, with their screenshots.
+	Feedback  *feedback.Reports
+	Passwords *access.Passwords
 	// Forms makes each console form act once (its single-use token).
 	Forms *access.Forms
 	// Events: the events writes record, webhooks, their delivery, download counts.
@@ -196,6 +202,15 @@ func New(cfg *config.Config, db Store, st blob.Backend, m *metrics.Metrics, log 
 	s.Builds.Testers = s.Testers
 	s.Colleagues = &access.Colleagues{Store: db, Logins: s.Logins, Policy: pol, Audit: audit, PublicURL: cfg.PublicURL,
 		MailOn: s.MailOn, Mail: s.Mailer}
+	s.Feedback = &feedback.Reports{Store: db, Objects: s.Objects, Policy: pol, Events: s.Events,
+		Mail: feedback.Composer{Links: links.Links{Base: cfg.PublicURL}}, Effects: effects,
+		Clean: func(ctx context.Context, r io.Reader) (*feedback.Image, error) {
+			img, err := screenshot.Sanitize(ctx, r, screenshot.DefaultLimits, s.Parses)
+			if err != nil {
+				return nil, err
+			}
+			return &feedback.Image{Data: img.Data, ContentType: img.ContentType, Width: img.Width, Height: img.Height, Thumb: img.Thumb}, nil
+		}}
 	s.Devices = &devices.Devices{Store: db, Signer: signer, UDID: devices.UDIDConfig{Organization: cfg.UDIDOrganization}, Audit: audit, Policy: pol}
 	return s
 }

@@ -121,11 +121,14 @@ const (
 	PackagePrefix   = "packages"
 	DebugFilePrefix = "debug_files"
 	IconPrefix      = "icons"
+	// FeedbackPrefix holds feedback screenshots and their thumbnails.
+	FeedbackPrefix = "feedback"
 )
 
 // KeyPrefixes are the top-level folders of every key Slipway writes (packages and upload sessions'
-// objects, debug files, release icons). Reconciliation deletes nothing outside them.
-var KeyPrefixes = []string{PackagePrefix, DebugFilePrefix, IconPrefix}
+// objects, debug files, release icons, feedback screenshots). Reconciliation deletes nothing
+// outside them.
+var KeyPrefixes = []string{PackagePrefix, DebugFilePrefix, IconPrefix, FeedbackPrefix}
 
 // StoreUpload streams r, an upload's file part, into a new pending object under prefix
 // (PackagePrefix, DebugFilePrefix), hashing and counting it on the way and keeping its tail. More than

@@ -1,0 +1,363 @@
+package httpapi_test
+
+// Feedback through the API as an app sends it: on a channel open to anyone and on a tester-only
+// one, with screenshots that come out with no metadata; the team reads, resolves and deletes it;
+// webhooks and mail hear of it; hostile images and forms store nothing.
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slipwayhq/slipway/pkg/config"
+	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/test/apptest"
+	"github.com/slipwayhq/slipway/test/testkit"
+)
+
+// shot is a screenshot part of a report's form.
+func shot(filename string, data []byte) apptest.Part {
+	return apptest.Part{Name: "screenshot", Filename: filename, Data: data}
+}
+
+// testPNG is a w×h PNG: red on its left half, blue on its right.
+func testPNG(t testing.TB, w, h int) []byte {
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			c := color.NRGBA{R: 255, A: 255}
+			if x >= w/2 {
+				c = color.NRGBA{B: 255, A: 255}
+			}
+			img.SetNRGBA(x, y, c)
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// gpsJPEG is a w×h JPEG carrying an Exif segment with GPS tags (a GPS IFD with latitude
+// reference "N") and Orientation 1, as a phone camera writes: what must never come out.
+func gpsJPEG(t testing.TB, w, h int) []byte {
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for i := range img.Pix {
+		img.Pix[i] = 200
+	}
+	var enc bytes.Buffer
+	if err := jpeg.Encode(&enc, img, nil); err != nil {
+		t.Fatal(err)
+	}
+	// TIFF, little endian: IFD0 with Orientation (0x0112) and GPSInfo (0x8825), then the GPS
+	// IFD with GPSLatitudeRef (0x0001) "N".
+	var tiff bytes.Buffer
+	le := binary.LittleEndian
+	tiff.WriteString("II")
+	_ = binary.Write(&tiff, le, uint16(42))
+	_ = binary.Write(&tiff, le, uint32(8))
+	_ = binary.Write(&tiff, le, uint16(2))
+	for _, e := range [][4]uint32{{0x0112, 3, 1, 1}, {0x8825, 4, 1, 8 + 2 + 2*12 + 4}} {
+		_ = binary.Write(&tiff, le, uint16(e[0]))
+		_ = binary.Write(&tiff, le, uint16(e[1]))
+		_ = binary.Write(&tiff, le, e[2])
+		_ = binary.Write(&tiff, le, e[3])
+	}
+	_ = binary.Write(&tiff, le, uint32(0))
+	_ = binary.Write(&tiff, le, uint16(1))
+	_ = binary.Write(&tiff, le, uint16(0x0001))
+	_ = binary.Write(&tiff, le, uint16(2))
+	_ = binary.Write(&tiff, le, uint32(2))
+	tiff.Write([]byte{'N', 0, 0, 0})
+	_ = binary.Write(&tiff, le, uint32(0))
+	tiff.WriteString("GPSMarker")
+	app1 := append([]byte("Exif\x00\x00"), tiff.Bytes()...)
+	seg := []byte{0xFF, 0xE1, byte((len(app1) + 2) >> 8), byte(len(app1) + 2)}
+	b := enc.Bytes()
+	out := append(append(append([]byte{}, b[:2]...), seg...), app1...)
+	return append(out, b[2:]...)
+}
+
+// hugePNG is a valid PNG header declaring w×h pixels, and no more than a few bytes of data.
+func hugePNG(w, h uint32) []byte {
+	var b bytes.Buffer
+	b.WriteString("\x89PNG\r\n\x1a\n")
+	ihdr := make([]byte, 13)
+	binary.BigEndian.PutUint32(ihdr, w)
+	binary.BigEndian.PutUint32(ihdr[4:], h)
+	ihdr[8], ihdr[9] = 8, 6
+	writeChunk(&b, "IHDR", ihdr)
+	writeChunk(&b, "IDAT", []byte{0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01})
+	writeChunk(&b, "IEND", nil)
+	return b.Bytes()
+}
+
+func writeChunk(b *bytes.Buffer, typ string, data []byte) {
+	_ = binary.Write(b, binary.BigEndian, uint32(len(data)))
+	b.WriteString(typ)
+	b.Write(data)
+	crc := crc32.ChecksumIEEE(append([]byte(typ), data...))
+	_ = binary.Write(b, binary.BigEndian, crc)
+}
+
+func (m *mgmt) sendFeedback(path, token string, header http.Header, parts ...apptest.Part) *apptest.Response {
+	m.t.Helper()
+	body, ct := apptest.Multipart(parts...)
+	h := http.Header{"Content-Type": {ct}}
+	for k, v := range header {
+		h[k] = v
+	}
+	if token != "" {
+		h.Set("Authorization", "Token "+token)
+	}
+	return m.e.Do(m.t, "POST", path, body, h)
+}
+
+// feedbackState is what a refused report must leave as it was: its rows and the bucket.
+func (m *mgmt) feedbackState() string {
+	m.t.Helper()
+	var rows, shots, pending int
+	if err := m.e.DB.Pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM feedback), (SELECT count(*) FROM feedback_screenshots),
+		(SELECT count(*) FROM storage_objects WHERE state = 'pending')`).Scan(&rows, &shots, &pending); err != nil {
+		m.t.Fatal(err)
+	}
+	return fmt.Sprintf("feedback %d, screenshots %d, pending %d, objects %d", rows, shots, pending, len(m.e.Objects(m.t)))
+}
+
+func TestFeedbackFromApps(t *testing.T) {
+	for _, storage := range []string{apptest.FS, apptest.S3} {
+		t.Run(storage, func(t *testing.T) { testFeedbackFromApps(t, storage) })
+	}
+}
+
+func testFeedbackFromApps(t *testing.T, storage string) {
+	m := newMgmt(t, apptest.Options{Storage: storage, Configure: func(c *config.Config) {
+		c.WebhookAllowPrivate = true
+		c.WebhookPoll = 50 * time.Millisecond
+	}})
+	admin, upload := m.e.AdminToken, m.e.UploadToken
+	ctx := context.Background()
+	app, _, _, first := m.fixture()
+	rcv := newReceiver(t)
+	hook := m.want(m.call("POST", fmt.Sprintf("/api/apps/%d/webhooks", id(app)), admin,
+		`{"url":"`+rcv.URL+`","events":["feedback.created"]}`), 201, "a webhook of feedback")
+	rcv.secret.Store(hook["secret"].(string))
+	// A member who chose feedback mail.
+	var userID int64
+	if err := m.e.DB.Pool.QueryRow(ctx, `INSERT INTO users (subject, email, name, role) VALUES ('email|dev@example.com', 'dev@example.com', 'Dev', 'developer')
+		RETURNING id`).Scan(&userID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.e.DB.Pool.Exec(ctx, `INSERT INTO app_members (app_id, user_id, feedback_mail) VALUES ($1, $2, true)`, id(app), userID); err != nil {
+		t.Fatal(err)
+	}
+
+	// An anonymous report with two screenshots on a channel open to anyone, as an app sends it.
+	path := fmt.Sprintf("/api/releases/%d/feedback", id(first))
+	shotPNG, shotJPEG := testPNG(t, 300, 600), gpsJPEG(t, 640, 480)
+	before := m.feedbackState()
+	r := m.sendFeedback(path, "", nil, apptest.Field("text", "The login button does nothing"), apptest.Field("device", "iPhone15,2"),
+		apptest.Field("os_version", "iOS 18.1"), apptest.Field("locale", "en-GB"), apptest.Field("app_state", `{"screen":"login"}`),
+		apptest.Field("email", "Ann@Example.com"), shot("a.png", shotPNG), shot("b.jpg", shotJPEG))
+	f := m.want(r, 201, "anonymous feedback with two screenshots")
+	author := f["author"].(map[string]any)
+	if author["kind"] != "anonymous" || author["email"] != "ann@example.com" || f["device"] != "iPhone15,2" || f["state"] != "open" ||
+		fmt.Sprint(f["app_state"]) != "map[screen:login]" || f["source"] != "api" {
+		t.Errorf("the report: %v", f)
+	}
+	shots := f["screenshots"].([]any)
+	if len(shots) != 2 {
+		t.Fatalf("screenshots: %v", shots)
+	}
+	for i, want := range []struct {
+		ct   string
+		w, h int
+	}{{"image/png", 300, 600}, {"image/jpeg", 640, 480}} {
+		s := shots[i].(map[string]any)
+		if s["content_type"] != want.ct || s["width"] != float64(want.w) || s["height"] != float64(want.h) {
+			t.Errorf("screenshot %d: %v", i+1, s)
+		}
+	}
+	// The screenshots need a reader of the app's feedback; they come out without metadata.
+	shotURL := strings.TrimPrefix(shots[1].(map[string]any)["url"].(string), m.e.URL)
+	m.want(m.e.Do(t, "GET", shotURL, nil, nil), 401, "a screenshot without credentials")
+	got := m.e.Do(t, "GET", shotURL, nil, http.Header{"Authorization": {"Token " + upload}})
+	if got.Status != 302 {
+		t.Fatalf("screenshot: %d %s", got.Status, got.Body)
+	}
+	img := m.e.Follow(t, got.Header.Get("Location"))
+	if img.Status != 200 || bytes.Contains(img.Body, []byte("Exif")) || bytes.Contains(img.Body, []byte("GPSMarker")) ||
+		bytes.Contains(img.Body, []byte{0xFF, 0xE1}) {
+		t.Errorf("the stored JPEG keeps metadata (status %d, %d bytes)", img.Status, len(img.Body))
+	}
+	if _, format, err := image.Decode(bytes.NewReader(img.Body)); err != nil || format != "jpeg" {
+		t.Errorf("the stored screenshot does not decode: %v %s", err, format)
+	}
+	thumb := m.e.Do(t, "GET", shotURL+"?size=thumb", nil, http.Header{"Authorization": {"Token " + upload}})
+	if th := m.e.Follow(t, thumb.Header.Get("Location")); th.Status != 200 || len(th.Body) >= len(img.Body) {
+		t.Errorf("thumbnail: %d, %d bytes (full %d)", th.Status, len(th.Body), len(img.Body))
+	}
+
+	// The webhook hears of it, the member's mail is in the outbox.
+	ev := rcv.waitEvents(1)[0]
+	if ev.event != "feedback.created" || ev.env.Feedback == nil || ev.env.Feedback.Text != "The login button does nothing" ||
+		ev.env.Feedback.Screenshots != 2 || ev.env.Release == nil || ev.env.Release.ID != id(first) {
+		t.Errorf("the event: %s %+v", ev.event, ev.env.Feedback)
+	}
+	var mails int
+	if err := m.e.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM mail_outbox WHERE kind = 'feedback' AND recipient = 'dev@example.com'
+		AND text_body LIKE '%The login button does nothing%'`).Scan(&mails); err != nil || mails != 1 {
+		t.Errorf("feedback mails to the member: %d (%v)", mails, err)
+	}
+	if strings.Contains(m.e.LogText(), "login button") {
+		t.Error("the logs hold the feedback's text")
+	}
+
+	// The team reads it: the build's list and the app's inbox with its filters.
+	m.want(m.call("GET", path, "", ""), 401, "the build's feedback without a token")
+	list := m.e.Do(t, "GET", path, nil, http.Header{"Authorization": {"Token " + upload}})
+	if list.Status != 200 || list.Header.Get("X-Total-Count") != "1" {
+		t.Fatalf("the build's feedback: %d %s", list.Status, list.Header.Get("X-Total-Count"))
+	}
+	inbox := func(query string) int {
+		t.Helper()
+		r := m.call("GET", fmt.Sprintf("/api/apps/%d/feedback%s", id(app), query), upload, "")
+		if r.Status != 200 {
+			t.Fatalf("inbox %s: %d %s", query, r.Status, r.Body)
+		}
+		var l []map[string]any
+		r.JSON(t, &l)
+		return len(l)
+	}
+	if n := inbox("?q=LOGIN"); n != 1 {
+		t.Errorf("search: %d", n)
+	}
+	if n := inbox("?q=nothing-like-this"); n != 0 {
+		t.Errorf("search for another text: %d", n)
+	}
+	m.want(m.call("GET", fmt.Sprintf("/api/apps/%d/feedback?state=sideways", id(app)), upload, ""), 422, "a bad state")
+	fid := id(f)
+	m.want(m.call("PATCH", fmt.Sprintf("/api/feedback/%d", fid), upload, `{"state":"resolved"}`), 403, "an upload token resolves")
+	res := m.want(m.call("PATCH", fmt.Sprintf("/api/feedback/%d", fid), admin, `{"state":"resolved"}`), 200, "resolve")
+	if res["state"] != "resolved" || res["state_by"] == "" {
+		t.Errorf("resolved: %v", res)
+	}
+	if inbox("?state=open") != 0 || inbox("?state=resolved") != 1 {
+		t.Error("the state filter")
+	}
+
+	// As Zealot's SDKs name a build: channel key and versions.
+	r = m.sendFeedback("/api/feedback?channel_key=harbor-ios&release_version=1.0&build_version=1", "", nil, apptest.Field("text", "By version"))
+	if byVersion := m.want(r, 201, "feedback by version"); byVersion["release_id"] != float64(id(first)) {
+		t.Errorf("by version, the build: %v", byVersion["release_id"])
+	}
+	m.want(m.sendFeedback("/api/feedback?channel_key=harbor-ios&release_version=9&build_version=9", "", nil, apptest.Field("text", "x")), 404, "an unknown version")
+
+	// Bad forms and hostile images: a clear 4xx, nothing stored.
+	before = m.feedbackState()
+	many := []apptest.Part{apptest.Field("text", "twenty screenshots")}
+	for range 20 {
+		many = append(many, shot("s.png", testPNG(t, 8, 8)))
+	}
+	for _, c := range []struct {
+		what   string
+		parts  []apptest.Part
+		status int
+	}{
+		{"no text", []apptest.Part{apptest.Field("device", "x")}, 422},
+		{"app_state not an object", []apptest.Part{apptest.Field("text", "x"), apptest.Field("app_state", `[1,2]`)}, 422},
+		{"a bad email", []apptest.Part{apptest.Field("text", "x"), apptest.Field("email", "not an email")}, 422},
+		{"20 screenshots", many, 422},
+		{"a PNG declaring 100,000 × 100,000", []apptest.Part{apptest.Field("text", "x"), shot("huge.png", hugePNG(100_000, 100_000))}, 422},
+		{"a zip renamed .png", []apptest.Part{apptest.Field("text", "x"), shot("z.png", append([]byte("PK\x03\x04"), make([]byte, 64)...))}, 415},
+		{"HEIC", []apptest.Part{apptest.Field("text", "x"), shot("i.heic", append([]byte("\x00\x00\x00\x18ftypheic"), make([]byte, 64)...))}, 415},
+		{"a truncated PNG", []apptest.Part{apptest.Field("text", "x"), shot("t.png", shotPNG[:len(shotPNG)/2])}, 422},
+	} {
+		r := m.sendFeedback(path, "", nil, c.parts...)
+		m.want(r, c.status, c.what)
+	}
+	testkit.EventuallyOK(t, 30*time.Second, "refused reports leave nothing", func() error {
+		if after := m.feedbackState(); after != before {
+			return fmt.Errorf("before: %s; after: %s", before, after)
+		}
+		return nil
+	})
+
+	// Deleting the build deletes its feedback and, once collected, the screenshots' objects.
+	objects := len(m.e.Objects(t))
+	m.want(m.call("DELETE", fmt.Sprintf("/api/releases/%d", id(first)), admin, ""), 200, "delete the build")
+	if _, err := m.e.Service.Collector.CollectGarbage(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	// The build's package and icon, and two screenshots with their thumbnails.
+	if left := len(m.e.Objects(t)); left != objects-6 {
+		t.Errorf("objects after the build went: %d, before %d", left, objects)
+	}
+	m.want(m.call("GET", fmt.Sprintf("/api/feedback/%d", fid), admin, ""), 404, "the feedback of a deleted build")
+}
+
+// On a tester-only channel a report needs the tester's session: without one, 401 and nothing
+// stored; with it, the tester is its author, reads it back and deletes it.
+func TestFeedbackOnTesterOnlyChannel(t *testing.T) {
+	m := newMgmt(t, apptest.Options{})
+	admin := m.e.AdminToken
+	ctx := context.Background()
+	app, _, channel, first := m.fixture()
+	m.want(m.call("POST", "/api/groups", admin, `{"alias":"qa"}`), 201, "group")
+	m.want(m.call("POST", "/api/groups/qa/testers", admin, `{"emails":["ada@example.com"]}`), 200, "tester")
+	m.want(m.call("PATCH", fmt.Sprintf("/api/channels/%d", id(channel)), admin, `{"tester_groups":["qa"]}`), 200, "behind qa")
+	path := fmt.Sprintf("/api/releases/%d/feedback", id(first))
+
+	before := m.feedbackState()
+	m.want(m.sendFeedback(path, "", nil, apptest.Field("text", "x"), shot("a.png", testPNG(t, 20, 20))), 401, "no session")
+	if after := m.feedbackState(); after != before {
+		t.Errorf("a refused report stored something: %s, then %s", before, after)
+	}
+
+	ada, err := m.e.DB.TesterByEmail(ctx, "ada@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, hash, err := distribution.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.e.DB.CreateTesterSession(ctx, hash, ada.ID, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	cookie := http.Header{"Cookie": {"slipway_tester=" + secret}}
+	f := m.want(m.sendFeedback(path, "", cookie, apptest.Field("text", "Crashes when I rotate"), shot("a.png", testPNG(t, 20, 20))), 201, "with a session")
+	if a := f["author"].(map[string]any); a["kind"] != "tester" || a["tester_id"] != float64(ada.ID) {
+		t.Errorf("the author: %v", a)
+	}
+	fid := id(f)
+	get := m.e.Do(t, "GET", fmt.Sprintf("/api/feedback/%d", fid), nil, cookie)
+	if get.Status != 200 {
+		t.Errorf("the tester reads their report: %d %s", get.Status, get.Body)
+	}
+	if r := m.e.Do(t, "GET", fmt.Sprintf("/api/apps/%d/feedback", id(app)), nil, cookie); r.Status != 403 {
+		t.Errorf("the tester reads the app's inbox: %d", r.Status)
+	}
+	if r := m.e.Do(t, "DELETE", fmt.Sprintf("/api/feedback/%d", fid), nil, cookie); r.Status != 200 {
+		t.Fatalf("the tester deletes their report: %d %s", r.Status, r.Body)
+	}
+	var n int
+	if err := m.e.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM storage_objects WHERE key LIKE 'feedback/%' AND state = 'deleted'`).Scan(&n); err != nil || n != 2 {
+		t.Errorf("the deleted report's objects handed to the collector: %d (%v)", n, err)
+	}
+	var audit int
+	if err := m.e.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE target_kind = 'feedback' AND actor_kind = 'tester'`).Scan(&audit); err != nil || audit != 2 {
+		t.Errorf("audit rows of the tester's report and deletion: %d (%v)", audit, err)
+	}
+}
