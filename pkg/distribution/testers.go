@@ -107,6 +107,16 @@ type OutgoingMail struct {
 	HTML    string
 	// Headers are extra headers (List-Unsubscribe, List-Unsubscribe-Post).
 	Headers map[string]string
+	// Inline are images the HTML shows by content id (<img src="cid:…">), read from the bucket
+	// when the mail is sent.
+	Inline []MailImage
+}
+
+// MailImage is an image of a mail's HTML, by its object in the bucket.
+type MailImage struct {
+	CID         string
+	ObjectKey   string
+	ContentType string
 }
 
 // MaxEmailLength bounds an email address (RFC 5321's path limit).

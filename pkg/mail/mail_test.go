@@ -3,6 +3,7 @@ package mail_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"mime"
@@ -355,5 +356,63 @@ func TestSendClassifiesRefusals(t *testing.T) {
 	// An invalid message is refused before any connection.
 	if err := nobody.Send(ctx, message("bad id", "tester@example.com")); mail.ClassOf(err) != mail.Invalid {
 		t.Errorf("invalid: %v (%v)", err, mail.ClassOf(err))
+	}
+}
+
+// TestComposeInline: images the HTML shows by Content-ID make the message multipart/related,
+// with the text and HTML alternative first and each image a base64 part of its own; bad content
+// ids and types are refused.
+func TestComposeInline(t *testing.T) {
+	m := message("01JINLINE", "dev@example.com")
+	img := bytes.Repeat([]byte{0x89, 'P', 'N', 'G', 0, 1, 2, 0xff}, 100)
+	m.HTML = `<p>Look</p><img src="cid:shot1@slipway" alt="Screenshot 1">`
+	m.Inline = []mail.Inline{{CID: "shot1@slipway", ContentType: "image/png", Data: img}}
+	raw, err := mail.Compose(m, from(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(string(raw), "\r\n") {
+		if len(line) > 998 {
+			t.Errorf("line %d is too long", i)
+		}
+	}
+	msg, err := netmail.ReadMessage(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mt, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/related" || params["type"] != "multipart/alternative" {
+		t.Fatalf("Content-Type %q (%v)", msg.Header.Get("Content-Type"), err)
+	}
+	mr := multipart.NewReader(msg.Body, params["boundary"])
+	alt, err := mr.NextPart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, _, _ := mime.ParseMediaType(alt.Header.Get("Content-Type")); at != "multipart/alternative" {
+		t.Errorf("first part %q", alt.Header.Get("Content-Type"))
+	}
+	image, err := mr.NextPart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if image.Header.Get("Content-Id") != "<shot1@slipway>" || image.Header.Get("Content-Type") != "image/png" ||
+		!strings.HasPrefix(image.Header.Get("Content-Disposition"), "inline") {
+		t.Errorf("image part headers: %v", image.Header)
+	}
+	body, _ := io.ReadAll(image)
+	got, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(string(body), "\r\n", ""))
+	if err != nil || !bytes.Equal(got, img) {
+		t.Errorf("the image does not come back (%v)", err)
+	}
+	if _, err := mr.NextPart(); err != io.EOF {
+		t.Errorf("a part after the image: %v", err)
+	}
+	for _, bad := range []mail.Inline{{CID: "a>b", ContentType: "image/png", Data: img}, {CID: "x", ContentType: "text/html", Data: img},
+		{CID: "big", ContentType: "image/jpeg", Data: make([]byte, 6<<20)}} {
+		m.Inline = []mail.Inline{bad}
+		if _, err := mail.Compose(m, from(t)); !errors.Is(err, mail.ErrInvalid) {
+			t.Errorf("inline %q %q (%d bytes): %v, want ErrInvalid", bad.CID, bad.ContentType, len(bad.Data), err)
+		}
 	}
 }

@@ -3,9 +3,11 @@ package mail
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"mime/multipart"
 	"mime/quotedprintable"
@@ -33,7 +35,24 @@ type Message struct {
 	Headers map[string]string
 	// Date is the Date header (zero: now).
 	Date time.Time
+	// Inline are images the HTML part shows by their Content-ID (<img src="cid:…">): the message
+	// becomes multipart/related. Only with HTML.
+	Inline []Inline
 }
+
+// Inline is an image of a message's HTML part.
+type Inline struct {
+	// CID is its Content-ID without the angle brackets: letters, digits and ._-@ only.
+	CID         string
+	ContentType string // image/png or image/jpeg
+	Data        []byte
+}
+
+// maxInline bounds a message's inline images together: mail relays commonly refuse messages
+// over 10 to 25 MB, and base64 grows them by a third.
+const maxInline = 5 << 20
+
+var contentID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,99}$`)
 
 // ErrInvalid marks a message that can never be sent as it is (a header with a line break, an
 // address that is not one): ClassOf says Invalid, and retrying it is pointless.
@@ -150,13 +169,72 @@ func Compose(m Message, from *mail.Address) ([]byte, error) {
 		return b.Bytes(), nil
 	}
 	// "=_" cannot appear in quoted-printable text ('=' is always followed by two hex digits or a
-	// line end there), so no part's body can contain the boundary.
-	boundary := "=_" + randomHex(16)
-	h("Content-Type", mime.FormatMediaType("multipart/alternative", map[string]string{"boundary": boundary}))
+	// line end there) nor in base64, so no part's body can contain a boundary.
+	alternative := "=_" + randomHex(16)
+	if len(m.Inline) == 0 {
+		h("Content-Type", mime.FormatMediaType("multipart/alternative", map[string]string{"boundary": alternative}))
+		b.WriteString("\r\n")
+		if err := writeAlternative(&b, alternative, m); err != nil {
+			return nil, err
+		}
+		return b.Bytes(), nil
+	}
+	total := 0
+	for _, in := range m.Inline {
+		if !contentID.MatchString(in.CID) {
+			return nil, invalid("%q is not a content id", clip(in.CID, 40))
+		}
+		if in.ContentType != "image/png" && in.ContentType != "image/jpeg" {
+			return nil, invalid("inline images are PNG or JPEG, not %q", clip(in.ContentType, 40))
+		}
+		total += len(in.Data)
+	}
+	if total > maxInline {
+		return nil, invalid("the inline images are %d bytes, over %d", total, maxInline)
+	}
+	related := "=_" + randomHex(16)
+	h("Content-Type", mime.FormatMediaType("multipart/related", map[string]string{"boundary": related, "type": "multipart/alternative"}))
 	b.WriteString("\r\n")
-	mw := multipart.NewWriter(&b)
-	if err := mw.SetBoundary(boundary); err != nil {
+	rw := multipart.NewWriter(&b)
+	if err := rw.SetBoundary(related); err != nil {
 		return nil, err
+	}
+	aw, err := rw.CreatePart(textproto.MIMEHeader{"Content-Type": {mime.FormatMediaType("multipart/alternative", map[string]string{"boundary": alternative})}})
+	if err != nil {
+		return nil, err
+	}
+	if err := writeAlternative(aw, alternative, m); err != nil {
+		return nil, err
+	}
+	for i, in := range m.Inline {
+		ext := ".png"
+		if in.ContentType == "image/jpeg" {
+			ext = ".jpg"
+		}
+		pw, err := rw.CreatePart(textproto.MIMEHeader{
+			"Content-Type":              {in.ContentType},
+			"Content-Transfer-Encoding": {"base64"},
+			"Content-ID":                {"<" + in.CID + ">"},
+			"Content-Disposition":       {fmt.Sprintf("inline; filename=\"image-%d%s\"", i+1, ext)},
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := writeBase64(pw, in.Data); err != nil {
+			return nil, err
+		}
+	}
+	if err := rw.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// writeAlternative writes m's text and HTML parts as a multipart/alternative body.
+func writeAlternative(w io.Writer, boundary string, m Message) error {
+	mw := multipart.NewWriter(w)
+	if err := mw.SetBoundary(boundary); err != nil {
+		return err
 	}
 	for _, part := range []struct{ typ, body string }{{"text/plain", m.Text}, {"text/html", m.HTML}} {
 		pw, err := mw.CreatePart(textproto.MIMEHeader{
@@ -164,16 +242,26 @@ func Compose(m Message, from *mail.Address) ([]byte, error) {
 			"Content-Transfer-Encoding": {"quoted-printable"},
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := writeQP(pw, part.body); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := mw.Close(); err != nil {
-		return nil, err
+	return mw.Close()
+}
+
+// writeBase64 writes data in base64 lines of 76 characters (RFC 2045).
+func writeBase64(w io.Writer, data []byte) error {
+	enc := base64.StdEncoding.EncodeToString(data)
+	for len(enc) > 0 {
+		n := min(76, len(enc))
+		if _, err := io.WriteString(w, enc[:n]+"\r\n"); err != nil {
+			return err
+		}
+		enc = enc[n:]
 	}
-	return b.Bytes(), nil
+	return nil
 }
 
 // oneLine refuses a header value with a line break, a NUL, or more than fits on a line.

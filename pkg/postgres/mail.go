@@ -28,20 +28,26 @@ func writeMail(ctx context.Context, tx pgx.Tx, mails []distribution.OutgoingMail
 		if m.Headers == nil {
 			h = []byte("{}")
 		}
-		rows = append(rows, []any{m.ID, m.Kind, m.To, m.Subject, m.Text, m.HTML, h})
+		inline := []byte("[]")
+		if len(m.Inline) > 0 {
+			if inline, err = json.Marshal(inlineRows(m.Inline)); err != nil {
+				return err
+			}
+		}
+		rows = append(rows, []any{m.ID, m.Kind, m.To, m.Subject, m.Text, m.HTML, h, inline})
 	}
 	// A temporary table and one INSERT … SELECT: COPY cannot say ON CONFLICT, and ten thousand
 	// mails are one round trip this way.
 	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE IF NOT EXISTS mail_incoming (id text, kind text, recipient text,
-		subject text, text_body text, html_body text, headers jsonb) ON COMMIT DELETE ROWS`); err != nil {
+		subject text, text_body text, html_body text, headers jsonb, inline jsonb) ON COMMIT DELETE ROWS`); err != nil {
 		return err
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"mail_incoming"},
-		[]string{"id", "kind", "recipient", "subject", "text_body", "html_body", "headers"}, pgx.CopyFromRows(rows)); err != nil {
+		[]string{"id", "kind", "recipient", "subject", "text_body", "html_body", "headers", "inline"}, pgx.CopyFromRows(rows)); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO mail_outbox (id, kind, recipient, subject, text_body, html_body, headers)
-		SELECT id, kind, recipient, subject, text_body, html_body, headers FROM mail_incoming ON CONFLICT (id) DO NOTHING;
+	_, err := tx.Exec(ctx, `INSERT INTO mail_outbox (id, kind, recipient, subject, text_body, html_body, headers, inline)
+		SELECT id, kind, recipient, subject, text_body, html_body, headers, inline FROM mail_incoming ON CONFLICT (id) DO NOTHING;
 		TRUNCATE mail_incoming`)
 	return err
 }
@@ -68,19 +74,26 @@ func (m *Mail) LeaseMail(ctx context.Context, limit int, lease time.Duration) ([
 			FOR UPDATE SKIP LOCKED)
 		UPDATE mail_outbox o SET state = 'sending', lease_until = now() + make_interval(secs => $2), attempts = o.attempts + 1
 		FROM due WHERE o.id = due.id
-		RETURNING o.id, o.kind, o.recipient, o.subject, o.text_body, o.html_body, o.headers, o.attempts`,
+		RETURNING o.id, o.kind, o.recipient, o.subject, o.text_body, o.html_body, o.headers, o.attempts, o.inline`,
 		limit, lease.Seconds())
 	if err != nil {
 		return nil, dbErr(err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (distribution.DueMail, error) {
 		var d distribution.DueMail
-		var headers []byte
-		if err := r.Scan(&d.ID, &d.Kind, &d.To, &d.Subject, &d.Text, &d.HTML, &headers, &d.Attempt); err != nil {
+		var headers, inline []byte
+		if err := r.Scan(&d.ID, &d.Kind, &d.To, &d.Subject, &d.Text, &d.HTML, &headers, &d.Attempt, &inline); err != nil {
 			return d, err
 		}
 		if err := json.Unmarshal(headers, &d.Headers); err != nil {
 			return d, err
+		}
+		var imgs []inlineRow
+		if err := json.Unmarshal(inline, &imgs); err != nil {
+			return d, err
+		}
+		for _, i := range imgs {
+			d.Inline = append(d.Inline, distribution.MailImage{CID: i.CID, ObjectKey: i.Key, ContentType: i.ContentType})
 		}
 		return d, nil
 	})
@@ -146,4 +159,19 @@ func (m *Mail) PruneMail(ctx context.Context, cutoff time.Time, limit int) (int6
 		return 0, dbErr(err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// inlineRow is one of mail_outbox.inline's images.
+type inlineRow struct {
+	CID         string `json:"cid"`
+	Key         string `json:"key"`
+	ContentType string `json:"content_type"`
+}
+
+func inlineRows(imgs []distribution.MailImage) []inlineRow {
+	out := make([]inlineRow, len(imgs))
+	for i, m := range imgs {
+		out[i] = inlineRow{CID: m.CID, Key: m.ObjectKey, ContentType: m.ContentType}
+	}
+	return out
 }

@@ -165,6 +165,10 @@ var fills = map[uint]string{
 		INSERT INTO app_members (app_id, user_id, feedback_mail) VALUES (1, 4, true);
 		INSERT INTO audit_log (action, target, actor_kind, actor_name, target_kind, target_id) VALUES
 			('feedback.create', 'Harbor 1.0 (1)', 'anonymous', 'anonymous', 'feedback', 2);`,
+	// A feedback mail with its screenshot's thumbnail inline.
+	27: `
+		INSERT INTO mail_outbox (id, kind, recipient, subject, text_body, html_body, inline) VALUES ('feedback.1.ab', 'feedback', 'cy@example.com',
+			'Feedback', 'text', '<img src="cid:s1@slipway">', '[{"cid": "s1@slipway", "key": "feedback/1/a-thumb.jpg", "content_type": "image/jpeg"}]');`,
 }
 
 // downEffects are the changes to surviving rows that a down migration makes on purpose: they turn

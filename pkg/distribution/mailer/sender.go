@@ -49,6 +49,14 @@ type Store interface {
 	PruneMail(ctx context.Context, cutoff time.Time, limit int) (int64, error)
 }
 
+// Objects reads a mail's inline images from the bucket (blob.Backend).
+type Objects interface {
+	GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error)
+}
+
+// maxInlineImage bounds one inline image read from the bucket: thumbnails are a few tens of KiB.
+const maxInlineImage = 1 << 20
+
 // Relay submits one message (mail.Client); its errors are classified by mail.ClassOf.
 type Relay interface {
 	Send(ctx context.Context, m mail.Message) error
@@ -97,8 +105,10 @@ const (
 
 // Sender sends due mail. Every replica runs one; leases keep two from sending one mail at once.
 type Sender struct {
-	Store   Store
-	Relay   Relay
+	Store Store
+	Relay Relay
+	// Objects reads inline images (nil: mails go without them).
+	Objects Objects
 	Config  Config
 	Metrics *metrics.Metrics
 	Log     *slog.Logger
@@ -240,7 +250,8 @@ func (s *Sender) send(ctx context.Context, d *distribution.DueMail) {
 		return
 	}
 	sendCtx, cancel := context.WithTimeout(record, s.Config.SendTimeout)
-	err := s.Relay.Send(sendCtx, mail.Message{ID: d.ID, To: d.To, Subject: d.Subject, Text: d.Text, HTML: d.HTML, Headers: d.Headers})
+	err := s.Relay.Send(sendCtx, mail.Message{ID: d.ID, To: d.To, Subject: d.Subject, Text: d.Text, HTML: d.HTML, Headers: d.Headers,
+		Inline: s.inline(sendCtx, d, log)})
 	cancel()
 	f, outcome := s.outcome(d, err)
 	if s.Metrics != nil {
@@ -341,4 +352,28 @@ func domainOf(addr string) string {
 		return strings.ToLower(addr[at+1:])
 	}
 	return ""
+}
+
+// inline reads a mail's inline images. One that is gone (its report was deleted meanwhile) or
+// cannot be read now is left out: the mail says in words what came with it, and goes.
+func (s *Sender) inline(ctx context.Context, d *distribution.DueMail, log *slog.Logger) []mail.Inline {
+	if s.Objects == nil || len(d.Inline) == 0 {
+		return nil
+	}
+	var out []mail.Inline
+	for _, img := range d.Inline {
+		rc, err := s.Objects.GetRange(ctx, img.ObjectKey, 0, maxInlineImage+1)
+		if err != nil {
+			log.InfoContext(ctx, "an inline image of a mail cannot be read; the mail goes without it", slog.String("error", err.Error()))
+			continue
+		}
+		data, err := io.ReadAll(rc)
+		_ = rc.Close()
+		if err != nil || len(data) == 0 || len(data) > maxInlineImage {
+			log.InfoContext(ctx, "an inline image of a mail is missing or too large; the mail goes without it", slog.Int("bytes", len(data)))
+			continue
+		}
+		out = append(out, mail.Inline{CID: img.CID, ContentType: img.ContentType, Data: data})
+	}
+	return out
 }

@@ -152,6 +152,7 @@ func New(cfg *config.Config, db Store, st blob.Backend, m *metrics.Metrics, log 
 	s.Sender = events.NewSender(db, client, events.SenderConfig{RetryBase: cfg.WebhookRetryBase,
 		MaxAttempts: cfg.WebhookMaxAttempts, Poll: cfg.WebhookPoll, Timeout: cfg.WebhookTimeout}, m, log)
 	s.Mailer = newMailer(cfg, db, m, log)
+	s.Mailer.Objects = st
 	s.MailOn = s.Mailer.On()
 	s.Objects = &uploads.Objects{Ledger: db, Storage: st, Signer: signer, MaxUploadBytes: cfg.MaxUploadBytes,
 		Downloads: uploads.DownloadConfig{PublicURL: cfg.PublicURL, CDNURL: cfg.CDNURL, TTL: cfg.PresignTTL}, Metrics: m, Log: log}
