@@ -19,8 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slipwayhq/slipway/pkg/blob"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/lifecycle"
 	"github.com/slipwayhq/slipway/test/apptest"
 	"github.com/slipwayhq/slipway/test/testkit"
 )
@@ -207,6 +209,19 @@ func testFeedbackFromApps(t *testing.T, storage string) {
 	thumb := m.e.Do(t, "GET", shotURL+"?size=thumb", nil, http.Header{"Authorization": {"Token " + upload}})
 	if th := m.e.Follow(t, thumb.Header.Get("Location")); th.Status != 200 || len(th.Body) >= len(img.Body) {
 		t.Errorf("thumbnail: %d, %d bytes (full %d)", th.Status, len(th.Body), len(img.Body))
+	}
+
+	// Reconciliation with the bucket knows the screenshots: a screenshot object no row names is
+	// an orphan and goes; the report's own are neither orphans nor missing.
+	if _, err := m.e.Storage.Put(ctx, fmt.Sprintf("feedback/%d/2026/12/03/stray.png", id(first)), bytes.NewReader(shotPNG), blob.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := m.e.Service.Reconciler.Reconcile(ctx, lifecycle.ReconcileOptions{})
+	if err != nil || rec.Orphans != 1 || rec.Missing != 0 || rec.Foreign != 0 {
+		t.Errorf("reconciliation: %+v (%v), want the one stray screenshot as an orphan", rec, err)
+	}
+	if again := m.e.Do(t, "GET", shotURL, nil, http.Header{"Authorization": {"Token " + upload}}); m.e.Follow(t, again.Header.Get("Location")).Status != 200 {
+		t.Error("reconciliation took a screenshot its report still names")
 	}
 
 	// The webhook hears of it, the member's mail is in the outbox.
