@@ -162,3 +162,40 @@ func TestChatMessagesSayWhatChanged(t *testing.T) {
 		}
 	}
 }
+
+// TestFeedbackChatMessagesEscapeTheReport: a tester's report is text from anyone (on a channel
+// open to anyone, anonymous): its mentions and links reach no chat format as syntax; the link to
+// the report, Slipway's own, stays a link; a long report is cut.
+func TestFeedbackChatMessagesEscapeTheReport(t *testing.T) {
+	const report = "https://slipway.example/console/apps/1/feedback#feedback-7"
+	hostile := "<!channel> @everyone [Release page](https://evil.example/b) <https://evil.example/a|click> <@U024BE7LH> a & b"
+	env := sampleEnvelope(EventFeedbackCreated)
+	env.Feedback = &FeedbackInfo{ID: 7, Text: hostile + " " + strings.Repeat("x", 2000), AuthorKind: "anonymous",
+		Author: &TesterRef{Email: "<!here>@example.com"}, Device: "<@U024BE7LH> phone", Source: "page", Screenshots: 2, URL: report}
+	forbidden := map[string][]string{
+		FormatSlack:    {"<!channel>", "<!here", "<@U024BE7LH>", "<https://evil", "a & b"},
+		FormatDiscord:  {"@everyone", "[Release page](", "](https://evil"},
+		FormatDingTalk: {"](https://evil", "<https://evil"},
+		FormatFeishu:   {"](https://evil", "<https://evil"},
+		FormatWeCom:    {"](https://evil", "<https://evil"},
+		FormatTeams:    {"](https://evil", "<https://evil"},
+	}
+	for format, bad := range forbidden {
+		body, err := Render(format, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := chatMessage(t, format, body)
+		for _, s := range bad {
+			if strings.Contains(msg, s) {
+				t.Errorf("%s: the message carries %q:\n%s", format, s, msg)
+			}
+		}
+		if format != FormatTeams && !strings.Contains(msg, report) {
+			t.Errorf("%s: no link to the report:\n%s", format, msg)
+		}
+		if !strings.Contains(msg, "2 screenshot(s)") || strings.Contains(msg, strings.Repeat("x", 700)) {
+			t.Errorf("%s: the report's summary or its cut:\n%s", format, msg)
+		}
+	}
+}
