@@ -510,6 +510,12 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Do(t, "POST", "/t/in/forged", nil, nil), 401, "a forged sign-in link")
 	expect(e.Do(t, "POST", "/t/signout", nil, nil), 303, "tester sign-out")
 	expect(e.Do(t, "POST", fmt.Sprintf("/t/apps/%d/mail", appID), strings.NewReader("mail=none"), formHeader), 401, "mail choice without a session")
+	// Feedback from the release page and the tester's home (pkg/web's feedback tests walk them whole).
+	pageFB, pageFBType := apptest.Multipart(apptest.Field("text", "From the page"), apptest.Field("device", "iPhone"), shot("s.png", testPNG(t, 20, 20)))
+	expect(e.Do(t, "POST", fmt.Sprintf("/channels/%s/releases/%d/feedback", slug, relID), pageFB, http.Header{"Content-Type": {pageFBType}}), 303, "feedback from the release page")
+	pageFB, pageFBType = apptest.Multipart(apptest.Field("text", " "))
+	expect(e.Do(t, "POST", fmt.Sprintf("/channels/%s/releases/%d/feedback", slug, relID), pageFB, http.Header{"Content-Type": {pageFBType}}), 422, "empty feedback from the release page")
+	expect(e.Do(t, "POST", fmt.Sprintf("/t/feedback/%d/delete", fbID), nil, nil), 401, "delete feedback without a tester session")
 	expect(e.Do(t, "GET", "/t/unsubscribe/forged", nil, nil), 200, "unsubscribe page")
 	expect(e.Do(t, "POST", "/t/unsubscribe/forged", strings.NewReader("List-Unsubscribe=One-Click"), formHeader), 404, "unsubscribe, forged")
 	expect(e.Do(t, "GET", "/console/testers", nil, session), 200, "console testers")

@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/slipwayhq/slipway/pkg/distribution"
+	"github.com/slipwayhq/slipway/pkg/distribution/readcache"
 	"github.com/slipwayhq/slipway/pkg/errs"
 	"github.com/slipwayhq/slipway/pkg/links"
 )
@@ -60,6 +61,8 @@ type releaseView struct {
 	Others         []summaryView
 	// Mine is the visiting tester's own state with this build (nil: not a tester).
 	Mine *testerStateView
+	// Feedback is the page's Send feedback form.
+	Feedback *feedbackFormView
 }
 
 // testerStateView is what a release page tells the tester visiting it of their own state.
@@ -148,11 +151,22 @@ func (h *Handler) releasePage(c *gin.Context) error {
 	if err != nil {
 		return h.goneOr(c, slug, id, err)
 	}
-	cc := &view.ChannelContext
-	if !h.gate(c, cc, h.links.Release(slug, id)) {
+	if !h.gate(c, &view.ChannelContext, h.links.Release(slug, id)) {
 		return nil
 	}
+	form := h.feedbackForm(c, rc)
+	form.Sent = c.Query("feedback") == "sent"
+	h.renderRelease(c, http.StatusOK, view, rc, form)
+	return nil
+}
+
+// renderRelease writes a release page the request was let into (by gate), with its feedback
+// form (as the last POST of it left it, when it was refused).
+func (h *Handler) renderRelease(c *gin.Context, status int, view *readcache.ChannelView, rc *distribution.ReleaseContext, form *feedbackFormView) {
+	ctx := reqCtx(c)
+	slug, id, cc := rc.Channel.Slug, rc.ID, &view.ChannelContext
 	v := h.releaseView(ctx, rc, view.Releases[:min(len(view.Releases), otherReleases+1)])
+	v.Feedback = form
 	if prev := previousIn(view.Releases, rc.ID); prev != nil {
 		// Best effort: a page without the line is still the page.
 		if changes, err := h.svc.Insights.Changes(ctx, rc.ID, prev.ID); err == nil && changes != "" {
@@ -172,10 +186,9 @@ func (h *Handler) releasePage(c *gin.Context) error {
 		// A preview bot has no password cookie, so a protected channel shows the default icon.
 		Image: h.links.Icon(rc.ID, rc.IconKey != nil && !rc.Channel.Protected()),
 	}
-	h.render(c, http.StatusOK, "release", page{
-		Title: og.Title + " · Slipway", OG: og, Crumb: h.channelCrumb(cc), Body: v,
+	h.render(c, status, "release", page{
+		Title: og.Title + " · Slipway", OG: og, Crumb: h.channelCrumb(cc), Body: v, PageScript: h.links.Static("feedback.js"),
 	}, rc.Channel.Protected())
-	return nil
 }
 
 // previousIn returns the release after id in releases (a channel's, newest first): the build before

@@ -300,11 +300,14 @@ func (h *Handler) testerSignOut(c *gin.Context) error {
 type testerHomeView struct {
 	Email, Name string
 	// Console: the visitor is a console user (no tester sign-out here; they sign out there).
-	Console    bool
-	Apps       []testerAppView
-	Saved      string
-	SignOutURL string
-	ConsoleURL string
+	Console bool
+	Apps    []testerAppView
+	Saved   string
+	// Feedback are the tester's own reports; FeedbackDeleted says one was just deleted.
+	Feedback        []testerFeedbackView
+	FeedbackDeleted bool
+	SignOutURL      string
+	ConsoleURL      string
 }
 
 type testerAppView struct {
@@ -393,6 +396,7 @@ func (h *Handler) testerHome(c *gin.Context) error {
 	for _, id := range order {
 		v.Apps = append(v.Apps, *apps[id])
 	}
+	v.Feedback, v.FeedbackDeleted = h.myFeedback(c), c.Query("feedback") == "deleted"
 	h.render(c, http.StatusOK, "tester-home", page{Title: "Your builds · Slipway", Body: v, MainClass: "tester"}, true)
 	return nil
 }

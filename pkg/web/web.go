@@ -79,6 +79,9 @@ func (h *Handler) Register(e *gin.Engine) {
 	e.POST("/channels/:slug", v, h.page(h.channelPage))
 	e.GET("/channels/:slug/releases/:id", v, h.page(h.releasePage))
 	e.POST("/channels/:slug/releases/:id", v, h.page(h.releasePage))
+	// Feedback from the release page and the tester's home (feedback_page.go).
+	e.POST("/channels/:slug/releases/:id/feedback", v, h.page(h.releaseFeedback))
+	e.POST("/t/feedback/:id/delete", v, h.page(h.testerDeleteFeedback))
 	e.GET("/channels/:slug/releases/:id/qrcode", v, h.json(h.qrcode))
 	e.GET("/t", v, h.page(h.testerHome))
 	e.GET("/t/signin", v, h.page(h.testerSignIn))
@@ -250,7 +253,10 @@ type page struct {
 	MainClass string
 	// Script is the URL of the page's script ("" for none: most pages run no script at all).
 	Script string
-	Body   any
+	// PageScript is a public page's own script, which may call nothing (the release page's fills
+	// its feedback form's device fields); the page works without it.
+	PageScript string
+	Body       any
 }
 
 // openGraph are the tags link previews (Slack, messengers) read.
@@ -277,8 +283,9 @@ func (h *Handler) assets() assets {
 const contentSecurityPolicy = "default-src 'none'; style-src 'self'; font-src 'self'; img-src * data:; " +
 	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
-// consoleSecurityPolicy is contentSecurityPolicy plus the console's own scripts (forms.js, which
-// disables a form's buttons once it is sent), nothing inline.
+// consoleSecurityPolicy is contentSecurityPolicy plus the service's own scripts (the console's
+// forms.js, which disables a form's buttons once it is sent; the release page's feedback.js),
+// nothing inline, connecting nowhere.
 const consoleSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; font-src 'self'; img-src * data:; " +
 	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
@@ -317,7 +324,7 @@ func (h *Handler) render(c *gin.Context, status int, name string, p page, privat
 	}
 	if p.Script != "" {
 		hd.Set("Content-Security-Policy", h.scriptSecurityPolicy(c))
-	} else if p.Nav != nil {
+	} else if p.Nav != nil || p.PageScript != "" {
 		hd.Set("Content-Security-Policy", consoleSecurityPolicy)
 	} else {
 		hd.Set("Content-Security-Policy", contentSecurityPolicy)
