@@ -68,6 +68,11 @@ const (
 	MaxAppState       = 16 << 10
 )
 
+// TesterClientPrefix keys a tester's reports in the counts of feedback limits ("tester:12"), apart
+// from clients without credentials, which are keyed by their address; a channel's limit counts
+// only the latter.
+const TesterClientPrefix = "tester:"
+
 // FeedbackQuery selects an app's feedback for its inbox: newest first, optionally only one
 // build's, one tester's, one state, or text containing Search.
 type FeedbackQuery struct {

@@ -376,3 +376,50 @@ func TestFeedbackOnTesterOnlyChannel(t *testing.T) {
 		t.Errorf("audit rows of the tester's report and deletion: %d (%v)", audit, err)
 	}
 }
+
+// TestFeedbackLimits: a client without credentials sends at most 10 reports a quarter hour, a
+// tester 30 on a channel; then 429 with Retry-After, nothing stored; a token is not limited.
+func TestFeedbackLimits(t *testing.T) {
+	m := newMgmt(t, apptest.Options{})
+	ctx := context.Background()
+	_, _, _, first := m.fixture()
+	path := fmt.Sprintf("/api/releases/%d/feedback", id(first))
+	post := func(header http.Header) *apptest.Response {
+		h := http.Header{"Content-Type": {"application/json"}}
+		for k, v := range header {
+			h[k] = v
+		}
+		return m.e.Do(t, "POST", path, strings.NewReader(`{"text":"again"}`), h)
+	}
+	for i := range 10 {
+		m.want(post(nil), 201, fmt.Sprintf("anonymous report %d", i+1))
+	}
+	r := post(nil)
+	m.want(r, 429, "the 11th anonymous report")
+	if r.Header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+	m.want(post(http.Header{"Authorization": {"Token " + m.e.UploadToken}}), 201, "a token past the anonymous limit")
+
+	var testerID int64
+	if err := m.e.DB.Pool.QueryRow(ctx, `INSERT INTO testers (email) VALUES ('ada@example.com') ON CONFLICT (email) DO UPDATE SET email = EXCLUDED.email
+		RETURNING id`).Scan(&testerID); err != nil {
+		t.Fatal(err)
+	}
+	secret, hash, err := distribution.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.e.DB.CreateTesterSession(ctx, hash, testerID, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	cookie := http.Header{"Cookie": {"slipway_tester=" + secret}}
+	for i := range 30 {
+		m.want(post(cookie), 201, fmt.Sprintf("the tester's report %d", i+1))
+	}
+	m.want(post(cookie), 429, "the tester's 31st report")
+	var n int
+	if err := m.e.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM feedback`).Scan(&n); err != nil || n != 41 {
+		t.Errorf("%d reports kept, want 41 (%v)", n, err)
+	}
+}

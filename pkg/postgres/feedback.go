@@ -89,8 +89,8 @@ func (db *Feedback) ReserveFeedbackAttempt(ctx context.Context, channelID int64,
 			return err
 		}
 		var mine, all int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE client = $2), count(*) FROM feedback_attempts WHERE channel_id = $1`,
-			channelID, client).Scan(&mine, &all); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE client = $2), count(*) FILTER (WHERE NOT starts_with(client, $3))
+			FROM feedback_attempts WHERE channel_id = $1`, channelID, client, distribution.TesterClientPrefix).Scan(&mine, &all); err != nil {
 			return err
 		}
 		if mine >= perClient || all >= perChannel {

@@ -101,6 +101,9 @@ const (
 	anonWindow     = 15 * time.Minute
 	anonPerClient  = 10
 	anonPerChannel = 200
+	// A tester is known, not anonymous, but their reports take storage too: at most
+	// testerPerWindow a quarter hour on a channel.
+	testerPerWindow = 30
 )
 
 // Draft is a report being received: its screenshots are stored (pending) as they arrive, so a
@@ -140,20 +143,34 @@ func (r *Reports) Begin(ctx context.Context, in BeginInput) (*Draft, error) {
 	if !ok {
 		a = distribution.AnonymousActor()
 	}
-	if a.Kind == distribution.ActorAnonymous {
+	switch a.Kind {
+	case distribution.ActorAnonymous:
 		if !open {
 			return nil, errs.New(errs.Unauthenticated, "this channel takes feedback from its testers: sign in with the link Slipway mails you")
 		}
-		ok, err := r.Store.ReserveFeedbackAttempt(ctx, rc.Channel.ID, in.Client, time.Now().Add(-anonWindow), anonPerClient, anonPerChannel)
-		if err != nil {
+		if err := r.reserve(ctx, rc.Channel.ID, in.Client, anonPerClient, anonPerChannel); err != nil {
 			return nil, err
 		}
-		if !ok {
-			return nil, &errs.Error{Kind: errs.TooManyRequests, Msg: "too much feedback from here in a short time; try again in a quarter of an hour",
-				RetryAfter: anonWindow}
+	case distribution.ActorTester:
+		// Keyed by the tester (the channel's limit counts anonymous senders only).
+		if err := r.reserve(ctx, rc.Channel.ID, fmt.Sprintf("%s%d", distribution.TesterClientPrefix, a.TesterID), testerPerWindow, 1<<30); err != nil {
+			return nil, err
 		}
 	}
 	return &Draft{r: r, rc: rc, actor: a}, nil
+}
+
+// reserve counts a report on a channel against its sender's limit and the channel's.
+func (r *Reports) reserve(ctx context.Context, channelID int64, client string, perClient, perChannel int) error {
+	ok, err := r.Store.ReserveFeedbackAttempt(ctx, channelID, client, time.Now().Add(-anonWindow), perClient, perChannel)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return &errs.Error{Kind: errs.TooManyRequests, Msg: "too much feedback from here in a short time; try again in a quarter of an hour",
+			RetryAfter: anonWindow}
+	}
+	return nil
 }
 
 // Release is the build the report is about.
