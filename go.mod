@@ -41,7 +41,6 @@ require (
 )
 
 require (
-	github.com/ProtonMail/go-crypto v1.5.2 // indirect
 	github.com/yuin/goldmark v1.8.7 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )
