@@ -535,6 +535,13 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 		expect(e.Do(t, "POST", path, strings.NewReader("csrf=forged&confirm=1"), consoleFormHeader(session)), 403, "console form without the CSRF token: "+path)
 	}
 
+	// Feedback in the console (pkg/web's console_feedback_test.go drives its forms whole).
+	expect(e.Do(t, "GET", fmt.Sprintf("/console/apps/%d/feedback?state=open&q=crash", appID), nil, session), 200, "console feedback inbox")
+	expect(e.Do(t, "GET", fmt.Sprintf("/console/apps/%d/feedback?state=sideways", appID), nil, session), 422, "console feedback inbox, bad state")
+	for _, path := range []string{fmt.Sprintf("/console/apps/%d/feedback-mail", appID), "/console/feedback/1/state", "/console/feedback/1/delete"} {
+		expect(e.Do(t, "POST", path, strings.NewReader("csrf=forged&state=resolved&mail=1"), consoleFormHeader(session)), 403, "console form without the CSRF token: "+path)
+	}
+
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/releases/%d", apkID), nil, upload), 403, "delete release with upload scope")
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/releases/%d", apkID), nil, admin), 200, "delete release")
 	expect(e.Do(t, "DELETE", fmt.Sprintf("/api/channels/%d", chID), nil, admin), 200, "delete channel")

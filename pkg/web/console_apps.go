@@ -70,6 +70,8 @@ type consoleAppView struct {
 	DeviceTypes []string
 	// Upload is the upload box (nil: the person may not upload into this app).
 	Upload *uploadBoxView
+	// Feedback is the Feedback section (nil: the person may not read the app's feedback).
+	Feedback *appFeedbackView
 }
 
 // schemeForm is what the rename and delete forms of a scheme need.
@@ -177,6 +179,9 @@ func (h *Handler) renderApp(c *gin.Context, session string, u *distribution.User
 		if v.AppWebhooks, err = h.svc.Webhooks.ListWebhooks(ctx, appID, 0); err != nil {
 			return err
 		}
+	}
+	if v.Feedback, err = h.appFeedback(c, appID); err != nil {
+		return err
 	}
 	if v.Members, err = h.svc.People.AppMembers(ctx, appID); err != nil {
 		return err

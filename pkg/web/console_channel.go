@@ -258,6 +258,8 @@ type buildPageView struct {
 	// Testers are who the build went to and what each did with it (nil: nobody, or the person
 	// may not read it).
 	Testers []releaseTesterRow
+	// Feedback is the build's reports (nil: the person may not read the app's feedback).
+	Feedback *buildFeedback
 }
 
 // compareOption is a build the build page may be compared with.
@@ -330,6 +332,9 @@ func (h *Handler) renderBuild(c *gin.Context, session string, u *distribution.Us
 		}
 	}
 	v.OverBudget = uploads.BudgetWarnings(rc.Channel.Budget, rc.Size, prev)
+	if v.Feedback, err = h.releaseFeedback(c, v.CSRF, rc.App.ID, rc.ID); err != nil {
+		return err
+	}
 	name := versionText(&rc.Release)
 	p := page{Title: rc.App.Name + " " + name + " · Console · Slipway", Body: v,
 		Crumbs: []crumb{{Text: "Apps", URL: h.links.Base + "/console"}, {Text: rc.App.Name, URL: h.appURL(rc.App.ID)},

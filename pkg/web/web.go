@@ -50,10 +50,14 @@ type Handler struct {
 //go:embed templates
 var templateFS embed.FS
 
-// pageNames are the templates under templates/, each rendered inside layout.html.
+// pageNames are the templates under templates/, each rendered inside layout.html with the parts
+// several pages share (templates/parts/).
 var pageNames = []string{"release", "channel", "password", "error", "udid", "device", "signin", "console", "tokens", "audit", "app",
 	"webhook", "devices", "users", "gone", "console-channel", "console-release", "tester-signin", "tester-home", "unsubscribe", "button", "colleague-signin", "guide",
-	"console-testers"}
+	"console-testers",
+	// Feedback, the team's side (console_feedback.go).
+	"console-feedback",
+}
 
 // New returns the pages' handler. The templates are parsed once here; a broken template is a
 // programming error caught by every test, so it panics.
@@ -62,7 +66,8 @@ func New(d Deps) *Handler {
 		limiter: newRateLimiter(callbackLimit, callbackWindow)}
 	funcs := template.FuncMap{"formFields": h.formFields, "plural": plural, "platformName": platformName}
 	for _, name := range pageNames {
-		h.pages[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+		h.pages[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html",
+			"templates/parts/*.html"))
 	}
 	return h
 }
@@ -158,6 +163,11 @@ func (h *Handler) Register(e *gin.Engine) {
 	e.POST(uploadFormPath, h.page(h.consoleUploadForm))
 	e.GET("/console/uploads/:session", h.json(h.consoleUploadSession))
 	e.POST("/console/uploads/:session/complete", h.json(h.consoleCompleteUpload))
+	// Feedback, the team's side: the app's inbox, a report's state and deletion, the mail choice.
+	e.GET("/console/apps/:id/feedback", h.page(h.consoleFeedback))
+	e.POST("/console/apps/:id/feedback-mail", h.form(h.consoleFeedbackMail))
+	e.POST("/console/feedback/:id/state", h.form(h.consoleSetFeedbackState))
+	e.POST("/console/feedback/:id/delete", h.form(h.consoleDeleteFeedback))
 }
 
 // backURLKey names the context value a page handler sets to give its error page a "back" link.
