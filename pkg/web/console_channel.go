@@ -332,7 +332,7 @@ func (h *Handler) renderBuild(c *gin.Context, session string, u *distribution.Us
 		}
 	}
 	v.OverBudget = uploads.BudgetWarnings(rc.Channel.Budget, rc.Size, prev)
-	if v.Feedback, err = h.releaseFeedback(c, v.CSRF, rc.App.ID, rc.ID); err != nil {
+	if v.Feedback, err = h.buildPageFeedback(c, v.CSRF, rc.App.ID, rc.ID); err != nil {
 		return err
 	}
 	name := versionText(&rc.Release)

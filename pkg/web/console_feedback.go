@@ -298,9 +298,9 @@ type buildFeedback struct {
 	InboxURL string
 }
 
-// releaseFeedback lists a build's newest reports for its page, with a link to the inbox filtered
+// buildPageFeedback lists a build's newest reports for its page, with a link to the inbox filtered
 // by the build (nil when the person may not read the app's feedback).
-func (h *Handler) releaseFeedback(c *gin.Context, csrf string, appID, releaseID int64) (*buildFeedback, error) {
+func (h *Handler) buildPageFeedback(c *gin.Context, csrf string, appID, releaseID int64) (*buildFeedback, error) {
 	ctx := reqCtx(c)
 	if !h.svc.Policy.Allowed(ctx, policy.ReadFeedback, policy.OnApp(appID)) {
 		return nil, nil

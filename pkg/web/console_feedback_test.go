@@ -92,7 +92,7 @@ func reportIDs(page string) []int64 {
 	return out
 }
 
-func feedbackState(t *testing.T, e *apptest.Env, id int64) string {
+func reportState(t *testing.T, e *apptest.Env, id int64) string {
 	t.Helper()
 	var s string
 	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT coalesce((SELECT state FROM feedback WHERE id = $1), 'gone')`, id).Scan(&s); err != nil {
@@ -202,7 +202,7 @@ func TestConsoleFeedbackInbox(t *testing.T) {
 	}
 	_, page = fetch(t, dev, http.MethodGet, resp.Header.Get("Location"), nil)
 	mustContain(t, []byte(page), fmt.Sprintf("Report %d marked resolved.", fx.r1), fmt.Sprintf(`id="feedback-reopen-%d"`, fx.r1), "resolved by carol")
-	if s := feedbackState(t, e, fx.r1); s != "resolved" {
+	if s := reportState(t, e, fx.r1); s != "resolved" {
 		t.Errorf("r1 is %s after Resolve", s)
 	}
 	if n := count(t, e, `SELECT count(*) FROM audit_log WHERE action = 'feedback.resolved' AND target_id = $1 AND actor_kind = 'user'`, fx.r1); n != 1 {
@@ -213,8 +213,8 @@ func TestConsoleFeedbackInbox(t *testing.T) {
 	}
 	// … and reopens it.
 	resp, page = fetch(t, dev, http.MethodPost, fmt.Sprintf("%s/console/feedback/%d/state", e.URL, fx.r1), formOf(t, page, fmt.Sprintf("feedback-state-%d", fx.r1)))
-	if resp.StatusCode != 200 || !strings.Contains(page, fmt.Sprintf("Report %d is open again.", fx.r1)) || feedbackState(t, e, fx.r1) != "open" {
-		t.Errorf("reopen: %d, state %s", resp.StatusCode, feedbackState(t, e, fx.r1))
+	if resp.StatusCode != 200 || !strings.Contains(page, fmt.Sprintf("Report %d is open again.", fx.r1)) || reportState(t, e, fx.r1) != "open" {
+		t.Errorf("reopen: %d, state %s", resp.StatusCode, reportState(t, e, fx.r1))
 	}
 	if n := count(t, e, `SELECT count(*) FROM audit_log WHERE action = 'feedback.open' AND target_id = $1`, fx.r1); n != 1 {
 		t.Errorf("%d audit rows of the reopening", n)
@@ -234,7 +234,7 @@ func TestConsoleFeedbackInbox(t *testing.T) {
 			t.Errorf("viewer's forged %s: %d %.200s", path, resp.StatusCode, between(body, "<main", "</main>"))
 		}
 	}
-	if s := feedbackState(t, e, fx.r2); s != "open" || count(t, e, `SELECT count(*) FROM audit_log`) != before {
+	if s := reportState(t, e, fx.r2); s != "open" || count(t, e, `SELECT count(*) FROM audit_log`) != before {
 		t.Errorf("the viewer's refused forms changed something: r2 %s", s)
 	}
 
@@ -252,7 +252,7 @@ func TestConsoleFeedbackInbox(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Request.URL.Path != fmt.Sprintf("/console/releases/%d", fx.relA) || !strings.Contains(apage, fmt.Sprintf("Report %d deleted, with its 2 screenshots.", fx.r1)) {
 		t.Errorf("delete: %d at %s", resp.StatusCode, resp.Request.URL)
 	}
-	if s := feedbackState(t, e, fx.r1); s != "gone" {
+	if s := reportState(t, e, fx.r1); s != "gone" {
 		t.Errorf("r1 is %s after Delete", s)
 	}
 	var deleted int
