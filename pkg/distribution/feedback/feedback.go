@@ -38,9 +38,6 @@ type Store interface {
 	FeedbackMailRecipients(ctx context.Context, appID int64) ([]string, error)
 	SetFeedbackMail(ctx context.Context, appID, userID int64, on bool) error
 	FeedbackMail(ctx context.Context, appID, userID int64) (bool, error)
-	// FeedbackFacets returns the app's builds and testers that have reports (at most limit of
-	// each), for the inbox's filters.
-	FeedbackFacets(ctx context.Context, appID int64, limit int) (distribution.FeedbackFacets, error)
 }
 
 // Tx is the transaction of one change to feedback: each method a statement or two of SQL.
@@ -550,16 +547,4 @@ func (d *Draft) Receive(ctx context.Context, mr *multipart.Reader, source string
 		}
 		*dst = string(b)
 	}
-}
-
-// facetsShown bounds the builds and testers an inbox's filters offer (the newest builds, the
-// testers by email).
-const facetsShown = 200
-
-// Facets returns what an app's inbox can be filtered by: its builds and testers with reports.
-func (r *Reports) Facets(ctx context.Context, appID int64) (distribution.FeedbackFacets, error) {
-	if err := r.Policy.Authorize(ctx, policy.ReadFeedback, policy.OnApp(appID)); err != nil {
-		return distribution.FeedbackFacets{}, err
-	}
-	return r.Store.FeedbackFacets(ctx, appID, facetsShown)
 }
