@@ -198,4 +198,30 @@ func testBrowserFeedbackFromPhone(t *testing.T, bctx context.Context, axeSource,
 	}
 	p.check(ctx, "the tester's home with feedback "+storage, "", 0)
 	b.screenshot("feedback-home-phone-" + storage)
+
+	// Chrome on Android says little in its user agent string ("Android 10; K"): the page asks
+	// its client hints for the model and the system's version.
+	if storage != apptest.FS {
+		return
+	}
+	if _, err := chromedp.Call(ctx, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: androidChrome,
+		UserAgentMetadata: &emulation.UserAgentMetadata{Platform: "Android", PlatformVersion: "14.0.0", Model: "Pixel 8", Mobile: true,
+			Brands: []*emulation.UserAgentBrandVersion{{Brand: "Chromium", Version: "130"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	navigate(t, ctx, "the build's page on Android", chromedp.Navigate(r.ReleaseURL), chromedp.WaitVisible(chromedp.ID("feedback-form")))
+	android := run(t, ctx, "the fields on Android", chromedp.Evaluate[map[string]string](`new Promise(done => {
+		const device = document.getElementById('feedback-device'), os = document.getElementById('feedback-os');
+		let tries = 0;
+		(function look() {
+			if (device.value === 'Pixel 8' || ++tries > 100) done({device: device.value, os: os.value});
+			else setTimeout(look, 50);
+		})();
+	})`, chromedp.EvalAwaitPromise))
+	if android["device"] != "Pixel 8" || android["os"] != "Android 14.0.0" {
+		t.Errorf("the form as the page filled it on Android: %v", android)
+	}
 }
+
+// androidChrome is Chrome's reduced user agent string on an Android phone.
+const androidChrome = "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Mobile Safari/537.36"

@@ -86,7 +86,8 @@ func (h *Handler) releaseFeedback(c *gin.Context) error {
 	d, err := h.svc.Feedback.Begin(ctx, feedback.BeginInput{ReleaseID: rc.ID, Client: c.ClientIP(), PasswordPassed: passed})
 	if err != nil {
 		if errs.KindOf(err) == errs.TooManyRequests {
-			// The visitor may see the page: it says so beside the form.
+			// The visitor may see the page: it says so beside the form. What they typed is not
+			// kept: a refused sender's body is never read.
 			h.feedbackRefused(c, view, rc, feedback.Report{}, err)
 			return nil
 		}

@@ -255,6 +255,22 @@ func TestFeedbackFromReleasePage(t *testing.T) {
 	if r.Status != http.StatusForbidden {
 		t.Errorf("a cross-site report: %d", r.Status)
 	}
+	// Too many reports from one client without a session: 429, said beside the form (the refused
+	// reports above counted too). Its body is never read: who may send is decided first.
+	var limited *apptest.Response
+	for range 10 {
+		r = postFeedback(t, e, nil, pub.ReleaseURL, nil, apptest.Field("text", "Again and again"))
+		if r.Status != http.StatusSeeOther {
+			limited = r
+			break
+		}
+	}
+	if limited == nil || limited.Status != http.StatusTooManyRequests || limited.Header.Get("Retry-After") == "" {
+		t.Fatalf("many reports from one client: %+v", limited)
+	}
+	mustContain(t, limited.Body, `id="feedback-error"`, "Too much feedback from here", `id="feedback-form"`)
+	mustNotContain(t, limited.Body, "Again and again")
+	before = feedbackState(t, e)
 	// A release of another channel is not this page's.
 	r = postFeedback(t, e, nil, fmt.Sprintf("%s/channels/%s/releases/%d", e.URL, pub.Channel.Slug, other.ID), nil, apptest.Field("text", "wrong channel"))
 	if r.Status != http.StatusNotFound {
