@@ -11,6 +11,7 @@ import (
 	"github.com/slipwayhq/slipway/docs"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/test/apptest"
+	"github.com/slipwayhq/slipway/test/imagetest"
 )
 
 // TestFeedbackFromTheKotlinExample compiles the Kotlin example of docs/feedback.md as it is
@@ -43,7 +44,7 @@ fun main(args: Array<String>) {
 		t.Fatal(err)
 	}
 	png := filepath.Join(dir, "screen.png")
-	if err := os.WriteFile(png, testPNG(t, 120, 240), 0o644); err != nil {
+	if err := os.WriteFile(png, imagetest.PNG(t, 120, 240), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	jar := filepath.Join(dir, "feedback.jar")

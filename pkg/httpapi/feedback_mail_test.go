@@ -17,6 +17,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/background"
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/test/apptest"
+	"github.com/slipwayhq/slipway/test/imagetest"
 	"github.com/slipwayhq/slipway/test/mailpit"
 )
 
@@ -48,7 +49,7 @@ func TestFeedbackMailShowsTheScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := m.want(m.sendFeedback(fmt.Sprintf("/api/releases/%d/feedback", id(first)), "", nil, apptest.Field("text", "The <b>map</b> is blank"),
-		apptest.Field("device", "Pixel 8"), shot("a.png", testPNG(t, 300, 600)), shot("b.jpg", gpsJPEG(t, 640, 480))), 201, "feedback")
+		apptest.Field("device", "Pixel 8"), shot("a.png", imagetest.PNG(t, 300, 600)), shot("b.jpg", imagetest.GPSJPEG(t, 640, 480))), 201, "feedback")
 
 	got := relay.WaitFor(t, "dev@example.com", 1)
 	msg := relay.Message(t, got[0].ID)

@@ -7,13 +7,8 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"image"
-	"image/color"
-	"image/jpeg"
-	"image/png"
 	"net/http"
 	"strings"
 	"testing"
@@ -24,93 +19,13 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/lifecycle"
 	"github.com/slipwayhq/slipway/test/apptest"
+	"github.com/slipwayhq/slipway/test/imagetest"
 	"github.com/slipwayhq/slipway/test/testkit"
 )
 
 // shot is a screenshot part of a report's form.
 func shot(filename string, data []byte) apptest.Part {
 	return apptest.Part{Name: "screenshot", Filename: filename, Data: data}
-}
-
-// testPNG is a w×h PNG: red on its left half, blue on its right.
-func testPNG(t testing.TB, w, h int) []byte {
-	img := image.NewNRGBA(image.Rect(0, 0, w, h))
-	for y := range h {
-		for x := range w {
-			c := color.NRGBA{R: 255, A: 255}
-			if x >= w/2 {
-				c = color.NRGBA{B: 255, A: 255}
-			}
-			img.SetNRGBA(x, y, c)
-		}
-	}
-	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
-// gpsJPEG is a w×h JPEG carrying an Exif segment with GPS tags (a GPS IFD with latitude
-// reference "N") and Orientation 1, as a phone camera writes: what must never come out.
-func gpsJPEG(t testing.TB, w, h int) []byte {
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for i := range img.Pix {
-		img.Pix[i] = 200
-	}
-	var enc bytes.Buffer
-	if err := jpeg.Encode(&enc, img, nil); err != nil {
-		t.Fatal(err)
-	}
-	// TIFF, little endian: IFD0 with Orientation (0x0112) and GPSInfo (0x8825), then the GPS
-	// IFD with GPSLatitudeRef (0x0001) "N".
-	var tiff bytes.Buffer
-	le := binary.LittleEndian
-	tiff.WriteString("II")
-	_ = binary.Write(&tiff, le, uint16(42))
-	_ = binary.Write(&tiff, le, uint32(8))
-	_ = binary.Write(&tiff, le, uint16(2))
-	for _, e := range [][4]uint32{{0x0112, 3, 1, 1}, {0x8825, 4, 1, 8 + 2 + 2*12 + 4}} {
-		_ = binary.Write(&tiff, le, uint16(e[0]))
-		_ = binary.Write(&tiff, le, uint16(e[1]))
-		_ = binary.Write(&tiff, le, e[2])
-		_ = binary.Write(&tiff, le, e[3])
-	}
-	_ = binary.Write(&tiff, le, uint32(0))
-	_ = binary.Write(&tiff, le, uint16(1))
-	_ = binary.Write(&tiff, le, uint16(0x0001))
-	_ = binary.Write(&tiff, le, uint16(2))
-	_ = binary.Write(&tiff, le, uint32(2))
-	tiff.Write([]byte{'N', 0, 0, 0})
-	_ = binary.Write(&tiff, le, uint32(0))
-	tiff.WriteString("GPSMarker")
-	app1 := append([]byte("Exif\x00\x00"), tiff.Bytes()...)
-	seg := []byte{0xFF, 0xE1, byte((len(app1) + 2) >> 8), byte(len(app1) + 2)}
-	b := enc.Bytes()
-	out := append(append(append([]byte{}, b[:2]...), seg...), app1...)
-	return append(out, b[2:]...)
-}
-
-// hugePNG is a valid PNG header declaring w×h pixels, and no more than a few bytes of data.
-func hugePNG(w, h uint32) []byte {
-	var b bytes.Buffer
-	b.WriteString("\x89PNG\r\n\x1a\n")
-	ihdr := make([]byte, 13)
-	binary.BigEndian.PutUint32(ihdr, w)
-	binary.BigEndian.PutUint32(ihdr[4:], h)
-	ihdr[8], ihdr[9] = 8, 6
-	writeChunk(&b, "IHDR", ihdr)
-	writeChunk(&b, "IDAT", []byte{0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01})
-	writeChunk(&b, "IEND", nil)
-	return b.Bytes()
-}
-
-func writeChunk(b *bytes.Buffer, typ string, data []byte) {
-	_ = binary.Write(b, binary.BigEndian, uint32(len(data)))
-	b.WriteString(typ)
-	b.Write(data)
-	crc := crc32.ChecksumIEEE(append([]byte(typ), data...))
-	_ = binary.Write(b, binary.BigEndian, crc)
 }
 
 func (m *mgmt) sendFeedback(path, token string, header http.Header, parts ...apptest.Part) *apptest.Response {
@@ -167,7 +82,7 @@ func testFeedbackFromApps(t *testing.T, storage string) {
 
 	// An anonymous report with two screenshots on a channel open to anyone, as an app sends it.
 	path := fmt.Sprintf("/api/releases/%d/feedback", id(first))
-	shotPNG, shotJPEG := testPNG(t, 300, 600), gpsJPEG(t, 640, 480)
+	shotPNG, shotJPEG := imagetest.PNG(t, 300, 600), imagetest.GPSJPEG(t, 640, 480)
 	before := m.feedbackState()
 	r := m.sendFeedback(path, "", nil, apptest.Field("text", "The login button does nothing"), apptest.Field("device", "iPhone15,2"),
 		apptest.Field("os_version", "iOS 18.1"), apptest.Field("locale", "en-GB"), apptest.Field("app_state", `{"screen":"login"}`),
@@ -283,7 +198,7 @@ func testFeedbackFromApps(t *testing.T, storage string) {
 	before = m.feedbackState()
 	many := []apptest.Part{apptest.Field("text", "twenty screenshots")}
 	for range 20 {
-		many = append(many, shot("s.png", testPNG(t, 8, 8)))
+		many = append(many, shot("s.png", imagetest.PNG(t, 8, 8)))
 	}
 	for _, c := range []struct {
 		what   string
@@ -294,7 +209,7 @@ func testFeedbackFromApps(t *testing.T, storage string) {
 		{"app_state not an object", []apptest.Part{apptest.Field("text", "x"), apptest.Field("app_state", `[1,2]`)}, 422},
 		{"a bad email", []apptest.Part{apptest.Field("text", "x"), apptest.Field("email", "not an email")}, 422},
 		{"20 screenshots", many, 422},
-		{"a PNG declaring 100,000 × 100,000", []apptest.Part{apptest.Field("text", "x"), shot("huge.png", hugePNG(100_000, 100_000))}, 422},
+		{"a PNG declaring 100,000 × 100,000", []apptest.Part{apptest.Field("text", "x"), shot("huge.png", imagetest.DeclaredPNG(100_000, 100_000))}, 422},
 		{"a zip renamed .png", []apptest.Part{apptest.Field("text", "x"), shot("z.png", append([]byte("PK\x03\x04"), make([]byte, 64)...))}, 415},
 		{"HEIC", []apptest.Part{apptest.Field("text", "x"), shot("i.heic", append([]byte("\x00\x00\x00\x18ftypheic"), make([]byte, 64)...))}, 415},
 		{"a truncated PNG", []apptest.Part{apptest.Field("text", "x"), shot("t.png", shotPNG[:len(shotPNG)/2])}, 422},
@@ -335,7 +250,7 @@ func TestFeedbackOnTesterOnlyChannel(t *testing.T) {
 	path := fmt.Sprintf("/api/releases/%d/feedback", id(first))
 
 	before := m.feedbackState()
-	m.want(m.sendFeedback(path, "", nil, apptest.Field("text", "x"), shot("a.png", testPNG(t, 20, 20))), 401, "no session")
+	m.want(m.sendFeedback(path, "", nil, apptest.Field("text", "x"), shot("a.png", imagetest.PNG(t, 20, 20))), 401, "no session")
 	if after := m.feedbackState(); after != before {
 		t.Errorf("a refused report stored something: %s, then %s", before, after)
 	}
@@ -352,7 +267,7 @@ func TestFeedbackOnTesterOnlyChannel(t *testing.T) {
 		t.Fatal(err)
 	}
 	cookie := http.Header{"Cookie": {"slipway_tester=" + secret}}
-	f := m.want(m.sendFeedback(path, "", cookie, apptest.Field("text", "Crashes when I rotate"), shot("a.png", testPNG(t, 20, 20))), 201, "with a session")
+	f := m.want(m.sendFeedback(path, "", cookie, apptest.Field("text", "Crashes when I rotate"), shot("a.png", imagetest.PNG(t, 20, 20))), 201, "with a session")
 	if a := f["author"].(map[string]any); a["kind"] != "tester" || a["tester_id"] != float64(ada.ID) {
 		t.Errorf("the author: %v", a)
 	}

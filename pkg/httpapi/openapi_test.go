@@ -30,6 +30,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/metrics"
 	"github.com/slipwayhq/slipway/pkg/profileservice/profileservicetest"
 	"github.com/slipwayhq/slipway/test/apptest"
+	"github.com/slipwayhq/slipway/test/imagetest"
 	"github.com/slipwayhq/slipway/test/testkit"
 )
 
@@ -485,7 +486,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Do(t, "DELETE", "/api/groups/qa", nil, admin), 200, "delete a group")
 	// Feedback.
 	fbBody, fbType := apptest.Multipart(apptest.Field("text", "It crashes"), apptest.Field("device", "iPhone15,2"),
-		shot("s.png", testPNG(t, 40, 80)))
+		shot("s.png", imagetest.PNG(t, 40, 80)))
 	fb := expect(e.Do(t, "POST", fmt.Sprintf("/api/releases/%d/feedback", relID), fbBody, http.Header{"Content-Type": {fbType}}), 201, "send feedback").Map(t)
 	fbID := int64(fb["id"].(float64))
 	dfJSON("POST", fmt.Sprintf("/api/releases/%d/feedback", relID), `{"text":""}`, e.UploadToken, 422)
@@ -511,7 +512,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	expect(e.Do(t, "POST", "/t/signout", nil, nil), 303, "tester sign-out")
 	expect(e.Do(t, "POST", fmt.Sprintf("/t/apps/%d/mail", appID), strings.NewReader("mail=none"), formHeader), 401, "mail choice without a session")
 	// Feedback from the release page and the tester's home (pkg/web's feedback tests walk them whole).
-	pageFB, pageFBType := apptest.Multipart(apptest.Field("text", "From the page"), apptest.Field("device", "iPhone"), shot("s.png", testPNG(t, 20, 20)))
+	pageFB, pageFBType := apptest.Multipart(apptest.Field("text", "From the page"), apptest.Field("device", "iPhone"), shot("s.png", imagetest.PNG(t, 20, 20)))
 	expect(e.Do(t, "POST", fmt.Sprintf("/channels/%s/releases/%d/feedback", slug, relID), pageFB, http.Header{"Content-Type": {pageFBType}}), 303, "feedback from the release page")
 	pageFB, pageFBType = apptest.Multipart(apptest.Field("text", " "))
 	expect(e.Do(t, "POST", fmt.Sprintf("/channels/%s/releases/%d/feedback", slug, relID), pageFB, http.Header{"Content-Type": {pageFBType}}), 422, "empty feedback from the release page")

@@ -20,6 +20,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/config"
 	"github.com/slipwayhq/slipway/pkg/webhook"
 	"github.com/slipwayhq/slipway/test/apptest"
+	"github.com/slipwayhq/slipway/test/imagetest"
 	"github.com/slipwayhq/slipway/test/testkit"
 )
 
@@ -109,10 +110,10 @@ func testBrowserFeedbackFromPhone(t *testing.T, bctx context.Context, axeSource,
 	// The screenshots, as files on the phone.
 	dir := t.TempDir()
 	pngPath, jpgPath := filepath.Join(dir, "screen.png"), filepath.Join(dir, "camera.jpg")
-	if err := os.WriteFile(pngPath, testPNG(t, 390, 844), 0o600); err != nil {
+	if err := os.WriteFile(pngPath, imagetest.PNG(t, 390, 844), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(jpgPath, gpsJPEG(t, 640, 480), 0o600); err != nil {
+	if err := os.WriteFile(jpgPath, imagetest.GPSJPEG(t, 640, 480), 0o600); err != nil {
 		t.Fatal(err)
 	}
 

@@ -8,14 +8,10 @@ package web_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"html"
-	"image"
-	"image/color"
 	"image/jpeg"
-	"image/png"
 	"io"
 	"net/http"
 	"net/url"
@@ -23,65 +19,8 @@ import (
 	"testing"
 
 	"github.com/slipwayhq/slipway/test/apptest"
+	"github.com/slipwayhq/slipway/test/imagetest"
 )
-
-// testPNG is a w×h PNG: red on its left half, blue on its right (as pkg/httpapi's feedback tests).
-func testPNG(t testing.TB, w, h int) []byte {
-	img := image.NewNRGBA(image.Rect(0, 0, w, h))
-	for y := range h {
-		for x := range w {
-			c := color.NRGBA{R: 255, A: 255}
-			if x >= w/2 {
-				c = color.NRGBA{B: 255, A: 255}
-			}
-			img.SetNRGBA(x, y, c)
-		}
-	}
-	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
-// gpsJPEG is a w×h JPEG carrying an Exif segment with GPS tags (a GPS IFD with latitude
-// reference "N", and the text "GPSMarker") and Orientation 1, as a phone camera writes: what must
-// never come out (as pkg/httpapi's feedback tests).
-func gpsJPEG(t testing.TB, w, h int) []byte {
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for i := range img.Pix {
-		img.Pix[i] = 200
-	}
-	var enc bytes.Buffer
-	if err := jpeg.Encode(&enc, img, nil); err != nil {
-		t.Fatal(err)
-	}
-	var tiff bytes.Buffer
-	le := binary.LittleEndian
-	tiff.WriteString("II")
-	_ = binary.Write(&tiff, le, uint16(42))
-	_ = binary.Write(&tiff, le, uint32(8))
-	_ = binary.Write(&tiff, le, uint16(2))
-	for _, e := range [][4]uint32{{0x0112, 3, 1, 1}, {0x8825, 4, 1, 8 + 2 + 2*12 + 4}} {
-		_ = binary.Write(&tiff, le, uint16(e[0]))
-		_ = binary.Write(&tiff, le, uint16(e[1]))
-		_ = binary.Write(&tiff, le, e[2])
-		_ = binary.Write(&tiff, le, e[3])
-	}
-	_ = binary.Write(&tiff, le, uint32(0))
-	_ = binary.Write(&tiff, le, uint16(1))
-	_ = binary.Write(&tiff, le, uint16(0x0001))
-	_ = binary.Write(&tiff, le, uint16(2))
-	_ = binary.Write(&tiff, le, uint32(2))
-	tiff.Write([]byte{'N', 0, 0, 0})
-	_ = binary.Write(&tiff, le, uint32(0))
-	tiff.WriteString("GPSMarker")
-	app1 := append([]byte("Exif\x00\x00"), tiff.Bytes()...)
-	seg := []byte{0xFF, 0xE1, byte((len(app1) + 2) >> 8), byte(len(app1) + 2)}
-	b := enc.Bytes()
-	out := append(append(append([]byte{}, b[:2]...), seg...), app1...)
-	return append(out, b[2:]...)
-}
 
 func screenshotPart(filename, contentType string, data []byte) apptest.Part {
 	return apptest.Part{Name: "screenshot", Filename: filename, Data: data, ContentType: contentType}
@@ -200,7 +139,7 @@ func TestFeedbackFromReleasePage(t *testing.T) {
 	}
 
 	// An anonymous report with two screenshots (and the empty part of an unused file input).
-	shotPNG, shotJPEG := testPNG(t, 300, 600), gpsJPEG(t, 640, 480)
+	shotPNG, shotJPEG := imagetest.PNG(t, 300, 600), imagetest.GPSJPEG(t, 640, 480)
 	r := postFeedback(t, e, nil, pub.ReleaseURL, nil, apptest.Field("text", "The login button does nothing"), apptest.Field("email", "Ann@Example.com"),
 		apptest.Field("device", "iPhone"), apptest.Field("os_version", "iOS 18.1"),
 		screenshotPart("a.png", "image/png", shotPNG), screenshotPart("b.jpg", "image/jpeg", shotJPEG), screenshotPart("", "", []byte{}))
@@ -245,7 +184,7 @@ func TestFeedbackFromReleasePage(t *testing.T) {
 		t.Errorf("a refused report stored something: %s, then %s", before, after)
 	}
 	// An empty text: 422, the field marked.
-	r = postFeedback(t, e, nil, pub.ReleaseURL, nil, apptest.Field("text", "  "), screenshotPart("a.png", "image/png", testPNG(t, 10, 10)))
+	r = postFeedback(t, e, nil, pub.ReleaseURL, nil, apptest.Field("text", "  "), screenshotPart("a.png", "image/png", imagetest.PNG(t, 10, 10)))
 	if r.Status != http.StatusUnprocessableEntity {
 		t.Fatalf("an empty text: %d", r.Status)
 	}
@@ -282,7 +221,7 @@ func TestFeedbackFromReleasePage(t *testing.T) {
 
 	// A channel with a password: the form only once the password was given; without its
 	// cookie, the password form (as the page answers) and nothing stored.
-	r = postFeedback(t, e, nil, locked.ReleaseURL, nil, apptest.Field("text", "Behind a password"), screenshotPart("a.png", "image/png", testPNG(t, 10, 10)))
+	r = postFeedback(t, e, nil, locked.ReleaseURL, nil, apptest.Field("text", "Behind a password"), screenshotPart("a.png", "image/png", imagetest.PNG(t, 10, 10)))
 	if r.Status != http.StatusForbidden || !bytes.Contains(r.Body, []byte(`name="password"`)) {
 		t.Fatalf("feedback without the password: %d %.300s", r.Status, r.Body)
 	}
@@ -310,7 +249,7 @@ func TestFeedbackFromTesterPages(t *testing.T) {
 
 	// Anonymous: the page sends them to sign in, and the form's POST is refused, nothing stored.
 	before := feedbackState(t, e)
-	r := postFeedback(t, e, nil, releaseURL, nil, apptest.Field("text", "anonymous"), screenshotPart("a.png", "image/png", testPNG(t, 20, 20)))
+	r := postFeedback(t, e, nil, releaseURL, nil, apptest.Field("text", "anonymous"), screenshotPart("a.png", "image/png", imagetest.PNG(t, 20, 20)))
 	if r.Status != http.StatusUnauthorized {
 		t.Fatalf("anonymous feedback on a tester-only channel: %d", r.Status)
 	}
@@ -326,7 +265,7 @@ func TestFeedbackFromTesterPages(t *testing.T) {
 		t.Fatalf("ada's release page: %d, form %v, email %v", resp.StatusCode, strings.Contains(body, `id="feedback-form"`), strings.Contains(body, `name="email"`))
 	}
 	r = postFeedback(t, e, ada, releaseURL, nil, apptest.Field("text", "Crashes when I rotate\nSecond line\nThird line\nFourth line"),
-		apptest.Field("device", "iPad"), screenshotPart("a.png", "image/png", testPNG(t, 40, 40)))
+		apptest.Field("device", "iPad"), screenshotPart("a.png", "image/png", imagetest.PNG(t, 40, 40)))
 	if r.Status != http.StatusSeeOther || r.Header.Get("Location") != releaseURL+"?feedback=sent#feedback" {
 		t.Fatalf("ada's report: %d %q %.300s", r.Status, r.Header.Get("Location"), r.Body)
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
 	"github.com/slipwayhq/slipway/test/e2e"
+	"github.com/slipwayhq/slipway/test/imagetest"
 	"github.com/slipwayhq/slipway/test/testkit"
 )
 
@@ -68,11 +68,11 @@ func TestHostileScreenshotsShareTheParseBudget(t *testing.T) {
 	}
 	screen := noisePNG(t, 1290, 2796)
 	kinds := map[string][]shot{
-		"png-100000x100000":   {{"huge.png", declaredPNG(100_000, 100_000)}},
+		"png-100000x100000":   {{"huge.png", imagetest.DeclaredPNG(100_000, 100_000)}},
 		"jpeg-bomb-6000x5000": {{"bomb.jpg", declaredJPEG(t, 6000, 5000)}},
 		"jpeg-over-limit":     {{"over.jpg", declaredJPEG(t, 9000, 9000)}},
 		"zip-named-png":       {{"z.png", append([]byte("PK\x03\x04\x14\x00"), bytes.Repeat([]byte{0}, 4096)...)}},
-		"100-MB":              {{"big.png", append(declaredPNG(4000, 4000), make([]byte, 100<<20)...)}},
+		"100-MB":              {{"big.png", append(imagetest.DeclaredPNG(4000, 4000), make([]byte, 100<<20)...)}},
 	}
 	twenty := make([]shot, 20)
 	for i := range twenty {
@@ -194,26 +194,6 @@ func noisePNG(t testing.TB, w, h int) []byte {
 	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&b, img); err != nil {
 		t.Fatal(err)
 	}
-	return b.Bytes()
-}
-
-// declaredPNG is a PNG header declaring w×h RGBA pixels, with a few bytes of image data.
-func declaredPNG(w, h uint32) []byte {
-	var b bytes.Buffer
-	b.WriteString("\x89PNG\r\n\x1a\n")
-	chunk := func(typ string, data []byte) {
-		_ = binary.Write(&b, binary.BigEndian, uint32(len(data)))
-		b.WriteString(typ)
-		b.Write(data)
-		_ = binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(append([]byte(typ), data...)))
-	}
-	ihdr := make([]byte, 13)
-	binary.BigEndian.PutUint32(ihdr, w)
-	binary.BigEndian.PutUint32(ihdr[4:], h)
-	ihdr[8], ihdr[9] = 8, 6
-	chunk("IHDR", ihdr)
-	chunk("IDAT", []byte{0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01})
-	chunk("IEND", nil)
 	return b.Bytes()
 }
 
