@@ -6,6 +6,7 @@
 #
 # Usage: test/axe.sh
 set -euo pipefail
+. "$(dirname "$0")/debian.sh"
 
 AXE_VERSION=4.10.3
 CACHE_DIR=${SLIPWAY_CACHE_DIR:-$HOME/.cache/slipway}
@@ -16,12 +17,7 @@ if [ ! -s "$JS" ]; then
   echo "axe.sh: fetching axe-core $AXE_VERSION from the npm registry (once; cached in $DIR)" >&2
   if ! command -v npm >/dev/null; then
     echo "axe.sh: installing Debian's npm (once), to fetch axe-core" >&2
-    SUDO=
-    if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
-    {
-      $SUDO apt-get update -q
-      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends npm
-    } >&2
+    debian_install npm
   fi
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT

@@ -5,17 +5,13 @@
 #
 # Usage: test/chromium.sh
 set -euo pipefail
+. "$(dirname "$0")/debian.sh"
 
 BIN=${SLIPWAY_CHROMIUM_BIN:-/usr/bin/chromium}
 
 if [ ! -x "$BIN" ]; then
   echo "chromium.sh: installing Debian's chromium (once)" >&2
-  SUDO=
-  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
-  {
-    $SUDO apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core
-  } >&2
+  debian_install chromium fonts-dejavu-core
 fi
 echo "chromium.sh: $("$BIN" --version 2>/dev/null)" >&2
 echo "$BIN"

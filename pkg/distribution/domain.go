@@ -55,6 +55,10 @@ type Channel struct {
 	// app's members and admins). It stays set when its last group is deleted: only setting its
 	// groups to none opens it again.
 	TesterOnly bool
+	// AppInstallerHours is how often Windows' App Installer looks for a newer build of the
+	// channel's MSIX app when it starts (OnLaunch HoursBetweenUpdateChecks, 0 to 255; 0: at every
+	// start).
+	AppInstallerHours int
 	// TesterGroups are the aliases of the groups that open a TesterOnly channel (nil: not read).
 	TesterGroups []string
 	// AppBundleID is the app the channel holds while its BundleID is "*": "" when it
@@ -64,6 +68,12 @@ type Channel struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 }
+
+// DefaultAppInstallerHours is a new channel's Channel.AppInstallerHours: Windows' own default.
+const DefaultAppInstallerHours = 24
+
+// MaxAppInstallerHours is the most Channel.AppInstallerHours may be (the schema's unsigned byte).
+const MaxAppInstallerHours = 255
 
 // HeldApp is the bundle id of the one app the channel holds: learned from its first build by a
 // channel made without a bundle id. "" when it takes any app or has learned none yet.

@@ -28,6 +28,8 @@ const (
 	KindTauri       Kind = "tauri"
 	KindTauriStatic Kind = "tauri-static"
 	KindSquirrel    Kind = "squirrel"
+	// KindAppInstaller is Windows' .appinstaller file.
+	KindAppInstaller Kind = "appinstaller"
 )
 
 // Key names one rendered feed in a channel view's memo: its kind and what selects its releases

@@ -94,6 +94,16 @@ func Frameworks(r *distribution.Release) []Usability {
 			squirrel = "Squirrel's RELEASES cannot stage: it lists this build once it is rolled out to 100%"
 		}
 		add("Squirrel.Windows", first(feeds, squirrel))
+		appInstaller := ""
+		switch {
+		case r.Format != "msix" && r.Format != "msixbundle":
+			appInstaller = "App Installer installs MSIX packages and bundles; this build is a " + r.Format
+		case !AppInstallerOffers(&distribution.Release{Format: r.Format, BundleID: r.BundleID, Facts: r.Facts, BuildVersion: r.BuildVersion, RolloutPercent: 100}):
+			appInstaller = fmt.Sprintf("its manifest's identity (name, publisher, version %q) is not one App Installer can match", r.BuildVersion)
+		case !RolledOut(r):
+			appInstaller = "the .appinstaller file names one build for every install: it offers this build once it is rolled out to 100%"
+		}
+		add("App Installer", first(feeds, appInstaller))
 	case "linux":
 		linux := electron("latest-linux.yml", "the AppImage")
 		if linux != "" && electron("latest-linux-arm64.yml", "the AppImage") == "" {

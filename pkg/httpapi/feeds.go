@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -133,7 +134,8 @@ func needPlatform(v *readcache.ChannelView, feed string, platforms ...string) er
 		v.Channel.DeviceType, feed, strings.Join(platforms, " or "))
 }
 
-// writeFeed answers an encoded feed with its content type (200, or 304 for If-None-Match).
+// writeFeed answers an encoded feed with its content type (200, or 304 for If-None-Match). The
+// length is declared, so that HEAD says it too (App Installer looks before it fetches).
 func writeFeed(c *gin.Context, e *readcache.Encoded, contentType string) {
 	c.Header("Cache-Control", "no-cache")
 	c.Header("ETag", e.ETag)
@@ -141,6 +143,7 @@ func writeFeed(c *gin.Context, e *readcache.Encoded, contentType string) {
 		c.Status(http.StatusNotModified)
 		return
 	}
+	c.Header("Content-Length", strconv.Itoa(len(e.Body)))
 	c.Data(http.StatusOK, contentType, e.Body)
 }
 
@@ -370,6 +373,49 @@ func (s *Server) squirrel(c *gin.Context) error {
 		return err
 	}
 	writeFeed(c, e, "text/plain; charset=utf-8")
+	return nil
+}
+
+// appInstaller: GET /channels/:slug/app.appinstaller, Windows' App Installer file of a Windows
+// channel: the newest MSIX package or bundle the channel offers to everyone (feeds.AppInstallerOffers),
+// with the channel's update settings. The file names itself by this stable address (with the
+// feed token of a protected channel, App Installer's one query parameter), so the installed app
+// keeps checking it; a new build, a deleted one or a changed setting changes it at once.
+func (s *Server) appInstaller(c *gin.Context) error {
+	ctx := reqCtx(c)
+	v, token, err := s.feedView(c)
+	if err != nil {
+		return err
+	}
+	if err := needPlatform(v, "the App Installer file", "windows"); err != nil {
+		return err
+	}
+	e, err := v.Memo(feeds.Key{Kind: feeds.KindAppInstaller, Token: token}.String(), func() (*readcache.Encoded, error) {
+		rels := offered(v, 1, feeds.AppInstallerOffers)
+		if len(rels) == 0 {
+			return nil, errs.New(errs.NotFound, "channel %s offers no MSIX package or bundle yet (upload a signed .msix or .msixbundle; "+
+				"it is offered once Slipway has verified its checksums and it is rolled out to 100%%)", v.Channel.Slug)
+		}
+		r := rels[0]
+		u, err := s.feedURL(ctx, r, token, !v.Channel.Protected())
+		if err != nil {
+			return nil, err
+		}
+		self := s.links.Channel(v.Channel.Slug) + "/app.appinstaller"
+		if token != "" {
+			self += "?token=" + url.QueryEscape(token)
+		}
+		b, err := feeds.AppInstaller(feeds.AppInstallerFile{URL: self, Main: feeds.AppInstallerMain(r, u),
+			HoursBetweenUpdateChecks: v.Channel.AppInstallerHours, Critical: r.Critical})
+		if err != nil {
+			return nil, err
+		}
+		return encodeBytes(b), nil
+	})
+	if err != nil {
+		return err
+	}
+	writeFeed(c, e, "application/appinstaller")
 	return nil
 }
 

@@ -228,6 +228,8 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	get("/channels/"+slug+"/appcast.xml", 404)
 	get("/channels/"+macSlug+"/squirrel/RELEASES", 404) // a macOS channel; TestSquirrelReleases has the 200
 	expect(e.Do(t, "HEAD", "/channels/"+macSlug+"/squirrel/RELEASES", nil, nil), 404, "HEAD RELEASES")
+	get("/channels/"+macSlug+"/app.appinstaller", 404) // a macOS channel; TestAppInstallerFile has the 200
+	expect(e.Do(t, "HEAD", "/channels/"+macSlug+"/app.appinstaller", nil, nil), 404, "HEAD app.appinstaller")
 	get(fmt.Sprintf("/download/releases/%d/Desk.zip", int64(mac["id"].(float64))), 302)
 	get("/channels/"+apkSlug+"/tauri.json", 401)
 	expect(e.Do(t, "POST", fmt.Sprintf("/api/channels/%d/feed_token", int64(arel["channel"].(map[string]any)["id"].(float64))), nil, admin), 201, "feed token")
@@ -380,7 +382,7 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 		fmt.Sprintf("/console/releases/%d/pin", relID), fmt.Sprintf("/console/releases/%d/delete", relID), "/console/devices/00008030-001A2B3C4D5E6F70/delete", "/console/devices/00008030-001A2B3C4D5E6F70/approve",
 		"/console/users/1", fmt.Sprintf("/console/apps/%d/webhooks", appID), "/console/webhooks/1", "/console/webhooks/1/test", "/console/webhooks/1/enabled", "/console/webhooks/1/delete", "/console/apps", fmt.Sprintf("/console/schemes/%d", scID),
 		fmt.Sprintf("/console/schemes/%d/delete", scID), fmt.Sprintf("/console/channels/%d/feed_token", chID), fmt.Sprintf("/console/releases/%d/updates", relID),
-		fmt.Sprintf("/console/channels/%d/signing", chID)} {
+		fmt.Sprintf("/console/channels/%d/signing", chID), fmt.Sprintf("/console/channels/%d/appinstaller", chID)} {
 		expect(e.Do(t, "POST", path, strings.NewReader("csrf=forged&confirm=1"), consoleFormHeader(session)), 403, "console form without the CSRF token: "+path)
 	}
 	expect(e.Do(t, "GET", "/console/devices", nil, session), 200, "console devices")

@@ -112,7 +112,8 @@ func New(d Deps) *Server {
 	// The desktop update feeds (feeds.go): from the read cache, with ETags, HEAD answered too.
 	for path, handler := range map[string]func(*gin.Context) error{"/channels/:slug/appcast.xml": s.appcast,
 		"/channels/:slug/electron/:file": s.electron, "/channels/:slug/tauri.json": s.tauriStatic,
-		"/channels/:slug/tauri/:target/:arch/:current_version": s.tauri, "/channels/:slug/squirrel/RELEASES": s.squirrel} {
+		"/channels/:slug/tauri/:target/:arch/:current_version": s.tauri, "/channels/:slug/squirrel/RELEASES": s.squirrel,
+		"/channels/:slug/app.appinstaller": s.appInstaller} {
 		r.GET(path, h(handler))
 		r.HEAD(path, h(handler))
 	}

@@ -49,6 +49,9 @@ type channelView struct {
 	SparkleSigning bool `json:"sparkle_signing"`
 	// TesterOnly: the channel is open to the testers of its tester groups only (and the app's members).
 	TesterOnly bool `json:"tester_only"`
+	// AppInstallerHours is how often Windows' App Installer checks the channel's .appinstaller
+	// file when the app starts (0: at every start).
+	AppInstallerHours int `json:"appinstaller_hours"`
 	// TesterGroups are the aliases of those groups (sent when the channel is tester-only).
 	TesterGroups []string `json:"tester_groups,omitempty"`
 }
@@ -74,7 +77,7 @@ func newChannelView(c *distribution.Channel) channelView {
 	return channelView{ID: c.ID, Slug: c.Slug, Name: c.Name, DeviceType: c.DeviceType, BundleID: c.BundleID, GitURL: c.GitURL,
 		HasPassword: c.HasPassword(), DownloadFilenameType: c.DownloadFilenameType,
 		MaxSizeBytes: c.Budget.MaxBytes, MaxGrowthPercent: c.Budget.MaxGrowthPercent, EnforceBudget: c.Budget.Enforce,
-		SparkleSigning: c.SparkleSigning, TesterOnly: c.TesterOnly, TesterGroups: c.TesterGroups}
+		SparkleSigning: c.SparkleSigning, TesterOnly: c.TesterOnly, TesterGroups: c.TesterGroups, AppInstallerHours: c.AppInstallerHours}
 }
 
 // shortReleaseView is the short Release form (versions, latest, version_exist).

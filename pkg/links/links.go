@@ -182,8 +182,8 @@ type Feed struct {
 
 // Feeds are the update feeds a channel of a desktop platform serves (docs/feeds.md), as an app
 // is configured with them: electron-updater takes the folder of its latest*.yml (generic
-// provider), Squirrel the folder of RELEASES, Tauri the endpoint with its placeholders. None for
-// other platforms.
+// provider), Squirrel the folder of RELEASES, Tauri the endpoint with its placeholders, App
+// Installer its .appinstaller file. None for other platforms.
 func (l Links) Feeds(slug, platform string) []Feed {
 	base := l.Channel(slug)
 	tauri := []Feed{{"Tauri updater (endpoint)", base + "/tauri/{{target}}/{{arch}}/{{current_version}}"},
@@ -194,7 +194,8 @@ func (l Links) Feeds(slug, platform string) []Feed {
 			{"electron-updater (generic provider url; reads latest-mac.yml)", base + "/electron"}}, tauri...)
 	case "windows":
 		return append([]Feed{{"electron-updater (generic provider url; reads latest.yml)", base + "/electron"},
-			{"Squirrel.Windows (UpdateManager url; reads RELEASES)", base + "/squirrel"}}, tauri...)
+			{"Squirrel.Windows (UpdateManager url; reads RELEASES)", base + "/squirrel"},
+			{"Windows App Installer (.appinstaller file of the MSIX app; opened on Windows, it installs the app and keeps it updated)", base + "/app.appinstaller"}}, tauri...)
 	case "linux":
 		return append([]Feed{{"electron-updater (generic provider url; reads latest-linux.yml, latest-linux-arm64.yml)", base + "/electron"}}, tauri...)
 	}

@@ -29,6 +29,8 @@ type consoleChannelView struct {
 	HasPassword bool
 	// SparkleSigning: Slipway signs the channel's macOS builds (an admin's switch).
 	SparkleSigning bool
+	// AppInstallerHours: how often a Windows channel's App Installer file is checked at start.
+	AppInstallerHours int
 	// HeldApp is the bundle id of the app the channel holds, learned from its first build
 	// (Channel.HeldApp; "" when it takes any).
 	HeldApp   string

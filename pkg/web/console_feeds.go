@@ -90,6 +90,28 @@ func (h *Handler) consoleSetSigning(c *gin.Context, f *formCall) (string, error)
 	return h.channelURL(id) + "#feeds", nil
 }
 
+// consoleSetAppInstaller: POST /console/channels/:id/appinstaller sets how often the channel's
+// App Installer file is checked when the app starts ("appinstaller_hours", 0 to 255).
+func (h *Handler) consoleSetAppInstaller(c *gin.Context, f *formCall) (string, error) {
+	ctx := reqCtx(c)
+	id, err := idParam(c, "id", "channel")
+	if err != nil {
+		return "", err
+	}
+	h.onChannel(c, f, id, "appinstaller-"+strconv.FormatInt(id, 10), map[string]fieldLabel{"appinstaller_hours": {"appinstaller_hours", "Hours between update checks"}})
+	hours := c.PostForm("appinstaller_hours")
+	ch, err := h.svc.Apps.UpdateChannel(ctx, id, catalog.ChannelChanges{AppInstallerHours: &hours})
+	if err != nil {
+		return "", err
+	}
+	if ch.AppInstallerHours == 0 {
+		f.ok("The App Installer file of %s is checked at every start of the app.", ch.Name)
+	} else {
+		f.ok("The App Installer file of %s is checked at most every %d hours when the app starts.", ch.Name, ch.AppInstallerHours)
+	}
+	return h.channelURL(id) + "#feeds", nil
+}
+
 // consoleSetUpdates: POST /console/releases/:id/updates sets what the update feeds announce of a
 // desktop build: its staged-rollout percentage (0 takes it out of the feeds) and whether it is
 // a critical update.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo/apple/appletest"
+	"github.com/slipwayhq/slipway/pkg/appinfo/windows/windowstest"
 	"github.com/slipwayhq/slipway/test/apptest"
 	"github.com/slipwayhq/slipway/test/testkit"
 )
@@ -193,6 +194,50 @@ func TestConsoleSparkleSigning(t *testing.T) {
 	var audit string
 	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT string_agg(detail->>'sparkle_signing', ',' ORDER BY id) FROM audit_log
 		WHERE action = 'channel.update' AND detail ? 'sparkle_signing'`).Scan(&audit); err != nil || audit != "on,off" {
+		t.Fatalf("the audit rows: %q (%v)", audit, err)
+	}
+}
+
+// A Windows channel's page shows its App Installer file in the feeds and sets how often the file
+// is checked: a number out of range re-renders the form with the message beside the field and
+// changes nothing; a valid one is saved, shown and audited.
+func TestConsoleAppInstallerHours(t *testing.T) {
+	e := apptest.New(t, apptest.Options{})
+	admin, _ := signedIn(t, e, "alice")
+	rel := e.UploadApp(t, "FieldTool.msix", windowstest.BuildMSIX(windowstest.MSIXOptions{}))
+	chID := int64(rel["channel"].(map[string]any)["id"].(float64))
+	chURL := fmt.Sprintf("%s/console/channels/%d", e.URL, chID)
+	hours := func() int {
+		var n int
+		if err := e.DB.Pool.QueryRow(context.Background(), `SELECT appinstaller_hours FROM channels WHERE id = $1`, chID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// The build's release page offers the App Installer file beside the download.
+	slug := rel["channel"].(map[string]any)["slug"].(string)
+	if r := e.Get(t, fmt.Sprintf("/channels/%s/releases/%d", slug, int64(rel["id"].(float64)))); r.Status != 200 ||
+		!strings.Contains(string(r.Body), `id="appinstaller-install" href="`+e.URL+"/channels/"+slug+`/app.appinstaller"`) {
+		t.Fatalf("the release page's App Installer button: %d", r.Status)
+	}
+	_, page := fetch(t, admin, http.MethodGet, chURL, nil)
+	feeds := between(page, `id="feeds"`, "</section>")
+	if !strings.Contains(feeds, "/app.appinstaller") || !strings.Contains(feeds, "at most every 24 hours") ||
+		!strings.Contains(feeds, fmt.Sprintf(`id="appinstaller-hours-%d"`, chID)) {
+		t.Fatalf("the feeds card: %s", feeds)
+	}
+	resp, page := fetch(t, admin, http.MethodPost, chURL+"/appinstaller", url.Values{"csrf": {csrfOf(t, admin, chURL)}, "appinstaller_hours": {"300"}})
+	if resp.StatusCode != http.StatusUnprocessableEntity || hours() != 24 || !strings.Contains(page, "from 0 (check at every start) to 255") ||
+		!strings.Contains(page, `value="300"`) {
+		t.Fatalf("300 hours: %d, saved %d", resp.StatusCode, hours())
+	}
+	resp, page = fetch(t, admin, http.MethodPost, chURL+"/appinstaller", url.Values{"csrf": {csrfOf(t, admin, chURL)}, "appinstaller_hours": {"0"}})
+	if resp.StatusCode != 200 || hours() != 0 || !strings.Contains(between(page, `id="feeds"`, "</section>"), "at every start") {
+		t.Fatalf("0 hours: %d, saved %d", resp.StatusCode, hours())
+	}
+	var audit string
+	if err := e.DB.Pool.QueryRow(context.Background(), `SELECT string_agg(detail->>'appinstaller_hours', ',' ORDER BY id) FROM audit_log
+		WHERE action = 'channel.update' AND detail ? 'appinstaller_hours'`).Scan(&audit); err != nil || audit != "0" {
 		t.Fatalf("the audit rows: %q (%v)", audit, err)
 	}
 }

@@ -53,6 +53,9 @@ type releaseView struct {
 	Facts []fact
 	// HarmonyInstallURL is the store://enterprise link of a HarmonyOS .hap ("" otherwise).
 	HarmonyInstallURL template.URL
+	// AppInstallerURL is the channel's App Installer file, for an MSIX build of a channel open to
+	// anyone with its link ("" otherwise: a protected channel's file needs its feed token).
+	AppInstallerURL string
 	// Changes says what changed since the channel's previous build (size, new permissions);
 	// Since names that build.
 	Changes, Since string
@@ -230,6 +233,9 @@ func (h *Handler) releaseView(ctx context.Context, rc *distribution.ReleaseConte
 	v.Facts = platformFacts(r)
 	if links.HarmonyInstallable(r.Platform, r.Format) {
 		v.HarmonyInstallURL = installURL(links.HarmonyInstall(h.links.Manifest(ch.Slug, r.ID, h.svc.Passwords.ReleaseAccessTokenAs(ctx, ch, r.ID))))
+	}
+	if (r.Format == "msix" || r.Format == "msixbundle") && !ch.Protected() {
+		v.AppInstallerURL = h.links.Channel(ch.Slug) + "/app.appinstaller"
 	}
 	for i := range recent {
 		if recent[i].ID != r.ID && len(v.Others) < otherReleases {

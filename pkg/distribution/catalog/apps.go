@@ -365,6 +365,9 @@ type ChannelChanges struct {
 	// SparkleSigning switches Slipway's Sparkle signing of the channel's macOS builds on or off
 	// (an admin's decision: policy.ConfigureSigning).
 	SparkleSigning *bool `param:"sparkle_signing"`
+	// AppInstallerHours is how often Windows' App Installer checks the channel's .appinstaller
+	// file when the app starts (0 to 255 hours; 0: at every start).
+	AppInstallerHours *string `param:"appinstaller_hours,number"`
 	// TesterGroups, when sent, are the aliases of the tester groups that open the channel to
 	// their testers only (empty: open as before, to its link or its password).
 	TesterGroups []string `param:"tester_groups,names"`
@@ -480,6 +483,13 @@ func (ch ChannelChanges) apply(c *distribution.Channel, hasReleases bool) error 
 	if ch.SparkleSigning != nil {
 		c.SparkleSigning = *ch.SparkleSigning
 	}
+	if ch.AppInstallerHours != nil {
+		n, err := strconv.Atoi(strings.TrimSpace(*ch.AppInstallerHours))
+		if err != nil || n < 0 || n > distribution.MaxAppInstallerHours {
+			return errs.Field("appinstaller_hours", "must be a number of hours from 0 (check at every start) to %d", distribution.MaxAppInstallerHours)
+		}
+		c.AppInstallerHours = n
+	}
 	if ch.Password != nil {
 		hash, err := distribution.HashPassword(*ch.Password)
 		if err != nil {
@@ -547,7 +557,7 @@ func (a *Apps) CreateChannel(ctx context.Context, schemeID int64, ch ChannelChan
 	if ch.DeviceType == nil {
 		return nil, errs.Field("device_type", "must be one of %s", strings.Join(DeviceTypes, ", "))
 	}
-	c := &distribution.Channel{SchemeID: schemeID, BundleID: "*", DownloadFilenameType: "original"}
+	c := &distribution.Channel{SchemeID: schemeID, BundleID: "*", DownloadFilenameType: "original", AppInstallerHours: distribution.DefaultAppInstallerHours}
 	if err := ch.apply(c, false); err != nil {
 		return nil, err
 	}
@@ -585,7 +595,7 @@ func (a *Apps) CreateChannelIn(ctx context.Context, appID int64, schemeName stri
 	if ch.DeviceType == nil {
 		return nil, errs.Field("device_type", "must be one of %s", strings.Join(DeviceTypes, ", "))
 	}
-	c := &distribution.Channel{BundleID: "*", DownloadFilenameType: "original"}
+	c := &distribution.Channel{BundleID: "*", DownloadFilenameType: "original", AppInstallerHours: distribution.DefaultAppInstallerHours}
 	if err := ch.apply(c, false); err != nil {
 		return nil, err
 	}
@@ -697,6 +707,9 @@ func (a *Apps) UpdateChannel(ctx context.Context, id int64, ch ChannelChanges) (
 			}
 			if s := signingDetail(ch, cc.Channel.SparkleSigning); s != "" {
 				detail["sparkle_signing"] = s
+			}
+			if out.AppInstallerHours != cc.Channel.AppInstallerHours {
+				detail["appinstaller_hours"] = out.AppInstallerHours
 			}
 			a.auditChannel(ctx, "channel.update", id, detail)
 		}

@@ -269,7 +269,7 @@ func (up *upload) channel(ctx context.Context, tx UploadTx) (*distribution.Chann
 	// A channel an upload makes is named after its platform and takes any bundle id (api.md); it
 	// holds the app of this, its first build (checkApp).
 	ch, err = tx.CreateChannel(ctx, &distribution.Channel{SchemeID: schemeID, Name: platform, DeviceType: platform,
-		BundleID: "*", AppBundleID: up.release.BundleID, DownloadFilenameType: "original"})
+		BundleID: "*", AppBundleID: up.release.BundleID, DownloadFilenameType: "original", AppInstallerHours: distribution.DefaultAppInstallerHours})
 	return ch, appID, err
 }
 

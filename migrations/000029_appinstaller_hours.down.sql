@@ -1,0 +1,1 @@
+ALTER TABLE channels DROP COLUMN appinstaller_hours;
