@@ -14,5 +14,5 @@ var OpenAPIYAML []byte
 // Guides are the user guides the server serves at /docs/<name> (an installation without access to
 // the internet still has them): the console links to them.
 //
-//go:embed ci.md deploy.md feedback.md feeds.md operations.md security.md testers.md webhooks.md
+//go:embed ci.md deploy.md feedback.md feeds.md operations.md repositories.md security.md testers.md webhooks.md
 var Guides embed.FS

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slipwayhq/slipway/pkg/repokey"
 )
 
 // Every command answers -h and --help with its usage on stdout and exit code 0, without doing
@@ -18,7 +20,7 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		{"token", "create", "--help"}, {"token", "list", "-h"}, {"token", "revoke", "--help"},
 		{"gc", "--help"}, {"admin", "login-link", "--help"}, {"retention", "--help"},
 		{"retention", "plan", "-help"}, {"upload", "--help"}, {"upload", "app.ipa", "--url", "x", "-h"},
-		{"debug-file", "--help"}, {"debug-file", "upload", "--help"}, {"distribute", "--help"}, {"mail", "--help"}, {"mail", "test", "--help"}, {"mail", "status", "-h"}, {"version", "--help"},
+		{"debug-file", "--help"}, {"debug-file", "upload", "--help"}, {"distribute", "--help"}, {"mail", "--help"}, {"mail", "test", "--help"}, {"mail", "status", "-h"}, {"repo-key", "--help"}, {"repo-key", "generate", "--help"}, {"version", "--help"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		var stdout, stderr bytes.Buffer
@@ -67,5 +69,25 @@ func TestGCReconcileFlags(t *testing.T) {
 		if code := run(context.Background(), c.args, getenv, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("slipway %s: exit %d, stderr %q; want 2 and %q", strings.Join(c.args, " "), code, stderr.String(), c.want)
 		}
+	}
+}
+
+// repo-key generate prints a private key that SLIPWAY_REPO_KEY_FILE accepts, and needs nothing
+// configured.
+func TestRepoKeyGenerate(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"repo-key", "generate", "--name", "Example builds", "--email", "builds@example.com"},
+		func(string) string { return "" }, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	k, err := repokey.Parse(stdout.Bytes())
+	if err != nil {
+		t.Fatalf("the generated key: %v", err)
+	}
+	if !strings.Contains(stderr.String(), k.Fingerprints()[0]) || strings.Contains(stderr.String(), "PRIVATE") {
+		t.Errorf("stderr %q", stderr.String())
+	}
+	if code := run(context.Background(), []string{"repo-key"}, func(string) string { return "" }, &stdout, &stderr); code != 2 {
+		t.Errorf("repo-key without generate: exit %d", code)
 	}
 }

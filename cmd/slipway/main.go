@@ -51,6 +51,9 @@ Commands:
                                       give a release already uploaded to more testers
   debug-file upload FILE --url URL --token TOKEN --channel-key KEY
                                       upload a zipped dSYM or ProGuard mapping (see debug-file upload -h)
+  repo-key generate [--name NAME] [--email ADDRESS]
+                                      print a new OpenPGP private key (Ed25519) for SLIPWAY_REPO_KEY_FILE,
+                                      which signs the channels' APT and DNF repositories
   mail test --to ADDRESS              send one message through the configured SMTP relay now (not the outbox)
   mail status                         count the mail outbox: pending and failed mails
   version                             print the version
@@ -98,6 +101,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = debugFileCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "distribute":
 		err = distributeCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "repo-key":
+		err = repoKeyCmd(args[1:], stdout, stderr)
 	case "mail":
 		err = mailCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version", "-v":
@@ -160,6 +165,8 @@ func parsesOwnFlags(args []string) bool {
 		return sub == "upload"
 	case "mail":
 		return sub == "test"
+	case "repo-key":
+		return sub == "generate"
 	}
 	return false
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/edsign"
+	"github.com/slipwayhq/slipway/pkg/repokey"
 	"github.com/slipwayhq/slipway/pkg/mail"
 )
 
@@ -155,6 +156,9 @@ type Config struct {
 	// SparkleKey, when set, is the operator's Ed25519 key with which Slipway signs the macOS
 	// packages that arrive without a Sparkle signature (SLIPWAY_SPARKLE_KEY_FILE, read at start).
 	SparkleKey *edsign.Key
+	// RepoKey, when set, holds the OpenPGP keys that sign the channels' APT and DNF repositories
+	// (SLIPWAY_REPO_KEY_FILE, read at start); nil: the repositories answer 404 saying so.
+	RepoKey *repokey.Keyring
 	// OIDC is the console's identity provider (SLIPWAY_OIDC_*); Issuer "" turns it off.
 	OIDC OIDCConfig
 	// Mail is the SMTP relay and the mail sender's settings (SLIPWAY_SMTP_*, SLIPWAY_MAIL_*).
@@ -265,6 +269,7 @@ var Vars = []Var{
 	{"SLIPWAY_OIDC_ADMIN_GROUPS", "", "comma-separated groups whose members are console admins, re-evaluated at every sign-in (leaving them takes the admin role back); nobody else becomes an admin by signing in"},
 	{"SLIPWAY_OIDC_GROUPS_CLAIM", "groups", "the ID token claim that lists a user's groups"},
 	{"SLIPWAY_SPARKLE_KEY_FILE", "", "file of the Ed25519 private key with which Slipway signs the macOS packages of channels an admin switched sparkle_signing on for, uploaded without a Sparkle signature (generate_keys -x export, base64 or PEM); empty: Slipway signs nothing"},
+	{"SLIPWAY_REPO_KEY_FILE", "", "file of the armored OpenPGP private key(s) that sign the channels' APT and DNF repositories (`slipway repo-key generate` makes one); a second key is published beside the first, which signs (rotation, docs/repositories.md); empty: the repositories answer 404"},
 	{"SLIPWAY_SMTP_URL", "", "the SMTP relay mail leaves through: smtps://user@host:465 (implicit TLS), smtp://user@host:587 (STARTTLS, required: a relay that does not offer it gets no mail) or smtp+insecure://host:port (no TLS, for a relay on loopback or inside the cluster; a user only on loopback); empty: mail is off (tester features work, the pages say mail is off)"},
 	{"SLIPWAY_SMTP_PASSWORD_FILE", "", "file holding the relay's password for the URL's user (read at start, never logged); required when the URL names a user"},
 	{"SLIPWAY_SMTP_CA_FILE", "", "PEM file of the CAs that sign the relay's certificate, instead of the system's roots (a private relay); the certificate is always verified"},
@@ -450,6 +455,12 @@ func Load(getenv func(string) string) (*Config, error) {
 		}
 		if c.SparkleKey, err = edsign.ParseKey(text); err != nil {
 			return nil, fmt.Errorf("SLIPWAY_SPARKLE_KEY_FILE: %v", err)
+		}
+	}
+	if path := get(repokey.EnvVar); path != "" {
+		c.warnIfReadable(repokey.EnvVar, path)
+		if c.RepoKey, err = repokey.Load(path); err != nil {
+			return nil, err
 		}
 	}
 	if err := c.loadMail(get); err != nil {

@@ -30,7 +30,9 @@ func (s *Server) fail(c *gin.Context, err error) {
 			s.metrics.Unavailable.Inc()
 		}
 	case errs.Unauthenticated:
-		c.Header("WWW-Authenticate", `Token realm="slipway"`)
+		if c.Writer.Header().Get("WWW-Authenticate") == "" { // the repositories challenge for Basic (repos.go)
+			c.Header("WWW-Authenticate", `Token realm="slipway"`)
+		}
 	}
 	if p.RetryAfter > 0 {
 		c.Header("Retry-After", strconv.Itoa(p.RetryAfter))

@@ -154,7 +154,12 @@ func TestOpenAPIServedAsJSON(t *testing.T) {
 // Postgres and filesystem storage: each response (success and the usual errors) is validated
 // against docs/openapi.yaml by apptest, and the test fails if an operation was never exercised.
 func TestOpenAPIEveryOperation(t *testing.T) {
-	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) { c.MaxUploadBytes = 1 << 20; c.WebhookAllowPrivate = true }})
+	repoKey := testRepoKey(t)
+	e := apptest.New(t, apptest.Options{Configure: func(c *config.Config) {
+		c.MaxUploadBytes = 1 << 20
+		c.WebhookAllowPrivate = true
+		c.RepoKey = repoKey
+	}})
 	admin := http.Header{"Authorization": {"Token " + e.AdminToken}}
 	upload := http.Header{"Authorization": {"Bearer " + e.UploadToken}}
 	jsonBody := func(tok string) http.Header {
@@ -231,6 +236,12 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	get("/channels/"+macSlug+"/app.appinstaller", 404) // a macOS channel; TestAppInstallerFile has the 200
 	expect(e.Do(t, "HEAD", "/channels/"+macSlug+"/app.appinstaller", nil, nil), 404, "HEAD app.appinstaller")
 	get(fmt.Sprintf("/download/releases/%d/Desk.zip", int64(mac["id"].(float64))), 302)
+	// The repository signing key (repos.go); the repositories' own files: TestAPT*.
+	for _, p := range []string{"/keys/slipway.asc", "/channels/" + macSlug + "/apt/key.asc"} {
+		get(p, 200)
+		expect(e.Do(t, "HEAD", p, nil, nil), 200, "HEAD "+p)
+	}
+	get("/channels/nope/apt/key.asc", 404)
 	get("/channels/"+apkSlug+"/tauri.json", 401)
 	expect(e.Do(t, "POST", fmt.Sprintf("/api/channels/%d/feed_token", int64(arel["channel"].(map[string]any)["id"].(float64))), nil, admin), 201, "feed token")
 

@@ -117,6 +117,12 @@ func New(d Deps) *Server {
 		r.GET(path, h(handler))
 		r.HEAD(path, h(handler))
 	}
+	// The package repositories of Linux channels (repos.go) and the key that signs them.
+	for path, handler := range map[string]func(*gin.Context) error{"/keys/slipway.asc": s.installationKey,
+		"/channels/:slug/apt/*file": s.aptFile} {
+		r.GET(path, h(handler))
+		r.HEAD(path, h(handler))
+	}
 	api.POST("/debug_files/upload", s.upload("debug_file", s.uploadDebugFile))
 	api.GET("/debug_files", h(s.listDebugFiles))
 	api.GET("/debug_files/download", h(s.downloadDebugFileByVersion))

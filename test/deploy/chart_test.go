@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/slipwayhq/slipway/pkg/config"
+	"github.com/slipwayhq/slipway/pkg/repokey"
 )
 
 func fullValues(t testing.TB) string { return filepath.Join(chartDir(t), "ci", "full-values.yaml") }
@@ -453,7 +454,7 @@ func checkMigrationJob(t *testing.T, r *rendered, s server) *batchv1.Job {
 
 // loadedFiles are the variables naming files config.Load reads at start (every command's, the
 // migration Job's too).
-var loadedFiles = map[string]bool{"SLIPWAY_SPARKLE_KEY_FILE": true, "SLIPWAY_SMTP_PASSWORD_FILE": true, "SLIPWAY_SMTP_CA_FILE": true}
+var loadedFiles = map[string]bool{"SLIPWAY_SPARKLE_KEY_FILE": true, "SLIPWAY_REPO_KEY_FILE": true, "SLIPWAY_SMTP_PASSWORD_FILE": true, "SLIPWAY_SMTP_CA_FILE": true}
 
 func secretNamed(r *rendered, name string) *corev1.Secret {
 	for _, s := range r.Secrets {
@@ -490,6 +491,13 @@ func checkConfigLoads(t *testing.T, r *rendered, s server) *config.Config {
 	}
 	if file := env["SLIPWAY_SPARKLE_KEY_FILE"]; file != "" {
 		env["SLIPWAY_SPARKLE_KEY_FILE"] = mountedSecretFile(t, s, file)
+	}
+	if file := env["SLIPWAY_REPO_KEY_FILE"]; file != "" {
+		key, err := repokey.Generate("chart test", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		env["SLIPWAY_REPO_KEY_FILE"] = mountedSecretFileHolding(t, s, file, key)
 	}
 	if file := env["SLIPWAY_SMTP_PASSWORD_FILE"]; file != "" {
 		env["SLIPWAY_SMTP_PASSWORD_FILE"] = mountedSecretFile(t, s, file) // any one line is a password

@@ -227,6 +227,9 @@ SLIPWAY_OIDC_GROUPS_CLAIM: {{ .Values.config.oidc.groupsClaim | quote }}
 {{- if .Values.config.sparkle.keySecret }}
 SLIPWAY_SPARKLE_KEY_FILE: "/etc/slipway/sparkle/sparkle.key"
 {{- end }}
+{{- if .Values.config.repositories.keySecret }}
+SLIPWAY_REPO_KEY_FILE: "/etc/slipway/repo/repo.key"
+{{- end }}
 SLIPWAY_SMTP_URL: {{ .Values.config.mail.smtpURL | quote }}
 SLIPWAY_MAIL_FROM: {{ .Values.config.mail.from | quote }}
 SLIPWAY_SMTP_TIMEOUT: {{ .Values.config.mail.timeout | quote }}
