@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/slipwayhq/slipway/pkg/edsign"
-	"github.com/slipwayhq/slipway/pkg/repokey"
 	"github.com/slipwayhq/slipway/pkg/mail"
+	"github.com/slipwayhq/slipway/pkg/repokey"
 )
 
 // Config is the whole configuration of a Slipway process.
