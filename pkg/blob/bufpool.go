@@ -2,8 +2,17 @@ package blob
 
 import (
 	"context"
+	"runtime/debug"
 	"sync"
+	"time"
 )
+
+// IdleRelease is how long a BufferPool keeps its free buffers once none is out. Then it lets
+// them go and hands the heap they held back to the operating system, so a replica between
+// uploads holds no part buffers (three 8 MiB parts after one S3 upload, every buffer the budget
+// allows after a burst); the next upload allocates them again, which costs about a millisecond
+// per buffer against the second or more an upload that needs whole parts takes.
+const IdleRelease = 5 * time.Second
 
 // BufferPool hands out fixed-size buffers (S3 upload parts) from a byte budget shared by every
 // upload of a process, so that memory stays bounded however many uploads run: when the budget is
@@ -21,12 +30,17 @@ type BufferPool struct {
 
 	mu    sync.Mutex
 	inUse int
+	// idleSince is when the last buffer out came back; timer releases the free buffers once the
+	// pool has been idle for idle.
+	idle      time.Duration
+	idleSince time.Time
+	timer     *time.Timer
 }
 
 // NewBufferPool returns a pool of buffers of size bytes within budget bytes (at least one buffer).
 func NewBufferPool(size int, budget int64) *BufferPool {
 	n := max(int(budget/int64(size)), 1)
-	p := &BufferPool{size: size, tokens: make(chan struct{}, n), free: make(chan []byte, n)}
+	p := &BufferPool{size: size, tokens: make(chan struct{}, n), free: make(chan []byte, n), idle: IdleRelease}
 	for range n {
 		p.tokens <- struct{}{}
 	}
@@ -69,18 +83,56 @@ func (p *BufferPool) Get(ctx context.Context) ([]byte, error) {
 
 // Put gives a buffer back for reuse.
 func (p *BufferPool) Put(b []byte) {
-	p.mu.Lock()
-	p.inUse--
-	p.mu.Unlock()
 	p.free <- b[:p.size]
+	p.back()
 }
+
+// back counts a buffer back in, and starts the idle clock when it was the last one out.
+func (p *BufferPool) back() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inUse--; p.inUse > 0 || p.idle <= 0 {
+		return
+	}
+	p.idleSince = time.Now()
+	if p.timer == nil {
+		p.timer = time.AfterFunc(p.idle, p.release)
+	} else {
+		p.timer.Reset(p.idle)
+	}
+}
+
+// release lets the free buffers go if the pool is still idle, and returns the freed heap to the
+// operating system.
+func (p *BufferPool) release() {
+	p.mu.Lock()
+	if p.inUse > 0 || time.Since(p.idleSince) < p.idle {
+		p.mu.Unlock()
+		return // busy again: the clock restarts when it is idle again
+	}
+	n := 0
+	for drained := false; !drained; {
+		select {
+		case <-p.free:
+			p.tokens <- struct{}{} // its share of the budget, for a buffer allocated later
+			n++
+		default:
+			drained = true
+		}
+	}
+	p.mu.Unlock()
+	if n > 0 {
+		debug.FreeOSMemory()
+	}
+}
+
+// Free is how many buffers are allocated and not out (kept for reuse).
+func (p *BufferPool) Free() int { return len(p.free) }
 
 // Drop gives up a buffer that must not be reused (after a failed request the HTTP transport may
 // still be reading it): its share of the budget returns, and the garbage collector takes the
 // buffer once nothing holds it.
 func (p *BufferPool) Drop() {
-	p.mu.Lock()
-	p.inUse--
-	p.mu.Unlock()
 	p.tokens <- struct{}{}
+	p.back()
 }

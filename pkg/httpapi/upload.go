@@ -1,12 +1,10 @@
 package httpapi
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"log/slog"
 	"mime"
-	"mime/multipart"
 	"net/http"
 	"strings"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/uploads"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/formdata"
 	"github.com/slipwayhq/slipway/pkg/problem"
 )
 
@@ -91,7 +90,7 @@ func (b *uploadBody) Close() error { return b.rc.Close() }
 // the endpoint reads the rest once the upload has its slot.
 type uploadForm struct {
 	body       *uploadBody
-	mr         *multipart.Reader
+	mr         *formdata.Reader
 	fields     map[string]string
 	fieldBytes int
 	token      *distribution.Token
@@ -134,9 +133,9 @@ func (s *Server) openUpload(c *gin.Context) (*uploadForm, error) {
 	// (413, 503), net/http recognises its own body type, reads a little more and half-closes the
 	// connection before closing it, so the client reads the answer instead of a reset.
 	f.body = s.uploadBody(c)
-	// mime/multipart reads through a 4 KiB buffer unless handed a larger bufio.Reader: 256 KiB
-	// cuts the read syscalls (and read-deadline moves) of a 256 MiB upload from ~65,000 to ~1,000.
-	f.mr = multipart.NewReader(bufio.NewReaderSize(http.MaxBytesReader(c.Writer, f.body, limit), 256<<10), params["boundary"])
+	// formdata reads the file part's bytes from the body straight into the storage's buffers
+	// (8 MiB parts, 256 KiB file writes), in reads as large as the socket has data for.
+	f.mr = formdata.NewReader(http.MaxBytesReader(c.Writer, f.body, limit), params["boundary"])
 	for f.token == nil {
 		part, err := f.mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -180,7 +179,7 @@ func (s *Server) openUpload(c *gin.Context) (*uploadForm, error) {
 }
 
 // readField reads a form field (bounded) into f.fields; the first value of a name wins.
-func (f *uploadForm) readField(name string, part *multipart.Part) error {
+func (f *uploadForm) readField(name string, part *formdata.Part) error {
 	v, err := io.ReadAll(io.LimitReader(part, maxFieldBytes+1))
 	if err != nil {
 		return formErrorOf(err)

@@ -76,7 +76,7 @@ func main() {
 	flag.StringVar(&o.workDir, "workdir", "", "folder for the temporary files (default: the system temp folder)")
 	flag.StringVar(&o.slipwayBin, "slipway-bin", "", "use this slipway binary instead of building ./cmd/slipway")
 	flag.StringVar(&o.compareBin, "compare-bin", "", "A/B: also time uploads through a server running this binary, interleaved with the others")
-	flag.StringVar(&o.scenarios, "scenarios", "upload,attack", "what to measure: upload (throughput, memory, parse reads, read API), attack (latency of latest under test/hostile's attacks), or both")
+	flag.StringVar(&o.scenarios, "scenarios", "upload,attack", "what to measure: upload (throughput, memory, parse reads, read API), attack (latency of latest under test/hostile's attacks), floor (the proxied upload against SHA-256 and a direct PUT, both client kinds, memory at rest)")
 	flag.IntVar(&o.attackRuns, "attack-runs", 3, "runs of the hostile-client suite for the attack scenario (the median is reported)")
 	flag.BoolVar(&o.attackRace, "attack-race", false, "run the hostile-client suite with -race, as make test does")
 	flag.Parse()
@@ -96,20 +96,41 @@ func run(ctx context.Context, o options) error {
 	if o.runs < 1 || o.concurrency < 1 || o.conns < 1 || o.sizeMiB < 64 || o.attackRuns < 1 {
 		return fmt.Errorf("-runs, -concurrency, -conns and -attack-runs must be positive and -size-mib at least 64")
 	}
-	var upload, attack bool
+	var upload, attack, floor bool
 	for _, sc := range strings.Split(o.scenarios, ",") {
 		switch strings.TrimSpace(sc) {
 		case "upload":
 			upload = true
 		case "attack":
 			attack = true
+		case "floor":
+			floor = true
 		case "":
 		default:
-			return fmt.Errorf("-scenarios: unknown scenario %q (want upload or attack)", sc)
+			return fmt.Errorf("-scenarios: unknown scenario %q (want upload, attack or floor)", sc)
 		}
 	}
-	if !upload && !attack {
+	if !upload && !attack && !floor {
 		return fmt.Errorf("-scenarios names nothing to measure")
+	}
+	if floor {
+		if upload {
+			return fmt.Errorf("-scenarios: run floor on its own (it starts servers of its own)")
+		}
+		res, err := runFloor(ctx, o, commandLine())
+		if err != nil {
+			return err
+		}
+		fmt.Print(res.summary())
+		if o.out != "" {
+			if err := writeFloorSection(o.out, res.section()); err != nil {
+				return err
+			}
+			log.Printf("wrote the floor section of %s", o.out)
+		}
+		if !attack {
+			return nil
+		}
 	}
 	if !upload {
 		res, err := runAttack(ctx, o, commandLine())

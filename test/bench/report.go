@@ -541,6 +541,11 @@ func (rep *report) writeMarkdown(path string) error {
 	if attackSection != "" {
 		p("%s\n", attackSection)
 	}
+	if old, err := os.ReadFile(path); err == nil {
+		if kept := keptFloorSection(string(old)); kept != "" {
+			p("%s\n", kept)
+		}
+	}
 	p("## How to read this\n\n")
 	p("- The machine is a shared 2-core VM: MinIO, Postgres, the Slipway server and the benchmark's own clients all run on the same two cores, and other jobs may run beside them (see the load average above). Throughput here is bounded by CPU, not by the network (loopback) or the disk: compare the CPU columns, not just the seconds.\n")
 	p("- The ratio compares medians measured minutes apart on a noisy machine; a few percent either way is noise. Re-run before concluding that a change moved it.\n")

@@ -144,7 +144,8 @@ func (e *env) benchBackend(ctx context.Context, kind backendKind) (*backendResul
 		took := time.Since(start)
 		io1 := readSyscalls(pid)
 		return timedRun{Took: took, CPU: cpuSample{Server: cpuTime(pid) - s0, MinIO: cpuTime(e.minioPID) - m0, Client: selfCPU() - c0},
-			Syscalls: syscalls{Reads: io1.Reads - io0.Reads, Writes: io1.Writes - io0.Writes}}, err
+			Syscalls: syscalls{Reads: io1.Reads - io0.Reads, Writes: io1.Writes - io0.Writes,
+				ReadBytes: io1.ReadBytes - io0.ReadBytes, WriteBytes: io1.WriteBytes - io0.WriteBytes}}, err
 	}
 
 	// Warm-up (not measured): the page cache holds the package, the store has seen a large write.

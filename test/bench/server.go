@@ -191,15 +191,16 @@ func cpuTime(pid int) time.Duration {
 	return d
 }
 
-// syscalls is the number of read and write system calls a process has made, from /proc/<pid>/io.
-type syscalls struct{ Reads, Writes int64 }
+// syscalls is the number of read and write system calls a process has made, and the bytes they
+// moved (sockets, files and pipes alike), from /proc/<pid>/io.
+type syscalls struct{ Reads, Writes, ReadBytes, WriteBytes int64 }
 
 func readSyscalls(pid int) syscalls {
 	if pid <= 0 {
 		return syscalls{}
 	}
 	io, _ := testkit.ReadIO(pid)
-	return syscalls{Reads: io.SyscR, Writes: io.SyscW}
+	return syscalls{Reads: io.SyscR, Writes: io.SyscW, ReadBytes: io.RChar, WriteBytes: io.WChar}
 }
 
 // selfCPU is this process's CPU time (the benchmark clients).

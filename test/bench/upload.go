@@ -44,6 +44,9 @@ type uploadClient struct {
 	http  *http.Client
 	base  string
 	token string
+	// chunked sends the body without a Content-Length (Transfer-Encoding: chunked), as a client
+	// streaming from a pipe does (curl -T -, Gradle's streaming mode).
+	chunked bool
 }
 
 func newUploadClient(base, token string) *uploadClient {
@@ -112,6 +115,9 @@ func (c *uploadClient) upload(ctx context.Context, open func() (io.ReadCloser, i
 		return t, nil, err
 	}
 	req.ContentLength = int64(len(head)) + size + int64(len(tail))
+	if c.chunked {
+		req.ContentLength = -1
+	}
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set("Authorization", "Token "+c.token)
 	req.Header.Set("User-Agent", "slipway-bench")

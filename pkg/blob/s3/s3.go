@@ -231,6 +231,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if next == nil {
 		next = awshttp.NewBuildableClient()
 	}
+	if bc, ok := next.(*awshttp.BuildableClient); ok {
+		next = bc.WithTransportOptions(largeWrites)
+	}
 	awsCfg.HTTPClient = deadlineClient{next: next, timeout: cfg.RequestTimeout, observe: cfg.ObserveRequest}
 	if awsCfg.Region == "" {
 		if cfg.Endpoint == "" {

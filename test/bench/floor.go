@@ -1,0 +1,471 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/slipwayhq/slipway/test/testkit"
+)
+
+// The floor scenario (-scenarios floor) weighs the proxied upload (POST /api/apps/upload, what
+// Zealot's clients use) against the least it can cost: the SHA-256 the service must compute of
+// every byte, measured in the same process and the same minutes, and a direct PUT of the same
+// bytes into the same store. It writes the report's "Proxied upload at the floor" section alone:
+//
+//	bash test/with-services.sh go run ./test/bench -scenarios floor -runs 5 -out docs/benchmarks.md
+//
+// Each round uploads the package through the server with a Content-Length (fastlane, curl -F)
+// and chunked (a client streaming from a pipe), puts it directly into the store, and hashes it
+// once in this process; with -compare-bin a second server (another build) takes the same uploads
+// in the same rounds. Memory at rest is VmRSS of a fresh server a second after it answers and
+// after seven uploads.
+const (
+	floorBegin = "<!-- floor:begin (written by test/bench -scenarios floor) -->"
+	floorEnd   = "<!-- floor:end -->"
+	// Targets: server CPU per GiB against SHA-256's, and time against a direct PUT.
+	floorTargetS3    = 1.5
+	floorTargetFS    = 1.3
+	floorTargetRatio = 0.92
+	// floorUploads is how many uploads the memory figure follows.
+	floorUploads = 7
+	// floorIdle is how long after the last upload the second at-rest figure is read.
+	floorIdle = 15 * time.Second
+)
+
+// floorResult is one run of the floor scenario.
+type floorResult struct {
+	Command               string
+	Started               time.Time
+	Took                  time.Duration
+	Machine               machine
+	LoadBefore, LoadAfter string
+	Size                  int64
+	// SHA256 is the CPU time of hashing the package once in this process, per round.
+	SHA256   []time.Duration
+	Backends []*floorBackend
+}
+
+// floorBackend is one storage backend's figures.
+type floorBackend struct {
+	Name       string
+	Kind       backendKind
+	DirectName string
+	Direct     []timedRun
+	Servers    []*floorServer
+}
+
+// floorServer is one server binary's figures on a backend.
+type floorServer struct {
+	Label       string
+	CL, Chunked []timedRun
+	// Memory of a fresh process: a second after it answered, a second after floorUploads
+	// uploads, and floorIdle after them.
+	AtStart, After, AfterIdle memory
+	Profile                   *profileResult
+}
+
+// sha256CPU is the CPU time this thread takes to hash data in 256 KiB writes (as the server's
+// 256 KiB reads deliver them).
+func sha256CPU(data []byte) time.Duration {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	threadCPU := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	h := sha256.New()
+	t0 := threadCPU()
+	for off := 0; off < len(data); off += 256 << 10 {
+		h.Write(data[off:min(off+256<<10, len(data))])
+	}
+	_ = h.Sum(nil)
+	return threadCPU() - t0
+}
+
+func runFloor(ctx context.Context, o options, command string) (*floorResult, error) {
+	started := time.Now()
+	res := &floorResult{Command: command, Started: started.UTC(), Machine: describeMachine(), LoadBefore: loadAvg()}
+	e, err := newEnv(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	res.Machine.Postgres, res.Machine.MinIO = e.pgVersion, e.minioVersion
+	res.Size = e.pkg.Size
+	data, err := os.ReadFile(e.ipa)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range strings.Split(o.backends, ",") {
+		var kind backendKind
+		switch strings.TrimSpace(b) {
+		case "s3":
+			kind = backendS3
+		case "fs":
+			kind = backendFS
+		case "":
+			continue
+		default:
+			return nil, fmt.Errorf("-backends: unknown backend %q (want s3 or fs)", b)
+		}
+		fb, err := e.floorBackend(ctx, kind, data, res)
+		if err != nil {
+			return nil, err
+		}
+		res.Backends = append(res.Backends, fb)
+	}
+	res.LoadAfter = loadAvg()
+	res.Took = time.Since(started)
+	return res, nil
+}
+
+func (e *env) floorBackend(ctx context.Context, kind backendKind, data []byte, res *floorResult) (*floorBackend, error) {
+	fb := &floorBackend{Kind: kind}
+	if err := e.createDatabase(ctx); err != nil {
+		return nil, err
+	}
+	var (
+		storageURL string
+		direct     func(ctx context.Context, key string) error
+		cleanup    func()
+	)
+	switch kind {
+	case backendS3:
+		fb.Name, fb.DirectName = "S3 (MinIO on loopback)", "direct PutObject"
+		storageURL = e.s3StorageURL()
+		direct = func(ctx context.Context, key string) error {
+			_, err := e.directPut(ctx, e.ipa, key)
+			return err
+		}
+		cleanup = func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if err := e.emptyBucket(cctx, ""); err != nil {
+				log.Printf("emptying the bucket: %v", err)
+			}
+		}
+	case backendFS:
+		fb.Name, fb.DirectName = "filesystem", "blob/fs Put (write, fsync, rename)"
+		root, directRoot := filepath.Join(e.tmp, "fs-objects"), filepath.Join(e.tmp, "fs-direct")
+		for _, d := range []string{root, directRoot} {
+			if err := os.MkdirAll(d, 0o750); err != nil {
+				return nil, err
+			}
+		}
+		storageURL = (&url.URL{Scheme: "file", Path: root}).String()
+		fsStore, err := fsBackend(directRoot)
+		if err != nil {
+			return nil, err
+		}
+		direct = func(ctx context.Context, key string) error {
+			defer fsStore.Delete(context.Background(), key)
+			_, err := directStore(ctx, fsStore, e.ipa, key)
+			return err
+		}
+		cleanup = func() { os.RemoveAll(root); os.RemoveAll(directRoot) }
+	}
+	defer cleanup()
+	log.Printf("== floor: %s", fb.Name)
+	token, err := e.createToken(ctx, storageURL, "bench")
+	if err != nil {
+		return nil, err
+	}
+	pkg := openFile(e.ipa)
+	measure := func(pid int, f func() error) (timedRun, error) {
+		s0, m0, c0, io0 := cpuTime(pid), cpuTime(e.minioPID), selfCPU(), readSyscalls(pid)
+		start := time.Now()
+		err := f()
+		took := time.Since(start)
+		io1 := readSyscalls(pid)
+		return timedRun{Took: took, CPU: cpuSample{Server: cpuTime(pid) - s0, MinIO: cpuTime(e.minioPID) - m0, Client: selfCPU() - c0},
+			Syscalls: syscalls{Reads: io1.Reads - io0.Reads, Writes: io1.Writes - io0.Writes,
+				ReadBytes: io1.ReadBytes - io0.ReadBytes, WriteBytes: io1.WriteBytes - io0.WriteBytes}}, err
+	}
+	if err := direct(ctx, "warmup/"+testkit.RandomHex(4)); err != nil {
+		return nil, err
+	}
+
+	bins := []struct{ label, bin string }{{"this build", e.bin}}
+	if e.opts.compareBin != "" {
+		bins = append(bins, struct{ label, bin string }{"-compare-bin", e.opts.compareBin})
+	}
+	type running struct {
+		srv        *server
+		cl, chunks *uploadClient
+	}
+	var servers []running
+	for i, b := range bins {
+		fs := &floorServer{Label: b.label}
+		fb.Servers = append(fb.Servers, fs)
+		srv, err := e.startBinary(ctx, b.bin, storageURL, fmt.Sprintf("floor-%d-%d", kind, i))
+		if err != nil {
+			return nil, err
+		}
+		defer srv.stop()
+		settle()
+		if fs.AtStart, err = readMemory(srv.pid); err != nil {
+			return nil, err
+		}
+		cl := newUploadClient(srv.url, token)
+		chunks := newUploadClient(srv.url, token)
+		chunks.chunked = true
+		servers = append(servers, running{srv, cl, chunks})
+	}
+	// Memory: each fresh server takes floorUploads uploads (Content-Length and chunked in turn);
+	// they also warm it up for the timed rounds.
+	for i, s := range servers {
+		for j := range floorUploads {
+			c := s.cl
+			if j%2 == 1 {
+				c = s.chunks
+			}
+			if _, _, err := c.upload(ctx, pkg, map[string]string{"changelog": "warm-up"}); err != nil {
+				return nil, err
+			}
+		}
+		settle()
+		var err error
+		if fb.Servers[i].After, err = readMemory(s.srv.pid); err != nil {
+			return nil, err
+		}
+	}
+	time.Sleep(floorIdle - time.Second)
+	for i, s := range servers {
+		var err error
+		if fb.Servers[i].AfterIdle, err = readMemory(s.srv.pid); err != nil {
+			return nil, err
+		}
+	}
+	for round := range e.opts.runs {
+		log.Printf("floor round %d/%d (%s)", round+1, e.opts.runs, fb.Name)
+		if kind == backendS3 {
+			res.SHA256 = append(res.SHA256, sha256CPU(data))
+		}
+		for i, s := range servers {
+			for _, c := range []*uploadClient{s.cl, s.chunks} {
+				run, err := measure(s.srv.pid, func() error {
+					_, _, err := c.upload(ctx, pkg, map[string]string{"changelog": "floor", "release_type": "adhoc"})
+					return err
+				})
+				if err != nil {
+					return nil, err
+				}
+				if c.chunked {
+					fb.Servers[i].Chunked = append(fb.Servers[i].Chunked, run)
+				} else {
+					fb.Servers[i].CL = append(fb.Servers[i].CL, run)
+				}
+			}
+		}
+		run, err := measure(0, func() error { return direct(ctx, "direct/"+testkit.RandomHex(8)) })
+		if err != nil {
+			return nil, err
+		}
+		fb.Direct = append(fb.Direct, run)
+		if kind == backendS3 {
+			_ = e.emptyBucket(ctx, "direct/")
+		}
+	}
+	if e.opts.profile == "on" {
+		for i, s := range servers {
+			fb.Servers[i].Profile = e.profileUpload(ctx, s.srv, s.cl, pkg)
+		}
+	}
+	return fb, ctx.Err()
+}
+
+// --- the section -----------------------------------------------------------------------------
+
+func medianDur(v []time.Duration) time.Duration {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// perGiB is d per GiB of size bytes, in seconds.
+func perGiB(d time.Duration, size int64) float64 { return d.Seconds() * (1 << 30) / float64(size) }
+
+func (r *floorResult) shaPerGiB() float64 { return perGiB(medianDur(r.SHA256), r.Size) }
+
+// floorRow is one client kind's figures through one server.
+type floorRow struct {
+	client                             string
+	cpuGiB, ratioSHA, vsDirect, best   float64
+	took                               time.Duration
+	reads, writes, readBytes, writeBys int64
+}
+
+func (r *floorResult) row(fb *floorBackend, client string, runs []timedRun) floorRow {
+	var cpu []time.Duration
+	for _, x := range runs {
+		cpu = append(cpu, x.CPU.Server)
+	}
+	m, d := medianRun(runs), medianRun(fb.Direct)
+	row := floorRow{client: client, cpuGiB: perGiB(medianDur(cpu), r.Size), took: m.Took}
+	row.ratioSHA = row.cpuGiB / r.shaPerGiB()
+	if m.Took > 0 {
+		row.vsDirect = d.Took.Seconds() / m.Took.Seconds()
+		row.best = bestRun(fb.Direct).Took.Seconds() / bestRun(runs).Took.Seconds()
+	}
+	sc := medianSyscalls(runs)
+	row.reads, row.writes = sc.Reads, sc.Writes
+	var rb, wb []int64
+	for _, x := range runs {
+		rb, wb = append(rb, x.Syscalls.ReadBytes), append(wb, x.Syscalls.WriteBytes)
+	}
+	slices.Sort(rb)
+	slices.Sort(wb)
+	if len(rb) > 0 {
+		row.readBytes, row.writeBys = rb[len(rb)/2], wb[len(wb)/2]
+	}
+	return row
+}
+
+func perCall(bytes, calls int64) string {
+	if calls == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f KiB", float64(bytes)/float64(calls)/(1<<10))
+}
+
+func (r *floorResult) summary() string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "\nproxied upload at the floor (%d rounds, medians): SHA-256 %.3f CPU-s/GiB\n", len(r.SHA256), r.shaPerGiB())
+	for _, fb := range r.Backends {
+		for _, srv := range fb.Servers {
+			for _, c := range []struct {
+				name string
+				runs []timedRun
+			}{{"Content-Length", srv.CL}, {"chunked", srv.Chunked}} {
+				row := r.row(fb, c.name, c.runs)
+				fmt.Fprintf(&s, "  %-22s %-12s %-15s %.3f CPU-s/GiB = %.2f× SHA-256, %.3f of direct (best %.3f), reads %d (%s), writes %d (%s)\n",
+					fb.Name, srv.Label, c.name, row.cpuGiB, row.ratioSHA, row.vsDirect, row.best,
+					row.reads, perCall(row.readBytes, row.reads), row.writes, perCall(row.writeBys, row.writes))
+			}
+			fmt.Fprintf(&s, "  %-22s %-12s RSS at start %.1f MiB, after %d uploads %.1f MiB, %s later %.1f MiB\n", fb.Name, srv.Label,
+				float64(srv.AtStart.RSS)/(1<<20), floorUploads, float64(srv.After.RSS)/(1<<20), floorIdle, float64(srv.AfterIdle.RSS)/(1<<20))
+		}
+	}
+	return s.String()
+}
+
+func (r *floorResult) section() string {
+	var w strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&w, format, a...) }
+	p("%s\n## Proxied upload at the floor\n\n", floorBegin)
+	p("Generated by `%s` on %s UTC (commit %s, %s, %d cores; load average %s before, %s after; it took %s). %d rounds; each uploads the %.0f MiB package through `POST /api/apps/upload` with a Content-Length (as fastlane and `curl -F` send it) and chunked (no length, as a client streaming from a pipe sends it; Go's client makes chunks of 32 KiB), puts the same file directly into the same store, and hashes it once with SHA-256 in the benchmark's process (256 KiB writes, one thread's CPU time from getrusage). Medians of the rounds. Server CPU is the server process's scheduler time during the upload (/proc/<pid>/task/*/schedstat), its system calls and their bytes from /proc/<pid>/io.\n\n",
+		r.Command, r.Started.Format("2006-01-02 15:04"), r.Machine.Slipway, r.Machine.CPU, r.Machine.Cores, r.LoadBefore, r.LoadAfter, r.Took.Round(time.Second),
+		len(r.SHA256), float64(r.Size)/(1<<20))
+	p("SHA-256 on this machine, in this run: **%.3f CPU-s per GiB** (rounds: ", r.shaPerGiB())
+	for i, d := range r.SHA256 {
+		if i > 0 {
+			p(", ")
+		}
+		p("%.3f", perGiB(d, r.Size))
+	}
+	p(").\n\n")
+	p("| Backend | Server | Client | Server CPU per GiB | ÷ SHA-256 | Target | Upload time (median) | Direct PUT ÷ upload (medians) | (best runs) | Read syscalls | Bytes per read | Write syscalls | Bytes per write |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, fb := range r.Backends {
+		target := floorTargetS3
+		if fb.Kind == backendFS {
+			target = floorTargetFS
+		}
+		for _, srv := range fb.Servers {
+			for _, c := range []struct {
+				name string
+				runs []timedRun
+			}{{"Content-Length", srv.CL}, {"chunked", srv.Chunked}} {
+				row := r.row(fb, c.name, c.runs)
+				verdict := "**PASS**"
+				if row.ratioSHA > target {
+					verdict = "**MISS**"
+				}
+				rv := fmt.Sprintf("%.3f", row.vsDirect)
+				if row.vsDirect < floorTargetRatio {
+					rv += " (below 0.92)"
+				}
+				p("| %s | %s | %s | %.3f s | %.2f× | ≤ %.1f× %s | %s | %s | %.3f | %d | %s | %d | %s |\n", fb.Name, srv.Label, c.name, row.cpuGiB, row.ratioSHA, target, verdict,
+					fmtSec(row.took), rv, row.best, row.reads, perCall(row.readBytes, row.reads), row.writes, perCall(row.writeBys, row.writes))
+			}
+		}
+		p("| %s | – | %s | – | – | – | %s | 1.000 | | | | | |\n", fb.Name, fb.DirectName, fmtSec(medianRun(fb.Direct).Took))
+	}
+	p("\nServer memory at rest (VmRSS of a fresh process; the %d uploads alternate the two clients):\n\n", floorUploads)
+	p("| Backend | Server | 1 s after start | 1 s after %d uploads | %s after them | Peak (VmHWM) |\n|---|---|---|---|---|---|\n", floorUploads, floorIdle)
+	for _, fb := range r.Backends {
+		for _, srv := range fb.Servers {
+			p("| %s | %s | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB |\n", fb.Name, srv.Label, float64(srv.AtStart.RSS)/(1<<20),
+				float64(srv.After.RSS)/(1<<20), float64(srv.AfterIdle.RSS)/(1<<20), float64(srv.AfterIdle.HWM)/(1<<20))
+		}
+	}
+	p("\n")
+	for _, fb := range r.Backends {
+		for _, srv := range fb.Servers {
+			if srv.Profile == nil {
+				continue
+			}
+			var pw strings.Builder
+			(&report{}).writeProfile(func(f string, a ...any) { fmt.Fprintf(&pw, f, a...) }, fb.Name+", "+srv.Label+", Content-Length", srv.Profile)
+			p("%s", strings.Replace(pw.String(), "## Profile", "### Profile", 1))
+		}
+	}
+	p("%s\n", floorEnd)
+	return w.String()
+}
+
+// writeFloorSection puts the section into the report at path in place of the one there, or
+// before "## How to read this" when it has none.
+func writeFloorSection(path, section string) error {
+	old, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return os.WriteFile(path, []byte("# Benchmarks\n\n"+section), 0o644)
+	}
+	if err != nil {
+		return err
+	}
+	s := string(old)
+	if kept := keptFloorSection(s); kept != "" {
+		s = strings.Replace(s, kept, section, 1)
+	} else {
+		at := len(s)
+		for _, h := range []string{"## How to read this", "## Notes"} {
+			if i := strings.Index(s, "\n"+h); i >= 0 {
+				at = i + 1
+				break
+			}
+		}
+		s = s[:at] + section + "\n" + s[at:]
+	}
+	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+// keptFloorSection is the floor section of the report s, markers and newline included, or "".
+func keptFloorSection(s string) string {
+	i := strings.Index(s, floorBegin)
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(s[i:], floorEnd)
+	if j < 0 {
+		return ""
+	}
+	end := i + j + len(floorEnd)
+	if end < len(s) && s[end] == '\n' {
+		end++
+	}
+	return s[i:end]
+}
