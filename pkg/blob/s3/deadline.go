@@ -30,7 +30,9 @@ type deadlineClient struct {
 func (d deadlineClient) Do(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithTimeout(req.Context(), d.timeout)
 	start := time.Now()
-	resp, err := d.next.Do(req.WithContext(ctx))
+	r := req.WithContext(ctx)
+	wholeBodyOf(r)
+	resp, err := d.next.Do(r)
 	if d.observe != nil {
 		op := awsmiddleware.GetOperationName(req.Context())
 		if op == "" {

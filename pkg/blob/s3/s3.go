@@ -316,7 +316,7 @@ func (s *Store) release(p *part) {
 }
 
 func (s *Store) putSingle(ctx context.Context, key string, data []byte, opts blob.PutOptions) (int64, error) {
-	_, err := s.client.PutObject(ctx, &awss3.PutObjectInput{
+	_, err := s.client.PutObject(withBodyBytes(ctx, data), &awss3.PutObjectInput{
 		Bucket:        &s.bucket,
 		Key:           aws.String(s.prefix + key),
 		Body:          bytes.NewReader(data),
@@ -404,7 +404,7 @@ func (s *Store) putMultipart(ctx context.Context, key string, first []byte, r io
 		go func(num int32, p *part) {
 			defer wg.Done()
 			defer s.release(p)
-			out, err := s.client.UploadPart(uctx, &awss3.UploadPartInput{
+			out, err := s.client.UploadPart(withBodyBytes(uctx, p.buf), &awss3.UploadPartInput{
 				Bucket: &s.bucket, Key: k, UploadId: id, PartNumber: aws.Int32(num),
 				Body: bytes.NewReader(p.buf), ContentLength: aws.Int64(int64(len(p.buf))),
 			}, s.payloadOpts()...)
