@@ -36,7 +36,11 @@ type Handler struct {
 	svc   *service.Service
 	links links.Links
 	log   *slog.Logger
-	pages map[string]*template.Template
+	// pages are the parsed templates, each parsed when first rendered (parsePage): a replica that
+	// only takes uploads and update checks never holds them.
+	pages   map[string]*template.Template
+	pagesMu sync.Mutex
+	funcs   template.FuncMap
 	// limiter bounds device registrations per client address (udid.go).
 	limiter *rateLimiter
 	// oidc is the console's identity provider, discovered on first use (console.go).
@@ -59,17 +63,26 @@ var pageNames = []string{"release", "channel", "password", "error", "udid", "dev
 	"console-feedback",
 }
 
-// New returns the pages' handler. The templates are parsed once here; a broken template is a
-// programming error caught by every test, so it panics.
+// New returns the pages' handler. Each page's templates are parsed when it is first rendered; a
+// broken template is a programming error (TestTemplatesParse parses every page), so it panics.
 func New(d Deps) *Handler {
 	h := &Handler{cfg: d.Config, svc: d.Service, links: d.Links, log: d.Log, pages: map[string]*template.Template{},
 		limiter: newRateLimiter(callbackLimit, callbackWindow)}
-	funcs := template.FuncMap{"formFields": h.formFields, "plural": plural, "platformName": platformName}
-	for _, name := range pageNames {
-		h.pages[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html",
-			"templates/parts/*.html"))
-	}
+	h.funcs = template.FuncMap{"formFields": h.formFields, "plural": plural, "platformName": platformName}
 	return h
+}
+
+// parsePage returns the parsed templates of the page name, parsing them on first use.
+func (h *Handler) parsePage(name string) *template.Template {
+	h.pagesMu.Lock()
+	defer h.pagesMu.Unlock()
+	t, ok := h.pages[name]
+	if !ok {
+		t = template.Must(template.New("layout.html").Funcs(h.funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html",
+			"templates/parts/*.html"))
+		h.pages[name] = t
+	}
+	return t
 }
 
 // Register adds the pages' routes to the router (httpapi owns the router and its middleware).
@@ -322,7 +335,7 @@ func (h *Handler) render(c *gin.Context, status int, name string, p page, privat
 	ctx := reqCtx(c)
 	p.Assets = h.assets()
 	var buf bytes.Buffer
-	if err := h.pages[name].ExecuteTemplate(&buf, "layout", p); err != nil {
+	if err := h.parsePage(name).ExecuteTemplate(&buf, "layout", p); err != nil {
 		h.log.ErrorContext(ctx, "rendering a page", slog.String("page", name), slog.String("error", err.Error()))
 		c.Data(http.StatusInternalServerError, "text/plain; charset=utf-8", []byte("internal error\n"))
 		return
