@@ -79,7 +79,12 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		}
 		api.Started()
 		log.Info("ready")
-		bgc <- startBackground(ctx, a)
+		bg := startBackground(ctx, a)
+		// What start-up left in the heap (configuration, the schema check, the SDKs' set-up) is
+		// garbage now: collect it and give the pages back, rather than holding them until the
+		// heap grows into them.
+		debug.FreeOSMemory()
+		bgc <- bg
 	}()
 	stopBackground := func() {
 		if bg := <-bgc; bg != nil {

@@ -32,12 +32,15 @@ type costCentre struct {
 // costCentres are the functions whose cumulative share explains an upload's CPU.
 var costCentres = []struct{ what, symbol string }{
 	{"reading the request: mime/multipart part reads (socket reads and boundary scan included)", "mime/multipart.partReader.Read"},
+	{"reading the request: formdata part reads (socket reads straight into the part buffers, boundary scan)", "github.com/slipwayhq/slipway/pkg/formdata.partReader.Read"},
+	{"boundary scan (formdata)", "github.com/slipwayhq/slipway/pkg/formdata.scanUntilBoundary"},
 	{"socket reads (read syscalls)", "internal/poll.(*FD).Read"},
 	{"read-deadline updates before each body read", "net/http.(*ResponseController).SetReadDeadline"},
 	{"SHA-256 and the kept tail (io.MultiWriter)", "io.(*multiWriter).Write"},
 	{"SHA-256 alone", "crypto/internal/fips140/sha256.(*Digest).Write"},
 	{"sending parts to S3: the HTTP client's write loop (socket writes)", "net/http.(*persistConn).writeLoop"},
 	{"socket writes (write syscalls, S3 parts or files)", "internal/poll.(*FD).Write"},
+	{"memory copies (runtime.memmove)", "runtime.memmove"},
 	{"parsing the package (appinfo.Parse, ranged GETs included)", "github.com/slipwayhq/slipway/pkg/appinfo.Parse"},
 	{"memory allocation (runtime.mallocgc)", "runtime.mallocgc"},
 	{"garbage collection (background mark workers)", "runtime.gcBgMarkWorker"},
