@@ -36,8 +36,9 @@ const (
 	// smaller one goes through the 4 KiB buffer, so that no read of the body is smaller than it.
 	DirectMin = peekBufferSize
 	// directMax bounds one read of the body into the caller's buffer, and so what may have to be
-	// given back after it (the start of the next part when a part ends inside the read).
-	directMax = 256 << 10
+	// given back after it (the start of the next part when a part ends inside the read). On
+	// loopback a read of the socket brings what has arrived: about 200 KiB.
+	directMax = 1 << 20
 	// peekBufferSize is the buffer headers, fields and small reads go through (mime/multipart's).
 	peekBufferSize = 4096
 	// MaxHeaderBytes bounds the header section of one part.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"log"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -27,7 +29,7 @@ import (
 // Each round uploads the package through the server with a Content-Length (fastlane, curl -F)
 // and chunked (a client streaming from a pipe), puts it directly into the store, and hashes it
 // once in this process; with -compare-bin a second server (another build) takes the same uploads
-// in the same rounds. Memory at rest is VmRSS of a fresh server a second after it answers and
+// in the same rounds. Memory at rest is VmRSS of a fresh server a second after it is ready and
 // after seven uploads.
 const (
 	floorBegin = "<!-- floor:begin (written by test/bench -scenarios floor) -->"
@@ -213,6 +215,9 @@ func (e *env) floorBackend(ctx context.Context, kind backendKind, data []byte, r
 			return nil, err
 		}
 		defer srv.stop()
+		if err := waitReady(ctx, srv.url); err != nil {
+			return nil, err
+		}
 		settle()
 		if fs.AtStart, err = readMemory(srv.pid); err != nil {
 			return nil, err
@@ -404,8 +409,8 @@ func (r *floorResult) section() string {
 		}
 		p("| %s | – | %s | – | – | – | %s | 1.000 | | | | | |\n", fb.Name, fb.DirectName, fmtSec(medianRun(fb.Direct).Took))
 	}
-	p("\nServer memory at rest (VmRSS of a fresh process; the %d uploads alternate the two clients):\n\n", floorUploads)
-	p("| Backend | Server | 1 s after start | 1 s after %d uploads | %s after them | Peak (VmHWM) |\n|---|---|---|---|---|---|\n", floorUploads, floorIdle)
+	p("\nServer memory at rest (VmRSS of a fresh process, a second after /readyz answers 200, after the uploads, and later; the %d uploads alternate the two clients):\n\n", floorUploads)
+	p("| Backend | Server | 1 s after ready | 1 s after %d uploads | %s after them | Peak (VmHWM) |\n|---|---|---|---|---|---|\n", floorUploads, floorIdle)
 	for _, fb := range r.Backends {
 		for _, srv := range fb.Servers {
 			p("| %s | %s | %.1f MiB | %.1f MiB | %.1f MiB | %.1f MiB |\n", fb.Name, srv.Label, float64(srv.AtStart.RSS)/(1<<20),
@@ -468,4 +473,26 @@ func keptFloorSection(s string) string {
 		end++
 	}
 	return s[i:end]
+}
+
+// waitReady waits until the server's /readyz answers 200: start-up (the schema check) is over.
+func waitReady(ctx context.Context, base string) error {
+	for deadline := time.Now().Add(time.Minute); ; {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s/readyz did not answer 200 within a minute", base)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
