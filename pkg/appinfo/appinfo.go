@@ -158,6 +158,17 @@ type Info struct {
 	Sizes *Breakdown
 }
 
+// IndexProperties are the properties a parser keeps for a package repository's index (the DNF
+// repository of a channel, pkg/repos/rpmmd) more than for people: the release page does not
+// show them, and a release keeps them up to MaxIndexProperty bytes (the others are cut shorter).
+var IndexProperties = map[string]bool{
+	"Description": true, "Provides": true, "Requires": true, "Conflicts": true, "Obsoletes": true,
+	"HeaderStart": true, "HeaderEnd": true, "ArchiveSize": true,
+}
+
+// MaxIndexProperty bounds the value of an IndexProperties entry.
+const MaxIndexProperty = 4096
+
 // SetProperty sets one of the format's own facts (Properties) when its value is not empty.
 func (info *Info) SetProperty(key, val string) {
 	if val == "" {

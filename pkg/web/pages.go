@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/slipwayhq/slipway/pkg/appinfo"
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/readcache"
 	"github.com/slipwayhq/slipway/pkg/errs"
@@ -397,7 +398,9 @@ func platformFacts(r *distribution.Release) []fact {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		add("fact-"+strings.ToLower(k), k, f.Properties[k], strings.HasSuffix(k, "Code"))
+		if !appinfo.IndexProperties[k] {
+			add("fact-"+strings.ToLower(k), k, f.Properties[k], strings.HasSuffix(k, "Code"))
+		}
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"image/png"
 	"io"
+	"maps"
 	"os"
 	"reflect"
 	"sync/atomic"
@@ -98,7 +99,9 @@ func TestSharedFixtures(t *testing.T) {
 			Description: "field tool", Props: map[string]string{"Revision": "1"}}},
 		{"linux/field-tool-0.9.1-7.noarch.rpm", want{Format: appinfo.FormatRPM, Name: "field-tool", BundleID: "field-tool",
 			Release: "0.9.1", Build: "0.9.1-7", Arch: []string{"noarch"}, Description: "Hello desktop test package",
-			Props: map[string]string{"Release": "7", "License": "MIT"}}},
+			Props: map[string]string{"Release": "7", "License": "MIT", "Description": "A test package.", "BuildTime": "1795631975",
+				"BuildHost": "vm", "InstalledSize": "10", "Group": "Unspecified", "SourceRPM": "field-tool-0.9.1-7.src.rpm",
+				"ArchiveSize": "268", "HeaderStart": "4504", "HeaderEnd": "6081", "Provides": "field-tool = 0.9.1-7", "Requires": "/bin/sh"}}},
 		// The stand-in runtime is an x86-64 ELF although the file name says aarch64 (it was
 		// built with gcc on an x86-64 machine); Architectures reports what the ELF says.
 		{"linux/Field_Tool-0.9.1-aarch64.AppImage", want{Format: appinfo.FormatAppImage, Name: "Field Tool", BundleID: "field-tool",
@@ -125,9 +128,14 @@ func TestRealTestdata(t *testing.T) {
 		Props: map[string]string{"Revision": "3", "Epoch": "1", "Depends": "libc6 (>= 2.34), adduser", "Section": "utils", "Homepage": "https://example.org/demo"}}
 	rpm := want{Format: appinfo.FormatRPM, Name: "real-demo", BundleID: "real-demo", Release: "2.0.1", Build: "2.0.1-5.el9",
 		Arch: []string{"noarch"}, Publisher: "Example Vendor", Description: "Real demo built with rpmbuild",
-		Props: map[string]string{"Release": "5.el9", "Epoch": "4", "License": "Apache-2.0", "URL": "https://example.org/demo"}}
+		Props: map[string]string{"Release": "5.el9", "Epoch": "4", "License": "Apache-2.0", "URL": "https://example.org/demo",
+			"Description": "A demo package.", "BuildTime": "1700000000", "BuildHost": "example", "InstalledSize": "20", "Group": "Unspecified",
+			"Packager": "Example Packager <rpm@example.org>", "Vendor": "Example Vendor", "SourceRPM": "real-demo-2.0.1-5.el9.src.rpm",
+			"ArchiveSize": "276", "HeaderStart": "4504", "HeaderEnd": "6205", "Provides": "real-demo = 4:2.0.1-5.el9"}}
 	srpm := rpm
-	srpm.Props = map[string]string{"Release": "5.el9", "Epoch": "4", "License": "Apache-2.0", "URL": "https://example.org/demo", "SourcePackage": "true"}
+	srpm.Props = maps.Clone(rpm.Props)
+	delete(srpm.Props, "SourceRPM")
+	srpm.Props["SourcePackage"], srpm.Props["InstalledSize"], srpm.Props["ArchiveSize"], srpm.Props["HeaderEnd"] = "true", "389", "636", "6485"
 	app := want{Format: appinfo.FormatAppImage, Name: "Real Demo", BundleID: "org.example.Demo", Release: "2.0.1", Build: "2.0.1",
 		Arch: []string{"aarch64"}, Description: "Made with mksquashfs", Props: map[string]string{"Categories": "Utility"}, Icon: 32}
 	for file, w := range map[string]want{

@@ -113,7 +113,8 @@ func TestSplitDebVersion(t *testing.T) {
 func TestRPMSynthetic(t *testing.T) {
 	t.Run("defaults", func(t *testing.T) {
 		want{Format: appinfo.FormatRPM, Name: "demo", BundleID: "demo", Release: "1.2.3", Build: "1.2.3-1", Arch: []string{"x86_64"},
-			Description: "Demo package", Props: map[string]string{"Release": "1", "License": "MIT"}}.
+			Description: "Demo package", Props: map[string]string{"Release": "1", "License": "MIT", "Description": "A demo package built in code.",
+				"BuildTime": "1700000000", "Group": "Unspecified", "SourceRPM": "demo-1.2.3-1.src.rpm", "ArchiveSize": "64", "HeaderStart": "184", "HeaderEnd": "587"}}.
 			check(t, mustParse(t, parseRPM, linuxtest.BuildRPM(linuxtest.RPMOptions{})))
 	})
 	t.Run("all fields", func(t *testing.T) {
@@ -122,7 +123,9 @@ func TestRPMSynthetic(t *testing.T) {
 			URL: "https://example.com", Epoch: 7, Source: true, PayloadBytes: 70_000}))
 		want{Format: appinfo.FormatRPM, Name: "org.demo", BundleID: "org.demo", Release: "4.5", Build: "4.5-2.fc40", Arch: []string{"aarch64"},
 			Publisher: "Vendor Inc.", Description: "Sum", Props: map[string]string{"Release": "2.fc40", "Epoch": "7",
-				"License": "GPL-2.0-only", "URL": "https://example.com", "SourcePackage": "true"}}.check(t, info)
+				"License": "GPL-2.0-only", "URL": "https://example.com", "SourcePackage": "true", "Description": "A demo package built in code.",
+				"BuildTime": "1700000000", "Group": "Unspecified", "Packager": "Pack <p@example.com>", "Vendor": "Vendor Inc.",
+				"ArchiveSize": "70000", "HeaderStart": "184", "HeaderEnd": "678"}}.check(t, info)
 	})
 	t.Run("packager without vendor", func(t *testing.T) {
 		info := mustParse(t, parseRPM, linuxtest.BuildRPM(linuxtest.RPMOptions{Packager: "Pack <p@example.com>"}))
@@ -139,7 +142,8 @@ func TestRPMSynthetic(t *testing.T) {
 			linuxtest.RPMStr(linuxtest.RPMTagName, "second"), linuxtest.RPMStr(linuxtest.RPMTagSourceRPM, "x.src.rpm"),
 		})
 		info := mustParse(t, parseRPM, linuxtest.BuildRPM(linuxtest.RPMOptions{Header: hdr}))
-		want{Format: appinfo.FormatRPM, Name: "first", BundleID: "first", Release: "9", Build: "9", Description: "Hello"}.check(t, info)
+		want{Format: appinfo.FormatRPM, Name: "first", BundleID: "first", Release: "9", Build: "9", Description: "Hello",
+			Props: map[string]string{"SourceRPM": "x.src.rpm", "ArchiveSize": "64", "HeaderStart": "184", "HeaderEnd": "317"}}.check(t, info)
 	})
 }
 

@@ -477,7 +477,9 @@ func (f *ReleaseForm) fill(info *appinfo.Info, filename string) error {
 }
 
 // Caps of what a release keeps of its platform facts: the parsers bound each entry they read,
-// these bound the row (releases.platform_facts holds at most 64 KiB).
+// these bound the row (releases.platform_facts holds at most 64 KiB). The few properties of a
+// package repository's index (appinfo.IndexProperties, 8 keys) keep up to 4 KiB each: the
+// formats that have them (.rpm) have no permissions and one architecture.
 const (
 	maxFactItems = 100
 	maxFactBytes = 256
@@ -503,17 +505,23 @@ func platformFacts(info *appinfo.Info) distribution.PlatformFacts {
 		if f.Properties == nil {
 			f.Properties = map[string]string{}
 		}
-		f.Properties[clip(k)] = clip(info.Properties[k])
+		if appinfo.IndexProperties[k] {
+			f.Properties[k] = clipTo(info.Properties[k], appinfo.MaxIndexProperty)
+		} else {
+			f.Properties[clip(k)] = clip(info.Properties[k])
+		}
 	}
 	return f
 }
 
 // clip cuts s to at most maxFactBytes bytes, on a rune boundary.
-func clip(s string) string {
-	if len(s) <= maxFactBytes {
+func clip(s string) string { return clipTo(s, maxFactBytes) }
+
+// clipTo cuts s to at most n bytes, on a rune boundary.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	n := maxFactBytes
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}

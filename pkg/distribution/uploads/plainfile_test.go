@@ -49,6 +49,12 @@ func TestPlatformFactsCaps(t *testing.T) {
 			t.Errorf("property %d bytes = %d bytes", len(k), len(v))
 		}
 	}
+	// A repository index's properties keep 4 KiB.
+	desc := strings.Repeat("d", 5000)
+	if f := platformFacts(&appinfo.Info{Properties: map[string]string{"Description": desc, "Requires": desc, "Other": desc}}); len(f.Properties["Description"]) != appinfo.MaxIndexProperty ||
+		len(f.Properties["Requires"]) != appinfo.MaxIndexProperty || len(f.Properties["Other"]) != maxFactBytes {
+		t.Errorf("index properties clipped to %d, %d bytes, others to %d", len(f.Properties["Description"]), len(f.Properties["Requires"]), len(f.Properties["Other"]))
+	}
 	if f := platformFacts(&appinfo.Info{}); f.Properties != nil || f.Permissions != nil {
 		t.Errorf("empty facts: %+v", f)
 	}
