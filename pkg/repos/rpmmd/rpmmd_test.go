@@ -115,8 +115,8 @@ func samplePackages() []Package {
 		URL: "https://example.org/?a=1&b=2", License: "MIT", Vendor: "V", Group: "Unspecified", BuildHost: "host",
 		SourceRPM: "demo-1.0-3.fc41.src.rpm", FileTime: 1700000100, BuildTime: 1700000000, Size: 6000, InstalledSize: 20,
 		Archive: 276, HeaderStart: 4504, HeaderEnd: 6205, Href: "packages/7/demo-1.0-3.fc41.x86_64.rpm",
-		Provides: ParseDeps("demo = 2:1.0-3.fc41, demo-virtual = 3.1, demo-bare"),
-		Requires: ParseDeps("coreutils >= 8.0, shadow-utils [pre], bash < 9:6.0-1, (a or b)"),
+		Provides:  ParseDeps("demo = 2:1.0-3.fc41, demo-virtual = 3.1, demo-bare"),
+		Requires:  ParseDeps("coreutils >= 8.0, shadow-utils [pre], bash < 9:6.0-1, (a or b)"),
 		Conflicts: ParseDeps("demo-old < 2.0"), Obsoletes: ParseDeps("legacy-demo <= 1.0-4"),
 	}, {
 		Name: "other", Arch: "noarch", Version: "0.1", Release: "1", SHA256: strings.Repeat("cd", 32), Href: "packages/8/other.rpm",
