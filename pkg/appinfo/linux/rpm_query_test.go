@@ -128,3 +128,39 @@ func TestRPMAgainstRPMQuery(t *testing.T) {
 		})
 	}
 }
+
+// The tags read for a repository's index are optional: malformed or far away, they are left
+// out and the package still parses; a declared count never sizes an allocation.
+func TestRPMExtraTagsHostile(t *testing.T) {
+	name, version := linuxtest.RPMStr(linuxtest.RPMTagName, "n"), linuxtest.RPMStr(linuxtest.RPMTagVersion, "1")
+	for what, c := range map[string]struct {
+		tags []linuxtest.RPMTag
+		prop string
+	}{
+		"requires claims 2^31 names": {[]linuxtest.RPMTag{{Tag: 1049, Type: linuxtest.RPMStringArray, Data: []byte("a\x00"), Count: 1 << 31}}, "Requires"},
+		"provide flags cut short":    {[]linuxtest.RPMTag{{Tag: 1047, Type: linuxtest.RPMStringArray, Data: []byte("a\x00b\x00"), Count: 2}, {Tag: 1112, Type: linuxtest.RPMInt32, Data: []byte{0, 0, 0, 8}, Count: 2}}, ""},
+		"a description of 5 MiB":     {[]linuxtest.RPMTag{{Tag: 1005, Type: linuxtest.RPMString, Data: append(make([]byte, 5<<20), 0)}}, "Description"},
+		"description 5 MiB away":     {[]linuxtest.RPMTag{{Tag: 5000, Type: linuxtest.RPMBin, Data: make([]byte, 5<<20)}, {Tag: 1005, Type: linuxtest.RPMString, Data: []byte("far\x00")}}, ""},
+		"description past the data":  {[]linuxtest.RPMTag{{Tag: 1005, Type: linuxtest.RPMString, Data: []byte("x\x00"), Offset: 1 << 30}}, "Description"},
+		"unterminated build host":    {[]linuxtest.RPMTag{{Tag: 1007, Type: linuxtest.RPMString, Data: []byte("abc")}}, "BuildHost"},
+		"build time of 2 bytes":      {[]linuxtest.RPMTag{{Tag: 1006, Type: linuxtest.RPMInt32, Data: []byte{1, 2}}}, "BuildTime"},
+		"requires of a binary type":  {[]linuxtest.RPMTag{{Tag: 1049, Type: linuxtest.RPMBin, Data: []byte("a\x00")}}, "Requires"},
+	} {
+		t.Run(what, func(t *testing.T) {
+			tags := append([]linuxtest.RPMTag{name, version}, c.tags...)
+			info, err := parseRPM(linuxtest.BuildRPM(linuxtest.RPMOptions{Header: linuxtest.RPMHeader(tags)}))
+			if err != nil {
+				t.Fatalf("a malformed optional tag fails the parse: %v", err)
+			}
+			if c.prop != "" && info.Properties[c.prop] != "" {
+				t.Errorf("%s = %q, want it left out", c.prop, info.Properties[c.prop])
+			}
+			if what == "description 5 MiB away" && info.Properties["Description"] != "far" {
+				t.Errorf("Description = %q, want it read with a read of its own", info.Properties["Description"])
+			}
+			if what == "provide flags cut short" && info.Properties["Provides"] != "a, b" {
+				t.Errorf("Provides = %q, want the names without versions", info.Properties["Provides"])
+			}
+		})
+	}
+}
