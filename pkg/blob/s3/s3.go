@@ -20,7 +20,8 @@
 // that however many uploads run, their parts never hold more than the budget: uploads beyond it
 // wait for a buffer and slow down instead of failing. A buffer goes back to the pool after its
 // part was sent; after a failed request it is dropped instead (the HTTP transport may still be
-// reading it). The object limit is 10,000 parts: 80 GiB with 8 MiB parts.
+// reading it). Once no buffer has been out for blob.IdleRelease, the pool lets its free buffers go.
+// A part goes to the socket in one write (conn.go). The object limit is 10,000 parts: 80 GiB with 8 MiB parts.
 //
 // A failed or cancelled multipart upload is aborted with a context detached from the caller's (a
 // cancelled request must still clean up). If even the abort fails (S3 unreachable), or the process
