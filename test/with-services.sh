@@ -5,7 +5,8 @@
 #     port with a temporary data folder, stopped (and its data removed) when the command ends.
 #   - Mailpit (the SMTP relay of the mail tests): built once the same way and cached; each test
 #     starts its own on free loopback ports (test/mailpit), so only its path is exported.
-#   - Chromium and kotlinc: Debian's packages, installed once (test/chromium.sh, test/kotlin.sh).
+#   - Chromium, kotlinc and dnf (with rpm): Debian's packages, installed once (test/chromium.sh,
+#     test/kotlin.sh, test/dnf.sh).
 #   - axe-core: fetched once from the npm registry at a pinned version (test/axe.sh) and cached;
 #     its path is exported for the browser tests' accessibility check.
 # It exports the SLIPWAY_TEST_* variables the tests read (see test/testenv) and
@@ -67,8 +68,9 @@ if [ ! -x "$MAILPIT" ]; then
   build_once "github.com/axllent/mailpit@$MAILPIT_VERSION" mailpit "$MAILPIT" & pids+=($!)
 fi
 bash "$(dirname "$0")/tools.sh" helm >"$TOOLS/helm" & pids+=($!)
-# Both install Debian packages: one after the other (dpkg takes one install at a time).
-{ bash "$(dirname "$0")/chromium.sh" >"$TOOLS/chromium" && bash "$(dirname "$0")/kotlin.sh" >"$TOOLS/kotlinc"; } & pids+=($!)
+# These install Debian packages: one after the other (dpkg takes one install at a time).
+{ bash "$(dirname "$0")/chromium.sh" >"$TOOLS/chromium" && bash "$(dirname "$0")/kotlin.sh" >"$TOOLS/kotlinc" &&
+  bash "$(dirname "$0")/dnf.sh" >"$TOOLS/dnf"; } & pids+=($!)
 # axe-core is only the phone test's: if it cannot be fetched, that test fails (it is required
 # here) and the others still run.
 bash "$(dirname "$0")/axe.sh" >"$TOOLS/axe" & axe_pid=$!
@@ -82,6 +84,8 @@ export SLIPWAY_TEST_HELM=$(cat "$TOOLS/helm")
 export SLIPWAY_TEST_CHROMIUM=$(cat "$TOOLS/chromium")
 # Debian's kotlinc: the Kotlin example of docs/feedback.md is compiled and run against a server.
 export SLIPWAY_TEST_KOTLINC=$(cat "$TOOLS/kotlinc")
+# Debian's dnf (with rpm's rpmbuild and rpmsign): a channel's DNF repository is read by dnf itself.
+export SLIPWAY_TEST_DNF=$(cat "$TOOLS/dnf")
 # axe-core (npm, pinned in test/axe.sh): the accessibility rules the phone test runs in the pages.
 export SLIPWAY_TEST_AXE=$(cat "$TOOLS/axe")
 rm -rf "$TOOLS"

@@ -244,6 +244,8 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 	get("/channels/nope/apt/key.asc", 404)
 	get("/channels/"+apkSlug+"/tauri.json", 401)
 	expect(e.Do(t, "POST", fmt.Sprintf("/api/channels/%d/feed_token", int64(arel["channel"].(map[string]any)["id"].(float64))), nil, admin), 201, "feed token")
+	// A Linux channel's DNF repository (rpm_test.go).
+	exerciseRPMRepository(t, e, admin)
 
 	get("/api/apps", 401)
 	expect(e.Do(t, "GET", "/api/apps", nil, upload), 200, "list apps")

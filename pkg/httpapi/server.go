@@ -117,9 +117,11 @@ func New(d Deps) *Server {
 		r.GET(path, h(handler))
 		r.HEAD(path, h(handler))
 	}
-	// The package repositories of Linux channels (repos.go) and the key that signs them.
+	// The package repositories of Linux channels (repos.go; DNF: rpm.go) and the key that signs
+	// them: from the read cache, with ETags, HEAD answered too.
 	for path, handler := range map[string]func(*gin.Context) error{"/keys/slipway.asc": s.installationKey,
-		"/channels/:slug/apt/*file": s.aptFile} {
+		"/channels/:slug/apt/*file": s.aptFile, "/channels/:slug/rpm/repodata/:file": s.rpmRepodata,
+		"/channels/:slug/rpm/packages/:id/:file": s.rpmPackage} {
 		r.GET(path, h(handler))
 		r.HEAD(path, h(handler))
 	}

@@ -82,6 +82,16 @@ func (rs *Releases) ReleaseInChannel(ctx context.Context, key string, id int64) 
 	return rc, nil
 }
 
+// RepositoryReleases returns up to limit of the newest releases of the view's channel: the
+// view's when it holds them all, else from the database (a package repository lists every
+// build). Open to whoever may read the view, as the reads by channel key are.
+func (rs *Releases) RepositoryReleases(ctx context.Context, v *readcache.ChannelView, limit int) ([]distribution.Release, error) {
+	if v.Complete && len(v.Releases) <= limit {
+		return v.Releases, nil
+	}
+	return rs.Store.RecentReleases(ctx, v.Channel.ID, "", limit)
+}
+
 // ReleaseInView returns a release of the view's channel: from the view when it holds it, else
 // from the database; errs.NotFound when the release is in another channel.
 func (rs *Releases) ReleaseInView(ctx context.Context, v *readcache.ChannelView, id int64) (*distribution.ReleaseContext, error) {

@@ -51,6 +51,9 @@ func RPMBuild(dir string, o SpecOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := os.MkdirAll(top, 0o755); err != nil {
+		return "", err
+	}
 	specPath := filepath.Join(top, name+"-"+version+"-"+release+".spec")
 	if err := os.WriteFile(specPath, []byte(spec.String()), 0o644); err != nil {
 		return "", err
