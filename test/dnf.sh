@@ -3,22 +3,17 @@
 # .rpm packages with rpmbuild and install them with dnf from a channel's DNF repository (pkg/httpapi
 # rpm_dnf_test.go), and prints the path of dnf on stdout (everything else goes to stderr).
 # Idempotent: it installs only what is missing. test/with-services.sh exports the path as
-# SLIPWAY_TEST_DNF. It runs after kotlin.sh, not beside it: two apt-get installs at once fail on
-# dpkg's lock.
+# SLIPWAY_TEST_DNF.
 #
 # Usage: test/dnf.sh
 set -euo pipefail
+. "$(dirname "$0")/debian.sh"
 
 BIN=${SLIPWAY_DNF_BIN:-/usr/bin/dnf}
 
 if [ ! -x "$BIN" ] || ! command -v rpmbuild >/dev/null || ! command -v rpmsign >/dev/null || ! command -v gpg >/dev/null; then
   echo "dnf.sh: installing Debian's dnf, rpm and gpg (once)" >&2
-  SUDO=
-  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
-  {
-    $SUDO apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends dnf rpm gpg gpg-agent
-  } >&2
+  debian_install dnf rpm gpg gpg-agent
 fi
 echo "dnf.sh: dnf $("$BIN" --version 2>/dev/null | head -n1), $(rpm --version)" >&2
 echo "$BIN"
