@@ -116,7 +116,7 @@ func Render(pkgs []Package, timestamp int64, sign func([]byte) ([]byte, error)) 
 // gzipped compresses b (no name, no time in the gzip header: the same bytes give the same file).
 func gzipped(b []byte) ([]byte, error) {
 	var buf bytes.Buffer
-	w, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	w, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -255,4 +256,27 @@ func TestSplitEVR(t *testing.T) {
 			t.Errorf("SplitEVR(%q) = %q, %q, %q; want %q", in, e, v, r, want)
 		}
 	}
+}
+
+// BenchmarkRender1000 renders a repository of 1,000 packages (docs/benchmarks.md).
+func BenchmarkRender1000(b *testing.B) {
+	one := samplePackages()[0]
+	pkgs := make([]Package, 1000)
+	for i := range pkgs {
+		pkgs[i] = one
+		pkgs[i].Version = fmt.Sprintf("1.%d", i)
+		pkgs[i].SHA256 = fmt.Sprintf("%064x", i)
+	}
+	var size int
+	for b.Loop() {
+		repo, err := Render(pkgs, 1700000000, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = 0
+		for _, f := range repo.Files {
+			size += len(f.Data)
+		}
+	}
+	b.ReportMetric(float64(size), "bytes")
 }
