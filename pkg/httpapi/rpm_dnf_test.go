@@ -34,8 +34,8 @@ type dnfEnv struct {
 // channel's feed token as the password when token is not "".
 func (d *dnfEnv) repo(id, baseurl, token string) {
 	d.t.Helper()
-	f := rpmmd.RepoFile{ID: id, Name: "Slipway " + id, BaseURL: baseurl, KeyURL: strings.Join(d.gpgkeys, " "), Protected: token != "", Signed: true}
-	body := strings.Replace(f.String(), "<the channel's feed token>", token, 1)
+	f := rpmmd.RepoFile{Slug: id, Name: "Slipway " + id, BaseURL: baseurl, KeyURL: strings.Join(d.gpgkeys, " "), Protected: token != "", Signed: true}
+	body := strings.Replace(f.String(), "FEED-TOKEN", token, 1)
 	if err := os.WriteFile(filepath.Join(d.dir, "repos", id+".repo"), []byte(body), 0o600); err != nil {
 		d.t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func (d *dnfEnv) repo(id, baseurl, token string) {
 func (d *dnfEnv) run(id string, args ...string) (string, bool) {
 	d.t.Helper()
 	base := []string{"-c", filepath.Join(d.dir, "dnf.conf"), "--installroot", filepath.Join(d.dir, "root"), "--releasever", "1",
-		"--setopt", "reposdir=" + filepath.Join(d.dir, "repos"), "--disablerepo", "*", "--enablerepo", id, "-y"}
+		"--setopt", "reposdir=" + filepath.Join(d.dir, "repos"), "--disablerepo", "*", "--enablerepo", "slipway-" + id, "-y"}
 	cmd := exec.CommandContext(d.t.Context(), d.dnf, append(base, args...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err == nil
