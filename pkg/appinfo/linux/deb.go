@@ -17,6 +17,8 @@ import (
 	"github.com/slipwayhq/slipway/pkg/zipread"
 )
 
+// (The package doc, linux.go, lists the fields kept.)
+
 const (
 	arMagic     = "!<arch>\n"
 	arHeaderLen = 60
@@ -229,6 +231,18 @@ func debInflateErr(member string, err error) error {
 	return errs.Wrap(errs.Invalid, err, "the .deb's %s is corrupt", member)
 }
 
+// extendedDescription is the key parseDeb822 keeps Description's continuation lines under, one
+// per line without their first space (" ." stays "."); maxExtendedDescription bounds them.
+const (
+	extendedDescription    = "description\n"
+	maxExtendedDescription = 8 << 10
+)
+
+// debIndexFields are the control fields an APT index repeats (pkg/repos/apt), kept as Properties
+// under their control-file names, besides those with a place of their own.
+var debIndexFields = []string{"Depends", "Pre-Depends", "Recommends", "Suggests", "Enhances", "Breaks", "Conflicts",
+	"Replaces", "Provides", "Built-Using", "Section", "Priority", "Homepage", "Installed-Size", "Multi-Arch", "Essential"}
+
 // parseDeb822 reads the first paragraph of a control file: "Field: value" lines, continued by
 // lines starting with a space or tab. Field names are matched case-insensitively (kept in their
 // canonical case by the caller's lookups); the first occurrence wins.
@@ -244,7 +258,16 @@ func parseDeb822(b []byte) map[string]string {
 			}
 			key = ""
 		case line[0] == ' ' || line[0] == '\t':
-			if key != "" && key != "description" {
+			switch key {
+			case "":
+			case "description": // the extended description: its lines as written (deb-control(5))
+				if ext := fields[extendedDescription]; len(ext) < maxExtendedDescription {
+					if ext != "" {
+						ext += "\n"
+					}
+					fields[extendedDescription] = ext + strings.TrimRight(line[1:], " \t")
+				}
+			default:
 				fields[key] += " " + strings.TrimSpace(line)
 			}
 		case line[0] == '#':
@@ -285,10 +308,39 @@ func debInfo(f map[string]string) (*appinfo.Info, error) {
 	}
 	info.SetProperty("Revision", revision)
 	info.SetProperty("Epoch", epoch)
-	for _, k := range []string{"Depends", "Section", "Homepage"} {
+	for _, k := range debIndexFields {
 		info.SetProperty(k, clean(f[strings.ToLower(k)]))
 	}
+	if n := info.Properties["Installed-Size"]; n != "" && strings.Trim(n, "0123456789") != "" {
+		delete(info.Properties, "Installed-Size") // KiB, digits only; anything else would break the index
+	}
+	info.SetProperty("Extended-Description", cleanLines(f[extendedDescription], maxExtendedDescription))
 	return info, nil
+}
+
+// cleanLines is clean for a value of several lines: each line cleaned, the newlines kept, blank
+// lines dropped (a paragraph break is written "." in a control file), at most max bytes of whole
+// lines.
+func cleanLines(s string, max int) string {
+	var b strings.Builder
+	for _, line := range strings.Split(s, "\n") {
+		lead := len(line) - len(strings.TrimLeft(line, " "))
+		line = appinfo.CleanText(line, maxTextLen)
+		if line == "" {
+			continue
+		}
+		if lead > 0 && lead < 8 {
+			line = strings.Repeat(" ", lead) + line // verbatim lines (two spaces) keep their indent
+		}
+		if b.Len()+len(line)+1 > max {
+			break
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 // splitDebVersion splits [epoch:]upstream[-revision] (deb-version(7)).

@@ -21,7 +21,12 @@
 //     ("-1"); BuildVersion: the full Version; Properties["Revision"] and ["Epoch"] when present.
 //   - Architectures: [Architecture] in Debian's words ("amd64", "arm64", "all").
 //   - Publisher: Maintainer as written ("Name <mail>"); Description: Description's first line.
-//   - Properties["Depends"], ["Section"], ["Homepage"] when present.
+//   - Properties, when present, under the control file's names: the relation fields (Depends,
+//     Pre-Depends, Recommends, Suggests, Enhances, Breaks, Conflicts, Replaces, Provides,
+//     Built-Using), Section, Priority, Homepage, Installed-Size (digits only), Multi-Arch,
+//     Essential, each at most 4 KiB; and ["Extended-Description"], Description's further lines
+//     (without their leading space; "." for a paragraph break), at most 8 KiB of whole lines. The
+//     APT index (pkg/repos/apt) repeats them.
 //   - Icon: none. It lives in data.tar, a compressed stream without an index: reaching it means
 //     inflating the payload, which can be gigabytes.
 //

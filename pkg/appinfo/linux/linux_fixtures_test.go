@@ -125,7 +125,8 @@ func TestSharedFixtures(t *testing.T) {
 func TestRealTestdata(t *testing.T) {
 	deb := want{Format: appinfo.FormatDeb, Name: "real-demo", BundleID: "real-demo", Release: "2.0.1", Build: "1:2.0.1-3",
 		Arch: []string{"amd64"}, Publisher: "Example Maintainers <pkg@example.org>", Description: "real demo package",
-		Props: map[string]string{"Revision": "3", "Epoch": "1", "Depends": "libc6 (>= 2.34), adduser", "Section": "utils", "Homepage": "https://example.org/demo"}}
+		Props: map[string]string{"Revision": "3", "Epoch": "1", "Depends": "libc6 (>= 2.34), adduser", "Section": "utils", "Homepage": "https://example.org/demo",
+			"Priority": "optional", "Extended-Description": "Built with dpkg-deb for the parser tests.\n.\nSecond paragraph."}}
 	rpm := want{Format: appinfo.FormatRPM, Name: "real-demo", BundleID: "real-demo", Release: "2.0.1", Build: "2.0.1-5.el9",
 		Arch: []string{"noarch"}, Publisher: "Example Vendor", Description: "Real demo built with rpmbuild",
 		Props: map[string]string{"Release": "5.el9", "Epoch": "4", "License": "Apache-2.0", "URL": "https://example.org/demo",

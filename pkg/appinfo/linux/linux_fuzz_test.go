@@ -3,6 +3,7 @@ package linux
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/slipwayhq/slipway/pkg/appinfo"
@@ -39,6 +40,17 @@ func fuzzParser(f *testing.F, parse func([]byte) (*appinfo.Info, error), format 
 		}
 		if info.Platform != appinfo.Linux || info.Format != format || info.BundleID == "" {
 			t.Fatalf("parsed as %+v", info)
+		}
+		// What an APT index repeats must not break a stanza: one line per property, the extended
+		// description lines without blank ones, bounded.
+		for k, v := range info.Properties {
+			if k == "Extended-Description" {
+				if len(v) > 8<<10 || strings.Contains(v, "\n\n") || strings.ContainsAny(v, "\r\x00") || strings.HasPrefix(v, "\n") || strings.HasSuffix(v, "\n") {
+					t.Fatalf("Extended-Description %q", v)
+				}
+			} else if strings.ContainsAny(v, "\r\n") {
+				t.Fatalf("property %s = %q spans lines", k, v)
+			}
 		}
 		if info.Icon != nil && (info.Icon.Width <= 0 || info.Icon.Height <= 0 || len(info.Icon.Data) == 0) {
 			t.Fatalf("icon %dx%d of %d bytes", info.Icon.Width, info.Icon.Height, len(info.Icon.Data))

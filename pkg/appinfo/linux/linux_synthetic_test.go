@@ -45,7 +45,7 @@ func parseAppImage(b []byte) (*appinfo.Info, error) { return parseWith(ParseAppI
 func TestDebSynthetic(t *testing.T) {
 	base := want{Format: appinfo.FormatDeb, Name: "demo", BundleID: "demo", Release: "1.2.3", Build: "1.2.3-1",
 		Arch: []string{"amd64"}, Publisher: "Demo Team <demo@example.com>", Description: "demo app",
-		Props: map[string]string{"Revision": "1"}}
+		Props: map[string]string{"Revision": "1", "Extended-Description": "A demo package built in code."}}
 	for _, comp := range []string{"gz", "xz", "zst", "none"} {
 		for _, gnu := range []bool{false, true} {
 			t.Run(fmt.Sprint(comp, gnu), func(t *testing.T) {
@@ -65,7 +65,34 @@ func TestDebSynthetic(t *testing.T) {
 		want{Format: appinfo.FormatDeb, Name: "org-demo", BundleID: "org-demo", Release: "1.0~rc1", Build: "2:1.0~rc1-0ubuntu1",
 			Arch: []string{"all"}, Publisher: "Ünïcode <u@example.com>", Description: "first line",
 			Props: map[string]string{"Revision": "0ubuntu1", "Epoch": "2", "Depends": "libc6 (>= 2.34), libgtk-3-0",
-				"Section": "utils", "Homepage": "https://example.com"}}.check(t, info)
+				"Section": "utils", "Homepage": "https://example.com", "Priority": "optional",
+				"Extended-Description": "second line\n.\nthird"}}.check(t, info)
+	})
+	t.Run("index fields", func(t *testing.T) {
+		// What an APT index repeats: relation fields, Installed-Size (digits only), a verbatim
+		// (two-space) description line, bounded.
+		long := strings.Repeat(" word", 3000)
+		info := mustParse(t, parseDeb, linuxtest.BuildDeb(linuxtest.DebOptions{
+			Description: "tool\n para one\n .\n   verbatim  code\n" + long,
+			Extra: []linuxtest.Field{{Name: "Installed-Size", Value: "1234"}, {Name: "Pre-Depends", Value: "dpkg (>= 1.17)"},
+				{Name: "Recommends", Value: "a | b"}, {Name: "Conflicts", Value: "old"}, {Name: "Breaks", Value: "old (<< 2)"},
+				{Name: "Replaces", Value: "old"}, {Name: "Provides", Value: "virtual"}, {Name: "Suggests", Value: "doc"},
+				{Name: "Multi-Arch", Value: "foreign"}},
+		}))
+		p := info.Properties
+		for k, v := range map[string]string{"Installed-Size": "1234", "Pre-Depends": "dpkg (>= 1.17)", "Recommends": "a | b",
+			"Conflicts": "old", "Breaks": "old (<< 2)", "Replaces": "old", "Provides": "virtual", "Suggests": "doc", "Multi-Arch": "foreign"} {
+			if p[k] != v {
+				t.Errorf("%s = %q, want %q", k, p[k], v)
+			}
+		}
+		if ext := p["Extended-Description"]; !strings.HasPrefix(ext, "para one\n.\n  verbatim  code\n") || len(ext) > 8<<10 {
+			t.Errorf("Extended-Description %q (%d bytes)", ext[:min(len(ext), 80)], len(ext))
+		}
+		info = mustParse(t, parseDeb, linuxtest.BuildDeb(linuxtest.DebOptions{Extra: []linuxtest.Field{{Name: "Installed-Size", Value: "12\n Package: evil"}}}))
+		if _, ok := info.Properties["Installed-Size"]; ok {
+			t.Errorf("a non-numeric Installed-Size is kept: %q", info.Properties["Installed-Size"])
+		}
 	})
 	t.Run("raw control", func(t *testing.T) {
 		// Field names in any case, comments, CRLF line ends, a second paragraph ignored, the
