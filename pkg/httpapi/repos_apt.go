@@ -206,6 +206,30 @@ func aptPackage(r *distribution.Release) (apt.Package, bool) {
 	return p, true
 }
 
+// aptReplaces is the upload answer's warning for a .deb of the same package, version and
+// architecture as a build the channel already holds: the APT index lists the newer only ("" when
+// there is none, or no repository).
+func (s *Server) aptReplaces(ctx context.Context, rc *distribution.ReleaseContext) string {
+	if s.cfg.RepoKey == nil || rc.Format != "deb" || rc.Channel.DeviceType != "linux" {
+		return ""
+	}
+	v, err := s.svc.Reads.View(ctx, rc.Channel.Slug)
+	if err != nil {
+		return ""
+	}
+	p, ok := aptPackage(&rc.Release)
+	if !ok {
+		return ""
+	}
+	for i := range v.Releases {
+		if o, ok := aptPackage(&v.Releases[i]); ok && o.ID != p.ID && o.Name == p.Name && o.Version == p.Version && o.Architecture == p.Architecture {
+			return fmt.Sprintf("build %d has the same package, version and architecture (%s %s %s): the channel's APT repository lists this upload in its place",
+				o.ID, p.Name, p.Version, p.Architecture)
+		}
+	}
+	return ""
+}
+
 // aptPool: GET /channels/:slug/apt/pool/<release id>/<name>.deb answers 302 to the stored
 // package, as the download route does (a presigned URL on S3, the service's signed URL on the
 // filesystem), for a release the repository lists. apt follows the redirect and checks the

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -151,12 +152,32 @@ func testAPTRepository(t *testing.T, storage string) {
 	rel1 := e.UploadApp(t, "slipway-demo_1.0-1_amd64.deb", v1)
 	slug := rel1["channel"].(map[string]any)["slug"].(string)
 	m.waitRelease(id(rel1), verified)
-	docs := e.UploadApp(t, "slipway-demo-doc_1.0_all.deb", buildDeb(t, "slipway-demo-doc", "1.0", "all"), apptest.Field("channel_key", slug))
+	docsDeb := buildDeb(t, "slipway-demo-doc", "1.0", "all")
+	first := e.UploadApp(t, "slipway-demo-doc_1.0_all.deb", docsDeb, apptest.Field("channel_key", slug))
+	// The same package, version and architecture again: the newer upload replaces the older in
+	// the index, and its answer says so.
+	docs := e.UploadApp(t, "slipway-demo-doc_1.0_all.deb", docsDeb, apptest.Field("channel_key", slug))
+	if w := fmt.Sprint(docs["warnings"]); !strings.Contains(w, fmt.Sprintf("build %d has the same package, version and architecture", id(first))) {
+		t.Errorf("the second upload's warnings: %s", w)
+	}
 	m.waitRelease(id(docs), verified)
 
 	keyResp := e.Get(t, "/channels/"+slug+"/apt/key.asc")
 	if keyResp.Status != 200 || keyResp.Header.Get("Content-Type") != "application/pgp-keys" {
 		t.Fatalf("key.asc: %d %v", keyResp.Status, keyResp.Header)
+	}
+	// The public release and channel pages show the lines to paste.
+	for _, page := range []string{fmt.Sprintf("/channels/%s/releases/%d", slug, id(rel1)), "/channels/" + slug} {
+		r := e.Do(t, "GET", page, nil, http.Header{"Accept": {"text/html"}})
+		for _, want := range []string{"curl -fsSL " + e.URL + "/channels/" + slug + "/apt/key.asc | sudo gpg --dearmor -o /etc/apt/keyrings/" + slug + ".gpg",
+			"URIs: " + e.URL + "/channels/" + slug + "/apt", "Signed-By: /etc/apt/keyrings/" + slug + ".gpg", "sudo apt-get install slipway-demo"} {
+			if r.Status != 200 || !strings.Contains(html.UnescapeString(string(r.Body)), want) {
+				t.Errorf("%s (%d) lacks %q", page, r.Status, want)
+			}
+		}
+		if strings.Contains(string(r.Body), "auth.conf.d") {
+			t.Errorf("%s: an open channel's page shows the auth.conf line", page)
+		}
 	}
 	a := newAPTRoot(t, e.URL, slug, keyResp.Body)
 	a.mustUpdate()
@@ -165,6 +186,10 @@ func testAPTRepository(t *testing.T, storage string) {
 	}
 	if got := a.candidate("slipway-demo-doc"); got != "1.0" {
 		t.Errorf("the Architecture: all package: candidate %q", got)
+	}
+	if pkgs := e.Get(t, "/channels/"+slug+"/apt/dists/stable/main/binary-amd64/Packages"); !strings.Contains(string(pkgs.Body), fmt.Sprintf("Filename: pool/%d/", id(docs))) ||
+		strings.Contains(string(pkgs.Body), fmt.Sprintf("Filename: pool/%d/", id(first))) {
+		t.Errorf("the index does not list the newer of two same builds only:\n%s", pkgs.Body)
 	}
 	show, _ := a.run("apt-cache", "show", "slipway-demo")
 	for _, want := range []string{"Installed-Size: 8", "Depends: libc6 (>= 2.17)", "Recommends: ca-certificates", "Homepage: https://example.com/slipway-demo",

@@ -332,6 +332,11 @@ func (s *Server) uploadApp(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	if rc.News != nil {
+		if w := s.aptReplaces(ctx, rc); w != "" {
+			rc.News.Warnings = append(rc.News.Warnings, w)
+		}
+	}
 	c.JSON(http.StatusCreated, s.fullRelease(rc))
 	return nil
 }

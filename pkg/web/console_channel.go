@@ -105,6 +105,8 @@ type channelPageView struct {
 	Feeds *feedsView
 	// Testers is the channel's Testers section: the groups that open it.
 	Testers *channelTestersView
+	// Repos is the package repositories' setup (nil: none; repos.go).
+	Repos *repoSetupView
 }
 
 // WebhookForm gives the channel's webhook form its fields' data.
@@ -185,6 +187,7 @@ func (h *Handler) renderChannel(c *gin.Context, session string, u *distribution.
 		v.Upload = h.channelUploadBox(v.CSRF, cv, form)
 	}
 	v.Feeds = h.channelFeeds(&ch)
+	v.Repos = h.repoSetup(&ch, rels)
 	var newest *distribution.Release
 	if pg == 1 && len(rels) > 0 {
 		newest = &rels[0]

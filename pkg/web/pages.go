@@ -67,6 +67,8 @@ type releaseView struct {
 	Mine *testerStateView
 	// Feedback is the page's Send feedback form.
 	Feedback *feedbackFormView
+	// Repos is the channel's package repositories' setup (nil: none; repos.go).
+	Repos *repoSetupView
 }
 
 // testerStateView is what a release page tells the tester visiting it of their own state.
@@ -137,6 +139,8 @@ type channelView struct {
 	Releases              []summaryView
 	Total, Page, Pages    int
 	PrevURL, NextURL      string
+	// Repos is the channel's package repositories' setup (nil: none; repos.go).
+	Repos *repoSetupView
 }
 
 // releasePage: GET /channels/:slug/releases/:id, the page a tester opens to install a build.
@@ -171,6 +175,7 @@ func (h *Handler) renderRelease(c *gin.Context, status int, view *readcache.Chan
 	slug, id, cc := rc.Channel.Slug, rc.ID, &view.ChannelContext
 	v := h.releaseView(ctx, rc, view.Releases[:min(len(view.Releases), otherReleases+1)])
 	v.Feedback = form
+	v.Repos = h.repoSetup(&rc.Channel, view.Releases)
 	if prev := previousIn(view.Releases, rc.ID); prev != nil {
 		// Best effort: a page without the line is still the page.
 		if changes, err := h.svc.Insights.Changes(ctx, rc.ID, prev.ID); err == nil && changes != "" {
@@ -273,6 +278,7 @@ func (h *Handler) channelPage(c *gin.Context) error {
 	}
 	v := channelView{AppName: cc.App.Name, ChannelLabel: channelLabel(cc), Total: total, Page: pageNo,
 		Pages: max(1, (total+channelPerPage-1)/channelPerPage), Insecure: ch.DeviceType == "ios" && !h.https()}
+	v.Repos = h.repoSetup(ch, view.Releases)
 	if pageNo > 1 {
 		v.PrevURL = h.links.ChannelPage(slug, min(pageNo-1, v.Pages))
 	}
