@@ -59,6 +59,9 @@ type Channel struct {
 	// channel's MSIX app when it starts (OnLaunch HoursBetweenUpdateChecks, 0 to 255; 0: at every
 	// start).
 	AppInstallerHours int
+	// APTNewestOnly: the channel's APT repository lists only the newest version of each package
+	// and architecture, not every build the channel offers.
+	APTNewestOnly bool
 	// TesterGroups are the aliases of the groups that open a TesterOnly channel (nil: not read).
 	TesterGroups []string
 	// AppBundleID is the app the channel holds while its BundleID is "*": "" when it

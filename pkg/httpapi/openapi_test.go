@@ -395,7 +395,8 @@ func TestOpenAPIEveryOperation(t *testing.T) {
 		fmt.Sprintf("/console/releases/%d/pin", relID), fmt.Sprintf("/console/releases/%d/delete", relID), "/console/devices/00008030-001A2B3C4D5E6F70/delete", "/console/devices/00008030-001A2B3C4D5E6F70/approve",
 		"/console/users/1", fmt.Sprintf("/console/apps/%d/webhooks", appID), "/console/webhooks/1", "/console/webhooks/1/test", "/console/webhooks/1/enabled", "/console/webhooks/1/delete", "/console/apps", fmt.Sprintf("/console/schemes/%d", scID),
 		fmt.Sprintf("/console/schemes/%d/delete", scID), fmt.Sprintf("/console/channels/%d/feed_token", chID), fmt.Sprintf("/console/releases/%d/updates", relID),
-		fmt.Sprintf("/console/channels/%d/signing", chID), fmt.Sprintf("/console/channels/%d/appinstaller", chID)} {
+		fmt.Sprintf("/console/channels/%d/signing", chID), fmt.Sprintf("/console/channels/%d/appinstaller", chID),
+		fmt.Sprintf("/console/channels/%d/apt", chID)} {
 		expect(e.Do(t, "POST", path, strings.NewReader("csrf=forged&confirm=1"), consoleFormHeader(session)), 403, "console form without the CSRF token: "+path)
 	}
 	expect(e.Do(t, "GET", "/console/devices", nil, session), 200, "console devices")

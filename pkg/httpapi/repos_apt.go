@@ -143,7 +143,7 @@ func (s *Server) aptBuild(ctx context.Context, v *readcache.ChannelView, now tim
 		Description: fmt.Sprintf("%s, channel %s (Slipway)", v.App.Name, v.Channel.Name),
 		// The minute, not the instant: replicas rebuilding on the same change sign the same text.
 		Date: now.Truncate(time.Minute)}
-	idx := apt.Build(meta, pkgs, false)
+	idx := apt.Build(meta, pkgs, v.Channel.APTNewestOnly)
 	inRelease, err := s.cfg.RepoKey.ClearSign(idx.Release)
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "signing the APT index")

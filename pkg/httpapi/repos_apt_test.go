@@ -231,6 +231,20 @@ func testAPTRepository(t *testing.T, storage string) {
 		t.Errorf("the deleted build's pool file: %d", r.Status)
 	}
 
+	// The channel setting: only the newest version of each package.
+	rel3 := e.UploadApp(t, "slipway-demo_1.2-1_amd64.deb", buildDeb(t, "slipway-demo", "1.2-1", "amd64"), apptest.Field("channel_key", slug))
+	m.waitRelease(id(rel3), verified)
+	chID := int64(rel1["channel"].(map[string]any)["id"].(float64))
+	if ch := m.want(m.call("PUT", fmt.Sprintf("/api/channels/%d", chID), e.AdminToken, `{"apt_newest_only": true}`), 200, "apt_newest_only"); ch["apt_newest_only"] != true {
+		t.Errorf("channel answer: %v", ch)
+	}
+	packages := string(e.Get(t, "/channels/"+slug+"/apt/dists/stable/main/binary-amd64/Packages").Body)
+	if !strings.Contains(packages, "Version: 1.2-1") || strings.Contains(packages, "Version: 1.0-1") {
+		t.Errorf("newest only lists:\n%s", packages)
+	}
+	m.want(m.call("PUT", fmt.Sprintf("/api/channels/%d", chID), e.AdminToken, `{"apt_newest_only": false}`), 200, "apt_newest_only off")
+	m.want(m.call("DELETE", fmt.Sprintf("/api/releases/%d", id(rel3)), e.AdminToken, ""), 200, "delete release")
+
 	// One byte changed by a proxy, in the Packages files or in InRelease: apt refuses the index.
 	for _, target := range []string{"Packages", "InRelease"} {
 		t.Run("tampered "+target, func(t *testing.T) {

@@ -267,7 +267,10 @@ var channelFields = map[string]string{"id": tInt, "slug": tString, "name": tStri
 	// Slipway's own: whether Slipway signs the channel's macOS builds (docs/feeds.md).
 	"sparkle_signing": tBool,
 	// Slipway's own: the channel is open to its tester groups' testers only.
-	"tester_only": tBool}
+	"tester_only": tBool,
+	// Slipway's own: how often App Installer checks a Windows channel's file; which builds a
+	// Linux channel's APT repository lists.
+	"appinstaller_hours": tInt, "apt_newest_only": tBool}
 
 var refFields = map[string]string{"id": tInt, "name": tString}
 

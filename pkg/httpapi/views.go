@@ -52,6 +52,9 @@ type channelView struct {
 	// AppInstallerHours is how often Windows' App Installer checks the channel's .appinstaller
 	// file when the app starts (0: at every start).
 	AppInstallerHours int `json:"appinstaller_hours"`
+	// APTNewestOnly: the channel's APT repository lists only the newest version of each package
+	// and architecture.
+	APTNewestOnly bool `json:"apt_newest_only"`
 	// TesterGroups are the aliases of those groups (sent when the channel is tester-only).
 	TesterGroups []string `json:"tester_groups,omitempty"`
 }
@@ -77,7 +80,7 @@ func newChannelView(c *distribution.Channel) channelView {
 	return channelView{ID: c.ID, Slug: c.Slug, Name: c.Name, DeviceType: c.DeviceType, BundleID: c.BundleID, GitURL: c.GitURL,
 		HasPassword: c.HasPassword(), DownloadFilenameType: c.DownloadFilenameType,
 		MaxSizeBytes: c.Budget.MaxBytes, MaxGrowthPercent: c.Budget.MaxGrowthPercent, EnforceBudget: c.Budget.Enforce,
-		SparkleSigning: c.SparkleSigning, TesterOnly: c.TesterOnly, TesterGroups: c.TesterGroups, AppInstallerHours: c.AppInstallerHours}
+		SparkleSigning: c.SparkleSigning, TesterOnly: c.TesterOnly, TesterGroups: c.TesterGroups, AppInstallerHours: c.AppInstallerHours, APTNewestOnly: c.APTNewestOnly}
 }
 
 // shortReleaseView is the short Release form (versions, latest, version_exist).

@@ -26,12 +26,12 @@ func schemeDest(s *distribution.Scheme) []any {
 
 const channelColumns = `c.id, c.scheme_id, c.name, c.slug, c.device_type, c.bundle_id, c.git_url, c.password_hash,
 	c.download_filename_type, c.max_size_bytes, c.max_growth_percent, c.enforce_budget, c.feed_token_hash, c.sparkle_signing, c.tester_only,
-	coalesce(c.app_bundle_id, '*'), c.appinstaller_hours, c.created_at, c.updated_at`
+	coalesce(c.app_bundle_id, '*'), c.appinstaller_hours, c.apt_newest_only, c.created_at, c.updated_at`
 
 func channelDest(c *distribution.Channel) []any {
 	return []any{&c.ID, &c.SchemeID, &c.Name, &c.Slug, &c.DeviceType, &c.BundleID, &c.GitURL, &c.PasswordHash,
 		&c.DownloadFilenameType, &c.Budget.MaxBytes, &c.Budget.MaxGrowthPercent, &c.Budget.Enforce, &c.FeedTokenHash, &c.SparkleSigning, &c.TesterOnly,
-		&c.AppBundleID, &c.AppInstallerHours, &c.CreatedAt, &c.UpdatedAt}
+		&c.AppBundleID, &c.AppInstallerHours, &c.APTNewestOnly, &c.CreatedAt, &c.UpdatedAt}
 }
 
 func scanChannel(row pgx.Row, c *distribution.Channel) error { return row.Scan(channelDest(c)...) }
@@ -397,10 +397,10 @@ func insertChannel(ctx context.Context, q querier, c *distribution.Channel) (*di
 	}
 	var out distribution.Channel
 	err := scanChannel(q.QueryRow(ctx, `INSERT INTO channels AS c (scheme_id, name, slug, device_type, bundle_id, git_url,
-		password_hash, download_filename_type, max_size_bytes, max_growth_percent, enforce_budget, sparkle_signing, app_bundle_id, appinstaller_hours)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING `+channelColumns,
+		password_hash, download_filename_type, max_size_bytes, max_growth_percent, enforce_budget, sparkle_signing, app_bundle_id, appinstaller_hours, apt_newest_only)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING `+channelColumns,
 		c.SchemeID, c.Name, slug, c.DeviceType, c.BundleID, c.GitURL, c.PasswordHash, c.DownloadFilenameType,
-		c.Budget.MaxBytes, c.Budget.MaxGrowthPercent, c.Budget.Enforce, c.SparkleSigning, appBundleID(c), c.AppInstallerHours), &out)
+		c.Budget.MaxBytes, c.Budget.MaxGrowthPercent, c.Budget.Enforce, c.SparkleSigning, appBundleID(c), c.AppInstallerHours, c.APTNewestOnly), &out)
 	if err := channelWriteErr(err, c); err != nil {
 		return nil, err
 	}
@@ -414,10 +414,10 @@ func (db *Catalog) UpdateChannel(ctx context.Context, c *distribution.Channel) (
 	var out distribution.Channel
 	err := scanChannel(db.Pool.QueryRow(ctx, `UPDATE channels AS c SET name = $2, slug = $3, device_type = $4, bundle_id = $5,
 		git_url = $6, password_hash = $7, download_filename_type = $8, max_size_bytes = $10, max_growth_percent = $11,
-		enforce_budget = $12, feed_token_hash = $13, sparkle_signing = $14, app_bundle_id = $15, appinstaller_hours = $16, updated_at = clock_timestamp()
+		enforce_budget = $12, feed_token_hash = $13, sparkle_signing = $14, app_bundle_id = $15, appinstaller_hours = $16, apt_newest_only = $17, updated_at = clock_timestamp()
 		WHERE c.id = $1 AND c.updated_at = $9 RETURNING `+channelColumns,
 		c.ID, c.Name, c.Slug, c.DeviceType, c.BundleID, c.GitURL, c.PasswordHash, c.DownloadFilenameType, c.UpdatedAt,
-		c.Budget.MaxBytes, c.Budget.MaxGrowthPercent, c.Budget.Enforce, c.FeedTokenHash, c.SparkleSigning, appBundleID(c), c.AppInstallerHours), &out)
+		c.Budget.MaxBytes, c.Budget.MaxGrowthPercent, c.Budget.Enforce, c.FeedTokenHash, c.SparkleSigning, appBundleID(c), c.AppInstallerHours, c.APTNewestOnly), &out)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, db.staleOrMissing(ctx, "channels", c.ID, errs.New(errs.NotFound, "channel %d not found", c.ID))
 	}

@@ -169,6 +169,9 @@ var fills = map[uint]string{
 	27: `
 		INSERT INTO mail_outbox (id, kind, recipient, subject, text_body, html_body, inline) VALUES ('feedback.1.ab', 'feedback', 'cy@example.com',
 			'Feedback', 'text', '<img src="cid:s1@slipway">', '[{"cid": "s1@slipway", "key": "feedback/1/a-thumb.jpg", "content_type": "image/jpeg"}]');`,
+	// A Linux channel whose APT repository lists the newest version of each package only.
+	28: `
+		UPDATE channels SET apt_newest_only = true WHERE id = 1;`,
 	// A Windows channel whose App Installer file asks for a check at every start.
 	29: `
 		UPDATE channels SET appinstaller_hours = 0 WHERE id = 1;`,

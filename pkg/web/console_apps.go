@@ -31,6 +31,8 @@ type consoleChannelView struct {
 	SparkleSigning bool
 	// AppInstallerHours: how often a Windows channel's App Installer file is checked at start.
 	AppInstallerHours int
+	// APTNewestOnly: a Linux channel's APT repository lists only the newest version of each package.
+	APTNewestOnly bool
 	// HeldApp is the bundle id of the app the channel holds, learned from its first build
 	// (Channel.HeldApp; "" when it takes any).
 	HeldApp   string

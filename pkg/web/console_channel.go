@@ -140,7 +140,7 @@ func (h *Handler) renderChannel(c *gin.Context, session string, u *distribution.
 		Can: h.grants(c, app.ID), Form: form, Preview: preview, Events: webhook.Events}
 	cv := consoleChannelView{ID: ch.ID, SchemeID: cc.Scheme.ID, Name: ch.Name, Scheme: cc.Scheme.Name, Key: ch.Slug,
 		DeviceType: ch.DeviceType, URL: h.links.Channel(ch.Slug), HasPassword: ch.HasPassword(), ConsoleURL: h.channelURL(ch.ID),
-		SparkleSigning: ch.SparkleSigning, AppInstallerHours: ch.AppInstallerHours, HeldApp: ch.HeldApp()}
+		SparkleSigning: ch.SparkleSigning, AppInstallerHours: ch.AppInstallerHours, APTNewestOnly: ch.APTNewestOnly, HeldApp: ch.HeldApp()}
 	pg := 1
 	if n, err := strconv.Atoi(c.Query("page")); err == nil && n > 1 && n <= 100_000 {
 		pg = n

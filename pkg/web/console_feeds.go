@@ -112,6 +112,29 @@ func (h *Handler) consoleSetAppInstaller(c *gin.Context, f *formCall) (string, e
 	return h.channelURL(id) + "#feeds", nil
 }
 
+// consoleSetAPT: POST /console/channels/:id/apt sets which builds the channel's APT repository
+// lists ("apt_newest_only": "1" the newest version of each package and architecture only, else
+// every build the channel offers).
+func (h *Handler) consoleSetAPT(c *gin.Context, f *formCall) (string, error) {
+	ctx := reqCtx(c)
+	id, err := idParam(c, "id", "channel")
+	if err != nil {
+		return "", err
+	}
+	h.onChannel(c, f, id, "apt-"+strconv.FormatInt(id, 10), map[string]fieldLabel{"apt_newest_only": {"apt_newest_only", "Which builds"}})
+	newest := c.PostForm("apt_newest_only") == "1"
+	ch, err := h.svc.Apps.UpdateChannel(ctx, id, catalog.ChannelChanges{APTNewestOnly: &newest})
+	if err != nil {
+		return "", err
+	}
+	if ch.APTNewestOnly {
+		f.ok("The APT repository of %s lists the newest version of each package only.", ch.Name)
+	} else {
+		f.ok("The APT repository of %s lists every build the channel offers.", ch.Name)
+	}
+	return h.channelURL(id) + "#repo-setup", nil
+}
+
 // consoleSetUpdates: POST /console/releases/:id/updates sets what the update feeds announce of a
 // desktop build: its staged-rollout percentage (0 takes it out of the feeds) and whether it is
 // a critical update.

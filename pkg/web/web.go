@@ -147,6 +147,7 @@ func (h *Handler) Register(e *gin.Engine) {
 	e.POST("/console/channels/:id/feed_token", h.form(h.consoleRotateFeedToken))
 	e.POST("/console/channels/:id/signing", h.form(h.consoleSetSigning))
 	e.POST("/console/channels/:id/appinstaller", h.form(h.consoleSetAppInstaller))
+	e.POST("/console/channels/:id/apt", h.form(h.consoleSetAPT))
 	e.POST("/console/releases/:id/updates", h.form(h.consoleSetUpdates))
 	e.POST("/console/channels/:id/webhooks", h.form(h.consoleCreateWebhook))
 	e.POST("/console/apps/:id/webhooks", h.form(h.consoleCreateAppWebhook))

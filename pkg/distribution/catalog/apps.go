@@ -368,6 +368,9 @@ type ChannelChanges struct {
 	// AppInstallerHours is how often Windows' App Installer checks the channel's .appinstaller
 	// file when the app starts (0 to 255 hours; 0: at every start).
 	AppInstallerHours *string `param:"appinstaller_hours,number"`
+	// APTNewestOnly: the channel's APT repository lists only the newest version of each package
+	// and architecture (false: every build the channel offers).
+	APTNewestOnly *bool `param:"apt_newest_only"`
 	// TesterGroups, when sent, are the aliases of the tester groups that open the channel to
 	// their testers only (empty: open as before, to its link or its password).
 	TesterGroups []string `param:"tester_groups,names"`
@@ -489,6 +492,9 @@ func (ch ChannelChanges) apply(c *distribution.Channel, hasReleases bool) error 
 			return errs.Field("appinstaller_hours", "must be a number of hours from 0 (check at every start) to %d", distribution.MaxAppInstallerHours)
 		}
 		c.AppInstallerHours = n
+	}
+	if ch.APTNewestOnly != nil {
+		c.APTNewestOnly = *ch.APTNewestOnly
 	}
 	if ch.Password != nil {
 		hash, err := distribution.HashPassword(*ch.Password)
@@ -710,6 +716,9 @@ func (a *Apps) UpdateChannel(ctx context.Context, id int64, ch ChannelChanges) (
 			}
 			if out.AppInstallerHours != cc.Channel.AppInstallerHours {
 				detail["appinstaller_hours"] = out.AppInstallerHours
+			}
+			if out.APTNewestOnly != cc.Channel.APTNewestOnly {
+				detail["apt_newest_only"] = out.APTNewestOnly
 			}
 			a.auditChannel(ctx, "channel.update", id, detail)
 		}

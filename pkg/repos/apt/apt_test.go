@@ -208,3 +208,19 @@ func TestPackagesParsesWithDpkg(t *testing.T) {
 }
 
 func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o600) }
+
+// BenchmarkBuild1000 renders the index of 1,000 packages (100 names, 10 versions), unsigned.
+func BenchmarkBuild1000(b *testing.B) {
+	var pkgs []Package
+	for i := 0; i < 1000; i++ {
+		p := pkg(int64(i), fmt.Sprintf("bench-tool-%03d", i%100), fmt.Sprintf("1.%d-1", i/100), "amd64")
+		p.Fields = map[string]string{"Depends": "libc6 (>= 2.34), libssl3", "Installed-Size": "1024", "Section": "utils"}
+		p.ExtendedDescription = "A longer description\nof two lines."
+		pkgs = append(pkgs, p)
+	}
+	date := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		Build(Meta{Origin: "Bench", Date: date}, pkgs, false)
+	}
+}
