@@ -164,6 +164,10 @@ type Info struct {
 var IndexProperties = map[string]bool{
 	"Description": true, "Provides": true, "Requires": true, "Conflicts": true, "Obsoletes": true,
 	"HeaderStart": true, "HeaderEnd": true, "ArchiveSize": true,
+	// A .deb's (pkg/repos/apt): the relation fields, which a cut would break, and the extended
+	// description.
+	"Extended-Description": true, "Depends": true, "Pre-Depends": true, "Recommends": true, "Suggests": true,
+	"Enhances": true, "Breaks": true, "Replaces": true, "Built-Using": true,
 }
 
 // MaxIndexProperty bounds the value of an IndexProperties entry.

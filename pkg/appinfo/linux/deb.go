@@ -235,7 +235,7 @@ func debInflateErr(member string, err error) error {
 // per line without their first space (" ." stays "."); maxExtendedDescription bounds them.
 const (
 	extendedDescription    = "description\n"
-	maxExtendedDescription = 8 << 10
+	maxExtendedDescription = appinfo.MaxIndexProperty
 )
 
 // debIndexFields are the control fields an APT index repeats (pkg/repos/apt), kept as Properties
@@ -314,14 +314,14 @@ func debInfo(f map[string]string) (*appinfo.Info, error) {
 	if n := info.Properties["Installed-Size"]; n != "" && strings.Trim(n, "0123456789") != "" {
 		delete(info.Properties, "Installed-Size") // KiB, digits only; anything else would break the index
 	}
-	info.SetProperty("Extended-Description", cleanLines(f[extendedDescription], maxExtendedDescription))
+	info.SetProperty("Extended-Description", debDescriptionLines(f[extendedDescription], maxExtendedDescription))
 	return info, nil
 }
 
-// cleanLines is clean for a value of several lines: each line cleaned, the newlines kept, blank
+// debDescriptionLines is clean for a value of several lines: each line cleaned, the newlines kept, blank
 // lines dropped (a paragraph break is written "." in a control file), at most max bytes of whole
 // lines.
-func cleanLines(s string, max int) string {
+func debDescriptionLines(s string, max int) string {
 	var b strings.Builder
 	for _, line := range strings.Split(s, "\n") {
 		lead := len(line) - len(strings.TrimLeft(line, " "))

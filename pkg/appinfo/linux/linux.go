@@ -25,7 +25,7 @@
 //     Pre-Depends, Recommends, Suggests, Enhances, Breaks, Conflicts, Replaces, Provides,
 //     Built-Using), Section, Priority, Homepage, Installed-Size (digits only), Multi-Arch,
 //     Essential, each at most 4 KiB; and ["Extended-Description"], Description's further lines
-//     (without their leading space; "." for a paragraph break), at most 8 KiB of whole lines. The
+//     (without their leading space; "." for a paragraph break), at most 4 KiB of whole lines. The
 //     APT index (pkg/repos/apt) repeats them.
 //   - Icon: none. It lives in data.tar, a compressed stream without an index: reaching it means
 //     inflating the payload, which can be gigabytes.

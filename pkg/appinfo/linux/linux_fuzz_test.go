@@ -45,7 +45,7 @@ func fuzzParser(f *testing.F, parse func([]byte) (*appinfo.Info, error), format 
 		// description lines without blank ones, bounded.
 		for k, v := range info.Properties {
 			if k == "Extended-Description" {
-				if len(v) > 8<<10 || strings.Contains(v, "\n\n") || strings.ContainsAny(v, "\r\x00") || strings.HasPrefix(v, "\n") || strings.HasSuffix(v, "\n") {
+				if len(v) > 4<<10 || strings.Contains(v, "\n\n") || strings.ContainsAny(v, "\r\x00") || strings.HasPrefix(v, "\n") || strings.HasSuffix(v, "\n") {
 					t.Fatalf("Extended-Description %q", v)
 				}
 			} else if strings.ContainsAny(v, "\r\n") {

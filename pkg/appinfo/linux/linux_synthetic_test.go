@@ -86,7 +86,7 @@ func TestDebSynthetic(t *testing.T) {
 				t.Errorf("%s = %q, want %q", k, p[k], v)
 			}
 		}
-		if ext := p["Extended-Description"]; !strings.HasPrefix(ext, "para one\n.\n  verbatim  code\n") || len(ext) > 8<<10 {
+		if ext := p["Extended-Description"]; !strings.HasPrefix(ext, "para one\n.\n  verbatim  code") || len(ext) > 4<<10 {
 			t.Errorf("Extended-Description %q (%d bytes)", ext[:min(len(ext), 80)], len(ext))
 		}
 		info = mustParse(t, parseDeb, linuxtest.BuildDeb(linuxtest.DebOptions{Extra: []linuxtest.Field{{Name: "Installed-Size", Value: "12\n Package: evil"}}}))

@@ -88,7 +88,33 @@ func (p *Package) Valid() string {
 	case !sha256Re.MatchString(p.SHA256):
 		return "its SHA-256 is not known yet"
 	}
+	for _, k := range relationFields {
+		if v := p.Fields[k]; v != "" && !wellFormedRelation(v) {
+			// A value cut short (builds uploaded before Slipway kept these whole were cut at
+			// 256 bytes) would make apt refuse the whole index.
+			return fmt.Sprintf("its %s field is cut short or malformed", k)
+		}
+	}
 	return ""
+}
+
+// relationFields are the fields that name other packages (deb-control(5)).
+var relationFields = []string{"Pre-Depends", "Depends", "Recommends", "Suggests", "Enhances", "Breaks", "Conflicts", "Replaces", "Provides", "Built-Using"}
+
+// relationRe is one relation: a package name with an optional architecture qualifier, version
+// restriction, architecture list and build profiles.
+var relationRe = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]*(:[a-z0-9-]+)?\s*(\(\s*(<<|<=|=|>=|>>|<|>)\s*[0-9A-Za-z.+~:-]+\s*\))?\s*(\[[^\[\]()]*\])?\s*(<[^<>()]*>\s*)*$`)
+
+// wellFormedRelation reports whether v is a list of relations apt can parse ("a, b (>= 1) | c").
+func wellFormedRelation(v string) bool {
+	for _, alt := range strings.Split(v, ",") {
+		for _, rel := range strings.Split(alt, "|") {
+			if !relationRe.MatchString(strings.TrimSpace(rel)) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // PoolFile is the package's path in the repository.

@@ -59,6 +59,14 @@ func TestSelect(t *testing.T) {
 	if !strings.Contains(dropped[1], "replaced by build 2") || !strings.Contains(dropped[5], "not a Debian package name") || len(dropped) != 2 {
 		t.Errorf("dropped %v", dropped)
 	}
+	cut := pkg(10, "cut", "1.0", "amd64")
+	cut.Fields = map[string]string{"Depends": "libc6 (>= 2.34), libgtk-3-0 (>= 3.2"}
+	ok := pkg(11, "ok", "1.0", "amd64")
+	ok.Fields = map[string]string{"Depends": "libc6 (>= 2.34), libgtk-3-0 | libgtk-4-1, python3:any, foo [amd64], bar <!nocheck>", "Provides": "virtual (= 1.0)"}
+	listed, dropped = Select([]Package{cut, ok}, false)
+	if len(listed) != 1 || listed[0].ID != 11 || !strings.Contains(dropped[10], "Depends field is cut short") {
+		t.Errorf("relations: listed %v, dropped %v", listed, dropped)
+	}
 	listed, dropped = Select([]Package{a1, b, a2, arm}, true)
 	ids = nil
 	for _, p := range listed {
