@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"html"
 	"io"
@@ -368,6 +369,26 @@ func TestAPTProtectedChannel(t *testing.T) {
 	}
 	if strings.Contains(e.LogText(), token) {
 		t.Error("the logs hold the feed token")
+	}
+
+	// The console's channel page: the setup lines with the auth.conf line and its placeholder,
+	// never the token; and the APT repository's setting.
+	link, err := e.Service.Logins.NewLoginLink(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	signedIn := e.Do(t, "GET", "/console/login-link?token="+link, nil, nil)
+	session := http.Header{"Cookie": {strings.Split(signedIn.Header.Get("Set-Cookie"), ";")[0]}, "Accept": {"text/html"}}
+	page := e.Do(t, "GET", fmt.Sprintf("/console/channels/%d", chID), nil, session)
+	body := html.UnescapeString(string(page.Body))
+	for _, want := range []string{"/etc/apt/auth.conf.d/" + slug + ".conf", "machine " + strings.TrimPrefix(e.URL, "https://") + "/channels/" + slug + "/apt login slipway password FEED-TOKEN",
+		"Signed-By: /etc/apt/keyrings/" + slug + ".gpg", `id="apt-newest-only-`} {
+		if page.Status != 200 || !strings.Contains(body, want) {
+			t.Errorf("the console channel page (%d) lacks %q", page.Status, want)
+		}
+	}
+	if strings.Contains(body, token) {
+		t.Error("the console page shows the feed token")
 	}
 }
 

@@ -174,6 +174,11 @@ func (s *Server) completeSession(c *gin.Context) (err error) {
 	if res.DebugFile != nil {
 		c.JSON(http.StatusCreated, s.debugFileView(res.DebugFile))
 	} else {
+		if res.Release.News != nil {
+			if w := s.aptReplaces(ctx, res.Release); w != "" {
+				res.Release.News.Warnings = append(res.Release.News.Warnings, w)
+			}
+		}
 		c.JSON(http.StatusCreated, s.fullRelease(res.Release))
 	}
 	return nil
