@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -184,6 +185,12 @@ func TestDNFInstallsFromTheRepository(t *testing.T) {
 			slug := first["channel"].(map[string]any)["slug"].(string)
 			m.waitRelease(id(first), func(r map[string]any) bool { return r["checksum_state"] == "verified" })
 			base := m.e.URL + "/channels/" + slug + "/rpm"
+			// The channel's page shows the .repo file this test gives dnf (its packages are signed:
+			// gpgcheck=1), with the key Slipway serves.
+			snippet := rpmmd.RepoFile{Slug: slug, Name: slug + " (Slipway)", BaseURL: base, KeyURL: m.e.URL + "/keys/slipway.asc", Signed: true}
+			if page := m.e.Get(t, "/channels/"+slug); page.Status != 200 || !strings.Contains(string(page.Body), html.EscapeString(strings.TrimSuffix(snippet.String(), "\n"))) {
+				t.Errorf("the channel page (%d) does not show the .repo file:\n%s", page.Status, snippet)
+			}
 
 			d.repo("open", base, "")
 			d.must("open", "makecache")

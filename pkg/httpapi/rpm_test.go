@@ -45,6 +45,11 @@ func exerciseRPMRepository(t *testing.T, e *apptest.Env, admin http.Header) {
 		return expect(e.Do(t, "GET", fmt.Sprintf("/api/releases/%d", relID), nil, admin), 200, "get").Map(t)["checksum_state"] == "verified"
 	})
 	base := "/channels/" + slug + "/rpm/"
+	// Its package carries no signature: the channel page's .repo file says gpgcheck=0, and why.
+	if page := expect(e.Get(t, "/channels/"+slug), 200, "channel page"); !strings.Contains(string(page.Body), "\ngpgcheck=0\n") ||
+		!strings.Contains(string(page.Body), `id="repo-rpm-unsigned"`) || !strings.Contains(string(page.Body), "/etc/yum.repos.d/"+slug+".repo") {
+		t.Errorf("the channel page's DNF setup:\n%s", page.Body)
+	}
 	md := expect(e.Get(t, base+"repodata/repomd.xml"), 200, "repomd.xml")
 	etag := expect(e.Do(t, "HEAD", base+"repodata/repomd.xml", nil, nil), 200, "HEAD repomd.xml").Header.Get("ETag")
 	expect(e.Do(t, "GET", base+"repodata/repomd.xml", nil, http.Header{"If-None-Match": {etag}}), 304, "repomd.xml If-None-Match")
