@@ -168,46 +168,16 @@ func (r *attackResult) section() string {
 	return w.String()
 }
 
-// keptAttackSection is the attack section of the file at path, markers included, or "".
+// keptAttackSection is the attack section of the file at path, markers and newline included, or "".
 func keptAttackSection(path string) string {
 	old, err := os.ReadFile(path)
 	if err != nil {
 		return ""
 	}
-	s := string(old)
-	i := strings.Index(s, attackBegin)
-	if i < 0 {
-		return ""
-	}
-	j := strings.Index(s[i:], attackEnd)
-	if j < 0 {
-		return ""
-	}
-	return s[i:i+j+len(attackEnd)] + "\n"
+	return markedSection(string(old), attackBegin, attackEnd)
 }
 
-// writeAttackSection puts the section into the report at path, in place of the one there, or
-// before "## How to read this" (or the notes) when it has none, leaving the rest as it is.
+// writeAttackSection puts the section into the report at path (writeMarkedSection).
 func writeAttackSection(path, section string) error {
-	old, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return os.WriteFile(path, []byte("# Benchmarks\n\n"+section), 0o644)
-	}
-	if err != nil {
-		return err
-	}
-	s := string(old)
-	if kept := keptAttackSection(path); kept != "" {
-		s = strings.Replace(s, kept, section, 1)
-	} else {
-		at := len(s)
-		for _, h := range []string{"## How to read this", "## Notes"} {
-			if i := strings.Index(s, "\n"+h); i >= 0 {
-				at = i + 1
-				break
-			}
-		}
-		s = s[:at] + section + "\n" + s[at:]
-	}
-	return os.WriteFile(path, []byte(s), 0o644)
+	return writeMarkedSection(path, section, attackBegin, attackEnd)
 }

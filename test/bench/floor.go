@@ -432,48 +432,13 @@ func (r *floorResult) section() string {
 	return w.String()
 }
 
-// writeFloorSection puts the section into the report at path in place of the one there, or
-// before "## How to read this" when it has none.
+// writeFloorSection puts the section into the report at path (writeMarkedSection).
 func writeFloorSection(path, section string) error {
-	old, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return os.WriteFile(path, []byte("# Benchmarks\n\n"+section), 0o644)
-	}
-	if err != nil {
-		return err
-	}
-	s := string(old)
-	if kept := keptFloorSection(s); kept != "" {
-		s = strings.Replace(s, kept, section, 1)
-	} else {
-		at := len(s)
-		for _, h := range []string{"## How to read this", "## Notes"} {
-			if i := strings.Index(s, "\n"+h); i >= 0 {
-				at = i + 1
-				break
-			}
-		}
-		s = s[:at] + section + "\n" + s[at:]
-	}
-	return os.WriteFile(path, []byte(s), 0o644)
+	return writeMarkedSection(path, section, floorBegin, floorEnd)
 }
 
 // keptFloorSection is the floor section of the report s, markers and newline included, or "".
-func keptFloorSection(s string) string {
-	i := strings.Index(s, floorBegin)
-	if i < 0 {
-		return ""
-	}
-	j := strings.Index(s[i:], floorEnd)
-	if j < 0 {
-		return ""
-	}
-	end := i + j + len(floorEnd)
-	if end < len(s) && s[end] == '\n' {
-		end++
-	}
-	return s[i:end]
-}
+func keptFloorSection(s string) string { return markedSection(s, floorBegin, floorEnd) }
 
 // waitReady waits until the server's /readyz answers 200: start-up (the schema check) is over.
 func waitReady(ctx context.Context, base string) error {

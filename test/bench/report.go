@@ -574,3 +574,48 @@ func (rep *report) writeProfile(p func(string, ...any), name string, pr *profile
 }
 
 const defaultNotes = "\n_Analysis of the figures above (kept across runs)._\n"
+
+// markedSection is the part of the report s from the begin marker to the end marker, the
+// newline after it included, or "" when s has none.
+func markedSection(s, begin, end string) string {
+	i := strings.Index(s, begin)
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(s[i:], end)
+	if j < 0 {
+		return ""
+	}
+	stop := i + j + len(end)
+	if stop < len(s) && s[stop] == '\n' {
+		stop++
+	}
+	return s[i:stop]
+}
+
+// writeMarkedSection puts a generated section (between its begin and end markers) into the
+// report at path: in place of the one there, or before "## How to read this" (or the notes) when
+// it has none, leaving the rest as it is.
+func writeMarkedSection(path, section, begin, end string) error {
+	old, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return os.WriteFile(path, []byte("# Benchmarks\n\n"+section), 0o644)
+	}
+	if err != nil {
+		return err
+	}
+	s := string(old)
+	if kept := markedSection(s, begin, end); kept != "" {
+		s = strings.Replace(s, kept, section, 1)
+	} else {
+		at := len(s)
+		for _, h := range []string{"## How to read this", "## Notes"} {
+			if i := strings.Index(s, "\n"+h); i >= 0 {
+				at = i + 1
+				break
+			}
+		}
+		s = s[:at] + section + "\n" + s[at:]
+	}
+	return os.WriteFile(path, []byte(s), 0o644)
+}
