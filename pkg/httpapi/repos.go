@@ -1,14 +1,17 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/readcache"
 	"github.com/slipwayhq/slipway/pkg/errs"
+	"github.com/slipwayhq/slipway/pkg/feeds"
 	"github.com/slipwayhq/slipway/pkg/web"
 )
 
@@ -106,3 +109,29 @@ func (s *Server) channelKey(c *gin.Context) error {
 	writeRepoFile(c, encodeBytes(s.cfg.RepoKey.PublicKeys()), pgpKeysType)
 	return nil
 }
+
+// maxRepoReleases bounds the releases one repository index is built from when the channel holds
+// more than its view (readcache.ViewReleases): its newest releases are read then.
+const maxRepoReleases = 10_000
+
+// repoReleases are the releases a channel's repositories offer, newest first: every release the
+// feeds offer (its checksums verified from the stored bytes) that is rolled out to everyone (a
+// repository cannot stage a rollout). All of the channel's releases are read when it holds more
+// than its view. APT and DNF list the same builds.
+func (s *Server) repoReleases(ctx context.Context, v *readcache.ChannelView) ([]distribution.Release, error) {
+	all, err := s.svc.Releases.RepositoryReleases(ctx, v, maxRepoReleases)
+	if err != nil {
+		return nil, err
+	}
+	var out []distribution.Release
+	for i := range all {
+		if r := &all[i]; repoOffers(r) {
+			out = append(out, *r)
+		}
+	}
+	return out, nil
+}
+
+// repoOffers reports whether the repositories offer a release: the feeds offer it (its checksums
+// verified from the stored bytes) and it is rolled out to everyone.
+func repoOffers(r *distribution.Release) bool { return r.InFeeds() && feeds.RolledOut(r) }

@@ -14,13 +14,8 @@ import (
 	"github.com/slipwayhq/slipway/pkg/distribution"
 	"github.com/slipwayhq/slipway/pkg/distribution/readcache"
 	"github.com/slipwayhq/slipway/pkg/errs"
-	"github.com/slipwayhq/slipway/pkg/feeds"
 	"github.com/slipwayhq/slipway/pkg/repos/apt"
 )
-
-// maxRepoReleases bounds the releases one repository index is built from when the channel holds
-// more than its view (readcache.ViewReleases): all the channel's releases are read then.
-const maxRepoReleases = 50_000
 
 // aptDistsPrefix is where the suite's files are.
 const aptDistsPrefix = "dists/" + apt.Suite + "/"
@@ -163,27 +158,6 @@ func (s *Server) aptBuild(ctx context.Context, v *readcache.ChannelView, now tim
 	return out, nil
 }
 
-// repoReleases are the releases a channel's repositories offer, newest first: every release the
-// feeds offer (its checksums verified from the stored bytes) that is rolled out to everyone (a
-// repository cannot stage a rollout). All of the channel's releases are read when it holds more
-// than its view.
-func (s *Server) repoReleases(ctx context.Context, v *readcache.ChannelView) ([]distribution.Release, error) {
-	all := v.Releases
-	if !v.Complete {
-		var err error
-		if all, err = s.svc.Reads.Store.RecentReleases(ctx, v.Channel.ID, "", maxRepoReleases); err != nil {
-			return nil, err
-		}
-	}
-	var out []distribution.Release
-	for i := range all {
-		if r := &all[i]; r.InFeeds() && feeds.RolledOut(r) {
-			out = append(out, *r)
-		}
-	}
-	return out, nil
-}
-
 // aptPackage is a .deb release as the index lists it. Builds uploaded before the parser kept the
 // index's fields (Installed-Size, the relation fields but Depends, the extended description) are
 // listed with what they have.
@@ -235,21 +209,13 @@ func (s *Server) aptReplaces(ctx context.Context, rc *distribution.ReleaseContex
 // filesystem), for a release the repository lists. apt follows the redirect and checks the
 // SHA-256 the index gave.
 func (s *Server) aptPool(c *gin.Context, v *readcache.ChannelView, id int64) error {
-	ctx := reqCtx(c)
 	var r *distribution.Release
-	for i := range v.Releases {
-		if v.Releases[i].ID == id {
-			r = &v.Releases[i]
-		}
+	if rc, err := s.svc.Releases.ReleaseInView(reqCtx(c), v, id); err == nil {
+		r = &rc.Release
+	} else if errs.KindOf(err) != errs.NotFound {
+		return err
 	}
-	if r == nil && !v.Complete { // an older build of a large channel: read it alone
-		if rc, err := s.svc.Releases.ReleaseInChannel(ctx, v.Channel.Slug, id); err == nil {
-			r = &rc.Release
-		} else if errs.KindOf(err) != errs.NotFound {
-			return err
-		}
-	}
-	if r != nil && r.Format == "deb" && r.InFeeds() && feeds.RolledOut(r) {
+	if r != nil && r.Format == "deb" && repoOffers(r) {
 		if err := s.redirectToObject(c, r.ObjectKey, r.Filename, contentTypes[r.Format], !v.Channel.Protected()); err != nil {
 			return err
 		}

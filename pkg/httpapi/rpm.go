@@ -27,9 +27,6 @@ import (
 // generation: its data files have new names (their checksums), so no client or cache mixes
 // generations.
 
-// maxRepoPackages bounds the packages a repository lists (the newest ones).
-const maxRepoPackages = 10000
-
 // rpmRepodata: GET /channels/:slug/rpm/repodata/:file, repomd.xml, repomd.xml.asc and the data
 // files it names.
 func (s *Server) rpmRepodata(c *gin.Context) error {
@@ -122,7 +119,7 @@ func (s *Server) rpmPackage(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if !rpmListed(&rc.Release) || rpmFileName(&rc.Release) != c.Param("file") {
+	if !rpmListed(&rc.Release) || !repoOffers(&rc.Release) || rpmFileName(&rc.Release) != c.Param("file") {
 		return errs.New(errs.NotFound, "release %d is not in channel %s's DNF repository as %s", id, v.Channel.Slug, c.Param("file"))
 	}
 	if err := installable(rc); err != nil {
@@ -147,10 +144,10 @@ func (s *Server) rpmView(c *gin.Context) (*readcache.ChannelView, error) {
 	return v, needPlatform(v, "the DNF repository", "linux")
 }
 
-// rpmListed reports whether the repository lists a release: an .rpm the feeds offer (its
-// checksums computed from the stored bytes, rolled out), not a source package.
+// rpmListed reports whether the repository lists one of the releases the repositories offer
+// (repoReleases): an .rpm, not a source package.
 func rpmListed(r *distribution.Release) bool {
-	return r.Format == "rpm" && r.InFeeds() && r.Facts.Properties["SourcePackage"] == ""
+	return r.Format == "rpm" && r.Facts.Properties["SourcePackage"] == ""
 }
 
 // rpmFileName is the name a release's package has in the repository: its file name, or one
@@ -170,12 +167,9 @@ func rpmFileName(r *distribution.Release) string {
 // rpmRender renders the repository of the view's channel: every release it lists, newest first;
 // of two with the same name, epoch, version, release and architecture, the newer only.
 func (s *Server) rpmRender(c *gin.Context, v *readcache.ChannelView) (*rpmmd.Repository, error) {
-	rels := v.Releases
-	if !v.Complete {
-		var err error
-		if rels, err = s.svc.Releases.RepositoryReleases(reqCtx(c), v, maxRepoPackages); err != nil {
-			return nil, err
-		}
+	rels, err := s.repoReleases(reqCtx(c), v)
+	if err != nil {
+		return nil, err
 	}
 	var pkgs []rpmmd.Package
 	seen := map[string]bool{}
@@ -193,9 +187,6 @@ func (s *Server) rpmRender(c *gin.Context, v *readcache.ChannelView) (*rpmmd.Rep
 		seen[nevra] = true
 		pkgs = append(pkgs, p)
 		newest = max(newest, p.FileTime)
-		if len(pkgs) == maxRepoPackages {
-			break
-		}
 	}
 	return rpmmd.Render(pkgs, newest, s.cfg.RepoKey.DetachSign)
 }

@@ -217,6 +217,17 @@ func TestDNFInstallsFromTheRepository(t *testing.T) {
 			if out := d.must("open", "--refresh", "repoquery", "field-demo"); strings.Contains(out, "1.1-1") || !strings.Contains(out, "1.0-1") {
 				t.Fatalf("after the delete the repository lists:\n%s", out)
 			}
+			// A build in a staged rollout is not listed, as in the APT repository: a repository
+			// cannot stage, so it waits for 100%.
+			name3, v3 := d.build("field-demo", "1.2")
+			staged := m.e.UploadApp(t, name3, v3, apptest.Field("channel_key", slug), apptest.Field("rollout", "20"))
+			m.waitRelease(id(staged), func(r map[string]any) bool { return r["checksum_state"] == "verified" })
+			if out := d.must("open", "--refresh", "repoquery", "field-demo"); strings.Contains(out, "1.2-1") {
+				t.Fatalf("a build at 20%% rollout is listed:\n%s", out)
+			}
+			if r := m.e.Get(t, fmt.Sprintf("/channels/%s/rpm/packages/%d/%s", slug, id(staged), name3)); r.Status != 404 {
+				t.Errorf("the staged build's package: %d", r.Status)
+			}
 
 			var suffix string
 			proxied := tamperProxy(t, m.e.URL, &suffix)
