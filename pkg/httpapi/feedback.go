@@ -97,7 +97,9 @@ func (s *Server) receiveFeedback(c *gin.Context, releaseID int64) error {
 		return err
 	}
 	defer d.Abandon(ctx)
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxFeedbackBody)
+	// Screenshots arrive like an upload: the idle timeout bounds a stall, not the whole body,
+	// which may take longer while the parse budget is busy or the link is slow.
+	c.Request.Body = http.MaxBytesReader(c.Writer, s.uploadBody(c), maxFeedbackBody)
 	var rep feedback.Report
 	mt, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
 	switch mt {

@@ -6,6 +6,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"io"
 	"context"
 	"fmt"
 	"image"
@@ -336,5 +337,50 @@ func TestFeedbackLimits(t *testing.T) {
 	var n int
 	if err := m.e.DB.Pool.QueryRow(ctx, `SELECT count(*) FROM feedback`).Scan(&n); err != nil || n != 41 {
 		t.Errorf("%d reports kept, want 41 (%v)", n, err)
+	}
+}
+
+// slowBody sends b in pieces of size bytes with a pause before each, as a phone on a slow link
+// sends a report with screenshots: it never stalls for the idle timeout, but takes longer in all.
+type slowBody struct {
+	b     []byte
+	size  int
+	pause time.Duration
+}
+
+func (s *slowBody) Read(p []byte) (int, error) {
+	if len(s.b) == 0 {
+		return 0, io.EOF
+	}
+	time.Sleep(s.pause)
+	n := copy(p[:min(len(p), s.size)], s.b)
+	s.b = s.b[n:]
+	return n, nil
+}
+
+// A report whose body takes longer than SLIPWAY_UPLOAD_IDLE_TIMEOUT in all, but never stalls for
+// it, is accepted, from an app (the API) and from the release page's form: the timeout bounds a
+// stall, as for an upload. (A report with five screenshots read while the parse budget was busy
+// with others took over the 60 s default in all, and was refused as "could not be read".)
+func TestFeedbackBodyLongerThanTheIdleTimeout(t *testing.T) {
+	m := newMgmt(t, apptest.Options{Configure: func(c *config.Config) { c.UploadIdleTimeout = time.Second }})
+	_, _, _, first := m.fixture()
+	body, ct := apptest.Multipart(apptest.Field("text", "Slow link"), shot("a.png", imagetest.PNG(t, 200, 400)))
+	// About 2.5 s in all, a piece every 250 ms.
+	pieces := 10
+	size := body.Len()/pieces + 1
+	r := m.e.Do(t, "POST", fmt.Sprintf("/api/releases/%d/feedback", id(first)), &slowBody{b: body.Bytes(), size: size, pause: 250 * time.Millisecond},
+		http.Header{"Content-Type": {ct}})
+	m.want(r, 201, "a slow report through the API")
+	page, pct := apptest.Multipart(apptest.Field("text", "Slow link, from the page"), shot("a.png", imagetest.PNG(t, 200, 400)))
+	slug := first["channel"].(map[string]any)["slug"].(string)
+	r = m.e.Do(t, "POST", fmt.Sprintf("/channels/%s/releases/%d/feedback", slug, id(first)), &slowBody{b: page.Bytes(), size: page.Len()/pieces + 1, pause: 250 * time.Millisecond},
+		http.Header{"Content-Type": {pct}, "Accept": {"text/html"}, "Origin": {m.e.URL}, "Sec-Fetch-Site": {"same-origin"}})
+	if r.Status != http.StatusSeeOther && r.Status != http.StatusOK {
+		t.Fatalf("a slow report from the page: %d %.300s", r.Status, r.Body)
+	}
+	var n int
+	if err := m.e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM feedback WHERE body LIKE 'Slow link%'`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("reports kept: %d (%v)", n, err)
 	}
 }

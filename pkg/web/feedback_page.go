@@ -94,7 +94,8 @@ func (h *Handler) releaseFeedback(c *gin.Context) error {
 		return err
 	}
 	defer d.Abandon(ctx)
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxFeedbackBody)
+	// Screenshots arrive like an upload: the idle timeout bounds a stall, not the whole body.
+	c.Request.Body = http.MaxBytesReader(c.Writer, &idleBody{r: c.Request.Body, ctl: http.NewResponseController(c.Writer), idle: h.cfg.UploadIdleTimeout}, maxFeedbackBody)
 	var rep feedback.Report
 	if mt, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type")); mt != "multipart/form-data" {
 		h.feedbackRefused(c, view, rc, rep, errs.New(errs.Unsupported, "the form is sent as multipart/form-data"))
