@@ -6,10 +6,10 @@ package httpapi_test
 
 import (
 	"bytes"
-	"io"
 	"context"
 	"fmt"
 	"image"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
