@@ -109,6 +109,9 @@ func (s *Server) receiveFeedback(c *gin.Context, releaseID int64) error {
 			return errs.Wrap(errs.Invalid, err, "the form could not be read")
 		}
 		if rep, err = d.Receive(ctx, mr, distribution.FeedbackFromAPI); err != nil {
+			// Apps write the whole body before they read the answer: reading on (bounded, as
+			// drainBody does for uploads) lets the refusal reach them instead of a reset.
+			drainBody(c)
 			return feedbackBodyErr(err)
 		}
 	case "application/json":
