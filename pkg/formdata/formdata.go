@@ -60,10 +60,10 @@ type Reader struct {
 	currentPart *Part
 	partsRead   int
 
-	nl               []byte // "\r\n" or "\n" (set after seeing first boundary line)
-	nlDashBoundary   []byte // nl + "--boundary"
-	dashBoundaryDash []byte // "--boundary--"
-	dashBoundary     []byte // "--boundary"
+	nl               []byte  // "\r\n" or "\n" (set after seeing first boundary line)
+	delim            *finder // finds nl + "--boundary"
+	dashBoundaryDash []byte  // "--boundary--"
+	dashBoundary     []byte  // "--boundary"
 }
 
 // NewReader returns a Reader of the parts of r, whose boundary is boundary (the Content-Type's
@@ -75,7 +75,7 @@ func NewReader(r io.Reader, boundary string) *Reader {
 		src:              src,
 		br:               bufio.NewReaderSize(src, peekBufferSize),
 		nl:               b[:2],
-		nlDashBoundary:   b[:len(b)-2],
+		delim:            newFinder(b[:len(b)-2]),
 		dashBoundaryDash: b[2:],
 		dashBoundary:     b[2 : len(b)-2],
 	}
@@ -242,7 +242,7 @@ func (pr partReader) Read(d []byte) (int, error) {
 	direct := len(d) >= DirectMin
 	for p.n == 0 && p.err == nil {
 		peek, _ := br.Peek(br.Buffered())
-		p.n, p.err = scanUntilBoundary(peek, mr.dashBoundary, mr.nlDashBoundary, p.total, p.readErr)
+		p.n, p.err = scanUntilBoundary(peek, mr.dashBoundary, mr.delim, p.total, p.readErr)
 		if p.n == 0 && p.err == nil {
 			if direct && p.readErr == nil && mr.src.err == nil && len(mr.src.pending) == 0 {
 				if n, err, done := p.readDirect(d, peek); done {
@@ -286,7 +286,7 @@ func (p *Part) readDirect(d, held []byte) (n int, err error, done bool) {
 	if readErr == io.EOF {
 		readErr = io.ErrUnexpectedEOF
 	}
-	n, err = scanUntilBoundary(t, mr.dashBoundary, mr.nlDashBoundary, p.total, readErr)
+	n, err = scanUntilBoundary(t, mr.dashBoundary, mr.delim, p.total, readErr)
 	if n < len(t) {
 		// The rest goes back; the source keeps the read error for when it is reached, as the
 		// buffered path would meet it.
@@ -307,11 +307,12 @@ func (p *Part) readDirect(d, held []byte) (n int, err error, done bool) {
 
 // scanUntilBoundary scans buf to identify how much of it can be safely returned as part of the
 // part's body (mime/multipart's, with the search for a boundary's start at the end limited to
-// where one could start). dashBoundary is "--boundary", nlDashBoundary "\r\n--boundary" or
-// "\n--boundary". total is the number of bytes read out so far: at 0 a leading "--boundary" is
+// where one could start, and the search itself the finder's). dashBoundary is "--boundary", delim
+// finds "\r\n--boundary" or "\n--boundary". total is the number of bytes read out so far: at 0 a leading "--boundary" is
 // recognised. readErr is the read error, if any, that followed the bytes in buf. It returns the
 // number of data bytes and the error to return once they are read.
-func scanUntilBoundary(buf, dashBoundary, nlDashBoundary []byte, total int64, readErr error) (int, error) {
+func scanUntilBoundary(buf, dashBoundary []byte, delim *finder, total int64, readErr error) (int, error) {
+	nlDashBoundary := delim.pat
 	if total == 0 {
 		// At beginning of body, allow dashBoundary.
 		if bytes.HasPrefix(buf, dashBoundary) {
@@ -330,7 +331,7 @@ func scanUntilBoundary(buf, dashBoundary, nlDashBoundary []byte, total int64, re
 	}
 
 	// Search for "\n--boundary".
-	if i := bytes.Index(buf, nlDashBoundary); i >= 0 {
+	if i := delim.index(buf); i >= 0 {
 		switch matchAfterPrefix(buf[i:], nlDashBoundary, readErr) {
 		case -1:
 			return i + len(nlDashBoundary), nil
@@ -450,7 +451,7 @@ func (r *Reader) isBoundaryDelimiterLine(line []byte) bool {
 	rest := skipLWSPChar(line[len(r.dashBoundary):])
 	if r.partsRead == 0 && len(rest) == 1 && rest[0] == '\n' {
 		r.nl = r.nl[1:]
-		r.nlDashBoundary = r.nlDashBoundary[1:]
+		r.delim = newFinder(r.delim.pat[1:])
 	}
 	return bytes.Equal(rest, r.nl)
 }
