@@ -63,6 +63,12 @@ type options struct {
 }
 
 func main() {
+	if target := os.Getenv(floorProxyEnv); target != "" {
+		if err := serveFloorProxy(target); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	var o options
 	flag.StringVar(&o.out, "out", "", "write the Markdown report to this file (e.g. docs/benchmarks.md)")
 	flag.Int64Var(&o.sizeMiB, "size-mib", 256, "size of the benchmark .ipa in MiB")

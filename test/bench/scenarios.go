@@ -39,6 +39,9 @@ type timedRun struct {
 	CPU  cpuSample
 	// Syscalls are the server's read and write system calls during the run.
 	Syscalls syscalls
+	// Switches is how often the scheduler put one of the server's threads on a CPU during the
+	// run (the floor scenario's).
+	Switches int64
 	// AfterBody is, for uploads through Slipway, the time between the client's last byte and the
 	// response; StoreTail is the part of it until the object was complete in storage (the server's
 	// "upload stored" debug log line), the rest being parsing, the icon and the database.

@@ -191,6 +191,15 @@ func cpuTime(pid int) time.Duration {
 	return d
 }
 
+// schedStat is cpuTime and the process's context switches (testkit.SchedStat).
+func schedStat(pid int) (time.Duration, int64) {
+	if pid <= 0 {
+		return 0, 0
+	}
+	d, n, _ := testkit.SchedStat(pid)
+	return d, n
+}
+
 // syscalls is the number of read and write system calls a process has made, and the bytes they
 // moved (sockets, files and pipes alike), from /proc/<pid>/io.
 type syscalls struct{ Reads, Writes, ReadBytes, WriteBytes int64 }

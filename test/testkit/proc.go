@@ -144,27 +144,38 @@ func CPU(t testing.TB, pid int) time.Duration {
 // ticks. Threads that have ended are not counted (Go rarely ends one), so it suits measurements
 // of short runs (test/bench), and CPUTime suits bounds. Without schedstat it is CPUTime.
 func SchedCPUTime(pid int) (time.Duration, error) {
+	d, _, err := SchedStat(pid)
+	return d, err
+}
+
+// SchedStat is SchedCPUTime and the number of times the scheduler put one of the process's
+// living threads on a CPU (the third field of schedstat): its context switches in. Without
+// schedstat it is CPUTime and 0.
+func SchedStat(pid int) (time.Duration, int64, error) {
 	tasks, err := os.ReadDir(procPath(pid, "task"))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var total int64
+	var total, runs int64
 	read := false
 	for _, task := range tasks {
 		b, err := os.ReadFile(procPath(pid, "task/"+task.Name()+"/schedstat"))
 		if err != nil {
 			continue // the thread ended, or the kernel keeps no schedstat
 		}
-		if f := strings.Fields(string(b)); len(f) > 0 {
-			if ns, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-				total, read = total+ns, true
+		if f := strings.Fields(string(b)); len(f) == 3 {
+			ns, err1 := strconv.ParseInt(f[0], 10, 64)
+			n, err2 := strconv.ParseInt(f[2], 10, 64)
+			if err1 == nil && err2 == nil {
+				total, runs, read = total+ns, runs+n, true
 			}
 		}
 	}
 	if !read {
-		return CPUTime(pid)
+		d, err := CPUTime(pid)
+		return d, 0, err
 	}
-	return time.Duration(total), nil
+	return time.Duration(total), runs, nil
 }
 
 // SelfCPU is this process's user and system CPU time (getrusage), to the microsecond.
