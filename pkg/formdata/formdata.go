@@ -8,7 +8,7 @@
 // only what follows the part's end, or the few bytes at the end of the read that could begin a
 // boundary: one copy of each byte (the kernel's) instead of three, and one call per read of the
 // body instead of one per 4 KiB. The upload path hands it whole part buffers (8 MiB on S3,
-// 256 KiB on the filesystem).
+// 1 MiB on the filesystem).
 //
 // Everything else (the boundary rules, headers, the preamble, LF-only line endings,
 // quoted-printable parts, the errors) is mime/multipart's, whose code this adapts (Copyright The

@@ -134,7 +134,7 @@ func (s *Server) openUpload(c *gin.Context) (*uploadForm, error) {
 	// connection before closing it, so the client reads the answer instead of a reset.
 	f.body = s.uploadBody(c)
 	// formdata reads the file part's bytes from the body straight into the storage's buffers
-	// (8 MiB parts, 256 KiB file writes), in reads as large as the socket has data for.
+	// (8 MiB parts, 1 MiB file writes), in reads as large as the socket has data for.
 	f.mr = formdata.NewReader(http.MaxBytesReader(c.Writer, f.body, limit), params["boundary"])
 	for f.token == nil {
 		part, err := f.mr.NextPart()

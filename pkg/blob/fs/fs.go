@@ -59,6 +59,9 @@ func (s *Store) Dir() string { return s.dir }
 // Close releases the folder's handle.
 func (s *Store) Close() error { return s.root.Close() }
 
+// writeBuffer is the size of Put's file writes, and so of the reads of the stream into its buffer.
+const writeBuffer = 1 << 20
+
 // Put writes r to a temp file in the key's folder, fsyncs it and renames it to the key, so readers
 // see either the old object or the whole new one. On error or cancellation the temp file is
 // removed and an existing object under key is left as it was.
@@ -80,13 +83,13 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts blob.PutO
 			s.root.Remove(tmp)
 		}
 	}()
-	// Upload streams arrive in small reads; batch them into 256 KiB writes. (writerOnly hides
+	// Upload streams arrive in reads of what the socket holds; batch them into writes of writeBuffer. (writerOnly hides
 	// *os.File's ReadFrom, which would otherwise write every small read through at once.)
 	var w io.Writer = writerOnly{f}
 	if opts.Observe != nil {
 		w = observingWriter{w, opts.Observe}
 	}
-	bw := bufio.NewWriterSize(w, 256<<10)
+	bw := bufio.NewWriterSize(w, writeBuffer)
 	if n, err = io.Copy(bw, blob.ContextReader(ctx, r)); err == nil {
 		err = bw.Flush()
 	}
