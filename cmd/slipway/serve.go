@@ -84,6 +84,10 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		// garbage now: collect it and give the pages back, rather than holding them until the
 		// heap grows into them.
 		debug.FreeOSMemory()
+		// The same for the executable's pages start-up ran (dropStartupPages).
+		if _, err := dropStartupPages(); err != nil {
+			log.Warn("could not drop the start-up pages of the executable", slog.Any("error", err))
+		}
 		bgc <- bg
 	}()
 	stopBackground := func() {
