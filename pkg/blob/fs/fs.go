@@ -10,7 +10,6 @@
 package fs
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -32,8 +31,9 @@ const tempPrefix = ".slipway-tmp-"
 
 // Store is a blob.Backend and blob.FileOpener over one folder. It is safe for concurrent use.
 type Store struct {
-	root *os.Root
-	dir  string
+	root    *os.Root
+	dir     string
+	buffers *blob.BufferPool
 }
 
 var (
@@ -50,7 +50,7 @@ func New(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fs storage: open %s: %w", dir, err)
 	}
-	return &Store{root: root, dir: dir}, nil
+	return &Store{root: root, dir: dir, buffers: blob.NewBufferPool(writeBuffer, writeBudget)}, nil
 }
 
 // Dir returns the folder the store was opened on.
@@ -61,6 +61,12 @@ func (s *Store) Close() error { return s.root.Close() }
 
 // writeBuffer is the size of Put's file writes, and so of the reads of the stream into its buffer.
 const writeBuffer = 1 << 20
+
+// writeBudget bounds the write buffers of all Puts together: beyond 64 at once, a Put waits for
+// a buffer (the upload slots admit fewer). Buffers come from a blob.BufferPool, so a steady stream
+// of uploads allocates none, and a replica idle for blob.IdleRelease holds none and gives the heap
+// they and the uploads' garbage held back to the operating system.
+const writeBudget = 64 * writeBuffer
 
 // Put writes r to a temp file in the key's folder, fsyncs it and renames it to the key, so readers
 // see either the old object or the whole new one. On error or cancellation the temp file is
@@ -83,18 +89,30 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts blob.PutO
 			s.root.Remove(tmp)
 		}
 	}()
-	// Upload streams arrive in reads of what the socket holds; batch them into writes of writeBuffer. (writerOnly hides
-	// *os.File's ReadFrom, which would otherwise write every small read through at once.)
-	var w io.Writer = writerOnly{f}
-	if opts.Observe != nil {
-		w = observingWriter{w, opts.Observe}
-	}
-	bw := bufio.NewWriterSize(w, writeBuffer)
-	if n, err = io.Copy(bw, blob.ContextReader(ctx, r)); err == nil {
-		err = bw.Flush()
-	}
+	// The stream is read into a pooled buffer of writeBuffer bytes (formdata reads the body
+	// straight into it), shown to Observe, and written in one call.
+	buf, err := s.buffers.Get(ctx)
 	if err != nil {
-		return n, fmt.Errorf("fs storage: put %q: %w", key, err)
+		return 0, fmt.Errorf("fs storage: put %q: waiting for a write buffer: %w", key, err)
+	}
+	defer s.buffers.Put(buf)
+	r = blob.ContextReader(ctx, r)
+	for eof := false; !eof; {
+		var m int
+		var rerr error
+		m, eof, rerr = blob.Fill(r, buf)
+		if m > 0 {
+			if opts.Observe != nil {
+				opts.Observe(buf[:m])
+			}
+			if _, err = f.Write(buf[:m]); err != nil {
+				return n, fmt.Errorf("fs storage: put %q: %w", key, err)
+			}
+			n += int64(m)
+		}
+		if err = rerr; err != nil {
+			return n, fmt.Errorf("fs storage: put %q: %w", key, err)
+		}
 	}
 	if err = f.Sync(); err != nil {
 		return n, fmt.Errorf("fs storage: put %q: sync: %w", key, err)
@@ -298,7 +316,8 @@ func isEscape(err error) bool {
 	return strings.Contains(err.Error(), "path escapes from parent")
 }
 
-// writerOnly exposes only Write, so bufio.Writer buffers instead of delegating to ReadFrom.
+// writerOnly exposes only Write, so io.Copy copies through its buffer instead of delegating to
+// *os.File's ReadFrom.
 type writerOnly struct{ w io.Writer }
 
 func (w writerOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
@@ -307,15 +326,4 @@ func randomHex() string {
 	var b [12]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// observingWriter shows each write to PutOptions.Observe before writing it.
-type observingWriter struct {
-	w       io.Writer
-	observe func([]byte)
-}
-
-func (o observingWriter) Write(p []byte) (int, error) {
-	o.observe(p)
-	return o.w.Write(p)
 }

@@ -259,7 +259,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts blob.PutO
 	}
 	r = blob.ContextReader(ctx, r)
 	small := make([]byte, min(firstRead, s.partSize))
-	n, eof, err := readFull(r, small)
+	n, eof, err := blob.Fill(r, small)
 	if err != nil {
 		return 0, fmt.Errorf("s3 storage: put %q: %w", key, err)
 	}
@@ -273,7 +273,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, opts blob.PutO
 		return 0, fmt.Errorf("s3 storage: put %q: waiting for a part buffer: %w", key, err)
 	}
 	copy(buf, small[:n])
-	m, eof, err := readFull(r, buf[n:])
+	m, eof, err := blob.Fill(r, buf[n:])
 	if err != nil {
 		s.buffers.Put(buf)
 		return 0, fmt.Errorf("s3 storage: put %q: %w", key, err)
@@ -428,7 +428,7 @@ func (s *Store) putMultipart(ctx context.Context, key string, first []byte, r io
 			break
 		}
 		var rerr error
-		n, eof, rerr = readFull(r, buf)
+		n, eof, rerr = blob.Fill(r, buf)
 		if rerr != nil {
 			cancel(rerr)
 			s.buffers.Put(buf)
@@ -606,23 +606,6 @@ func optional(s string) *string {
 		return nil
 	}
 	return &s
-}
-
-// readFull fills buf from r. eof reports that r ended with io.EOF (buf may then be partly
-// filled); any other error, io.ErrUnexpectedEOF included (a client that went away mid-body), is
-// returned as err, so a truncated stream is never stored as if complete.
-func readFull(r io.Reader, buf []byte) (n int, eof bool, err error) {
-	for n < len(buf) {
-		m, err := r.Read(buf[n:])
-		n += m
-		if err == io.EOF {
-			return n, true, nil
-		}
-		if err != nil {
-			return n, false, err
-		}
-	}
-	return n, false, nil
 }
 
 // List implements blob.Lister with ListObjectsV2 (S3 returns keys in byte order of their UTF-8,
