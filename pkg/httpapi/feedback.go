@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"strconv"
 	"strings"
@@ -98,19 +99,21 @@ func (s *Server) receiveFeedback(c *gin.Context, releaseID int64) error {
 	}
 	defer d.Abandon(ctx)
 	// Screenshots arrive like an upload: the idle timeout bounds a stall, not the whole body,
-	// which may take longer while the parse budget is busy or the link is slow.
-	c.Request.Body = http.MaxBytesReader(c.Writer, s.uploadBody(c), maxFeedbackBody)
+	// which may take longer while the parse budget is busy or the link is slow. The report is
+	// read through its limit; c.Request.Body stays the server's, for drainBody to read past it.
+	body := http.MaxBytesReader(c.Writer, s.uploadBody(c), maxFeedbackBody)
 	var rep feedback.Report
-	mt, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	mt, params, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
 	switch mt {
 	case "multipart/form-data":
-		mr, err := c.Request.MultipartReader()
-		if err != nil {
-			return errs.Wrap(errs.Invalid, err, "the form could not be read")
+		if params["boundary"] == "" {
+			return errs.Invalidf("the form could not be read: its Content-Type has no boundary")
 		}
-		if rep, err = d.Receive(ctx, mr, distribution.FeedbackFromAPI); err != nil {
+		var err error
+		if rep, err = d.Receive(ctx, multipart.NewReader(body, params["boundary"]), distribution.FeedbackFromAPI); err != nil {
 			// Apps write the whole body before they read the answer: reading on (bounded, as
-			// drainBody does for uploads) lets the refusal reach them instead of a reset.
+			// drainBody does for uploads, and past the report's limit) lets the refusal reach
+			// them instead of a reset.
 			drainBody(c)
 			return feedbackBodyErr(err)
 		}
@@ -123,7 +126,7 @@ func (s *Server) receiveFeedback(c *gin.Context, releaseID int64) error {
 			AppState  json.RawMessage `json:"app_state"`
 			Email     string          `json:"email"`
 		}
-		if err := json.NewDecoder(c.Request.Body).Decode(&in); err != nil {
+		if err := json.NewDecoder(body).Decode(&in); err != nil {
 			if tooBig := feedbackBodyErr(err); errs.KindOf(tooBig) == errs.TooLarge {
 				return tooBig
 			}

@@ -5,12 +5,15 @@ package httpapi_test
 // webhooks and mail hear of it; hostile images and forms store nothing.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"image"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -383,4 +386,54 @@ func TestFeedbackBodyLongerThanTheIdleTimeout(t *testing.T) {
 	if err := m.e.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM feedback WHERE body LIKE 'Slow link%'`).Scan(&n); err != nil || n != 2 {
 		t.Fatalf("reports kept: %d (%v)", n, err)
 	}
+}
+
+// zeros reads as an endless run of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// TestRefusedReportIsReadToItsEnd: apps write the whole report before they read the answer, as
+// most HTTP clients do. A report refused at its first screenshot, whose body goes on past the
+// report limit, is still read on (bounded, as drainBody reads an upload's) so that the app can
+// write it all and read the refusal. It used to be read on through the limit's reader, which
+// stops at maxFeedbackBody: the connection was then closed with the rest unread and reset, and an
+// app sending 20 screenshots (270 MB) got "connection reset by peer" instead of its 422 (in CI,
+// TestHostileScreenshotsShareTheParseBudget). The client here is raw TCP that reads only once
+// it has written everything, so the reset cannot be missed.
+func TestRefusedReportIsReadToItsEnd(t *testing.T) {
+	m := newMgmt(t, apptest.Options{})
+	_, _, _, first := m.fixture()
+	const boundary = "slipway-refused-report"
+	head := "--" + boundary + "\r\nContent-Disposition: form-data; name=\"screenshot\"; filename=\"z.png\"\r\n" +
+		"Content-Type: image/png\r\n\r\nPK\x03\x04"
+	tail := "\r\n--" + boundary + "--\r\n"
+	filler := int64(distribution.MaxScreenshots*(15<<20) + 65<<20) // 64 MiB past the report limit
+	u, err := url.Parse(m.e.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Minute))
+	if _, err := fmt.Fprintf(conn, "POST /api/releases/%d/feedback HTTP/1.1\r\nHost: %s\r\nContent-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n\r\n%s",
+		id(first), u.Host, boundary, int64(len(head))+filler+int64(len(tail)), head); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(conn, io.MultiReader(io.LimitReader(zeros{}, filler), strings.NewReader(tail))); err != nil {
+		t.Fatalf("writing the report: %v (the server stopped reading it before its end)", err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode < 400 || resp.StatusCode >= 500 {
+		t.Fatalf("a refused report: %d %s", resp.StatusCode, b)
+	}
+	t.Logf("answer after %d MiB: %d %s", filler>>20, resp.StatusCode, b)
 }
