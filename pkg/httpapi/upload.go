@@ -306,8 +306,10 @@ const (
 	drainBytes = 1 << 30
 )
 
-// drainBody reads and drops what is left of an upload's body after a failure that is not the
-// client's (storage or database unavailable), outside the upload slot. Most clients (Ruby's
+// drainBody reads and drops what is left of the request's body (c.Request.Body, the server's,
+// so past any limit a handler read it through) after an upload failed for a reason that is not
+// the client's (storage or database unavailable), outside the upload slot, or a feedback report
+// was refused. Most clients (Ruby's
 // net/http in fastlane, Go's, curl) write the whole body before reading the answer: closing with
 // unread bytes makes the kernel reset the connection, and the reset can destroy the 503 before
 // the client reads it. Reading on (RFC 9112, section 9.6) lets the client see the answer.
